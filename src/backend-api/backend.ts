@@ -1,0 +1,122 @@
+/**
+ * The contract between the core and every backend (onnxruntime, python, javascript, builtin). Backends
+ * import only this folder, model-config/ and common/.
+ *
+ * Lifecycle: Backend.loadModel() once per model version → ModelHandle.createInstance() once per instance
+ * (instance_group × count) → InstanceHandle.execute() many times → InstanceHandle.close() → ModelHandle.unload().
+ *
+ * Ownership and concurrency:
+ * - The core never calls execute() on one instance while a previous execute() on it is still pending;
+ *   different instances of a model execute concurrently.
+ * - execute() receives a whole batch (1..max_batch_size requests, or more requests when each carries its
+ *   own batch dimension). For each request the backend must end the response stream exactly once: either
+ *   `sender.send(outputs, { final: true })` (possibly after earlier non-final sends, decoupled models only)
+ *   or `sender.fail(error)`. If execute() rejects, the core fails every request whose stream has not ended.
+ * - Input tensors belong to the core and stay valid until execute() settles; outputs handed to send()
+ *   belong to the core from then on (the backend must not reuse their Buffers).
+ * - Work must not block the event loop: CPU-bound execution happens off the main thread.
+ */
+import type { Tensor } from '../common/tensor.js';
+import type { NereidError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import type { FrozenModelConfig, ModelConfig } from '../model-config/model-config.js';
+
+export type ParameterValue = string | number | boolean;
+
+export interface SendOptions {
+  /** This is the last response for the request. */
+  final: boolean;
+  parameters?: Readonly<Record<string, ParameterValue>>;
+}
+
+export interface ResponseSender {
+  /** Sends a response; `outputs` may be empty (e.g. a final-only flag for decoupled models). */
+  send(outputs: readonly Tensor[], options: SendOptions): void;
+  /** Ends the request with an error. */
+  fail(error: NereidError): void;
+  /** True once the stream has ended (final sent, failed, or cancelled). */
+  readonly done: boolean;
+}
+
+export interface BackendRequest {
+  readonly id: string;
+  /** Inputs by name, already checked against the config (dtype, shape, byte size) and reshaped. */
+  readonly inputs: ReadonlyMap<string, Tensor>;
+  /** Names of outputs to produce; the backend may produce more, the core drops the extra ones. */
+  readonly requestedOutputs: ReadonlySet<string>;
+  readonly parameters: Readonly<Record<string, ParameterValue>>;
+  /** Sequence correlation id (0 / '' when not in a sequence). */
+  readonly correlationId: bigint | string;
+  /** TRITONSERVER_REQUEST_FLAG_* bits: 1 = SEQUENCE_START, 2 = SEQUENCE_END. */
+  readonly flags: number;
+  /** Size of the leading batch dimension (1 for models with max_batch_size 0). */
+  readonly batchSize: number;
+  /** Aborted when the client goes away or cancels; backends may stop early. */
+  readonly signal: AbortSignal;
+  readonly sender: ResponseSender;
+}
+
+export interface InstanceSpec {
+  /** `<group name>_<index>` like Triton's model_instance_name, e.g. `simple_0_0`. */
+  readonly name: string;
+  readonly groupName: string;
+  readonly index: number;
+  readonly kind: 'KIND_CPU' | 'KIND_GPU' | 'KIND_MODEL';
+  readonly deviceId: number;
+}
+
+export interface InstanceHandle {
+  readonly name: string;
+  execute(requests: readonly BackendRequest[]): Promise<void>;
+  /** Releases the instance (threads, sessions, processes). Called after the last execute() settled. */
+  close(): Promise<void>;
+}
+
+export interface ModelHandle {
+  createInstance(spec: InstanceSpec): Promise<InstanceHandle>;
+  /** Called after every instance was closed. */
+  unload(): Promise<void>;
+}
+
+export interface BackendContext {
+  /** `--backend-config=<backend>,<key>=<value>` settings for this backend, plus `default` ones. */
+  readonly backendConfig: Readonly<Record<string, string>>;
+  readonly log: Logger;
+}
+
+export interface ModelLoadContext extends BackendContext {
+  readonly config: FrozenModelConfig;
+  readonly modelName: string;
+  readonly version: number;
+  /** `<repository>/<model>` */
+  readonly modelDir: string;
+  /** `<repository>/<model>/<version>` */
+  readonly versionDir: string;
+  /** `<versionDir>/<default_model_filename>` (a file or a folder). */
+  readonly modelPath: string;
+}
+
+export interface AutoCompleteContext extends BackendContext {
+  /** The config as read so far (may lack inputs, outputs, max_batch_size). */
+  readonly config: ModelConfig;
+  readonly modelDir: string;
+  readonly versionDir: string;
+  readonly modelPath: string;
+}
+
+export interface Backend {
+  /** Backend name as in config.pbtxt `backend:` (e.g. 'onnxruntime'). */
+  readonly name: string;
+  /** config.pbtxt `platform:` values that select this backend (e.g. 'onnxruntime_onnx'). */
+  readonly platforms: readonly string[];
+  /** The platform Triton reports for this backend when the config names none (e.g. 'onnxruntime_onnx'). */
+  readonly defaultPlatform?: string;
+  /** File or folder looked up in a version folder when the config names none (e.g. 'model.onnx'). */
+  readonly defaultModelFilename: string;
+  /**
+   * Fills in what the model file can tell: inputs, outputs, max_batch_size. Returns the completed config.
+   * Called unless --disable-auto-complete-config.
+   */
+  autoCompleteConfig?(ctx: AutoCompleteContext): Promise<ModelConfig>;
+  loadModel(ctx: ModelLoadContext): Promise<ModelHandle>;
+}

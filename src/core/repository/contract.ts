@@ -1,0 +1,45 @@
+/**
+ * What the repository manager needs from the rest of the core: turning a raw config into a complete,
+ * frozen one (auto-complete needs the backend) and loading one version into a servable object. Keeping it
+ * an interface lets repository tests use tiny fakes and keeps core/model independent of repository rules.
+ */
+import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
+import type { ModelMetadata } from '../types.js';
+
+export interface ModelLocation {
+  readonly modelName: string;
+  /** `<repository>/<model>` (for a load with file overrides, a private temporary copy). */
+  readonly modelDir: string;
+  /** The repository root the model was found in. */
+  readonly repositoryPath: string;
+}
+
+export interface VersionLocation extends ModelLocation {
+  readonly version: number;
+  readonly versionDir: string;
+}
+
+/** A loaded, servable model version. Owned by the repository manager; created by a VersionLoader. */
+export interface LoadedVersion {
+  readonly modelName: string;
+  readonly version: number;
+  readonly config: FrozenModelConfig;
+  readonly metadata: ModelMetadata;
+  /** True while instances are up and accepting. */
+  isReady(): boolean;
+  /** Stops accepting new requests, waits for accepted ones to finish, then frees instances. */
+  unload(): Promise<void>;
+}
+
+export interface VersionLoader {
+  /**
+   * read → auto-complete → normalise → validate. `raw` is undefined when the model folder has no config
+   * file (then auto-complete must derive everything). `availableVersions` are the numeric folders found.
+   */
+  completeConfig(
+    raw: ModelConfig | undefined,
+    location: ModelLocation,
+    availableVersions: readonly number[],
+  ): Promise<FrozenModelConfig>;
+  loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion>;
+}
