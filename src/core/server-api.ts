@@ -1,0 +1,45 @@
+/**
+ * The API every frontend (HTTP, gRPC, the in-process embedding) calls. One data plane behind all
+ * protocols: handlers translate wire formats to these calls and back, nothing more. Every method throws
+ * NereidError on failure.
+ */
+import type { JsonObject } from '../model-config/json.js';
+import type {
+  InferenceRequest,
+  InferenceResponse,
+  LoadOptions,
+  ModelMetadata,
+  ModelStatistics,
+  RepositoryIndexEntry,
+  ServerMetadata,
+} from './types.js';
+
+export interface InferenceServerApi {
+  isLive(): boolean;
+  /** With strict readiness: live, started, and every model READY; otherwise live and started. */
+  isReady(): boolean;
+  serverMetadata(): ServerMetadata;
+
+  /** `version` '' or undefined = the default version. Unknown model → false (never throws). */
+  isModelReady(name: string, version?: string): boolean;
+  modelMetadata(name: string, version?: string): ModelMetadata;
+  /** The model config as Triton's JSON (GET /v2/models/<m>/config). */
+  modelConfigJson(name: string, version?: string): JsonObject;
+  /** True when the model's config says model_transaction_policy.decoupled. */
+  isModelDecoupled(name: string, version?: string): boolean;
+
+  /**
+   * Runs one request. The stream yields 0..n responses; the last has final=true. A non-decoupled model
+   * yields exactly one. Validation errors reject the first next() (or are thrown synchronously by infer()).
+   */
+  infer(request: InferenceRequest): AsyncIterable<InferenceResponse>;
+  /** Convenience for non-decoupled models: the one (final) response. */
+  inferOnce(request: InferenceRequest): Promise<InferenceResponse>;
+
+  /** name undefined = every model. */
+  modelStatistics(name?: string, version?: string): ModelStatistics[];
+
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
+  loadModel(name: string, options?: LoadOptions): Promise<void>;
+  unloadModel(name: string, options?: { unloadDependents?: boolean }): Promise<void>;
+}
