@@ -21,7 +21,8 @@ import type { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { FrozenModelConfig, ModelConfig } from '../model-config/model-config.js';
 
-export type ParameterValue = string | number | boolean;
+/** Request/response parameter values; uint64/int64 values beyond 2^53 arrive as bigint. */
+export type ParameterValue = string | number | boolean | bigint;
 
 export interface SendOptions {
   /** This is the last response for the request. */

@@ -1,0 +1,398 @@
+/**
+ * The table of `tritonserver` flags Nereid understands. Each row names the flag, its argument kind, its
+ * default and help text, and how it sets ServerOptions; parseFlags() turns argv into frozen ServerOptions
+ * and --help is printed from the same table (docs/configuration.md is generated from it as well).
+ * Flags Triton has that change nothing on this server (GPU pools, thread counts of Triton's own HTTP
+ * library...) are accepted with a warning, so existing command lines keep working.
+ */
+import { invalidArg } from '../common/errors.js';
+import type { ModelControlMode, ServerOptions } from './options.js';
+
+type Kind = 'string' | 'int' | 'bool' | 'list';
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+type Draft = Mutable<Omit<ServerOptions, 'backendConfig' | 'modelRepositories' | 'loadModels'>> & {
+  backendConfig: Map<string, Map<string, string>>;
+  modelRepositories: string[];
+  loadModels: string[];
+};
+
+interface Flag {
+  readonly name: string;
+  readonly aliases?: readonly string[];
+  readonly kind: Kind;
+  readonly help: string;
+  readonly defaultText?: string;
+  /** Applies one occurrence. Omitted: accepted for compatibility, has no effect here. */
+  readonly apply?: (d: Draft, value: string) => void;
+}
+
+function parseBool(flag: string, v: string): boolean {
+  const s = v.toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(s)) return true;
+  if (['false', '0', 'no', 'off'].includes(s)) return false;
+  throw invalidArg(`--${flag} expects a boolean, got '${v}'`);
+}
+
+function parseInt10(flag: string, v: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!/^-?\d+$/.test(v)) throw invalidArg(`--${flag} expects an integer, got '${v}'`);
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw invalidArg(`--${flag} must be between ${min} and ${max}, got '${v}'`);
+  }
+  return n;
+}
+
+const port = (flag: string, v: string): number => parseInt10(flag, v, 0, 65535);
+
+export const FLAGS: readonly Flag[] = [
+  {
+    name: 'model-repository',
+    aliases: ['model-store'],
+    kind: 'list',
+    help: 'Path to a model repository; repeat for several.',
+    apply: (d, v) => d.modelRepositories.push(v),
+  },
+  {
+    name: 'model-control-mode',
+    kind: 'string',
+    defaultText: 'none',
+    help: 'none: load every model at start; poll: also rescan the repositories; explicit: load only --load-model and API requests.',
+    apply: (d, v) => {
+      if (v !== 'none' && v !== 'poll' && v !== 'explicit') {
+        throw invalidArg(`--model-control-mode must be none, poll or explicit, got '${v}'`);
+      }
+      d.modelControlMode = v as ModelControlMode;
+    },
+  },
+  {
+    name: 'repository-poll-secs',
+    kind: 'int',
+    defaultText: '15',
+    help: 'Seconds between repository scans in poll mode.',
+    apply: (d, v) => (d.repositoryPollSecs = parseInt10('repository-poll-secs', v, 0)),
+  },
+  {
+    name: 'load-model',
+    kind: 'list',
+    help: "Model to load at start in explicit mode; repeat for several; '*' loads all.",
+    apply: (d, v) => d.loadModels.push(v),
+  },
+  {
+    name: 'model-config-name',
+    kind: 'string',
+    help: 'Load <model>/configs/<name>.pbtxt instead of config.pbtxt where it exists.',
+    apply: (d, v) => (d.modelConfigName = v),
+  },
+  {
+    name: 'strict-readiness',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Ready only when the server and every model are ready.',
+    apply: (d, v) => (d.strictReadiness = parseBool('strict-readiness', v)),
+  },
+  {
+    name: 'exit-on-error',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Exit when a model fails to load at start.',
+    apply: (d, v) => (d.exitOnError = parseBool('exit-on-error', v)),
+  },
+  {
+    name: 'exit-timeout-secs',
+    kind: 'int',
+    defaultText: '30',
+    help: 'Seconds to wait for in-flight requests on shutdown.',
+    apply: (d, v) => (d.exitTimeoutSecs = parseInt10('exit-timeout-secs', v, 0)),
+  },
+  {
+    name: 'disable-auto-complete-config',
+    kind: 'bool',
+    help: 'Do not let backends fill in missing parts of model configs.',
+    apply: (d, v) => (d.disableAutoCompleteConfig = parseBool('disable-auto-complete-config', v)),
+  },
+  {
+    name: 'strict-model-config',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Deprecated alias of --disable-auto-complete-config.',
+    apply: (d, v) => (d.disableAutoCompleteConfig = parseBool('strict-model-config', v)),
+  },
+  {
+    name: 'model-load-thread-count',
+    kind: 'int',
+    defaultText: '4',
+    help: 'Models loaded in parallel.',
+    apply: (d, v) => (d.modelLoadThreadCount = parseInt10('model-load-thread-count', v, 1)),
+  },
+  {
+    name: 'backend-config',
+    kind: 'list',
+    help: "Backend setting '<backend>,<key>=<value>'; backend 'default' applies to every backend.",
+    apply: (d, v) => {
+      const m = /^([^,]+),([^=]+)=(.*)$/.exec(v);
+      if (!m) throw invalidArg(`--backend-config expects <backend>,<key>=<value>, got '${v}'`);
+      const [, backend, key, value] = m;
+      let entry = d.backendConfig.get(backend);
+      if (!entry) d.backendConfig.set(backend, (entry = new Map()));
+      entry.set(key, value);
+    },
+  },
+  {
+    name: 'id',
+    kind: 'string',
+    defaultText: 'nereid',
+    help: 'Server name reported by GET /v2.',
+    apply: (d, v) => (d.id = v),
+  },
+  {
+    name: 'allow-http',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Serve HTTP/REST.',
+    apply: (d, v) => (d.allowHttp = parseBool('allow-http', v)),
+  },
+  {
+    name: 'http-address',
+    kind: 'string',
+    defaultText: '0.0.0.0',
+    help: 'HTTP bind address.',
+    apply: (d, v) => (d.httpAddress = v),
+  },
+  {
+    name: 'http-port',
+    kind: 'int',
+    defaultText: '8000',
+    help: 'HTTP port (0 picks a free one).',
+    apply: (d, v) => (d.httpPort = port('http-port', v)),
+  },
+  {
+    name: 'http-max-input-size',
+    kind: 'int',
+    defaultText: '67108864',
+    help: 'Largest accepted HTTP request body, also after decompression.',
+    apply: (d, v) => (d.httpMaxInputSize = parseInt10('http-max-input-size', v, 1)),
+  },
+  {
+    name: 'allow-grpc',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Serve gRPC (when this build has the gRPC frontend).',
+    apply: (d, v) => (d.allowGrpc = parseBool('allow-grpc', v)),
+  },
+  {
+    name: 'grpc-address',
+    kind: 'string',
+    defaultText: '0.0.0.0',
+    help: 'gRPC bind address.',
+    apply: (d, v) => (d.grpcAddress = v),
+  },
+  {
+    name: 'grpc-port',
+    kind: 'int',
+    defaultText: '8001',
+    help: 'gRPC port (0 picks a free one).',
+    apply: (d, v) => (d.grpcPort = port('grpc-port', v)),
+  },
+  {
+    name: 'allow-metrics',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Serve Prometheus metrics (when this build has the metrics endpoint).',
+    apply: (d, v) => (d.allowMetrics = parseBool('allow-metrics', v)),
+  },
+  {
+    name: 'metrics-address',
+    kind: 'string',
+    help: 'Metrics bind address (defaults to the HTTP address).',
+    apply: (d, v) => (d.metricsAddress = v),
+  },
+  {
+    name: 'metrics-port',
+    kind: 'int',
+    defaultText: '8002',
+    help: 'Metrics port (0 picks a free one).',
+    apply: (d, v) => (d.metricsPort = port('metrics-port', v)),
+  },
+  {
+    name: 'metrics-interval-ms',
+    kind: 'int',
+    defaultText: '2000',
+    help: 'Interval of the periodically collected metrics.',
+    apply: (d, v) => (d.metricsIntervalMs = parseInt10('metrics-interval-ms', v, 1)),
+  },
+  {
+    name: 'log-verbose',
+    kind: 'int',
+    defaultText: '0',
+    help: 'Verbose logging level (0 = off).',
+    apply: (d, v) => (d.logVerbose = parseInt10('log-verbose', v, 0)),
+  },
+  {
+    name: 'log-info',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Log info messages.',
+    apply: (d, v) => (d.logInfo = parseBool('log-info', v)),
+  },
+  {
+    name: 'log-warning',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Log warnings.',
+    apply: (d, v) => (d.logWarning = parseBool('log-warning', v)),
+  },
+  {
+    name: 'log-error',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Log errors.',
+    apply: (d, v) => (d.logError = parseBool('log-error', v)),
+  },
+  {
+    name: 'log-format',
+    kind: 'string',
+    defaultText: 'default',
+    help: "Log line format: 'default' or 'ISO8601'.",
+    apply: (d, v) => {
+      if (v !== 'default' && v !== 'ISO8601')
+        throw invalidArg(`--log-format must be default or ISO8601, got '${v}'`);
+      d.logFormat = v;
+    },
+  },
+  {
+    name: 'log-file',
+    kind: 'string',
+    help: 'Write the log to this file instead of stderr.',
+    apply: (d, v) => (d.logFile = v),
+  },
+  // Accepted for command-line compatibility with tritonserver; no effect on this CPU-only server.
+  {
+    name: 'http-thread-count',
+    kind: 'int',
+    help: "Triton's HTTP thread count (Node serves HTTP on its event loop).",
+  },
+  { name: 'reuse-http-port', kind: 'bool', help: 'Accepted; no effect.' },
+  { name: 'reuse-grpc-port', kind: 'bool', help: 'Accepted; no effect.' },
+  { name: 'allow-gpu-metrics', kind: 'bool', help: 'Accepted; there are no GPU metrics without a GPU.' },
+  { name: 'allow-cpu-metrics', kind: 'bool', help: 'Accepted; no effect yet.' },
+  { name: 'pinned-memory-pool-byte-size', kind: 'int', help: 'Accepted; no pinned memory without a GPU.' },
+  { name: 'cuda-memory-pool-byte-size', kind: 'list', help: 'Accepted; no CUDA memory pool without a GPU.' },
+  { name: 'min-supported-compute-capability', kind: 'string', help: 'Accepted; no effect.' },
+  { name: 'backend-directory', kind: 'string', help: 'Accepted; Nereid backends are built in.' },
+  { name: 'repoagent-directory', kind: 'string', help: 'Accepted; no effect.' },
+  { name: 'model-load-retry-count', kind: 'int', help: 'Accepted; no effect yet.' },
+  { name: 'buffer-manager-thread-count', kind: 'int', help: 'Accepted; no effect.' },
+  { name: 'host-policy', kind: 'list', help: 'Accepted; no effect.' },
+  { name: 'model-load-gpu-limit', kind: 'list', help: 'Accepted; no GPU.' },
+];
+
+const BY_NAME = new Map<string, Flag>();
+for (const f of FLAGS) {
+  BY_NAME.set(f.name, f);
+  for (const a of f.aliases ?? []) BY_NAME.set(a, f);
+}
+
+export function defaultDraft(): Draft {
+  return {
+    id: 'nereid',
+    modelRepositories: [],
+    modelControlMode: 'none',
+    repositoryPollSecs: 15,
+    loadModels: [],
+    modelConfigName: '',
+    strictReadiness: true,
+    exitOnError: true,
+    exitTimeoutSecs: 30,
+    disableAutoCompleteConfig: false,
+    modelLoadThreadCount: 4,
+    backendConfig: new Map(),
+    allowHttp: true,
+    httpAddress: '0.0.0.0',
+    httpPort: 8000,
+    httpMaxInputSize: 64 * 1024 * 1024,
+    allowGrpc: true,
+    grpcAddress: '0.0.0.0',
+    grpcPort: 8001,
+    allowMetrics: true,
+    metricsAddress: '',
+    metricsPort: 8002,
+    metricsIntervalMs: 2000,
+    logVerbose: 0,
+    logInfo: true,
+    logWarning: true,
+    logError: true,
+    logFormat: 'default',
+    logFile: '',
+  };
+}
+
+export interface ParsedCommandLine {
+  readonly options: ServerOptions;
+  readonly help: boolean;
+  readonly version: boolean;
+  /** Flags accepted for compatibility that have no effect here. */
+  readonly ignored: readonly string[];
+}
+
+/** Parses `--flag=value`, `--flag value` and bare boolean `--flag` forms. Throws INVALID_ARG. */
+export function parseFlags(argv: readonly string[]): ParsedCommandLine {
+  const d = defaultDraft();
+  const ignored: string[] = [];
+  let help = false;
+  let version = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--help' || arg === '-h') {
+      help = true;
+      continue;
+    }
+    if (arg === '--version') {
+      version = true;
+      continue;
+    }
+    if (!arg.startsWith('--')) throw invalidArg(`unexpected argument '${arg}'`);
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq >= 0 ? eq : undefined);
+    const flag = BY_NAME.get(name);
+    if (!flag) throw invalidArg(`unrecognized option '--${name}' (see --help)`);
+    let value: string;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else if (flag.kind === 'bool' && (i + 1 >= argv.length || argv[i + 1].startsWith('--'))) value = 'true';
+    else if (i + 1 < argv.length) value = argv[++i];
+    else throw invalidArg(`option '--${name}' requires a value`);
+    if (flag.apply) flag.apply(d, value);
+    else ignored.push(`--${name}`);
+  }
+  if (!help && !version) validate(d);
+  if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
+  const options: ServerOptions = Object.freeze({
+    ...d,
+    modelRepositories: Object.freeze([...d.modelRepositories]),
+    loadModels: Object.freeze([...d.loadModels]),
+    backendConfig: d.backendConfig,
+  });
+  return { options, help, version, ignored };
+}
+
+function validate(d: Draft): void {
+  if (d.modelRepositories.length === 0) throw invalidArg('--model-repository must be specified');
+  if (d.loadModels.length > 0 && d.modelControlMode !== 'explicit') {
+    throw invalidArg('--load-model can only be used with --model-control-mode=explicit');
+  }
+  if (d.loadModels.includes('*') && d.loadModels.length > 1) {
+    throw invalidArg("Wildcard model name '*' must be the ONLY startup model if specified at all.");
+  }
+}
+
+/** --help text, generated from the table. */
+export function helpText(): string {
+  const lines = ['Usage: nereid [options]', '', 'Options (tritonserver-compatible):'];
+  for (const f of FLAGS) {
+    const arg = f.kind === 'bool' ? '=<bool>' : f.kind === 'int' ? '=<int>' : '=<string>';
+    const def = f.defaultText !== undefined ? ` (default: ${f.defaultText})` : '';
+    const names = [f.name, ...(f.aliases ?? [])].map((n) => `--${n}${arg}`).join(', ');
+    lines.push(`  ${names}`);
+    lines.push(`      ${f.help}${def}${f.apply ? '' : ' [compatibility only]'}`);
+  }
+  return lines.join('\n');
+}

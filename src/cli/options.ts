@@ -1,0 +1,40 @@
+/**
+ * ServerOptions: everything the command line can set, validated once and frozen. Options flow one way:
+ * flags → ServerOptions → constructors. Only cli/ reads process.argv and the environment.
+ */
+import type { LogFormat } from '../common/logger.js';
+
+export type ModelControlMode = 'none' | 'poll' | 'explicit';
+
+export interface ServerOptions {
+  readonly id: string;
+  readonly modelRepositories: readonly string[];
+  readonly modelControlMode: ModelControlMode;
+  readonly repositoryPollSecs: number;
+  readonly loadModels: readonly string[];
+  readonly modelConfigName: string;
+  readonly strictReadiness: boolean;
+  readonly exitOnError: boolean;
+  readonly exitTimeoutSecs: number;
+  readonly disableAutoCompleteConfig: boolean;
+  readonly modelLoadThreadCount: number;
+  /** backend → key → value (`--backend-config=<backend>,<key>=<value>`; backend `default` applies to all). */
+  readonly backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;
+  readonly allowHttp: boolean;
+  readonly httpAddress: string;
+  readonly httpPort: number;
+  readonly httpMaxInputSize: number;
+  readonly allowGrpc: boolean;
+  readonly grpcAddress: string;
+  readonly grpcPort: number;
+  readonly allowMetrics: boolean;
+  readonly metricsAddress: string;
+  readonly metricsPort: number;
+  readonly metricsIntervalMs: number;
+  readonly logVerbose: number;
+  readonly logInfo: boolean;
+  readonly logWarning: boolean;
+  readonly logError: boolean;
+  readonly logFormat: LogFormat;
+  readonly logFile: string;
+}

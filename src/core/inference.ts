@@ -1,0 +1,221 @@
+/**
+ * Checks one inference request against its model's frozen config and turns it into what a backend sees:
+ * inputs by name with the config's reshape applied, the set of outputs to produce, the batch size, and the
+ * sequence fields. Error texts follow Triton's (clients and Triton's own QA match on substrings).
+ */
+import { dataTypeInfo, fromConfigDataType, type DataType } from '../common/datatype.js';
+import { invalidArg } from '../common/errors.js';
+import { countBytesElements, elementCount, type Tensor } from '../common/tensor.js';
+import type { FrozenModelConfig } from '../model-config/model-config.js';
+import type { InferenceRequest, Parameters, ParameterValue } from './types.js';
+
+export interface OutputPlan {
+  readonly name: string;
+  /** Top-N classification requested for this output (0 = none). */
+  readonly classification: number;
+}
+
+export interface PreparedRequest {
+  readonly id: string;
+  readonly inputs: ReadonlyMap<string, Tensor>;
+  /** Outputs the client receives, in request order (or config order when none were named). */
+  readonly outputs: readonly OutputPlan[];
+  readonly batchSize: number;
+  readonly correlationId: bigint | string;
+  readonly flags: number;
+  readonly priority: number;
+  readonly timeoutUs: number;
+  readonly parameters: Readonly<Parameters>;
+}
+
+export const SEQUENCE_START = 1;
+export const SEQUENCE_END = 2;
+
+const dimsToString = (dims: readonly number[]): string => `[${dims.join(',')}]`;
+
+function matchesWithWildcard(expected: readonly number[], actual: readonly number[]): boolean {
+  if (expected.length !== actual.length) return false;
+  for (let i = 0; i < expected.length; i++) {
+    if (expected[i] !== -1 && expected[i] !== actual[i]) return false;
+  }
+  return true;
+}
+
+/** Applies a reshape (which may hold one -1) to a shape with the same element count. */
+export function applyReshape(shape: readonly number[], reshape: readonly number[]): number[] {
+  const total = elementCount(shape);
+  let known = 1;
+  let wildcard = -1;
+  for (let i = 0; i < reshape.length; i++) {
+    if (reshape[i] === -1) wildcard = i;
+    else known *= reshape[i];
+  }
+  const out = [...reshape];
+  if (wildcard >= 0) out[wildcard] = known === 0 ? 0 : total / known;
+  return out;
+}
+
+function toBoolean(v: ParameterValue | undefined): boolean {
+  return v === true || v === 'true' || v === 1;
+}
+
+function toInteger(name: string, v: ParameterValue | undefined): number {
+  if (v === undefined) return 0;
+  if (typeof v === 'number' && Number.isInteger(v)) return v;
+  if (typeof v === 'bigint' && v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= -BigInt(Number.MAX_SAFE_INTEGER))
+    return Number(v);
+  throw invalidArg(`parameter '${name}' must be an integer`);
+}
+
+function correlationIdOf(v: ParameterValue | undefined): bigint | string {
+  if (v === undefined) return 0n;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'bigint' && v >= 0n) return v;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return BigInt(v);
+  throw invalidArg(`parameter 'sequence_id' must be an unsigned integer or a string`);
+}
+
+export function prepareRequest(config: FrozenModelConfig, request: InferenceRequest): PreparedRequest {
+  const model = config.name;
+  const batching = config.max_batch_size > 0;
+  const byName = new Map(config.input.map((i) => [i.name, i]));
+
+  // Inputs: known names, no duplicates, all required present.
+  const seen = new Set<string>();
+  for (const input of request.inputs) {
+    if (!byName.has(input.name)) {
+      throw invalidArg(`unexpected inference input '${input.name}' for model '${model}'`);
+    }
+    if (seen.has(input.name)) {
+      throw invalidArg(`input '${input.name}' already exists in request`);
+    }
+    seen.add(input.name);
+  }
+  const required = config.input.filter((i) => !i.optional).map((i) => i.name);
+  const missing = required.filter((n) => !seen.has(n));
+  if (missing.length > 0) {
+    const total = config.input.length;
+    const expected =
+      required.length === total
+        ? `expected ${total} inputs`
+        : `expected number of inputs between ${required.length} and ${total}`;
+    const got = [...seen].map((n) => `'${n}'`).join(',');
+    const miss = missing.map((n) => `'${n}'`).join(',');
+    throw invalidArg(
+      `${expected} but got ${request.inputs.length} inputs for model '${model}'. Got input(s) [${got}], ` +
+        `but missing required input(s) [${miss}]. Please provide all required input(s).`,
+    );
+  }
+
+  let batchSize = 1;
+  const inputs = new Map<string, Tensor>();
+  for (const [index, input] of request.inputs.entries()) {
+    const cfg = byName.get(input.name)!;
+    const expectedType: DataType | undefined = fromConfigDataType(cfg.data_type);
+    if (input.datatype !== expectedType) {
+      throw invalidArg(
+        `inference input '${input.name}' data-type is '${input.datatype}', but model '${model}' expects '${expectedType ?? cfg.data_type}'`,
+      );
+    }
+    for (const d of input.shape) {
+      if (!Number.isSafeInteger(d) || d < 0) {
+        throw invalidArg(`invalid shape ${dimsToString(input.shape)} for input '${input.name}'`);
+      }
+    }
+    const expectedDims = batching ? [-1, ...cfg.dims] : [...cfg.dims];
+    if (!matchesWithWildcard(expectedDims, input.shape)) {
+      const note = batching
+        ? '. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be ' +
+          'prepended to each input shape. If you want to specify the full shape including the batch dim in ' +
+          'your input dims config, try setting max_batch_size to zero. See the model configuration docs for ' +
+          'more info on max_batch_size.'
+        : '';
+      throw invalidArg(
+        `unexpected shape for input '${input.name}' for model '${model}'. Expected ${dimsToString(expectedDims)}, got ${dimsToString(input.shape)}${note}`,
+      );
+    }
+    if (batching) {
+      const b = input.shape[0];
+      if (index === 0) batchSize = b;
+      else if (b !== batchSize) {
+        throw invalidArg(`input '${input.name}' batch size does not match other inputs for '${model}'`);
+      }
+    }
+    const count = elementCount(input.shape);
+    const info = dataTypeInfo(input.datatype);
+    if (info.byteSize === 0) {
+      const n = countBytesElements(input.data);
+      if (n !== count) {
+        throw invalidArg(
+          `expected ${count} string elements for inference input '${input.name}' for model '${model}', got ${n}`,
+        );
+      }
+    } else if (input.data.length !== count * info.byteSize) {
+      throw invalidArg(
+        `input byte size mismatch for input '${input.name}' for model '${model}'. Expected ${count * info.byteSize}, got ${input.data.length}`,
+      );
+    }
+    let shape: readonly number[] = input.shape;
+    if (cfg.reshape) {
+      const inner = batching ? shape.slice(1) : shape;
+      const reshaped = applyReshape(inner, cfg.reshape.shape);
+      shape = batching ? [shape[0], ...reshaped] : reshaped;
+    }
+    inputs.set(input.name, { name: input.name, datatype: input.datatype, shape, data: input.data });
+  }
+  if (batching && batchSize > config.max_batch_size) {
+    throw invalidArg(`inference request batch-size must be <= ${config.max_batch_size} for '${model}'`);
+  }
+  if (batching && request.inputs.length > 0 && batchSize === 0) {
+    throw invalidArg(`inference request batch-size must be >= 1 for '${model}'`);
+  }
+
+  // Outputs: known names, no duplicates; none named → all, in config order.
+  const outputNames = new Set(config.output.map((o) => o.name));
+  const outputs: OutputPlan[] = [];
+  if (request.outputs && request.outputs.length > 0) {
+    const requested = new Set<string>();
+    for (const out of request.outputs) {
+      if (!outputNames.has(out.name)) {
+        throw invalidArg(`unexpected inference output '${out.name}' for model '${model}'`);
+      }
+      if (requested.has(out.name)) {
+        throw invalidArg(`output '${out.name}' already exists in request`);
+      }
+      requested.add(out.name);
+      const cls = out.parameters?.classification;
+      let classification = 0;
+      if (cls !== undefined) {
+        if (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0) {
+          throw invalidArg(`classification parameter of output '${out.name}' must be a non-negative integer`);
+        }
+        classification = cls;
+      }
+      outputs.push({ name: out.name, classification });
+    }
+  } else {
+    for (const o of config.output) outputs.push({ name: o.name, classification: 0 });
+  }
+
+  const params = request.parameters ?? {};
+  const correlationId = correlationIdOf(params.sequence_id);
+  let flags = 0;
+  if (toBoolean(params.sequence_start)) flags |= SEQUENCE_START;
+  if (toBoolean(params.sequence_end)) flags |= SEQUENCE_END;
+  const priority = toInteger('priority', params.priority);
+  const timeoutUs = toInteger('timeout', params.timeout);
+  if (priority < 0) throw invalidArg(`parameter 'priority' must be >= 0`);
+  if (timeoutUs < 0) throw invalidArg(`parameter 'timeout' must be >= 0`);
+
+  return {
+    id: request.id ?? '',
+    inputs,
+    outputs,
+    batchSize,
+    correlationId,
+    flags,
+    priority,
+    timeoutUs,
+    parameters: params,
+  };
+}

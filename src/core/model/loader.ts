@@ -1,0 +1,205 @@
+/**
+ * Turns a model folder into a servable ModelVersion: picks the backend, runs the config pipeline
+ * (read → auto-complete → normalise → validate → freeze), loads the model, creates one instance per
+ * instance_group entry × count, and reads label files. Implements the repository's VersionLoader.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Backend, InstanceHandle } from '../../backend-api/backend.js';
+import { NereidError, invalidArg } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import {
+  freezeModelConfig,
+  normalizeModelConfig,
+  parseModelConfigText,
+  validateModelConfig,
+} from '../../model-config/index.js';
+import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
+import type { ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
+import { ModelVersion } from './model-version.js';
+
+export interface LoaderOptions {
+  readonly backends: readonly Backend[];
+  readonly disableAutoComplete: boolean;
+  /** backend name → key → value, from --backend-config (the `default` entry applies to every backend). */
+  readonly backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;
+  readonly log: Logger;
+}
+
+const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export class ModelLoader implements VersionLoader {
+  constructor(private readonly options: LoaderOptions) {}
+
+  private backendSettings(name: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [k, v] of this.options.backendConfig.get('default') ?? []) out[k] = v;
+    for (const [k, v] of this.options.backendConfig.get(name) ?? []) out[k] = v;
+    return out;
+  }
+
+  /** Finds the backend a config asks for, or (no backend/platform given) the one whose model file exists. */
+  private async resolveBackend(
+    config: ModelConfig,
+    location: ModelLocation,
+    versions: readonly number[],
+  ): Promise<Backend> {
+    const { backends } = this.options;
+    if (config.backend) {
+      const b = backends.find((x) => x.name === config.backend);
+      if (!b)
+        throw invalidArg(`unable to find backend '${config.backend}' for model '${location.modelName}'`);
+      return b;
+    }
+    if (config.platform) {
+      const b = backends.find((x) => x.platforms.includes(config.platform));
+      if (!b) throw invalidArg(`unexpected platform type '${config.platform}' for ${location.modelName}`);
+      return b;
+    }
+    const latest = versions.length > 0 ? Math.max(...versions) : undefined;
+    if (latest !== undefined) {
+      for (const b of backends) {
+        const file = config.default_model_filename || b.defaultModelFilename;
+        if (await exists(path.join(location.modelDir, String(latest), file))) return b;
+      }
+    }
+    throw invalidArg(
+      `unable to determine the backend for model '${location.modelName}': set 'backend' or 'platform' in its config`,
+    );
+  }
+
+  async completeConfig(
+    raw: ModelConfig | undefined,
+    location: ModelLocation,
+    availableVersions: readonly number[],
+  ): Promise<FrozenModelConfig> {
+    let config: ModelConfig = raw ?? {
+      ...parseModelConfigText('', location.modelName),
+      name: location.modelName,
+    };
+    if (!config.name) config = { ...config, name: location.modelName };
+    const backend = await this.resolveBackend(config, location, availableVersions);
+    if (!this.options.disableAutoComplete && backend.autoCompleteConfig && availableVersions.length > 0) {
+      const latest = Math.max(...availableVersions);
+      const versionDir = path.join(location.modelDir, String(latest));
+      config = await backend.autoCompleteConfig({
+        config,
+        modelDir: location.modelDir,
+        versionDir,
+        modelPath: path.join(versionDir, config.default_model_filename || backend.defaultModelFilename),
+        backendConfig: this.backendSettings(backend.name),
+        log: this.options.log,
+      });
+    }
+    config = normalizeModelConfig(config, {
+      backend: backend.name,
+      defaultPlatform: backend.defaultPlatform,
+      defaultModelFilename: backend.defaultModelFilename,
+    });
+    validateModelConfig(config);
+    return freezeModelConfig(config);
+  }
+
+  async loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<ModelVersion> {
+    const backend = await this.resolveBackend(config as ModelConfig, location, [location.version]);
+    const modelPath = path.join(
+      location.versionDir,
+      config.default_model_filename || backend.defaultModelFilename,
+    );
+    if (!(await exists(modelPath))) {
+      throw invalidArg(
+        `failed to load model '${location.modelName}' version ${location.version}: model file '${path.basename(modelPath)}' not found in ${location.versionDir}`,
+      );
+    }
+    const labels = await this.readLabels(config, location.modelDir);
+    const handle = await backend.loadModel({
+      config,
+      modelName: location.modelName,
+      version: location.version,
+      modelDir: location.modelDir,
+      versionDir: location.versionDir,
+      modelPath,
+      backendConfig: this.backendSettings(backend.name),
+      log: this.options.log,
+    });
+    const instances: InstanceHandle[] = [];
+    try {
+      const pending: Promise<InstanceHandle>[] = [];
+      for (const group of config.instance_group) {
+        if (group.passive) continue;
+        for (let i = 0; i < group.count; i++) {
+          pending.push(
+            handle.createInstance({
+              name: `${group.name}_${i}`,
+              groupName: group.name,
+              index: i,
+              kind:
+                group.kind === 'KIND_GPU'
+                  ? 'KIND_GPU'
+                  : group.kind === 'KIND_MODEL'
+                    ? 'KIND_MODEL'
+                    : 'KIND_CPU',
+              deviceId: 0,
+            }),
+          );
+        }
+      }
+      const settled = await Promise.allSettled(pending);
+      for (const s of settled) if (s.status === 'fulfilled') instances.push(s.value);
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw NereidError.from(failed.reason);
+      if (instances.length === 0)
+        throw invalidArg(`model '${location.modelName}' has no instances to serve it`);
+    } catch (err) {
+      await Promise.allSettled(instances.map((i) => i.close()));
+      await handle.unload().catch(() => undefined);
+      throw err;
+    }
+    return new ModelVersion({
+      config,
+      version: location.version,
+      handle,
+      instances,
+      labels,
+      log: this.options.log,
+    });
+  }
+
+  private async readLabels(
+    config: FrozenModelConfig,
+    modelDir: string,
+  ): Promise<ReadonlyMap<string, readonly string[]>> {
+    const labels = new Map<string, readonly string[]>();
+    for (const out of config.output) {
+      if (!out.label_filename) continue;
+      const file = path.resolve(modelDir, out.label_filename);
+      if (!file.startsWith(path.resolve(modelDir) + path.sep)) {
+        throw invalidArg(
+          `label file '${out.label_filename}' of output '${out.name}' is outside the model folder`,
+        );
+      }
+      let info;
+      try {
+        info = await stat(file);
+      } catch {
+        throw invalidArg(`label file '${out.label_filename}' for output '${out.name}' not found`);
+      }
+      if (info.size > MAX_LABEL_FILE_BYTES)
+        throw invalidArg(`label file '${out.label_filename}' is too large`);
+      const text = await readFile(file, 'utf8');
+      const lines = text.split(/\r?\n/);
+      if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+      labels.set(out.name, lines);
+    }
+    return labels;
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * One loaded model version: its frozen config, its instances, its scheduler and statistics. It accepts
+ * requests while READY, and unload() lets every accepted request finish before the instances go away.
+ */
+import type { InstanceHandle, ModelHandle } from '../../backend-api/backend.js';
+import { fromConfigDataType } from '../../common/datatype.js';
+import { unavailable } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import { prepareRequest } from '../inference.js';
+import type { LoadedVersion } from '../repository/contract.js';
+import { ResponseStream } from '../response-stream.js';
+import { DefaultScheduler } from '../scheduling/default-scheduler.js';
+import { InstancePool } from '../scheduling/instance-pool.js';
+import type { Scheduler } from '../scheduling/scheduler.js';
+import { ModelStats } from '../stats/model-stats.js';
+import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
+import { JobSender, type OutputContext } from './job-sender.js';
+
+type State = 'READY' | 'UNLOADING' | 'UNLOADED';
+
+const NEVER_ABORTED = new AbortController().signal;
+
+export interface ModelVersionParts {
+  readonly config: FrozenModelConfig;
+  readonly version: number;
+  readonly handle: ModelHandle;
+  readonly instances: readonly InstanceHandle[];
+  readonly labels: ReadonlyMap<string, readonly string[]>;
+  readonly log: Logger;
+}
+
+export function modelMetadataOf(config: FrozenModelConfig, versions: readonly string[]): ModelMetadata {
+  const batching = config.max_batch_size > 0;
+  const tensor = (t: { name: string; data_type: string; dims: readonly number[] }): TensorMetadata => ({
+    name: t.name,
+    datatype: fromConfigDataType(t.data_type) ?? 'BYTES',
+    shape: batching ? [-1, ...t.dims] : [...t.dims],
+  });
+  return {
+    name: config.name,
+    versions: [...versions],
+    platform: config.platform || config.backend,
+    inputs: config.input.map(tensor),
+    outputs: config.output.map(tensor),
+  };
+}
+
+export class ModelVersion implements LoadedVersion {
+  readonly modelName: string;
+  readonly version: number;
+  readonly config: FrozenModelConfig;
+  readonly metadata: ModelMetadata;
+  readonly stats: ModelStats;
+  private state: State = 'READY';
+  private readonly pool: InstancePool;
+  private readonly scheduler: Scheduler;
+  private readonly outputContext: OutputContext;
+  private readonly decoupled: boolean;
+  private unloading: Promise<void> | undefined;
+
+  constructor(private readonly parts: ModelVersionParts) {
+    this.config = parts.config;
+    this.modelName = parts.config.name;
+    this.version = parts.version;
+    this.metadata = modelMetadataOf(parts.config, [String(parts.version)]);
+    this.stats = new ModelStats(this.modelName, String(this.version));
+    this.pool = new InstancePool(parts.instances, this.stats, parts.log);
+    this.scheduler = new DefaultScheduler(this.pool);
+    this.decoupled = parts.config.model_transaction_policy?.decoupled === true;
+    this.outputContext = {
+      config: parts.config,
+      version: String(parts.version),
+      labels: parts.labels,
+      stats: this.stats,
+    };
+  }
+
+  isReady(): boolean {
+    return this.state === 'READY';
+  }
+
+  /** Validates and enqueues; validation errors throw synchronously (nothing was accepted). */
+  infer(request: InferenceRequest): ResponseStream<InferenceResponse> {
+    if (this.state !== 'READY') {
+      throw unavailable(
+        `Request for unknown model: '${this.modelName}' version ${this.version} is not at ready state`,
+      );
+    }
+    const prepared = prepareRequest(this.config, request);
+    const acceptedAt = process.hrtime.bigint();
+    const stream = new ResponseStream<InferenceResponse>();
+    const sender = new JobSender(this.outputContext, prepared, stream, acceptedAt, this.decoupled);
+    this.scheduler.enqueue({
+      request: prepared,
+      sender,
+      signal: request.signal ?? NEVER_ABORTED,
+      acceptedAt,
+    });
+    return stream;
+  }
+
+  get pendingRequests(): number {
+    return this.scheduler.queued;
+  }
+
+  unload(): Promise<void> {
+    this.unloading ??= this.doUnload();
+    return this.unloading;
+  }
+
+  private async doUnload(): Promise<void> {
+    this.state = 'UNLOADING';
+    await this.scheduler.drain();
+    await this.pool.close();
+    await this.parts.handle.unload();
+    this.state = 'UNLOADED';
+  }
+}

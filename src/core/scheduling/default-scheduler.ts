@@ -1,0 +1,76 @@
+/**
+ * Triton's default scheduler: no batching across requests; each accepted request runs alone on the next
+ * free instance, in arrival order. A request cancelled while queued leaves the queue at once.
+ */
+import { cancelled, unavailable } from '../../common/errors.js';
+import type { InstancePool } from './instance-pool.js';
+import type { Job, Scheduler } from './scheduler.js';
+
+export class DefaultScheduler implements Scheduler {
+  private readonly queue: Job[] = [];
+  private running = 0;
+  private closing = false;
+  private drained: (() => void) | undefined;
+
+  constructor(private readonly pool: InstancePool) {}
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  enqueue(job: Job): void {
+    if (this.closing) throw unavailable('model is unloading');
+    if (job.signal.aborted) {
+      job.sender.fail(cancelled('request cancelled'));
+      return;
+    }
+    this.queue.push(job);
+    job.signal.addEventListener(
+      'abort',
+      () => {
+        const i = this.queue.indexOf(job);
+        if (i >= 0) {
+          this.queue.splice(i, 1);
+          job.sender.fail(cancelled('request cancelled'));
+          this.checkDrained();
+        }
+      },
+      { once: true },
+    );
+    this.pump();
+  }
+
+  /** Dispatches queued jobs to free instances; called on enqueue and whenever an instance frees. */
+  private readonly pump = (): void => {
+    const pool = this.pool;
+    while (this.queue.length > 0) {
+      const instance = pool.take();
+      if (!instance) break;
+      const job = this.queue.shift()!;
+      this.running++;
+      void pool.run(instance, [job]).then(this.onDone);
+    }
+  };
+
+  private readonly onDone = (): void => {
+    this.running--;
+    this.checkDrained();
+    this.pump();
+  };
+
+  drain(): Promise<void> {
+    this.closing = true;
+    return new Promise((resolve) => {
+      this.drained = resolve;
+      this.checkDrained();
+    });
+  }
+
+  private checkDrained(): void {
+    if (this.drained && this.queue.length === 0 && this.running === 0) {
+      const d = this.drained;
+      this.drained = undefined;
+      d();
+    }
+  }
+}

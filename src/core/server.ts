@@ -1,0 +1,163 @@
+/**
+ * InferenceServer: the one data plane behind every frontend. It owns the repository manager and answers
+ * the InferenceServerApi; it knows no protocol. Frontends (or an application embedding Nereid) call it.
+ */
+import { internal, unsupported } from '../common/errors.js';
+import type { JsonObject } from '../model-config/json.js';
+import { modelConfigToJson } from '../model-config/index.js';
+import { ModelVersion, modelMetadataOf } from './model/model-version.js';
+import type { LoadedVersion } from './repository/contract.js';
+import type { InferenceServerApi } from './server-api.js';
+import type {
+  InferenceRequest,
+  InferenceResponse,
+  LoadOptions,
+  ModelMetadata,
+  ModelStatistics,
+  RepositoryIndexEntry,
+  ServerMetadata,
+} from './types.js';
+
+/** What the server needs from the repository manager. */
+export interface RepositoryPort {
+  /** A READY version ('' / undefined = the default one); throws NOT_FOUND / UNAVAILABLE. */
+  getVersion(name: string, version?: string): LoadedVersion;
+  /** Every version currently loaded (any state that can still serve or drain). */
+  loadedVersions(): LoadedVersion[];
+  /** READY version numbers of a model, ascending. */
+  readyVersions(name: string): number[];
+  /** Every model the server is expected to serve is READY (strict readiness). */
+  allReady(): boolean;
+  index(readyOnly: boolean): RepositoryIndexEntry[];
+  load(name: string, options?: LoadOptions): Promise<void>;
+  unload(name: string, options: { unloadDependents: boolean }): Promise<void>;
+}
+
+export interface ServerIdentity {
+  /** `--id`; Triton answers 'triton'. */
+  readonly name: string;
+  readonly version: string;
+  readonly strictReadiness: boolean;
+}
+
+/** Extensions this build supports, as advertised by GET /v2. */
+export const SUPPORTED_EXTENSIONS: readonly string[] = [
+  'classification',
+  'model_repository',
+  'model_repository(unload_dependents)',
+  'model_configuration',
+  'binary_tensor_data',
+  'parameters',
+  'statistics',
+];
+
+export class InferenceServer implements InferenceServerApi {
+  private started = false;
+  private stopping = false;
+
+  constructor(
+    private readonly identity: ServerIdentity,
+    private readonly repository: RepositoryPort,
+  ) {}
+
+  /** Marks startup complete (called once the initial model loads have settled). */
+  markStarted(): void {
+    this.started = true;
+  }
+
+  /** Marks the server as shutting down: not ready, still live until the process exits. */
+  markStopping(): void {
+    this.stopping = true;
+  }
+
+  isLive(): boolean {
+    return true;
+  }
+
+  isReady(): boolean {
+    if (!this.started || this.stopping) return false;
+    return this.identity.strictReadiness ? this.repository.allReady() : true;
+  }
+
+  serverMetadata(): ServerMetadata {
+    return {
+      name: this.identity.name,
+      version: this.identity.version,
+      extensions: [...SUPPORTED_EXTENSIONS],
+    };
+  }
+
+  private version(name: string, version?: string): ModelVersion {
+    const v = this.repository.getVersion(name, version);
+    if (!(v instanceof ModelVersion)) throw internal(`model '${name}' is not servable by this server`);
+    return v;
+  }
+
+  isModelReady(name: string, version?: string): boolean {
+    try {
+      return this.repository.getVersion(name, version).isReady();
+    } catch {
+      return false;
+    }
+  }
+
+  modelMetadata(name: string, version?: string): ModelMetadata {
+    const v = this.repository.getVersion(name, version);
+    const versions = version ? [String(v.version)] : this.repository.readyVersions(name).map(String);
+    return modelMetadataOf(v.config, versions);
+  }
+
+  modelConfigJson(name: string, version?: string): JsonObject {
+    return modelConfigToJson(this.repository.getVersion(name, version).config);
+  }
+
+  isModelDecoupled(name: string, version?: string): boolean {
+    return this.repository.getVersion(name, version).config.model_transaction_policy?.decoupled === true;
+  }
+
+  infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
+    return this.version(request.modelName, request.modelVersion).infer(request);
+  }
+
+  async inferOnce(request: InferenceRequest): Promise<InferenceResponse> {
+    const v = this.version(request.modelName, request.modelVersion);
+    if (v.config.model_transaction_policy?.decoupled === true) {
+      throw unsupported(
+        `doesn't support models with decoupled transaction policy: use streaming inference for model '${request.modelName}'`,
+      );
+    }
+    for await (const response of v.infer(request)) {
+      if (response.final) return response;
+    }
+    throw internal(`model '${request.modelName}' ended the request without a response`);
+  }
+
+  modelStatistics(name?: string, version?: string): ModelStatistics[] {
+    if (name === undefined || name === '') {
+      return this.repository
+        .loadedVersions()
+        .filter((v): v is ModelVersion => v instanceof ModelVersion)
+        .sort((a, b) => a.modelName.localeCompare(b.modelName) || a.version - b.version)
+        .map((v) => v.stats.snapshot());
+    }
+    if (version) return [this.version(name, version).stats.snapshot()];
+    const all = this.repository
+      .loadedVersions()
+      .filter((v): v is ModelVersion => v instanceof ModelVersion && v.modelName === name)
+      .sort((a, b) => a.version - b.version);
+    if (all.length === 0) this.version(name); // throws the right NOT_FOUND / UNAVAILABLE
+    return all.map((v) => v.stats.snapshot());
+  }
+
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[] {
+    return this.repository.index(readyOnly);
+  }
+
+  loadModel(name: string, options?: LoadOptions): Promise<void> {
+    return this.repository.load(name, options);
+  }
+
+  unloadModel(name: string, options?: { unloadDependents?: boolean }): Promise<void> {
+    return this.repository.unload(name, { unloadDependents: options?.unloadDependents === true });
+  }
+}
