@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Serving overhead benchmark (`npm run bench`): bare onnxruntime-node throughput of a model in-process, the
+# same model served over HTTP by Nereid under load from Triton's perf_analyzer, and the served/bare ratio
+# side by side. Results go to bench/results/<UTC time>/ (gitignored); the table is printed at the end and
+# kept in summary.md there. See bench/README.md.
+#
+# Env: BENCH_MODEL (densenet_batched), BENCH_BATCHES ("1 8"), BENCH_CONCURRENCY ("1 4 16"),
+#      BENCH_POINT_SECONDS (10: measuring time per point), BENCH_LOADGEN (auto | perf_analyzer | node).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+model=${BENCH_MODEL:-densenet_batched}
+batches=${BENCH_BATCHES:-"1 8"}
+concurrencies=${BENCH_CONCURRENCY:-"1 4 16"}
+point_seconds=${BENCH_POINT_SECONDS:-10}
+loadgen=${BENCH_LOADGEN:-auto}
+repository=examples/model_repository
+onnx=$repository/$model/1/model.onnx
+
+say() { echo "bench: $*" >&2; }
+die() {
+  echo "bench: error: $*" >&2
+  exit 1
+}
+
+[[ -f $onnx ]] || die "$onnx not found"
+results=bench/results/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$results"
+
+say "building"
+npx tsc -p tsconfig.json
+bash scripts/setup-python.sh >&2
+python=.venv/bin/python
+
+case $loadgen in
+  auto) if .venv/bin/perf_analyzer --version >/dev/null 2>&1; then loadgen=perf_analyzer; else loadgen=node; fi ;;
+  perf_analyzer | node) ;;
+  *) die "BENCH_LOADGEN must be auto, perf_analyzer or node" ;;
+esac
+[[ $loadgen == node ]] && say "perf_analyzer is not available here; using bench/load-client.ts instead"
+
+cat >"$results/meta.json" <<EOF
+{"model": "$model", "loadgen": "$loadgen", "seconds": $point_seconds, "cpus": $(nproc),
+ "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)"}
+EOF
+
+# (a) bare onnxruntime-node, in-process
+say "bare onnxruntime-node: $onnx, batches ${batches// /,}, ${point_seconds}s each"
+node dist/bench/bare-onnxruntime.js --model "$onnx" --batches "${batches// /,}" \
+  --seconds "$point_seconds" --out "$results/bare.json" >&2
+
+# (b) the same model served by Nereid over HTTP
+server_pid=
+stop_server() {
+  [[ -n $server_pid ]] || return 0
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+}
+trap stop_server EXIT
+
+say "starting nereid with $model only"
+node bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
+  --model-control-mode=explicit --load-model="$model" >"$results/server.log" 2>&1 &
+server_pid=$!
+port=
+for _ in $(seq 1 1200); do
+  port=$(grep -oE 'Started HTTPService at [^ ]*:[0-9]+' "$results/server.log" | grep -oE '[0-9]+$' | head -n1 || true)
+  [[ -n $port ]] && break
+  kill -0 "$server_pid" 2>/dev/null || {
+    cat "$results/server.log" >&2
+    die "the server exited during startup"
+  }
+  sleep 0.1
+done
+[[ -n $port ]] || die "the server did not announce its HTTP port within 120 s (log: $results/server.log)"
+say "server on port $port"
+
+for b in $batches; do
+  for c in $concurrencies; do
+    point=$results/served-b$b-c$c
+    say "served: batch $b, concurrency $c ($loadgen)"
+    if [[ $loadgen == perf_analyzer ]]; then
+      # three stable windows of a third of the point time each; a noisy point is retried with a looser
+      # stability bound rather than dropped
+      window_ms=$((point_seconds * 1000 / 3))
+      args=(-m "$model" -b "$b" -i http -u "localhost:$port" --concurrency-range "$c"
+        --measurement-mode time_windows -p "$window_ms" --max-trials 6
+        --warmup-request-count "$((2 * c))" -f "$point.csv")
+      if ! .venv/bin/perf_analyzer "${args[@]}" -s 15 >"$point.txt" 2>&1; then
+        say "  not stable within 15%; retrying with 50%"
+        .venv/bin/perf_analyzer "${args[@]}" -s 50 >"$point.txt" 2>&1 || {
+          cat "$point.txt" >&2
+          die "perf_analyzer failed (batch $b, concurrency $c)"
+        }
+      fi
+      grep -E 'Throughput:|Avg latency:' "$point.txt" | sed 's/^/bench:   /' >&2 || true
+    else
+      node dist/bench/load-client.js --url "http://localhost:$port" --model "$model" --batch "$b" \
+        --concurrency "$c" --seconds "$point_seconds" --out "$point.json" >&2
+    fi
+  done
+done
+stop_server
+
+# (c) the table
+"$python" bench/summarize.py "$results"
+cp "$results/summary.md" bench/results/latest.md
+say "results in $results"

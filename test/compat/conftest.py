@@ -1,0 +1,61 @@
+"""Session fixtures for the compatibility suite: one Nereid server for the whole run, and real tritonclient
+clients pointed at it.
+
+The server runs in explicit model-control mode with every bundled model loaded at startup, so the
+load/unload tests can use the repository API; tests that unload a model load it back before they finish.
+At the end the server gets SIGTERM and must exit with code 0.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tritonclient.http as httpclient
+
+from nereid_server import ENTRY, MODEL_REPOSITORY, REPO_ROOT, NereidServer, node_executable, start_server
+
+SERVER_FLAGS = [
+    f"--model-repository={MODEL_REPOSITORY}",
+    "--http-port=0",
+    "--grpc-port=0",
+    "--metrics-port=0",
+    "--model-control-mode=explicit",
+    "--load-model=*",
+]
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NereidServer]:
+    if node_executable() is None:
+        pytest.skip("node is not installed")
+    if not ENTRY.exists():
+        pytest.fail(f"{ENTRY} does not exist")
+    log_path: Path = tmp_path_factory.mktemp("nereid") / "server.log"
+    running = start_server(SERVER_FLAGS, log_path)
+    try:
+        yield running
+    finally:
+        code = running.stop()
+        assert code == 0, f"server exited with code {code} after SIGTERM; log:\n{running.log_tail()}"
+
+
+@pytest.fixture(scope="session")
+def client(server: NereidServer) -> Iterator[Any]:
+    """A tritonclient.http.InferenceServerClient (untyped library, hence Any)."""
+    c = httpclient.InferenceServerClient(url=server.http_url, network_timeout=120.0)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="session")
+def package_version() -> str:
+    data = json.loads((REPO_ROOT / "package.json").read_text(encoding="utf-8"))
+    version = data["version"]
+    assert isinstance(version, str)
+    return version

@@ -1,0 +1,85 @@
+"""What the bundled repository's files say, read independently of the server: config.pbtxt parsed with
+Triton's own ModelConfig protobuf (shipped inside tritonclient) and the label files. The suite compares the
+server's answers against these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from nereid_server import MODEL_REPOSITORY
+
+# The models the bundled repository must offer (names and I/O as Triton's examples have them).
+BUNDLED_MODELS = (
+    "simple",
+    "simple_int8",
+    "simple_string",
+    "densenet_onnx",
+    "densenet_batched",
+    "add_sub_fp32",
+    "identity_fp32",
+)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    datatype: str  # KServe name: INT32, FP32, BYTES, ...
+    config_type: str  # model_config.proto enum name: TYPE_INT32, TYPE_STRING, ...
+    dims: tuple[int, ...]
+    label_filename: str = ""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    max_batch_size: int
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    path: Path
+
+    def input(self, name: str) -> TensorSpec:
+        return next(t for t in self.inputs if t.name == name)
+
+    def output(self, name: str) -> TensorSpec:
+        return next(t for t in self.outputs if t.name == name)
+
+    def metadata_shape(self, tensor: TensorSpec) -> list[int]:
+        """The shape model metadata reports: a leading -1 for batching models."""
+        return ([-1] if self.max_batch_size > 0 else []) + list(tensor.dims)
+
+
+def _kserve_name(config_type: str) -> str:
+    name = config_type.removeprefix("TYPE_")
+    return "BYTES" if name == "STRING" else name
+
+
+def _tensor(t: model_config_pb2.ModelInput | model_config_pb2.ModelOutput) -> TensorSpec:
+    config_type = model_config_pb2.DataType.Name(t.data_type)
+    label = t.label_filename if isinstance(t, model_config_pb2.ModelOutput) else ""
+    return TensorSpec(t.name, _kserve_name(config_type), config_type, tuple(int(d) for d in t.dims), label)
+
+
+@cache
+def model_spec(name: str) -> ModelSpec:
+    path = MODEL_REPOSITORY / name
+    config = text_format.Parse(
+        (path / "config.pbtxt").read_text(encoding="utf-8"), model_config_pb2.ModelConfig()
+    )
+    return ModelSpec(
+        name=config.name or name,
+        max_batch_size=int(config.max_batch_size),
+        inputs=tuple(_tensor(t) for t in config.input),
+        outputs=tuple(_tensor(t) for t in config.output),
+        path=path,
+    )
+
+
+@cache
+def labels(model: str, filename: str) -> tuple[str, ...]:
+    return tuple((MODEL_REPOSITORY / model / filename).read_text(encoding="utf-8").splitlines())

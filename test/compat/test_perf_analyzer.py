@@ -1,0 +1,57 @@
+"""Triton's own load generator, perf_analyzer (PyPI wheel, installed by scripts/setup-python.sh), must be
+able to profile a model served by Nereid: it reads model metadata and config, sends binary tensors, and
+reads the statistics extension for its server-side breakdown."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nereid_server import REPO_ROOT
+
+VENV_PERF_ANALYZER = REPO_ROOT / ".venv" / "bin" / "perf_analyzer"
+
+
+def _perf_analyzer() -> str:
+    if VENV_PERF_ANALYZER.exists():
+        return str(VENV_PERF_ANALYZER)
+    found = shutil.which("perf_analyzer")
+    if found is None:
+        pytest.skip("perf_analyzer is not installed (scripts/setup-python.sh installs it)")
+    return found
+
+
+@pytest.mark.perf_analyzer
+@pytest.mark.parametrize(("model", "batch"), [("simple", 4), ("densenet_batched", 2)])
+def test_perf_analyzer_profiles_a_model(server: Any, tmp_path: Path, model: str, batch: int) -> None:
+    report = tmp_path / "report.csv"
+    command = [
+        _perf_analyzer(),
+        "-m", model,
+        "-b", str(batch),
+        "-i", "http",
+        "-u", server.http_url,
+        "--concurrency-range", "2",
+        "--measurement-mode", "count_windows",
+        "--measurement-request-count", "20",
+        "--max-trials", "10",
+        "--stability-percentage", "50",
+        "-f", str(report),
+    ]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert "Throughput:" in output
+    # the server-side breakdown comes from the statistics extension
+    assert "Server:" in output
+    assert "Inference count:" in output
+    with report.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 1, rows
+    assert int(rows[0]["Concurrency"]) == 2
+    assert float(rows[0]["Inferences/Second"]) > 0
