@@ -1,0 +1,471 @@
+/**
+ * The HTTP inference wire format (KServe v2 JSON plus Triton's binary tensor data extension) ↔ the core's
+ * InferenceRequest / InferenceResponse. Pure functions: no sockets, no api calls.
+ *
+ * Binary inputs are views into the request body (no copies); binary outputs are written as the tensors'
+ * own Buffers after the JSON header. Messages follow Triton's wording where clients match on them.
+ */
+import { isDataType, byteSizeOf, type DataType } from '../../common/datatype.js';
+import { NereidError, invalidArg, unsupported } from '../../common/errors.js';
+import type { Tensor } from '../../common/tensor.js';
+import type {
+  InferenceRequest,
+  InferenceResponse,
+  InferInput,
+  Parameters,
+  ParameterValue,
+  RequestedOutput,
+} from '../../core/types.js';
+import {
+  isJsonObject,
+  isRoundedInteger,
+  isRoundedIntegerError,
+  parseJson,
+  parseJsonExact,
+  roundedIntegerError,
+  type JsonIn,
+  type JsonInObject,
+} from './json.js';
+import { jsonToTensorData, tensorDataToJson } from './tensor-json.js';
+
+/** How each output goes back: binary data or JSON `data`. */
+export interface OutputFormat {
+  /** Request parameter `binary_data_output`: the default for outputs without their own `binary_data`. */
+  readonly defaultBinary: boolean;
+  /** Per requested output `parameters.binary_data`. */
+  readonly binary: ReadonlyMap<string, boolean>;
+}
+
+export interface DecodedInferRequest {
+  /** The request without `signal` (the server adds it). */
+  readonly request: InferenceRequest;
+  readonly format: OutputFormat;
+}
+
+export interface DecodeOptions {
+  readonly modelName: string;
+  /** '' or undefined = default version. */
+  readonly modelVersion?: string;
+  /** --http-max-input-size: bound on the JSON header and on each JSON input's byte size. */
+  readonly maxInputSize: number;
+}
+
+const INT64_MAX = (1n << 63n) - 1n;
+const UINT64_MAX = (1n << 64n) - 1n;
+
+/** Triton's "Unable to parse '<field>': <TritonJson reason>" errors. */
+function parseError(field: string, reason: string): NereidError {
+  return invalidArg(`Unable to parse '${field}': ${reason}`);
+}
+const NOT_STRING = 'attempt to access JSON non-string as string';
+const NOT_BOOL = 'attempt to access JSON non-boolean as boolean';
+const NOT_UINT = 'attempt to access JSON non-unsigned-integer as unsigned-integer';
+const NOT_ARRAY = 'attempt to access JSON non-array as array';
+const NOT_OBJECT = 'attempt to access JSON non-object as object';
+const missing = (member: string): string => `attempt to access non-existing object member '${member}'`;
+
+function isUint(v: JsonIn | undefined): v is number | bigint {
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 && v <= Number.MAX_SAFE_INTEGER;
+  return typeof v === 'bigint' && v >= 0n && v <= UINT64_MAX;
+}
+
+function memberString(obj: JsonInObject, member: string): string {
+  const v = obj[member];
+  if (v === undefined) throw parseError(member, missing(member));
+  if (typeof v !== 'string') throw parseError(member, NOT_STRING);
+  return v;
+}
+
+function memberBool(obj: JsonInObject, member: string): boolean {
+  const v = obj[member];
+  if (typeof v !== 'boolean') throw parseError(member, NOT_BOOL);
+  return v;
+}
+
+/** The "not an unsigned integer" error; marked for an exact re-parse when JSON.parse may have rounded it. */
+function uintError(field: string, v: JsonIn | undefined, exact: boolean): NereidError {
+  const err = parseError(field, NOT_UINT);
+  return !exact && isRoundedInteger(v) ? roundedIntegerError(err) : err;
+}
+
+function memberUint(obj: JsonInObject, member: string, exact: boolean): number | bigint {
+  const v = obj[member];
+  if (!isUint(v)) throw uintError(member, v, exact);
+  return v;
+}
+
+function optionalObject(obj: JsonInObject, member: string): JsonInObject | undefined {
+  const v = obj[member];
+  if (v === undefined) return undefined;
+  if (!isJsonObject(v)) throw parseError(member, NOT_OBJECT);
+  return v;
+}
+
+/** A custom (pass-through) parameter value: string, integer, double or bool, like Triton. */
+function customParameter(key: string, v: JsonIn, exact: boolean): ParameterValue {
+  if (!exact && isRoundedInteger(v)) {
+    throw roundedIntegerError(invalidArg(`parameter '${key}' holds an integer beyond 2^53`));
+  }
+  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') {
+    return v;
+  }
+  throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
+}
+
+/** Request-level parameters; returns them plus the `binary_data_output` default. */
+function decodeRequestParameters(
+  params: JsonInObject,
+  exact: boolean,
+): { parameters: Parameters; defaultBinary: boolean } {
+  const parameters: Parameters = {};
+  let defaultBinary = false;
+  for (const key of Object.keys(params)) {
+    const v = params[key];
+    switch (key) {
+      case 'sequence_id':
+        if (isUint(v) || typeof v === 'string') parameters[key] = v;
+        else if (!exact && isRoundedInteger(v)) throw roundedIntegerError(parseError(key, NOT_STRING));
+        else throw parseError(key, NOT_STRING);
+        break;
+      case 'sequence_start':
+      case 'sequence_end':
+        parameters[key] = memberBool(params, key);
+        break;
+      case 'priority':
+      case 'timeout':
+        parameters[key] = memberUint(params, key, exact);
+        break;
+      case 'binary_data_output':
+        defaultBinary = memberBool(params, key);
+        break;
+      default:
+        if (key.startsWith('triton_')) {
+          throw invalidArg(
+            "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+          );
+        }
+        parameters[key] = customParameter(key, v, exact);
+    }
+  }
+  return { parameters, defaultBinary };
+}
+
+export interface ShapeInfo {
+  readonly shape: number[];
+  readonly elementCount: number;
+}
+
+/**
+ * Reads a JSON `shape`: dims are unsigned integers, the element count must fit int64 (Triton's messages),
+ * and — because core shapes are plain numbers — every dim and the count must stay below 2^53.
+ * `jsonDataType` is set for inputs carrying JSON `data`, which also get Triton's byte size overflow check.
+ */
+export function readShape(
+  inputName: string,
+  raw: JsonIn | undefined,
+  jsonDataType: DataType | undefined,
+  exact: boolean,
+): ShapeInfo {
+  if (raw === undefined) throw parseError('shape', missing('shape'));
+  if (!Array.isArray(raw)) throw parseError('shape', NOT_ARRAY);
+  const shape: number[] = new Array<number>(raw.length);
+  const dims: (number | bigint)[] = new Array<number | bigint>(raw.length);
+  let safe = true;
+  let count = 1;
+  for (let i = 0; i < raw.length; i++) {
+    const d = raw[i];
+    if (!isUint(d)) throw uintError('shape', d, exact);
+    if (typeof d === 'bigint') safe = false;
+    dims[i] = d;
+    shape[i] = Number(d);
+    count *= shape[i];
+  }
+  if (safe && Number.isSafeInteger(count)) return { shape, elementCount: count };
+
+  // Slow path with exact arithmetic, in Triton's order: element count overflow, then byte size overflow.
+  const text = `[${dims.join(',')}]`;
+  let big = 1n;
+  for (let i = 0; i < dims.length; i++) {
+    const d = BigInt(dims[i]);
+    if (d === 0n) {
+      big = 0n;
+      break;
+    }
+    if (i > 0 && big > INT64_MAX / d) {
+      throw invalidArg(
+        `invalid shape for input '${inputName}': shape ${text} causes total element count to exceed maximum size of ${INT64_MAX}`,
+      );
+    }
+    big = i === 0 ? d : big * d;
+  }
+  if (jsonDataType !== undefined && jsonDataType !== 'BYTES') {
+    const size = BigInt(byteSizeOf(jsonDataType));
+    if (size > 1n && big > INT64_MAX / size) {
+      throw invalidArg(
+        `byte size overflow for input '${inputName}': element count (${big}) * data type size (${size}) exceeds maximum allowed size (${INT64_MAX})`,
+      );
+    }
+  }
+  if (big <= BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw invalidArg(
+      `invalid shape for input '${inputName}': shape ${text} has a dimension larger than the maximum supported value of ${Number.MAX_SAFE_INTEGER}`,
+    );
+  }
+  throw invalidArg(
+    `invalid shape for input '${inputName}': shape ${text} causes total element count to exceed maximum size of ${Number.MAX_SAFE_INTEGER}`,
+  );
+}
+
+function decodeInput(
+  item: JsonIn,
+  body: Buffer,
+  cursor: { offset: number },
+  hasHeaderLength: boolean,
+  opts: DecodeOptions,
+  exact: boolean,
+): InferInput {
+  if (!isJsonObject(item)) throw parseError('inputs', NOT_OBJECT);
+  const params = optionalObject(item, 'parameters');
+  const hasData = item.data !== undefined;
+  const hasBinary = params?.binary_data_size !== undefined;
+  const hasShm = params?.shared_memory_region !== undefined;
+  if (Number(hasData) + Number(hasBinary) + Number(hasShm) !== 1) {
+    let msg =
+      "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " +
+      "'shared_memory_region' in 'parameters'. But";
+    if (!hasData && !hasBinary && !hasShm) msg += ' no field is set';
+    else
+      msg +=
+        ' set' +
+        (hasData ? " 'data'" : '') +
+        (hasBinary ? " 'binary_data_size'" : '') +
+        (hasShm ? " 'shared_memory_region'" : '');
+    throw invalidArg(msg);
+  }
+
+  const name = memberString(item, 'name');
+  const datatypeName = memberString(item, 'datatype');
+  if (!isDataType(datatypeName)) throw invalidArg(`invalid datatype '${datatypeName}' for input '${name}'`);
+  const datatype: DataType = datatypeName;
+  if (hasShm) {
+    throw unsupported(
+      `input '${name}': shared memory ('shared_memory_region') is not supported by this server`,
+    );
+  }
+  const { shape, elementCount } = readShape(name, item.shape, hasData ? datatype : undefined, exact);
+
+  let data: Buffer;
+  if (hasBinary) {
+    const size = Number(memberUint(params, 'binary_data_size', exact));
+    if (size > 0 && !hasHeaderLength) {
+      throw invalidArg(
+        "must specify valid 'Inference-Header-Content-Length' in request header and 'binary_data_size' when " +
+          'passing inputs in binary data format',
+      );
+    }
+    const available = body.length - cursor.offset;
+    if (size > available) {
+      throw invalidArg(
+        `unexpected size for input '${name}', expecting ${size - available} additional bytes for model '${opts.modelName}'`,
+      );
+    }
+    data = body.subarray(cursor.offset, cursor.offset + size);
+    cursor.offset += size;
+  } else {
+    const raw = item.data;
+    if (!Array.isArray(raw)) throw parseError('data', NOT_ARRAY);
+    data = jsonToTensorData({ name, datatype, shape, elementCount }, raw, opts.maxInputSize, exact);
+  }
+
+  let parameters: Parameters | undefined;
+  if (params !== undefined) {
+    for (const key of Object.keys(params)) {
+      if (key === 'binary_data_size') continue;
+      (parameters ??= {})[key] = customParameter(key, params[key], exact);
+    }
+  }
+  return parameters === undefined
+    ? { name, datatype, shape, data }
+    : { name, datatype, shape, data, parameters };
+}
+
+function decodeOutputs(raw: JsonIn, binary: Map<string, boolean>, exact: boolean): RequestedOutput[] {
+  if (!Array.isArray(raw)) throw parseError('outputs', NOT_ARRAY);
+  const outputs: RequestedOutput[] = [];
+  const seen = new Set<string>();
+  for (const item of raw) {
+    if (!isJsonObject(item)) throw parseError('outputs', NOT_OBJECT);
+    const name = memberString(item, 'name');
+    if (seen.has(name)) throw invalidArg(`output '${name}' already exists in request`);
+    seen.add(name);
+    const params = optionalObject(item, 'parameters');
+    if (params === undefined) {
+      outputs.push({ name });
+      continue;
+    }
+    if (params.shared_memory_region !== undefined) {
+      throw unsupported(
+        `output '${name}': shared memory ('shared_memory_region') is not supported by this server`,
+      );
+    }
+    let parameters: Parameters | undefined;
+    for (const key of Object.keys(params)) {
+      if (key === 'binary_data') {
+        const v = params[key];
+        if (typeof v !== 'boolean') throw parseError('binary_data', NOT_BOOL);
+        binary.set(name, v);
+      } else if (key === 'classification') {
+        const v = params[key];
+        if (!isUint(v)) {
+          const err = invalidArg(`Unable to set 'classification': ${NOT_UINT}`);
+          throw !exact && isRoundedInteger(v) ? roundedIntegerError(err) : err;
+        }
+        (parameters ??= {})[key] = v;
+      } else {
+        (parameters ??= {})[key] = customParameter(key, params[key], exact);
+      }
+    }
+    outputs.push(parameters === undefined ? { name } : { name, parameters });
+  }
+  return outputs;
+}
+
+/**
+ * Decodes a JSON (+ binary) inference request body. `headerLength` is the Inference-Header-Content-Length
+ * value (1..body.length), or undefined when the header is absent and the whole body is JSON.
+ */
+export function decodeInferRequest(
+  body: Buffer,
+  headerLength: number | undefined,
+  opts: DecodeOptions,
+): DecodedInferRequest {
+  const jsonLength = headerLength ?? body.length;
+  if (jsonLength > opts.maxInputSize) {
+    throw invalidArg(
+      `request JSON size of ${jsonLength} bytes exceeds the maximum allowed input size of ${opts.maxInputSize} ` +
+        'bytes. Use --http-max-input-size to increase the limit.',
+    );
+  }
+  const text = body.toString('utf8', 0, jsonLength);
+  try {
+    return decodeDocument(parseJson(text), body, jsonLength, headerLength !== undefined, opts, false);
+  } catch (err) {
+    // Rare: an integer beyond 2^53 where exactness matters. Parse again, keeping such integers as bigint.
+    if (!isRoundedIntegerError(err)) throw err;
+    return decodeDocument(parseJsonExact(text), body, jsonLength, headerLength !== undefined, opts, true);
+  }
+}
+
+function decodeDocument(
+  doc: JsonIn,
+  body: Buffer,
+  jsonLength: number,
+  hasHeaderLength: boolean,
+  opts: DecodeOptions,
+  exact: boolean,
+): DecodedInferRequest {
+  if (!isJsonObject(doc)) throw parseError('inputs', missing('inputs'));
+
+  let id: string | undefined;
+  if (doc.id !== undefined) {
+    if (typeof doc.id !== 'string') throw parseError('id', NOT_STRING);
+    id = doc.id;
+  }
+  let parameters: Parameters | undefined;
+  let defaultBinary = false;
+  const rawParams = optionalObject(doc, 'parameters');
+  if (rawParams !== undefined) {
+    const decoded = decodeRequestParameters(rawParams, exact);
+    parameters = decoded.parameters;
+    defaultBinary = decoded.defaultBinary;
+  }
+
+  const rawInputs = doc.inputs;
+  if (rawInputs === undefined) throw parseError('inputs', missing('inputs'));
+  if (!Array.isArray(rawInputs)) throw parseError('inputs', NOT_ARRAY);
+  const cursor = { offset: jsonLength };
+  const inputs = rawInputs.map((item) => decodeInput(item, body, cursor, hasHeaderLength, opts, exact));
+  if (cursor.offset !== body.length) {
+    throw invalidArg(`unexpected additional input data for model '${opts.modelName}'`);
+  }
+
+  const binary = new Map<string, boolean>();
+  const outputs = doc.outputs === undefined ? undefined : decodeOutputs(doc.outputs, binary, exact);
+
+  const request: InferenceRequest = {
+    modelName: opts.modelName,
+    modelVersion: opts.modelVersion ?? '',
+    ...(id !== undefined && { id }),
+    inputs,
+    ...(outputs !== undefined && { outputs }),
+    ...(parameters !== undefined && { parameters }),
+  };
+  return { request, format: { defaultBinary, binary } };
+}
+
+/** An encoded response: the JSON header, then the binary chunks (in output order) that follow it. */
+export interface EncodedInferResponse {
+  readonly json: string;
+  readonly binary: readonly Buffer[];
+  /** True when any output is sent as binary data (→ octet-stream + Inference-Header-Content-Length). */
+  readonly hasBinary: boolean;
+}
+
+function parameterJson(v: ParameterValue): string {
+  return typeof v === 'bigint' ? v.toString() : JSON.stringify(v);
+}
+
+function parametersJson(params: Readonly<Parameters>): string | undefined {
+  let out: string | undefined;
+  for (const key of Object.keys(params)) {
+    const entry = JSON.stringify(key) + ':' + parameterJson(params[key]);
+    out = out === undefined ? entry : out + ',' + entry;
+  }
+  return out === undefined ? undefined : '{' + out + '}';
+}
+
+function elementCountOf(t: Tensor): number {
+  let n = 1;
+  for (const d of t.shape) n *= d;
+  return n;
+}
+
+/**
+ * Encodes a response. Outputs go as binary when asked (per-output `binary_data`, else `binary_data_output`),
+ * and also when they have no JSON form (FP16, BF16, BYTES elements that are not UTF-8) — lossless, and
+ * Triton's clients read either form.
+ */
+export function encodeInferResponse(response: InferenceResponse, format: OutputFormat): EncodedInferResponse {
+  let json = '{';
+  if (response.id) json += '"id":' + JSON.stringify(response.id) + ',';
+  json += '"model_name":' + JSON.stringify(response.modelName);
+  json += ',"model_version":' + JSON.stringify(response.modelVersion);
+  const params = parametersJson(response.parameters);
+  if (params !== undefined) json += ',"parameters":' + params;
+  json += ',"outputs":[';
+  const binary: Buffer[] = [];
+  let hasBinary = false;
+  for (let i = 0; i < response.outputs.length; i++) {
+    const t = response.outputs[i];
+    if (i > 0) json += ',';
+    json +=
+      '{"name":' +
+      JSON.stringify(t.name) +
+      ',"datatype":"' +
+      t.datatype +
+      '","shape":[' +
+      t.shape.join(',') +
+      ']';
+    const wantBinary = format.binary.get(t.name) ?? format.defaultBinary;
+    const data = wantBinary ? undefined : tensorDataToJson(t.name, t.datatype, t.data, elementCountOf(t));
+    if (data === undefined) {
+      json += ',"parameters":{"binary_data_size":' + t.data.length + '}}';
+      hasBinary = true;
+      if (t.data.length > 0) binary.push(t.data);
+    } else {
+      json += ',"data":' + data + '}';
+    }
+  }
+  json += ']}';
+  return { json, binary, hasBinary };
+}

@@ -1,0 +1,113 @@
+/**
+ * The path → route matcher: one split of the path and a few string compares, no regular expressions.
+ * Paths and their shapes follow Triton's http_server.cc: `${V}` versions are all digits, names are
+ * non-empty segments (percent-decoded), anything else is 404; a known path with the wrong verb is 405.
+ */
+import { invalidArg } from '../../common/errors.js';
+
+export type RouteName =
+  | 'serverMetadata'
+  | 'serverLive'
+  | 'serverReady'
+  | 'modelMetadata'
+  | 'modelReady'
+  | 'modelConfig'
+  | 'modelInfer'
+  | 'modelStats'
+  | 'allModelStats'
+  | 'repositoryIndex'
+  | 'repositoryLoad'
+  | 'repositoryUnload';
+
+export interface RouteMatch {
+  readonly name: RouteName;
+  /** The one verb the route accepts. */
+  readonly method: 'GET' | 'POST';
+  readonly model?: string;
+  /** Digits only; undefined when the path has no /versions/ part. */
+  readonly version?: string;
+  /** The `${REPO}` of /v2/repository/${REPO}/..., when given. */
+  readonly repository?: string;
+}
+
+const MODEL_ACTIONS: Readonly<Record<string, { name: RouteName; method: 'GET' | 'POST' }>> = {
+  ready: { name: 'modelReady', method: 'GET' },
+  config: { name: 'modelConfig', method: 'GET' },
+  infer: { name: 'modelInfer', method: 'POST' },
+  stats: { name: 'modelStats', method: 'GET' },
+};
+
+function isDigits(s: string | undefined): s is string {
+  if (s === undefined || s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+}
+
+/** A percent-decoded, non-empty path segment, or undefined. Malformed escapes are a 400. */
+function name(segment: string | undefined): string | undefined {
+  if (segment === undefined || segment.length === 0) return undefined;
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw invalidArg(`malformed percent-encoding in URL path segment '${segment}'`);
+  }
+}
+
+function matchModel(segs: readonly string[]): RouteMatch | undefined {
+  // segs: ['', 'v2', 'models', ...]
+  if (segs.length === 4 && segs[3] === 'stats') return { name: 'allModelStats', method: 'GET' };
+  const model = name(segs[3]);
+  if (model === undefined) return undefined;
+  let i = 4;
+  let version: string | undefined;
+  if (segs[i] === 'versions') {
+    if (!isDigits(segs[i + 1])) return undefined;
+    version = segs[i + 1];
+    i += 2;
+  }
+  if (i === segs.length) return { name: 'modelMetadata', method: 'GET', model, version };
+  if (i + 1 !== segs.length) return undefined;
+  const action = Object.hasOwn(MODEL_ACTIONS, segs[i]) ? MODEL_ACTIONS[segs[i]] : undefined;
+  return action === undefined ? undefined : { ...action, model, version };
+}
+
+function matchRepository(segs: readonly string[]): RouteMatch | undefined {
+  // segs: ['', 'v2', 'repository', ...]; the optional ${REPO} segment comes first.
+  const rest = segs.length === 4 || segs.length === 6 ? segs.slice(3) : segs.slice(4);
+  const repository = segs.length === 5 || segs.length === 7 ? name(segs[3]) : undefined;
+  if ((segs.length === 5 || segs.length === 7) && repository === undefined) return undefined;
+  if (rest.length === 1 && rest[0] === 'index')
+    return { name: 'repositoryIndex', method: 'POST', repository };
+  if (rest.length === 3 && rest[0] === 'models') {
+    const model = name(rest[1]);
+    if (model === undefined) return undefined;
+    if (rest[2] === 'load') return { name: 'repositoryLoad', method: 'POST', model, repository };
+    if (rest[2] === 'unload') return { name: 'repositoryUnload', method: 'POST', model, repository };
+  }
+  return undefined;
+}
+
+/** Matches a request path (without query string); undefined = 404. */
+export function matchRoute(path: string): RouteMatch | undefined {
+  if (!path.startsWith('/v2')) return undefined;
+  if (path.length === 3) return { name: 'serverMetadata', method: 'GET' };
+  if (path.charCodeAt(3) !== 0x2f) return undefined;
+  const segs = path.split('/');
+  switch (segs[2]) {
+    case 'health':
+      if (segs.length !== 4) return undefined;
+      if (segs[3] === 'live') return { name: 'serverLive', method: 'GET' };
+      if (segs[3] === 'ready') return { name: 'serverReady', method: 'GET' };
+      return undefined;
+    case 'models':
+      return segs.length >= 4 ? matchModel(segs) : undefined;
+    case 'repository':
+      return segs.length >= 4 && segs.length <= 7 ? matchRepository(segs) : undefined;
+    default:
+      return undefined;
+  }
+}

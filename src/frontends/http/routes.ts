@@ -1,0 +1,215 @@
+/**
+ * One handler per KServe v2 / Triton route. Handlers only translate HTTP to InferenceServerApi calls and
+ * back; they throw NereidError and the server's one funnel (errors.ts) turns that into the reply.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { invalidArg, unsupported } from '../../common/errors.js';
+import type { InferenceServerApi } from '../../core/server-api.js';
+import type { LoadOptions } from '../../core/types.js';
+import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
+import { errorBody } from './errors.js';
+import { decodeInferRequest, encodeInferResponse, type DecodedInferRequest } from './infer-codec.js';
+import { isJsonObject, parseJson, type JsonIn, type JsonInObject } from './json.js';
+import { deduceRawInput } from './raw-input.js';
+import type { RouteMatch, RouteName } from './router.js';
+
+export interface Reply {
+  readonly status: number;
+  readonly headers?: Readonly<Record<string, string | number>>;
+  /** Sent in order; undefined = empty body. */
+  readonly body?: string | Buffer | readonly Buffer[];
+}
+
+export interface RouteContext {
+  readonly api: InferenceServerApi;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly match: RouteMatch;
+  readonly maxInputSize: number;
+  /** Set once known, for error logs. */
+  requestId?: string;
+}
+
+type Handler = (ctx: RouteContext) => Reply | Promise<Reply>;
+
+const JSON_TYPE = { 'Content-Type': 'application/json' } as const;
+const EMPTY_OK: Reply = { status: 200 };
+const EMPTY_BAD: Reply = { status: 400 };
+
+function json(value: unknown): Reply {
+  return { status: 200, headers: JSON_TYPE, body: JSON.stringify(value) };
+}
+
+/** Reads, decompresses and parses an optional JSON body; undefined when the body is empty. */
+async function readJsonBody(ctx: RouteContext): Promise<JsonIn | undefined> {
+  const raw = await readBody(ctx.req, ctx.maxInputSize);
+  const body = await decodeContentEncoding(raw, ctx.req.headers['content-encoding'], ctx.maxInputSize);
+  if (body.length === 0) return undefined;
+  return parseJson(body.toString('utf8'));
+}
+
+function parametersOf(doc: JsonIn | undefined): JsonInObject | undefined {
+  if (!isJsonObject(doc)) return undefined;
+  const params = doc.parameters;
+  if (params === undefined) return undefined;
+  if (!isJsonObject(params))
+    throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
+  return params;
+}
+
+function rejectRepositoryName(ctx: RouteContext): void {
+  if (ctx.match.repository !== undefined) {
+    throw unsupported("'repository_name' specification is not supported");
+  }
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+function loadOptions(params: JsonInObject | undefined): LoadOptions | undefined {
+  if (params === undefined) return undefined;
+  let config: string | undefined;
+  let files: Map<string, Buffer> | undefined;
+  for (const key of Object.keys(params)) {
+    const v = params[key];
+    if (typeof v !== 'string') {
+      throw invalidArg(`Unable to parse '${key}': attempt to access JSON non-string as string`);
+    }
+    if (key === 'config') {
+      config = v;
+    } else if (key.startsWith('file:')) {
+      if (v.length % 4 !== 0 || !BASE64.test(v)) throw invalidArg(`'${key}' is not valid base64`);
+      (files ??= new Map()).set(key.slice('file:'.length), Buffer.from(v, 'base64'));
+    } else {
+      throw invalidArg(`unexpected load parameter '${key}': expected 'config' or 'file:<version>/<path>'`);
+    }
+  }
+  if (config === undefined && files === undefined) return undefined;
+  return { ...(config !== undefined && { config }), ...(files !== undefined && { files }) };
+}
+
+function parseHeaderLength(value: string | string[] | undefined, bodyLength: number): number | undefined {
+  if (value === undefined) return undefined;
+  const text = Array.isArray(value) ? value.join(',') : value.trim();
+  if (text.length === 0 || text.length > 16 || !/^\d+$/.test(text)) {
+    throw invalidArg(`Unable to parse Inference-Header-Content-Length, got: ${text}`);
+  }
+  const n = Number(text);
+  if (n > bodyLength) {
+    throw invalidArg(`inference header size should be in range (0, ${bodyLength}), got: ${text}`);
+  }
+  return n;
+}
+
+async function infer(ctx: RouteContext): Promise<Reply> {
+  const { api, req, res } = ctx;
+  const model = ctx.match.model!;
+  const version = ctx.match.version;
+  if (api.isModelDecoupled(model, version)) {
+    throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
+  }
+  const raw = await readBody(req, ctx.maxInputSize);
+  const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+  const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.length);
+
+  let decoded: DecodedInferRequest;
+  if (headerLength === 0) {
+    const input = deduceRawInput(api.modelConfigJson(model, version), model, body);
+    decoded = {
+      request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
+      format: { defaultBinary: true, binary: new Map() },
+    };
+  } else {
+    decoded = decodeInferRequest(body, headerLength, {
+      modelName: model,
+      modelVersion: version,
+      maxInputSize: ctx.maxInputSize,
+    });
+  }
+  ctx.requestId = decoded.request.id;
+
+  // A client that disconnects before its response is sent cancels the request.
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const response = await api.inferOnce({ ...decoded.request, signal: controller.signal });
+  const encoded = encodeInferResponse(response, decoded.format);
+
+  let headers: Record<string, string | number>;
+  let parts: string | Buffer[];
+  if (encoded.hasBinary) {
+    const header = Buffer.from(encoded.json, 'utf8');
+    headers = {
+      'Content-Type': 'application/octet-stream',
+      'Inference-Header-Content-Length': header.length,
+    };
+    parts = [header, ...encoded.binary];
+  } else {
+    headers = { 'Content-Type': 'application/json' };
+    parts = encoded.json;
+  }
+  const coding = chooseResponseCoding(req.headers['accept-encoding']);
+  if (coding !== 'identity') {
+    // Compression needs the whole body in one Buffer: the copy is the price of the smaller reply.
+    const whole = typeof parts === 'string' ? Buffer.from(parts, 'utf8') : Buffer.concat(parts);
+    return {
+      status: 200,
+      headers: { ...headers, 'Content-Encoding': coding },
+      body: await encodeResponse(whole, coding),
+    };
+  }
+  return { status: 200, headers, body: parts };
+}
+
+async function repositoryIndex(ctx: RouteContext): Promise<Reply> {
+  const doc = await readJsonBody(ctx);
+  let ready = false;
+  if (isJsonObject(doc) && doc.ready !== undefined) {
+    if (typeof doc.ready !== 'boolean') throw invalidArg("Invalid value for 'ready': expected a boolean");
+    ready = doc.ready;
+  }
+  return json(ctx.api.repositoryIndex(ready));
+}
+
+async function repositoryLoad(ctx: RouteContext): Promise<Reply> {
+  rejectRepositoryName(ctx);
+  const options = loadOptions(parametersOf(await readJsonBody(ctx)));
+  await ctx.api.loadModel(ctx.match.model!, options);
+  return EMPTY_OK;
+}
+
+async function repositoryUnload(ctx: RouteContext): Promise<Reply> {
+  rejectRepositoryName(ctx);
+  const params = parametersOf(await readJsonBody(ctx));
+  let unloadDependents = false;
+  if (params?.unload_dependents !== undefined) {
+    if (typeof params.unload_dependents !== 'boolean') {
+      throw invalidArg("Unable to parse 'unload_dependents': attempt to access JSON non-boolean as boolean");
+    }
+    unloadDependents = params.unload_dependents;
+  }
+  await ctx.api.unloadModel(ctx.match.model!, { unloadDependents });
+  return EMPTY_OK;
+}
+
+const MODEL_NOT_READY: Reply = {
+  status: 400,
+  headers: JSON_TYPE,
+  body: errorBody('Model version not ready'),
+};
+
+export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
+  serverMetadata: (ctx) => json(ctx.api.serverMetadata()),
+  serverLive: (ctx) => (ctx.api.isLive() ? EMPTY_OK : EMPTY_BAD),
+  serverReady: (ctx) => (ctx.api.isReady() ? EMPTY_OK : EMPTY_BAD),
+  modelMetadata: (ctx) => json(ctx.api.modelMetadata(ctx.match.model!, ctx.match.version)),
+  modelReady: (ctx) =>
+    ctx.api.isModelReady(ctx.match.model!, ctx.match.version) ? EMPTY_OK : MODEL_NOT_READY,
+  modelConfig: (ctx) => json(ctx.api.modelConfigJson(ctx.match.model!, ctx.match.version)),
+  modelInfer: infer,
+  modelStats: (ctx) => json({ model_stats: ctx.api.modelStatistics(ctx.match.model, ctx.match.version) }),
+  allModelStats: (ctx) => json({ model_stats: ctx.api.modelStatistics() }),
+  repositoryIndex,
+  repositoryLoad,
+  repositoryUnload,
+};

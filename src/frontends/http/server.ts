@@ -1,0 +1,185 @@
+/**
+ * The KServe v2 HTTP/REST endpoint on bare node:http (measurably faster than a framework here): match the
+ * route, run its handler, send the reply; every error goes through errors.ts. Oversized bodies are refused
+ * from their Content-Length (even before `Expect: 100-continue` is answered) and the connection is closed
+ * rather than drained. close() stops accepting and lets in-flight requests finish.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { unavailable } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { InferenceServerApi } from '../../core/server-api.js';
+import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
+import { errorBody, toErrorReply } from './errors.js';
+import { matchRoute, type RouteMatch } from './router.js';
+import { HANDLERS, type Reply, type RouteContext } from './routes.js';
+
+/** Triton's --http-max-input-size default (64 MiB). */
+export const DEFAULT_MAX_INPUT_SIZE = 1 << 26;
+
+export interface HttpFrontendOptions {
+  readonly address: string;
+  /** 0 picks a free port (tests). */
+  readonly port: number;
+  /** Largest accepted request body, before and after decompression; default 64 MiB. */
+  readonly maxInputSize?: number;
+  readonly log: Logger;
+}
+
+export interface HttpFrontend {
+  /** Starts listening; resolves with the bound address and port. */
+  listen(): Promise<{ address: string; port: number }>;
+  /** Stops accepting connections and resolves once in-flight requests have finished. */
+  close(): Promise<void>;
+}
+
+const JSON_TYPE = 'application/json';
+const NOT_FOUND_BODY = errorBody('Not Found');
+const METHOD_NOT_ALLOWED_BODY = errorBody('Method Not Allowed');
+
+function bodyLength(body: Reply['body']): number {
+  if (body === undefined) return 0;
+  if (typeof body === 'string') return Buffer.byteLength(body, 'utf8');
+  if (Buffer.isBuffer(body)) return body.length;
+  let n = 0;
+  for (const b of body) n += b.length;
+  return n;
+}
+
+export function createHttpFrontend(api: InferenceServerApi, options: HttpFrontendOptions): HttpFrontend {
+  const { log } = options;
+  const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
+  let closing = false;
+
+  const send = (res: ServerResponse, reply: Reply, closeConnection = false): void => {
+    if (res.headersSent || res.destroyed) return; // the client is gone, or a reply already went out
+    const headers: Record<string, string | number> = {
+      ...reply.headers,
+      'Content-Length': bodyLength(reply.body),
+    };
+    if (closing || closeConnection) headers.Connection = 'close';
+    res.writeHead(reply.status, headers);
+    const body = reply.body;
+    if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
+      res.end(body);
+      return;
+    }
+    res.cork();
+    for (const part of body) res.write(part);
+    res.end();
+  };
+
+  const sendError = (res: ServerResponse, status: number, body: string, closeConnection = false): void => {
+    send(res, { status, headers: { 'Content-Type': JSON_TYPE }, body }, closeConnection);
+  };
+
+  const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
+    const ctx: RouteContext = { api, req, res, match, maxInputSize };
+    try {
+      send(res, await HANDLERS[match.name](ctx));
+    } catch (err) {
+      const reply = toErrorReply(err, { log, requestId: ctx.requestId, method: req.method ?? '', path });
+      // A body refused for its size is not drained: close the connection instead.
+      send(
+        res,
+        { status: reply.status, headers: { 'Content-Type': JSON_TYPE }, body: reply.body },
+        isBodyTooLarge(err),
+      );
+    }
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (log.isVerbose()) log.verbose(`HTTP request: ${req.method} ${path}`);
+
+    let match: RouteMatch | undefined;
+    try {
+      match = matchRoute(path);
+    } catch (err) {
+      const reply = toErrorReply(err, { log, method: req.method ?? '', path });
+      sendError(res, reply.status, reply.body);
+      return;
+    }
+    if (match === undefined) {
+      sendError(res, 404, NOT_FOUND_BODY);
+      return;
+    }
+    if (req.method !== match.method) {
+      send(res, {
+        status: 405,
+        headers: { 'Content-Type': JSON_TYPE, Allow: match.method },
+        body: METHOD_NOT_ALLOWED_BODY,
+      });
+      return;
+    }
+    const declared = declaredLength(req);
+    if (declared !== undefined && declared > maxInputSize) {
+      sendError(res, 400, errorBody(bodyTooLarge(declared, maxInputSize).message), true);
+      return;
+    }
+    void dispatch(req, res, match, path);
+  };
+
+  const server = createServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle);
+
+  // Answer `Expect: 100-continue` ourselves so an oversized upload is refused before it is sent.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const declared = declaredLength(req);
+    if (declared !== undefined && declared > maxInputSize) {
+      sendError(res, 400, errorBody(bodyTooLarge(declared, maxInputSize).message), true);
+      return;
+    }
+    res.writeContinue();
+    handle(req, res);
+  });
+
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // Malformed HTTP (bad framing, oversized headers): answer if the socket still can, never crash.
+    if (socket.writable && !socket.destroyed) {
+      const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
+      socket.end(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    } else {
+      socket.destroy();
+    }
+  });
+
+  return {
+    listen: () =>
+      new Promise((resolve, reject) => {
+        const onError = (err: NodeJS.ErrnoException): void => {
+          server.off('listening', onListening);
+          reject(
+            err.code === 'EADDRINUSE'
+              ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
+              : unavailable(
+                  `failed to start the HTTP service at ${options.address}:${options.port}: ${err.message}`,
+                ),
+          );
+        };
+        const onListening = (): void => {
+          server.off('error', onError);
+          const addr = server.address() as AddressInfo;
+          resolve({ address: addr.address, port: addr.port });
+        };
+        server.once('error', onError);
+        server.once('listening', onListening);
+        server.listen(options.port, options.address);
+      }),
+
+    close: () =>
+      new Promise<void>((resolve) => {
+        closing = true;
+        if (!server.listening) {
+          resolve();
+          return;
+        }
+        server.close(() => resolve());
+        // Idle keep-alive sockets go now; busy ones close after their reply (Connection: close).
+        server.closeIdleConnections();
+      }),
+  };
+}
