@@ -105,7 +105,12 @@ fetch_debian13_runtime() {
 }
 
 install_perf_analyzer() {
-  local arch plat opt=$venv/opt tmp bin
+  local arch plat opt=$venv/opt tmp bin pa_key pa_stamp=$venv/opt/.perf-analyzer-stamp
+  pa_key=$(cat "$pa_req" "$self" | sha256sum | cut -d' ' -f1)
+  if [[ -f $pa_stamp && "$(cat "$pa_stamp")" == "$pa_key" ]] && "$venv/bin/perf_analyzer" --version >/dev/null 2>&1; then
+    say "perf_analyzer is up to date"
+    return 0
+  fi
   arch=$(uname -m)
   [[ $arch == x86_64 ]] || {
     say "warning: perf_analyzer is pinned for x86_64 only (this is $arch); skipping it"
@@ -158,6 +163,7 @@ SH
   fi
   chmod +x "$wrapper"
   "$wrapper" --version >/dev/null 2>&1 || die "perf_analyzer was installed but does not start"
+  echo "$pa_key" >"$pa_stamp"
   say "$("$wrapper" --version 2>&1 | head -n1) -> $wrapper"
 }
 
