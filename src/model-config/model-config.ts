@@ -157,6 +157,8 @@ export interface EnsembleStep {
 
 export interface ModelEnsembling {
   step: EnsembleStep[];
+  /** Limits in-flight requests per step (0 = unlimited). Always present in parsed configs. */
+  max_inflight_requests?: number;
 }
 
 export interface ModelParameter {
@@ -186,8 +188,59 @@ export interface ModelResponseCache {
   enable: boolean;
 }
 
-/** `optimization` is carried through as the parsed object; the CPU backends read only a few keys. */
-export type ModelOptimizationPolicy = Record<string, unknown>;
+export type ModelPriority = 'PRIORITY_DEFAULT' | 'PRIORITY_MAX' | 'PRIORITY_MIN';
+
+export interface ExecutionAccelerator {
+  name: string;
+  parameters: Record<string, string>;
+}
+
+export interface CudaGraphShape {
+  dim: Int64[];
+}
+
+export interface CudaGraphSpec {
+  batch_size: number;
+  input: Record<string, CudaGraphShape>;
+  graph_lower_bound?: { batch_size: number; input: Record<string, CudaGraphShape> };
+}
+
+/** `optimization`; the CPU backends read only a few keys, the rest is carried through for the config API. */
+export interface ModelOptimizationPolicy {
+  graph?: { level: number };
+  priority: ModelPriority;
+  cuda?: {
+    graphs: boolean;
+    busy_wait_events: boolean;
+    graph_spec: CudaGraphSpec[];
+    output_copy_stream: boolean;
+  };
+  execution_accelerators?: {
+    gpu_execution_accelerator: ExecutionAccelerator[];
+    cpu_execution_accelerator: ExecutionAccelerator[];
+  };
+  input_pinned_memory?: { enable: boolean };
+  output_pinned_memory?: { enable: boolean };
+  gather_kernel_buffer_threshold: number;
+  eager_batching: boolean;
+}
+
+export interface ModelOperations {
+  op_library_filename: string[];
+}
+
+export interface ModelRepositoryAgents {
+  agents: { name: string; parameters: Record<string, string> }[];
+}
+
+export interface ModelMetricControl {
+  metric_identifier?: { family: string };
+  histogram_options?: { buckets: number[] };
+}
+
+export interface ModelMetrics {
+  metric_control: ModelMetricControl[];
+}
 
 export interface ModelConfig {
   name: string;
@@ -210,11 +263,11 @@ export interface ModelConfig {
   metric_tags: Record<string, string>;
   parameters: Record<string, ModelParameter>;
   model_warmup: ModelWarmup[];
-  model_operations?: Record<string, unknown>;
+  model_operations?: ModelOperations;
   model_transaction_policy?: ModelTransactionPolicy;
-  model_repository_agents?: Record<string, unknown>;
+  model_repository_agents?: ModelRepositoryAgents;
   response_cache?: ModelResponseCache;
-  model_metrics?: Record<string, unknown>;
+  model_metrics?: ModelMetrics;
 }
 
 /** Deeply readonly view, used for configs after validation (they are also deep-frozen at run time). */
