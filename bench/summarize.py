@@ -28,8 +28,18 @@ class Served:
 
 
 def read_bare(results: Path) -> dict[int, float]:
-    records = json.loads((results / "bare.json").read_text(encoding="utf-8"))
-    return {int(r["batch"]): float(r["imagesPerSec"]) for r in records}
+    """Bare images/s per batch size: the best of the runs before and after the served phase."""
+    best: dict[int, float] = {}
+    for name in ("bare.json", "bare-after.json"):
+        path = results / name
+        if not path.exists():
+            continue
+        for record in json.loads(path.read_text(encoding="utf-8")):
+            batch = int(record["batch"])
+            best[batch] = max(best.get(batch, 0.0), float(record["imagesPerSec"]))
+    if not best:
+        raise FileNotFoundError(f"no bare results in {results}")
+    return best
 
 
 def read_served(path: Path, batch: int, concurrency: int) -> Served:
