@@ -1,7 +1,7 @@
 /**
  * A small honest InferenceServerApi for the HTTP frontend's tests (the real core is tested on its own):
  * a few models that really compute (add/sub on INT32, identity on anything), a decoupled one, one that
- * waits for cancellation, one that throws a non-Nereid error, plus a repository that records its calls.
+ * waits for cancellation, one that answers after 150 ms, one that throws a non-Nereid error, plus a repository that records its calls.
  */
 import type { DataType } from '../../common/datatype.js';
 import { NereidError, invalidArg, notFound } from '../../common/errors.js';
@@ -172,6 +172,15 @@ export class FakeApi implements InferenceServerApi {
             this.waiting.push(signal);
             signal.addEventListener('abort', () => reject(new NereidError('CANCELLED', 'request cancelled')));
           }),
+      },
+    ],
+    [
+      'sleep',
+      {
+        metadata: meta('sleep', [['INPUT0', 'FP32', [-1]]], [['OUTPUT0', 'FP32', [-1]]]),
+        config: config('sleep', 0, [['INPUT0', 'TYPE_FP32', [-1]]]),
+        run: (request) =>
+          new Promise<Tensor[]>((resolve) => setTimeout(() => resolve(identity(request)), 150)),
       },
     ],
     [

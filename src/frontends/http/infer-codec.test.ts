@@ -1,0 +1,388 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { NereidError, type ErrorCode } from '../../common/errors.js';
+import { joinBytesElements, type Tensor } from '../../common/tensor.js';
+import type { InferenceResponse } from '../../core/types.js';
+import { decodeInferRequest, encodeInferResponse, type OutputFormat } from './infer-codec.js';
+
+const OPTS = { modelName: 'm', modelVersion: '', maxInputSize: 1 << 26 };
+
+function decode(json: unknown, binary: Buffer[] = [], headerLength?: 'auto') {
+  const head = Buffer.from(typeof json === 'string' ? json : JSON.stringify(json));
+  const body = Buffer.concat([head, ...binary]);
+  return decodeInferRequest(
+    body,
+    headerLength === 'auto' || binary.length > 0 ? head.length : undefined,
+    OPTS,
+  );
+}
+
+function rejects(fn: () => unknown, message: string | RegExp, code: ErrorCode = 'INVALID_ARG'): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof NereidError, String(err));
+    assert.equal(err.code, code);
+    if (typeof message === 'string') assert.equal(err.message, message);
+    else assert.match(err.message, message);
+    return true;
+  });
+}
+
+function f32(...v: number[]): Buffer {
+  const b = Buffer.alloc(4 * v.length);
+  v.forEach((x, i) => b.writeFloatLE(x, 4 * i));
+  return b;
+}
+
+void test('JSON request: id, parameters, inputs, outputs and formats', () => {
+  const { request, format } = decode({
+    id: 'r1',
+    parameters: {
+      sequence_id: 7,
+      sequence_start: true,
+      sequence_end: false,
+      priority: 2,
+      timeout: 100,
+      custom: 'x',
+      d: 0.5,
+      binary_data_output: true,
+    },
+    inputs: [{ name: 'IN', datatype: 'FP32', shape: [2], data: [1, 2], parameters: { note: 'n' } }],
+    outputs: [{ name: 'A', parameters: { binary_data: false, classification: 3 } }, { name: 'B' }],
+  });
+  assert.equal(request.modelName, 'm');
+  assert.equal(request.id, 'r1');
+  assert.deepEqual(request.parameters, {
+    sequence_id: 7,
+    sequence_start: true,
+    sequence_end: false,
+    priority: 2,
+    timeout: 100,
+    custom: 'x',
+    d: 0.5,
+  });
+  assert.equal(request.inputs.length, 1);
+  const input = request.inputs[0];
+  assert.deepEqual([input.name, input.datatype, input.shape], ['IN', 'FP32', [2]]);
+  assert.deepEqual(input.data, f32(1, 2));
+  assert.deepEqual(input.parameters, { note: 'n' });
+  assert.deepEqual(request.outputs, [{ name: 'A', parameters: { classification: 3 } }, { name: 'B' }]);
+  assert.equal(format.defaultBinary, true);
+  assert.deepEqual([...format.binary], [['A', false]]);
+});
+
+void test('binary inputs are views into the body, sliced in JSON order', () => {
+  const a = f32(1, 2, 3);
+  const b = joinBytesElements(['x', 'yz']);
+  const head = {
+    inputs: [
+      { name: 'A', datatype: 'FP32', shape: [3], parameters: { binary_data_size: a.length } },
+      { name: 'J', datatype: 'INT32', shape: [1], data: [5] },
+      { name: 'E', datatype: 'FP32', shape: [0], parameters: { binary_data_size: 0 } },
+      { name: 'B', datatype: 'BYTES', shape: [2], parameters: { binary_data_size: b.length } },
+    ],
+  };
+  const headBuf = Buffer.from(JSON.stringify(head));
+  const body = Buffer.concat([headBuf, a, b]);
+  const { request } = decodeInferRequest(body, headBuf.length, OPTS);
+  const [A, J, E, B] = request.inputs;
+  assert.deepEqual(A.data, a);
+  assert.equal(A.data.buffer, body.buffer, 'binary input must be a view, not a copy');
+  assert.equal(A.data.byteOffset, body.byteOffset + headBuf.length);
+  assert.equal(J.data.readInt32LE(0), 5);
+  assert.equal(E.data.length, 0);
+  assert.deepEqual(B.data, b);
+  assert.equal(B.data.buffer, body.buffer);
+  assert.equal(A.parameters, undefined, 'binary_data_size is frontend-only');
+});
+
+void test('binary framing errors use Triton wording', () => {
+  const a = f32(1, 2);
+  const head = {
+    inputs: [{ name: 'A', datatype: 'FP32', shape: [2], parameters: { binary_data_size: 12 } }],
+  };
+  rejects(
+    () => decode(head, [a]),
+    "unexpected size for input 'A', expecting 4 additional bytes for model 'm'",
+  );
+  const head2 = {
+    inputs: [{ name: 'A', datatype: 'FP32', shape: [2], parameters: { binary_data_size: 4 } }],
+  };
+  rejects(() => decode(head2, [a]), "unexpected additional input data for model 'm'");
+  rejects(
+    () => decode(head2),
+    "must specify valid 'Inference-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format",
+  );
+  rejects(
+    () =>
+      decode(
+        { inputs: [{ name: 'A', datatype: 'FP32', shape: [1], parameters: { binary_data_size: -1 } }] },
+        [a],
+      ),
+    "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer",
+  );
+});
+
+void test('each input sets exactly one of data / binary_data_size / shared_memory_region', () => {
+  const base =
+    "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But";
+  rejects(() => decode({ inputs: [{ name: 'A', datatype: 'FP32', shape: [1] }] }), `${base} no field is set`);
+  rejects(
+    () =>
+      decode(
+        {
+          inputs: [
+            { name: 'A', datatype: 'FP32', shape: [1], data: [1], parameters: { binary_data_size: 4 } },
+          ],
+        },
+        [f32(1)],
+      ),
+    `${base} set 'data' 'binary_data_size'`,
+  );
+  rejects(
+    () =>
+      decode({
+        inputs: [
+          {
+            name: 'A',
+            datatype: 'FP32',
+            shape: [1],
+            parameters: { shared_memory_region: 'r', shared_memory_byte_size: 4 },
+          },
+        ],
+      }),
+    "input 'A': shared memory ('shared_memory_region') is not supported by this server",
+    'UNSUPPORTED',
+  );
+});
+
+void test('structural errors name the field', () => {
+  rejects(
+    () => decode('[]'),
+    "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
+  );
+  rejects(
+    () => decode({}),
+    "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
+  );
+  rejects(
+    () => decode({ inputs: {} }),
+    "Unable to parse 'inputs': attempt to access JSON non-array as array",
+  );
+  rejects(
+    () => decode({ id: 5, inputs: [] }),
+    "Unable to parse 'id': attempt to access JSON non-string as string",
+  );
+  rejects(
+    () => decode({ inputs: [{ datatype: 'FP32', shape: [1], data: [1] }] }),
+    "Unable to parse 'name': attempt to access non-existing object member 'name'",
+  );
+  rejects(
+    () => decode({ inputs: [{ name: 'A', datatype: 'FP33', shape: [1], data: [1] }] }),
+    "invalid datatype 'FP33' for input 'A'",
+  );
+  rejects(
+    () => decode({ inputs: [{ name: 'A', datatype: 'FP32', data: [1] }] }),
+    "Unable to parse 'shape': attempt to access non-existing object member 'shape'",
+  );
+  rejects(
+    () => decode({ inputs: [{ name: 'A', datatype: 'FP32', shape: [1], data: 1 }] }),
+    "Unable to parse 'data': attempt to access JSON non-array as array",
+  );
+  rejects(
+    () => decode({ inputs: [], outputs: [{ name: 'O', parameters: { binary_data: 1 } }] }),
+    "Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean",
+  );
+  rejects(
+    () => decode({ inputs: [], outputs: [{ name: 'O', parameters: { classification: -2 } }] }),
+    "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer",
+  );
+  rejects(() => decode('{"inputs": [1,]}'), /^failed to parse the request JSON buffer: .* at 14$/);
+});
+
+void test('shape: negative dims, element count overflow, byte size overflow (A.13 messages)', () => {
+  rejects(
+    () => decode({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2, -5], data: [1] }] }),
+    "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+  );
+  // 2^4 * (2^60 + 2) overflows int64 (written as text so the exact value reaches the parser)
+  rejects(
+    () =>
+      decode(
+        '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[16,1152921504606846978],"data":[1.0]}]}',
+      ),
+    "invalid shape for input 'INPUT0': shape [16,1152921504606846978] causes total element count to exceed maximum size of 9223372036854775807",
+  );
+  // 2^2 * (2^60 + 2) fits int64 as a count but not as FP32 bytes
+  rejects(
+    () =>
+      decode('{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[4,1152921504606846978],"data":[1.0]}]}'),
+    "byte size overflow for input 'INPUT0': element count (4611686018427387912) * data type size (4) exceeds maximum allowed size (9223372036854775807)",
+  );
+  rejects(
+    () =>
+      decode(
+        {
+          inputs: [
+            { name: 'X', datatype: 'FP32', shape: [2 ** 40, 2 ** 20], parameters: { binary_data_size: 0 } },
+          ],
+        },
+        [],
+        'auto',
+      ),
+    "invalid shape for input 'X': shape [1099511627776,1048576] causes total element count to exceed maximum size of 9007199254740991",
+  );
+  rejects(
+    () =>
+      decode(
+        '{"inputs":[{"name":"X","datatype":"FP32","shape":[0,9007199254740993],"parameters":{"binary_data_size":0}}]}',
+        [],
+        'auto',
+      ),
+    "invalid shape for input 'X': shape [0,9007199254740993] has a dimension larger than the maximum supported value of 9007199254740991",
+  );
+});
+
+void test('64-bit precision: INT64 data and sequence_id beyond 2^53 arrive exact', () => {
+  const { request } = decode(
+    '{"parameters":{"sequence_id":18446744073709551615,"big":-9223372036854775808},' +
+      '"inputs":[{"name":"A","datatype":"INT64","shape":[2],"data":[9007199254740993,-9223372036854775808]},' +
+      '{"name":"B","datatype":"UINT64","shape":[1],"data":[18446744073709551615]}]}',
+  );
+  assert.equal(request.parameters?.sequence_id, 18446744073709551615n);
+  assert.equal(request.parameters?.big, -9223372036854775808n);
+  assert.equal(request.inputs[0].data.readBigInt64LE(0), 9007199254740993n);
+  assert.equal(request.inputs[0].data.readBigInt64LE(8), -9223372036854775808n);
+  assert.equal(request.inputs[1].data.readBigUInt64LE(0), 18446744073709551615n);
+  // a string correlation id passes through as a string
+  assert.equal(
+    decode({ parameters: { sequence_id: 'abc' }, inputs: [] }).request.parameters?.sequence_id,
+    'abc',
+  );
+  // a double written with an exponent stays a double for custom parameters
+  assert.equal(decode('{"parameters":{"d":1e20},"inputs":[]}').request.parameters?.d, 1e20);
+});
+
+void test('request parameter rules', () => {
+  rejects(
+    () => decode({ parameters: { sequence_id: -1 }, inputs: [] }),
+    "Unable to parse 'sequence_id': attempt to access JSON non-string as string",
+  );
+  rejects(
+    () => decode({ parameters: { sequence_start: 1 }, inputs: [] }),
+    "Unable to parse 'sequence_start': attempt to access JSON non-boolean as boolean",
+  );
+  rejects(
+    () => decode({ parameters: { priority: 'high' }, inputs: [] }),
+    "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer",
+  );
+  rejects(
+    () => decode({ parameters: { binary_data_output: 'yes' }, inputs: [] }),
+    "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean",
+  );
+  rejects(
+    () => decode({ parameters: { triton_enable_empty_final_response: true }, inputs: [] }),
+    "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+  );
+  rejects(
+    () => decode({ parameters: { obj: { a: 1 } }, inputs: [] }),
+    "parameter 'obj' has invalid type. It should be either 'int', 'bool', or 'string'.",
+  );
+  rejects(
+    () => decode({ parameters: [], inputs: [] }),
+    "Unable to parse 'parameters': attempt to access JSON non-object as object",
+  );
+});
+
+void test('duplicate requested output', () => {
+  rejects(
+    () => decode({ inputs: [], outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT0' }] }),
+    "output 'OUTPUT0' already exists in request",
+  );
+});
+
+void test('JSON header larger than the input limit', () => {
+  const body = Buffer.from(JSON.stringify({ inputs: [] }));
+  assert.throws(
+    () => decodeInferRequest(body, undefined, { ...OPTS, maxInputSize: 5 }),
+    /^NereidError: request JSON size of 13 bytes exceeds the maximum allowed input size of 5 bytes\. Use --http-max-input-size to increase the limit\.$/,
+  );
+});
+
+function response(outputs: Tensor[], extra: Partial<InferenceResponse> = {}): InferenceResponse {
+  return { modelName: 'm', modelVersion: '1', id: '', outputs, parameters: {}, final: true, ...extra };
+}
+const JSON_ONLY: OutputFormat = { defaultBinary: false, binary: new Map() };
+
+void test('JSON response: id, version, parameters, every output as data', () => {
+  const out = encodeInferResponse(
+    response(
+      [
+        { name: 'A', datatype: 'INT32', shape: [2], data: Buffer.from([1, 0, 0, 0, 255, 255, 255, 255]) },
+        { name: 'S', datatype: 'BYTES', shape: [1, 1], data: joinBytesElements(['hi']) },
+      ],
+      { id: 'r9', parameters: { sequence_id: 18446744073709551615n, flag: true, note: 'x' } },
+    ),
+    JSON_ONLY,
+  );
+  assert.equal(out.hasBinary, false);
+  assert.equal(out.binary.length, 0);
+  assert.equal(
+    out.json,
+    '{"id":"r9","model_name":"m","model_version":"1","parameters":{"sequence_id":18446744073709551615,"flag":true,"note":"x"},' +
+      '"outputs":[{"name":"A","datatype":"INT32","shape":[2],"data":[1,-1]},{"name":"S","datatype":"BYTES","shape":[1,1],"data":["hi"]}]}',
+  );
+});
+
+void test('binary and mixed responses: binary_data per output overrides binary_data_output', () => {
+  const a: Tensor = { name: 'A', datatype: 'FP32', shape: [2], data: f32(1, 2) };
+  const b: Tensor = { name: 'B', datatype: 'INT8', shape: [3], data: Buffer.from([1, 2, 3]) };
+  const mixed = encodeInferResponse(response([a, b]), {
+    defaultBinary: true,
+    binary: new Map([['B', false]]),
+  });
+  assert.equal(mixed.hasBinary, true);
+  assert.equal(mixed.binary.length, 1);
+  assert.equal(mixed.binary[0], a.data, 'binary output is the tensor Buffer itself');
+  assert.deepEqual(JSON.parse(mixed.json), {
+    model_name: 'm',
+    model_version: '1',
+    outputs: [
+      { name: 'A', datatype: 'FP32', shape: [2], parameters: { binary_data_size: 8 } },
+      { name: 'B', datatype: 'INT8', shape: [3], data: [1, 2, 3] },
+    ],
+  });
+  const perOutput = encodeInferResponse(response([a, b]), {
+    defaultBinary: false,
+    binary: new Map([['B', true]]),
+  });
+  assert.deepEqual(perOutput.binary, [b.data]);
+  assert.match(perOutput.json, /"name":"A","datatype":"FP32","shape":\[2\],"data":\[1,2\]/);
+});
+
+void test('outputs without a JSON form are sent binary even when JSON was asked', () => {
+  const half: Tensor = { name: 'H', datatype: 'FP16', shape: [1], data: Buffer.from([0, 0x3c]) };
+  const raw: Tensor = {
+    name: 'R',
+    datatype: 'BYTES',
+    shape: [1],
+    data: joinBytesElements([Buffer.from([0xc3, 0x28])]),
+  };
+  const out = encodeInferResponse(response([half, raw]), JSON_ONLY);
+  assert.equal(out.hasBinary, true);
+  assert.deepEqual(out.binary, [half.data, raw.data]);
+  assert.match(out.json, /"name":"H","datatype":"FP16","shape":\[1\],"parameters":\{"binary_data_size":2\}/);
+  assert.match(out.json, /"name":"R","datatype":"BYTES","shape":\[1\],"parameters":\{"binary_data_size":6\}/);
+});
+
+void test('an empty binary output has size 0 and no chunk', () => {
+  const out = encodeInferResponse(
+    response([{ name: 'E', datatype: 'FP32', shape: [0], data: Buffer.alloc(0) }]),
+    {
+      defaultBinary: true,
+      binary: new Map(),
+    },
+  );
+  assert.equal(out.hasBinary, true);
+  assert.equal(out.binary.length, 0);
+  assert.match(out.json, /"binary_data_size":0/);
+});

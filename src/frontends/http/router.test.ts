@@ -1,0 +1,134 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { NereidError } from '../../common/errors.js';
+import { matchRoute } from './router.js';
+
+void test('server, health and model routes', () => {
+  assert.deepEqual(matchRoute('/v2'), { name: 'serverMetadata', method: 'GET' });
+  assert.deepEqual(matchRoute('/v2/health/live'), { name: 'serverLive', method: 'GET' });
+  assert.deepEqual(matchRoute('/v2/health/ready'), { name: 'serverReady', method: 'GET' });
+  assert.deepEqual(matchRoute('/v2/models/stats'), { name: 'allModelStats', method: 'GET' });
+  assert.deepEqual(matchRoute('/v2/models/simple'), {
+    name: 'modelMetadata',
+    method: 'GET',
+    model: 'simple',
+    version: undefined,
+  });
+  assert.deepEqual(matchRoute('/v2/models/simple/versions/12'), {
+    name: 'modelMetadata',
+    method: 'GET',
+    model: 'simple',
+    version: '12',
+  });
+  assert.deepEqual(matchRoute('/v2/models/simple/versions/3/infer'), {
+    name: 'modelInfer',
+    method: 'POST',
+    model: 'simple',
+    version: '3',
+  });
+  assert.deepEqual(matchRoute('/v2/models/simple/ready'), {
+    name: 'modelReady',
+    method: 'GET',
+    model: 'simple',
+    version: undefined,
+  });
+  assert.deepEqual(matchRoute('/v2/models/simple/config'), {
+    name: 'modelConfig',
+    method: 'GET',
+    model: 'simple',
+    version: undefined,
+  });
+  assert.deepEqual(matchRoute('/v2/models/simple/stats'), {
+    name: 'modelStats',
+    method: 'GET',
+    model: 'simple',
+    version: undefined,
+  });
+  // a model named "stats" is reachable through its sub-resources
+  assert.deepEqual(matchRoute('/v2/models/stats/ready'), {
+    name: 'modelReady',
+    method: 'GET',
+    model: 'stats',
+    version: undefined,
+  });
+});
+
+void test('model names are percent-decoded; malformed escapes are a 400', () => {
+  assert.equal(matchRoute('/v2/models/my%20model%2Fx/ready')?.model, 'my model/x');
+  assert.throws(
+    () => matchRoute('/v2/models/bad%zz/ready'),
+    (err: unknown) =>
+      err instanceof NereidError && err.code === 'INVALID_ARG' && /percent-encoding/.test(err.message),
+  );
+});
+
+void test('repository routes, with and without ${REPO}', () => {
+  assert.deepEqual(matchRoute('/v2/repository/index'), {
+    name: 'repositoryIndex',
+    method: 'POST',
+    repository: undefined,
+  });
+  assert.deepEqual(matchRoute('/v2/repository/r1/index'), {
+    name: 'repositoryIndex',
+    method: 'POST',
+    repository: 'r1',
+  });
+  assert.deepEqual(matchRoute('/v2/repository/models/m/load'), {
+    name: 'repositoryLoad',
+    method: 'POST',
+    model: 'm',
+    repository: undefined,
+  });
+  assert.deepEqual(matchRoute('/v2/repository/models/m/unload'), {
+    name: 'repositoryUnload',
+    method: 'POST',
+    model: 'm',
+    repository: undefined,
+  });
+  assert.deepEqual(matchRoute('/v2/repository/r1/models/m/load'), {
+    name: 'repositoryLoad',
+    method: 'POST',
+    model: 'm',
+    repository: 'r1',
+  });
+  // like Triton's regex, "models" is then a repository name
+  assert.deepEqual(matchRoute('/v2/repository/models/index'), {
+    name: 'repositoryIndex',
+    method: 'POST',
+    repository: 'models',
+  });
+});
+
+void test('everything else is not found', () => {
+  for (const path of [
+    '/',
+    '/v1',
+    '/v2/',
+    '/v2x',
+    '/v22',
+    '/v2/health',
+    '/v2/health/live/',
+    '/v2/health/dead',
+    '/v2/models',
+    '/v2/models/',
+    '/v2/models//ready',
+    '/v2/models/m/versions',
+    '/v2/models/m/versions/',
+    '/v2/models/m/versions/1a',
+    '/v2/models/m/versions/-1/infer',
+    '/v2/models/m/ready/',
+    '/v2/models/m/generate',
+    '/v2/models/m/trace/setting',
+    '/v2/models/m/constructor',
+    '/v2/models/m/toString',
+    '/v2/repository',
+    '/v2/repository/models/m',
+    '/v2/repository/models/m/reload',
+    '/v2/repository/a/b/index',
+    '/v2/repository//models/m/load',
+    '/v2/systemsharedmemory/status',
+    '/v2/logging',
+  ]) {
+    assert.equal(matchRoute(path), undefined, path);
+  }
+});
