@@ -165,6 +165,10 @@ void test('range checks, 2^53 limit, duplicate and oneof conflicts', () => {
     /value 9007199254740993 is beyond 2\^53/,
   );
   assert.equal(
+    jsonError({ max_batch_size: '9'.repeat(100000) }),
+    `config override: field 'max_batch_size' expects int32, got string "${'9'.repeat(40)}…" (at max_batch_size)`,
+  );
+  assert.equal(
     jsonError('{"max_batch_size":1,"maxBatchSize":2}'),
     "config override: non-repeated field 'max_batch_size' is specified multiple times in message ModelConfig",
   );

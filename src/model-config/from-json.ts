@@ -109,7 +109,7 @@ class JsonReader {
       if (key === 'true' || key === 'false') return key;
       throw this.fail(path, `map field '${field.name}' has bool keys, got ${JSON.stringify(key)}`);
     }
-    if (isIntegerType(type) && /^-?\d+$/.test(key)) {
+    if (isIntegerType(type) && /^-?\d{1,40}$/.test(key)) {
       const checked = checkInteger(type, BigInt(key));
       if (typeof checked === 'number') return String(checked);
       throw this.fail(path, `${checked} (key of map field '${field.name}')`);
@@ -176,7 +176,7 @@ class JsonReader {
             );
           }
           big = BigInt(raw);
-        } else if (typeof raw === 'string' && /^-?\d+$/.test(raw)) {
+        } else if (typeof raw === 'string' && /^-?\d{1,40}$/.test(raw)) {
           big = BigInt(raw);
         } else {
           throw wrong();

@@ -29,6 +29,7 @@ import { Lexer, type Token } from './lexer.js';
 
 /** Deeper nesting than any real config has; bounds recursion on hostile input. */
 export const MAX_NESTING_DEPTH = 100;
+const MAX_INTEGER_DIGITS = 40;
 
 const TRUE_WORDS = new Set(['true', 'True', 't']);
 const FALSE_WORDS = new Set(['false', 'False', 'f']);
@@ -240,6 +241,8 @@ class TextParser {
 
   private integerOf(tok: Token): bigint {
     const t = tok.text;
+    // No 64-bit value needs more digits; refusing early keeps BigInt parsing of hostile input cheap.
+    if (t.length > MAX_INTEGER_DIGITS) this.fail(tok, `integer literal ${t.slice(0, 24)}… is out of range`);
     if (/^0[xX]/.test(t)) return BigInt(t);
     if (t.length > 1 && t.startsWith('0')) return BigInt(`0o${t.slice(1)}`);
     return BigInt(t);
