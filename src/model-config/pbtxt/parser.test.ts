@@ -355,6 +355,10 @@ void test('out-of-range integers and int64 beyond 2^53', () => {
     /is out of range for uint64/,
   );
   assert.equal(
+    parseError(`max_batch_size: ${'9'.repeat(100000)}`),
+    '/repo/m/config.pbtxt:1:17: integer literal 999999999999999999999999… is out of range',
+  );
+  assert.equal(
     parseError('sequence_batching { direct { minimum_slot_utilization: 1e39 } }'),
     "/repo/m/config.pbtxt:1:56: value 1e39 is out of range for float field 'minimum_slot_utilization'",
   );
