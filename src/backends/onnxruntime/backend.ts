@@ -1,0 +1,150 @@
+/**
+ * The `onnxruntime` backend (platform `onnxruntime_onnx`) on onnxruntime-node. The main thread never
+ * opens a session: auto-complete asks a short-lived worker what the model looks like, loadModel starts
+ * the first instance's worker (which also proves the file loads and lets the config be checked against
+ * the model), and every further instance gets a worker of its own.
+ */
+import { stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import type {
+  AutoCompleteContext,
+  Backend,
+  InstanceHandle,
+  InstanceSpec,
+  ModelHandle,
+  ModelLoadContext,
+} from '../../backend-api/backend.js';
+import { NereidError, invalidArg } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { ModelConfig } from '../../model-config/model-config.js';
+import { autoCompleteFromModel, defaultMaxBatchSize } from './autocomplete.js';
+import { OrtInstance } from './instance.js';
+import { sessionSettings } from './options.js';
+import type { OrtSessionSettings, WorkerInit } from './protocol.js';
+import { validateAgainstModel } from './validate.js';
+import { OrtWorker } from './worker-client.js';
+
+/** The file inside a model folder (a folder lets the model keep external-data files beside it). */
+const FOLDER_MODEL_FILE = 'model.onnx';
+
+/**
+ * `<version>/<default_model_filename>` as a file, or `<that folder>/model.onnx`; loading the inner path
+ * lets ORT resolve external-data files relative to it.
+ */
+export async function resolveModelFile(modelPath: string, modelName: string): Promise<string> {
+  const missing = (p: string): NereidError =>
+    new NereidError('UNAVAILABLE', `unable to find '${p}' for model '${modelName}'`);
+  let path = modelPath;
+  let st = await stat(path).catch(() => undefined);
+  if (!st) throw missing(path);
+  if (st.isDirectory()) {
+    path = join(path, FOLDER_MODEL_FILE);
+    st = await stat(path).catch(() => undefined);
+    if (!st) throw missing(path);
+  }
+  if (!st.isFile()) throw invalidArg(`'${path}' for model '${modelName}' is not a file`);
+  return path;
+}
+
+/** A session just to read names, types and shapes: no optimisation work, one thread. */
+const PROBE_SETTINGS: OrtSessionSettings = {
+  intraOpNumThreads: 1,
+  executionMode: 'sequential',
+  graphOptimizationLevel: 'disabled',
+  logSeverityLevel: 3,
+  configEntries: {},
+};
+
+export interface OnnxRuntimeBackendOptions {
+  /** CPUs to share between instances; os.availableParallelism() when omitted. */
+  readonly cpuCount?: number;
+}
+
+export class OnnxRuntimeBackend implements Backend {
+  readonly name = 'onnxruntime';
+  readonly platforms: readonly string[] = ['onnxruntime_onnx'];
+  readonly defaultPlatform = 'onnxruntime_onnx';
+  readonly defaultModelFilename = 'model.onnx';
+  private readonly cpuCount: number;
+
+  constructor(options: OnnxRuntimeBackendOptions = {}) {
+    this.cpuCount = options.cpuCount ?? availableParallelism();
+  }
+
+  async autoCompleteConfig(ctx: AutoCompleteContext): Promise<ModelConfig> {
+    const config = ctx.config;
+    const inputCount = (config.input?.length ?? 0) + (config.batch_input?.length ?? 0);
+    if (inputCount > 0 && (config.output?.length ?? 0) > 0) {
+      ctx.log.verbose(
+        `skipping model configuration auto-complete for '${config.name}': inputs and outputs already specified`,
+      );
+      return config;
+    }
+    const maxBatch = defaultMaxBatchSize(ctx.backendConfig);
+    const modelPath = await resolveModelFile(ctx.modelPath, config.name);
+    const probe = await OrtWorker.start(
+      { modelPath, settings: PROBE_SETTINGS },
+      `${config.name} (auto-complete)`,
+    );
+    const io = probe.io;
+    await probe.terminate();
+    const result = autoCompleteFromModel(config, io, maxBatch);
+    for (const note of result.notes) ctx.log.warn(note);
+    return result.config;
+  }
+
+  async loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
+    const { settings, warnings } = sessionSettings(ctx.config, ctx.backendConfig, {
+      cpuCount: this.cpuCount,
+      verbose: ctx.log.isVerbose(),
+    });
+    for (const w of warnings) ctx.log.warn(w);
+    const init: WorkerInit = { modelPath: await resolveModelFile(ctx.modelPath, ctx.modelName), settings };
+    const first = await OrtWorker.start(init, ctx.modelName);
+    try {
+      validateAgainstModel(ctx.config, first.io);
+    } catch (err) {
+      await first.terminate();
+      throw err;
+    }
+    ctx.log.verbose(
+      `onnxruntime model '${ctx.modelName}' version ${ctx.version}: ${init.modelPath}, ` +
+        `intra-op threads ${settings.intraOpNumThreads || 'ORT default'}, graph optimization ${settings.graphOptimizationLevel}`,
+    );
+    return new OrtModel(ctx.config.max_batch_size, init, ctx.log, first);
+  }
+}
+
+/** A loaded model version: the session settings, and the first worker until an instance claims it. */
+class OrtModel implements ModelHandle {
+  constructor(
+    private readonly maxBatchSize: number,
+    private readonly init: WorkerInit,
+    private readonly log: Logger,
+    private spare: OrtWorker | undefined,
+  ) {}
+
+  async createInstance(spec: InstanceSpec): Promise<InstanceHandle> {
+    if (spec.kind === 'KIND_GPU') {
+      this.log.warn(`instance '${spec.name}' asks for a GPU; onnxruntime-node runs it on the CPU`);
+    }
+    let worker = this.spare;
+    this.spare = undefined;
+    if (worker && !worker.alive) worker = undefined;
+    if (worker) worker.label = spec.name;
+    const instance = new OrtInstance(
+      { name: spec.name, maxBatchSize: this.maxBatchSize, init: this.init, log: this.log },
+      worker,
+    );
+    // Start now, not on the first request: a load problem belongs to model load, not to a client.
+    if (!worker) await instance.start();
+    return instance;
+  }
+
+  async unload(): Promise<void> {
+    const spare = this.spare;
+    this.spare = undefined;
+    await spare?.terminate();
+  }
+}

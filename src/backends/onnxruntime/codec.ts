@@ -1,0 +1,98 @@
+/**
+ * Worker-side conversion between wire tensors (Triton's raw bytes) and onnxruntime-node tensors. Numeric
+ * data is viewed in place: a typed array over the transferred ArrayBuffer, and on the way back the
+ * output's own ArrayBuffer. BYTES become the string[] ORT wants and are encoded back to Triton's
+ * length-prefixed form (UTF-8 without NUL only, see strings.ts). FP16 travels as raw uint16 data. BF16
+ * has no type in onnxruntime-node 1.30.
+ */
+import { Tensor as OrtTensor } from 'onnxruntime-node';
+import { dataTypeInfo, fromOrtType } from '../../common/datatype.js';
+import { invalidArg, unsupported } from '../../common/errors.js';
+import type { WireTensor } from './protocol.js';
+import { checkStringTensor } from './strings.js';
+
+function elements(t: WireTensor, size: number): number {
+  if (t.data.byteLength % size !== 0) {
+    throw invalidArg(`input '${t.name}': ${t.data.byteLength} bytes is not a multiple of ${size}`);
+  }
+  return t.data.byteLength / size;
+}
+
+/** Views a wire tensor as an ORT tensor; only BYTES are decoded (to strings). */
+export function toOrtTensor(t: WireTensor): OrtTensor {
+  const dims = t.shape;
+  const ab = t.data;
+  switch (t.datatype) {
+    case 'BOOL':
+      return new OrtTensor('bool', new Uint8Array(ab), dims);
+    case 'UINT8':
+      return new OrtTensor('uint8', new Uint8Array(ab), dims);
+    case 'INT8':
+      return new OrtTensor('int8', new Int8Array(ab), dims);
+    case 'UINT16':
+      return new OrtTensor('uint16', new Uint16Array(ab, 0, elements(t, 2)), dims);
+    case 'INT16':
+      return new OrtTensor('int16', new Int16Array(ab, 0, elements(t, 2)), dims);
+    case 'FP16':
+      return new OrtTensor('float16', new Uint16Array(ab, 0, elements(t, 2)), dims);
+    case 'UINT32':
+      return new OrtTensor('uint32', new Uint32Array(ab, 0, elements(t, 4)), dims);
+    case 'INT32':
+      return new OrtTensor('int32', new Int32Array(ab, 0, elements(t, 4)), dims);
+    case 'FP32':
+      return new OrtTensor('float32', new Float32Array(ab, 0, elements(t, 4)), dims);
+    case 'UINT64':
+      return new OrtTensor('uint64', new BigUint64Array(ab, 0, elements(t, 8)), dims);
+    case 'INT64':
+      return new OrtTensor('int64', new BigInt64Array(ab, 0, elements(t, 8)), dims);
+    case 'FP64':
+      return new OrtTensor('float64', new Float64Array(ab, 0, elements(t, 8)), dims);
+    case 'BYTES':
+      return new OrtTensor('string', decodeStrings(t), dims);
+    case 'BF16':
+      throw unsupported(`input '${t.name}': onnxruntime-node has no BF16 (bfloat16) tensor type`);
+  }
+}
+
+function decodeStrings(t: WireTensor): string[] {
+  return checkStringTensor(t.name, Buffer.from(t.data)).map((el) => el.toString('utf8'));
+}
+
+/** Triton's length-prefixed form in a buffer of its own (not Node's pool), so it can be transferred. */
+export function encodeStrings(strings: readonly string[]): ArrayBuffer {
+  let total = 0;
+  for (const s of strings) total += 4 + Buffer.byteLength(s, 'utf8');
+  const out = Buffer.allocUnsafeSlow(total);
+  let off = 0;
+  for (const s of strings) {
+    const len = out.write(s, off + 4, 'utf8');
+    out.writeUInt32LE(len, off);
+    off += 4 + len;
+  }
+  return out.buffer;
+}
+
+/** An ArrayBuffer holding exactly the view's bytes: the view's own when it spans all of it, else a copy. */
+export function ownArrayBuffer(view: ArrayBufferView): ArrayBuffer {
+  const ab = view.buffer;
+  if (ab instanceof ArrayBuffer && view.byteOffset === 0 && view.byteLength === ab.byteLength) return ab;
+  // A view into a larger (or shared) buffer: transferring would take its neighbours along, so copy.
+  return new Uint8Array(ab, view.byteOffset, view.byteLength).slice().buffer;
+}
+
+/** Turns an ORT output into a wire tensor, keeping the output's memory where possible. */
+export function fromOrtTensor(name: string, t: OrtTensor): WireTensor {
+  const datatype = fromOrtType(t.type);
+  if (datatype === undefined || dataTypeInfo(datatype).ortType !== t.type) {
+    throw unsupported(`output '${name}' has onnxruntime type '${t.type}', which Triton cannot represent`);
+  }
+  const shape = t.dims.map(Number);
+  if (t.type === 'string') {
+    return { name, datatype, shape, data: encodeStrings(t.data as string[]) };
+  }
+  const data = t.data;
+  if (!ArrayBuffer.isView(data)) {
+    throw unsupported(`output '${name}' is not in CPU memory (location '${t.location}')`);
+  }
+  return { name, datatype, shape, data: ownArrayBuffer(data) };
+}

@@ -1,0 +1,195 @@
+/**
+ * One ONNX Runtime model instance: a worker thread with its own session, fed whole batches. For a
+ * batching model the requests of a batch are joined along dim 0, run once, and the outputs cut back per
+ * request; otherwise each request runs on its own. A worker that dies fails the batch it was running and
+ * is replaced before the next one.
+ *
+ * Copies (main thread): each input is copied exactly once into an ArrayBuffer this instance owns — the
+ * batch concatenation itself, or for a lone request a plain copy — and that buffer is transferred to the
+ * worker. The core's input Buffers are never transferred: the contract leaves them owned by the core
+ * (an ensemble may hand the same tensor to two models, a cache may keep it), and transferring would
+ * detach them under its feet; most of them are also slices of a larger body buffer, which could not be
+ * transferred without taking the rest of the body along. Outputs come back as the worker's transferred
+ * ArrayBuffers and reach the core as views: no copy on the way out.
+ */
+import type { BackendRequest, InstanceHandle } from '../../backend-api/backend.js';
+import { NereidError, internal } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { Tensor } from '../../common/tensor.js';
+import { concatBatch, splitBatch } from '../batching.js';
+import type { WireTensor, WorkerInit } from './protocol.js';
+import { checkStringTensor } from './strings.js';
+import { OrtWorker } from './worker-client.js';
+
+export interface InstanceOptions {
+  readonly name: string;
+  readonly maxBatchSize: number;
+  readonly init: WorkerInit;
+  readonly log: Logger;
+}
+
+/** A Buffer's bytes in a fresh ArrayBuffer of exactly that size (the one input copy, see header). */
+function ownedCopy(data: Buffer): ArrayBuffer {
+  // allocUnsafeSlow: outside Node's pool, so the ArrayBuffer is exactly these bytes; all of them are written.
+  const copy = Buffer.allocUnsafeSlow(data.length);
+  data.copy(copy);
+  return copy.buffer;
+}
+
+/** `owned`: the tensor's Buffer was allocated by this instance (a batch concatenation) and may be moved. */
+function toWire(t: Tensor, owned: boolean): WireTensor {
+  const ab = t.data.buffer;
+  const whole =
+    owned && ab instanceof ArrayBuffer && t.data.byteOffset === 0 && t.data.length === ab.byteLength;
+  return {
+    name: t.name,
+    datatype: t.datatype,
+    shape: [...t.shape],
+    data: whole ? ab : ownedCopy(t.data),
+  };
+}
+
+/** Fails a request whose BYTES inputs ORT could not carry intact, before it can spoil a whole batch. */
+function acceptsStrings(r: BackendRequest): boolean {
+  for (const t of r.inputs.values()) {
+    if (t.datatype !== 'BYTES') continue;
+    try {
+      checkStringTensor(t.name, t.data);
+    } catch (err) {
+      r.sender.fail(NereidError.from(err, 'INVALID_ARG'));
+      return false;
+    }
+  }
+  return true;
+}
+
+function fromWire(w: WireTensor): Tensor {
+  return { name: w.name, datatype: w.datatype, shape: w.shape, data: Buffer.from(w.data) };
+}
+
+export class OrtInstance implements InstanceHandle {
+  readonly name: string;
+  private worker: OrtWorker | undefined;
+  private closed = false;
+
+  /** Takes over `worker` (already started with the same init), or starts one on the first batch. */
+  constructor(
+    private readonly opts: InstanceOptions,
+    worker?: OrtWorker,
+  ) {
+    this.name = opts.name;
+    if (worker) this.adopt(worker);
+  }
+
+  /** Starts the worker now rather than on the first batch. */
+  async start(): Promise<void> {
+    await this.ensureWorker();
+  }
+
+  async execute(requests: readonly BackendRequest[]): Promise<void> {
+    const live = requests.filter((r) => !r.sender.done && acceptsStrings(r));
+    if (live.length === 0) return;
+    if (this.opts.maxBatchSize > 0) {
+      await this.runGroup(live);
+    } else {
+      // Without a batch dimension there is nothing to join along: one run per request.
+      for (const r of live) {
+        if (!r.sender.done) await this.runGroup([r]);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const w = this.worker;
+    this.worker = undefined;
+    await w?.terminate();
+  }
+
+  /**
+   * Test hook: the worker thread dies in the middle of the next batch (after its run, before its answer).
+   * That batch fails; the one after gets a new worker.
+   */
+  async crashNextBatchForTesting(): Promise<void> {
+    (await this.ensureWorker()).crashNextRunForTesting();
+  }
+
+  private adopt(worker: OrtWorker): void {
+    this.worker = worker;
+    worker.onExitOnce((unexpected) => {
+      if (this.worker === worker) this.worker = undefined;
+      if (unexpected) {
+        this.opts.log.error(
+          `onnxruntime worker of instance '${this.name}' died; starting a new one for the next batch`,
+        );
+      }
+    });
+  }
+
+  private async ensureWorker(): Promise<OrtWorker> {
+    if (this.closed) throw internal(`instance '${this.name}' is closed`);
+    if (this.worker?.alive) return this.worker;
+    const worker = await OrtWorker.start(this.opts.init, this.name);
+    if (this.closed) {
+      await worker.terminate();
+      throw internal(`instance '${this.name}' is closed`);
+    }
+    this.adopt(worker);
+    return worker;
+  }
+
+  private async runGroup(requests: readonly BackendRequest[]): Promise<void> {
+    try {
+      const fetches = new Set<string>();
+      for (const r of requests) for (const o of r.requestedOutputs) fetches.add(o);
+      if (fetches.size === 0) {
+        for (const r of requests) r.sender.send([], { final: true });
+        return;
+      }
+      const feeds = this.buildFeeds(requests);
+      const worker = await this.ensureWorker();
+      const outputs = (await worker.run(feeds, [...fetches])).map(fromWire);
+      this.respond(requests, outputs);
+    } catch (err) {
+      const e = NereidError.from(err);
+      for (const r of requests) if (!r.sender.done) r.sender.fail(e);
+    }
+  }
+
+  private buildFeeds(requests: readonly BackendRequest[]): WireTensor[] {
+    const first = requests[0];
+    if (requests.length === 1) {
+      return [...first.inputs.values()].map((t) => toWire(t, false));
+    }
+    return [...first.inputs.keys()].map((name) => {
+      const parts = requests.map((r) => {
+        const t = r.inputs.get(name);
+        if (!t)
+          throw internal(`request '${r.id}' lacks input '${name}' that other requests of its batch carry`);
+        return t;
+      });
+      return toWire(concatBatch(parts), true);
+    });
+  }
+
+  private respond(requests: readonly BackendRequest[], outputs: readonly Tensor[]): void {
+    if (requests.length === 1) {
+      const r = requests[0];
+      if (r.sender.done) return;
+      r.sender.send(
+        outputs.filter((o) => r.requestedOutputs.has(o.name)),
+        { final: true },
+      );
+      return;
+    }
+    const sizes = requests.map((r) => r.batchSize);
+    const pieces = outputs.map((o) => splitBatch(o, sizes));
+    requests.forEach((r, i) => {
+      if (r.sender.done) return;
+      r.sender.send(
+        pieces.map((p) => p[i]).filter((t) => r.requestedOutputs.has(t.name)),
+        { final: true },
+      );
+    });
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The messages between an instance (main thread) and its ONNX Runtime worker thread. Everything here is
+ * structured-cloneable; tensor bytes travel as whole ArrayBuffers in the transfer list, never cloned.
+ */
+import type { DataType } from '../../common/datatype.js';
+import type { ErrorCode } from '../../common/errors.js';
+
+/** A tensor on the wire: `data` holds exactly the tensor's bytes (offset 0, full length). */
+export interface WireTensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  data: ArrayBuffer;
+}
+
+/** One model input or output as the session reports it. */
+export interface IoMeta {
+  name: string;
+  /** false for sequences and maps, which Triton cannot describe. */
+  isTensor: boolean;
+  /** onnxruntime type name ('float32', 'string', ...); '' for non-tensors. */
+  ortType: string;
+  /** Dims with -1 for every symbolic or unknown dimension. */
+  shape: number[];
+}
+
+/** What a session says about its model. */
+export interface ModelIo {
+  readonly inputs: readonly IoMeta[];
+  readonly outputs: readonly IoMeta[];
+}
+
+/** The subset of onnxruntime-node's SessionOptions Nereid sets (plain data, cloneable). */
+export interface OrtSessionSettings {
+  intraOpNumThreads: number;
+  interOpNumThreads?: number;
+  executionMode: 'sequential' | 'parallel';
+  graphOptimizationLevel: 'disabled' | 'basic' | 'extended' | 'all';
+  enableCpuMemArena?: boolean;
+  enableMemPattern?: boolean;
+  logSeverityLevel: 0 | 1 | 2 | 3 | 4;
+  /** Session config entries (e.g. 'session.use_device_allocator_for_initializers'). */
+  configEntries: Record<string, string>;
+}
+
+/** workerData of a worker: it creates its session from this at start-up. */
+export interface WorkerInit {
+  /** The .onnx file itself (a model folder already resolved to `<folder>/model.onnx`). */
+  modelPath: string;
+  settings: OrtSessionSettings;
+}
+
+export interface RunMessage {
+  kind: 'run';
+  id: number;
+  feeds: WireTensor[];
+  /** Output names to compute; ORT skips the rest of the graph where it can. */
+  fetches: string[];
+}
+
+/** Test hook: the worker dies (uncaught exception) after its next run, before answering it. */
+export interface CrashNextRunMessage {
+  kind: 'crash-next-run';
+}
+
+export type ToWorker = RunMessage | CrashNextRunMessage;
+
+export type FromWorker =
+  | { kind: 'ready'; inputs: IoMeta[]; outputs: IoMeta[] }
+  | { kind: 'load-error'; code: ErrorCode; message: string }
+  | { kind: 'result'; id: number; outputs: WireTensor[] }
+  | { kind: 'run-error'; id: number; code: ErrorCode; message: string };
