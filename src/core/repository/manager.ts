@@ -1,0 +1,694 @@
+/**
+ * ModelRepositoryManager: owns every model version the server can serve. It reads the repositories
+ * (layout.ts, reader.ts), applies the model control mode (none / poll / explicit), orders loads and
+ * unloads along ensemble dependencies (dependencies.ts), and has versions.ts load, swap and unload each
+ * model's versions with Triton's states (lifecycle.ts). The server asks it synchronous questions
+ * (getVersion, index, allReady) that never wait for a load; state-changing operations are serialised per
+ * model (locks.ts).
+ *
+ * Reloads are make-before-break: new versions load beside the serving ones, are swapped in at once, and
+ * only then are the old ones unloaded (LoadedVersion.unload drains accepted requests). A failed reload
+ * leaves the serving versions untouched.
+ */
+import { stat } from 'node:fs/promises';
+import { NereidError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { ModelConfig } from '../../model-config/model-config.js';
+import type { LoadOptions, ModelVersionState, RepositoryIndexEntry } from '../types.js';
+import type { LoadedVersion, VersionLoader } from './contract.js';
+import { closure, findCycle } from './dependencies.js';
+import { scanRepositories, scanRepositoriesSync, validateModelName, type RepositoryScan } from './layout.js';
+import { ModelRecord, allReady, buildIndex, findServingVersion, type ModelSource } from './lifecycle.js';
+import { Limiter, NameLocks } from './locks.js';
+import { msg } from './messages.js';
+import {
+  resolveOptions,
+  type ModelControlMode,
+  type RepositoryOptions,
+  type ResolvedRepositoryOptions,
+} from './options.js';
+import { materializeOverrides, removeTree, type MaterializedModel } from './overrides.js';
+import { Poller } from './poller.js';
+import { readModel, withModelName, type PolledModel, type ReadSettings } from './reader.js';
+import { VersionLifecycle } from './versions.js';
+
+export interface ModelFailure {
+  readonly name: string;
+  readonly reason: string;
+}
+
+export interface PollSummary {
+  /** Models loaded for the first time (or again after an unload) by this cycle. */
+  readonly added: readonly string[];
+  /** Loaded models reloaded because their folder changed. */
+  readonly modified: readonly string[];
+  /** Models unloaded because their folder went away (or became a duplicate). */
+  readonly removed: readonly string[];
+  /** Models that could not be read or loaded, with the reason. */
+  readonly failed: readonly ModelFailure[];
+}
+
+export interface VersionStatus {
+  readonly version: number;
+  readonly state: ModelVersionState;
+  readonly reason: string;
+}
+
+const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+/** Parallelism of folder reads during a full poll; reads are cheap but a repository may hold thousands. */
+const POLL_READ_CONCURRENCY = 16;
+
+export class ModelRepositoryManager {
+  readonly options: ResolvedRepositoryOptions;
+  private readonly log: Logger;
+  private readonly readSettings: ReadSettings;
+  private readonly records = new Map<string, ModelRecord>();
+  private readonly locks = new NameLocks();
+  private readonly limiter: Limiter;
+  private readonly versions: VersionLifecycle;
+  private poller: Poller | undefined;
+  private started = false;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    options: RepositoryOptions,
+    private readonly loader: VersionLoader,
+  ) {
+    this.options = resolveOptions(options);
+    this.log = this.options.log;
+    this.limiter = new Limiter(this.options.modelLoadThreadCount);
+    this.versions = new VersionLifecycle(loader, this.limiter, this.log);
+    this.readSettings = Object.freeze({
+      modelConfigName: this.options.modelConfigName,
+      maxConfigFileBytes: this.options.maxConfigFileBytes,
+      parseConfigText: this.options.parseConfigText,
+      log: this.log,
+    });
+  }
+
+  get mode(): ModelControlMode {
+    return this.options.controlMode;
+  }
+
+  // ---------------------------------------------------------------- queries (synchronous, never wait)
+
+  /** The version that serves a request: '' / undefined = the highest READY one. Triton's errors. */
+  getVersion(name: string, version?: string): LoadedVersion {
+    return findServingVersion(this.records.get(name), name, version);
+  }
+
+  /** Every version that is READY or still draining (UNLOADING). */
+  loadedVersions(): LoadedVersion[] {
+    const out: LoadedVersion[] = [];
+    for (const r of this.records.values()) {
+      for (const s of r.slots.values()) if (s.loaded) out.push(s.loaded);
+    }
+    return out;
+  }
+
+  /** READY versions of a model, ascending ([] for an unknown model). */
+  readyVersions(name: string): number[] {
+    return this.records.get(name)?.readyVersions() ?? [];
+  }
+
+  /** Strict readiness: every model a load was attempted for is READY (or deliberately unloaded). */
+  allReady(): boolean {
+    return allReady(this.records.values());
+  }
+
+  /** Names of the models a load was ever attempted for, sorted. */
+  modelNames(): string[] {
+    return [...this.records.values()]
+      .filter((r) => r.tracked)
+      .map((r) => r.name)
+      .sort();
+  }
+
+  /** Every version the lifecycle knows of a model, ascending. */
+  versionStates(name: string): VersionStatus[] {
+    const r = this.records.get(name);
+    if (!r) return [];
+    return [...r.slots]
+      .sort(([a], [b]) => a - b)
+      .map(([version, s]) => ({ version, state: s.state, reason: s.reason }));
+  }
+
+  /** The repository index (POST /v2/repository/index), read from disk and the lifecycle. */
+  index(readyOnly: boolean): RepositoryIndexEntry[] {
+    let scan: RepositoryScan;
+    try {
+      scan = scanRepositoriesSync(this.options.repositoryPaths);
+    } catch (err) {
+      throw NereidError.from(err, 'INTERNAL');
+    }
+    return buildIndex(this.records, scan, readyOnly);
+  }
+
+  // ---------------------------------------------------------------- lifecycle of the manager
+
+  /**
+   * Loads the startup models: every model in none and poll modes (and explicit with `*`), the
+   * `startupModels` otherwise; starts polling in poll mode. Returns the models that failed (the caller
+   * decides whether that is fatal, as --exit-on-error does). A repository path that is not a directory
+   * throws.
+   */
+  async startup(): Promise<ModelFailure[]> {
+    this.assertOpen();
+    if (this.started) throw new NereidError('INTERNAL', 'the model repository manager was already started');
+    this.started = true;
+    for (const p of this.options.repositoryPaths) {
+      let isDir = false;
+      try {
+        isDir = (await stat(p)).isDirectory();
+      } catch {
+        isDir = false;
+      }
+      if (!isDir) throw msg.notADirectory(p);
+    }
+    const { startupModels } = this.options;
+    let failures: ModelFailure[];
+    if (this.mode !== 'explicit' || (startupModels.length === 1 && startupModels[0] === '*')) {
+      if (this.mode !== 'explicit' && startupModels.length > 0) {
+        this.log.warn('--load-model is ignored unless --model-control-mode=explicit');
+      }
+      failures = [...(await this.pollAll()).failed];
+    } else {
+      failures = [];
+      await Promise.all(
+        startupModels.map((name) =>
+          Promise.resolve()
+            .then(() => {
+              validateModelName(name);
+              return this.loadByName(name, {});
+            })
+            .catch((err: unknown) => {
+              failures.push({ name, reason: errText(err).trimEnd() });
+            }),
+        ),
+      );
+      failures.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    }
+    if (this.mode === 'poll' && this.options.repositoryPollSecs > 0 && !this.closing) {
+      this.poller = new Poller(this.options.repositoryPollSecs * 1000, () => this.pollOnce(), this.log);
+      this.poller.start();
+    }
+    return failures;
+  }
+
+  /** Stops polling, waits for running operations, unloads every version, removes override copies. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  /** Resolves once background unloads (versions replaced by a reload, dropped by policy) are done. */
+  idle(): Promise<void> {
+    return this.versions.idle();
+  }
+
+  private async doClose(): Promise<void> {
+    await this.poller?.stop();
+    const release = await this.locks.acquire(null);
+    try {
+      const names = [...this.records.values()].filter((r) => r.slots.size > 0).map((r) => r.name);
+      for (const n of names) {
+        const r = this.records.get(n);
+        if (r) r.wanted = false;
+      }
+      await this.unloadInOrder(new Set(names));
+      await this.idle();
+    } finally {
+      release();
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw msg.closed();
+  }
+
+  // ---------------------------------------------------------------- model control API
+
+  /** Poll mode: rescan every repository; load new models, reload changed ones, unload removed ones. */
+  async pollOnce(): Promise<PollSummary> {
+    this.assertOpen();
+    if (this.mode !== 'poll') throw msg.pollingDisabled();
+    return this.pollAll();
+  }
+
+  /** Explicit mode: load or reload a model (and the ensemble members it needs). */
+  async load(name: string, options: LoadOptions = {}): Promise<void> {
+    this.assertOpen();
+    if (this.mode !== 'explicit') throw msg.controlNotAllowed();
+    validateModelName(name);
+    await this.loadByName(name, options);
+  }
+
+  /**
+   * Explicit mode: unload every version of a model, and the ensembles that depend on it (they cannot
+   * serve without it). With `unloadDependents`, also the models it pulled in as ensemble members that
+   * nothing else needs. Resolves when the versions are unloaded. An unknown model is not an error.
+   */
+  async unload(name: string, options: { unloadDependents?: boolean } = {}): Promise<void> {
+    this.assertOpen();
+    if (this.mode !== 'explicit') throw msg.controlNotAllowed();
+    const cascade = options.unloadDependents === true;
+    const lockSet = new Set([
+      ...closure([name], (n) => (cascade ? (this.records.get(n)?.memberNames() ?? []) : [])),
+    ]);
+    for (const d of this.dependentsOf(lockSet)) lockSet.add(d);
+    const release = await this.locks.acquire(lockSet);
+    try {
+      this.assertOpen();
+      const rec = this.records.get(name);
+      if (!rec) return;
+      const removed = new Set([name]);
+      if (cascade) {
+        // Members this model pulled in go too, unless asked for by name or still needed elsewhere.
+        let grew = true;
+        while (grew) {
+          grew = false;
+          for (const n of [...removed]) {
+            for (const m of this.records.get(n)?.memberNames() ?? []) {
+              const mrec = this.records.get(m);
+              if (!mrec || removed.has(m) || mrec.explicit) continue;
+              const neededElsewhere = [...this.records.values()].some(
+                (r) => r.wanted && !removed.has(r.name) && r.memberNames().includes(m),
+              );
+              if (!neededElsewhere) {
+                removed.add(m);
+                grew = true;
+              }
+            }
+          }
+        }
+      }
+      for (const n of removed) {
+        const r = this.records.get(n);
+        if (!r) continue;
+        r.wanted = false;
+        r.explicit = false;
+        r.suspended = false;
+        r.fingerprint = undefined;
+      }
+      const invalidated = this.invalidateDependents(removed);
+      await this.unloadInOrder(new Set([...removed, ...invalidated]));
+    } finally {
+      release();
+    }
+  }
+
+  // ---------------------------------------------------------------- operations
+
+  private async loadByName(name: string, options: LoadOptions): Promise<void> {
+    // Request checks run synchronously, so the lock below is queued in call order.
+    const files = options.files && options.files.size > 0 ? options.files : undefined;
+    let configOverride: ModelConfig | undefined;
+    if (files && options.config === undefined) {
+      throw msg.pollFailed(name, msg.configOverrideRequired(), 'INVALID_ARG');
+    }
+    if (options.config !== undefined) {
+      try {
+        configOverride = withModelName(
+          this.options.parseConfigJson(options.config, `config override of model '${name}'`),
+          name,
+        );
+      } catch (err) {
+        throw msg.pollFailed(name, msg.invalidConfigOverride(errText(err)), 'INVALID_ARG');
+      }
+    }
+    // Lock what the known graph says this load touches; widen below if the fresh configs say more.
+    let held = closure([name], (n) => this.records.get(n)?.memberNames() ?? []);
+    for (const d of this.dependentsOf(held)) held.add(d);
+    let release = await this.locks.acquire(held);
+    let materialized: MaterializedModel | undefined;
+    try {
+      this.assertOpen();
+      if (files) {
+        try {
+          materialized = await materializeOverrides(this.options.tempDirectory, name, files);
+        } catch (err) {
+          const e = NereidError.from(err);
+          throw msg.pollFailed(name, e.message, e.code === 'INVALID_ARG' ? 'INVALID_ARG' : 'INTERNAL');
+        }
+      }
+      let found = await this.pollClosure(name, configOverride, materialized);
+      for (;;) {
+        const needed = new Set<string>([...found.polled.keys(), ...found.invalid.keys()]);
+        for (const d of this.dependentsOf(needed)) needed.add(d);
+        if ([...needed].every((n) => held.has(n))) break;
+        release();
+        held = new Set([...held, ...needed]);
+        release = await this.locks.acquire(held);
+        this.assertOpen();
+        found = await this.pollClosure(name, configOverride, materialized);
+      }
+      await this.applyExplicitLoad(name, found);
+    } finally {
+      release();
+      if (materialized && !this.versions.generationInUse(this.records.values(), materialized.root))
+        await removeTree(materialized.root);
+    }
+  }
+
+  /** Reads the model and, transitively, the members it names (Triton's polling chain). */
+  private async pollClosure(
+    name: string,
+    configOverride: ModelConfig | undefined,
+    materialized: MaterializedModel | undefined,
+  ): Promise<{ polled: Map<string, PolledModel>; invalid: Map<string, string>; pollErrors: string[] }> {
+    const scan = await scanRepositories(this.options.repositoryPaths);
+    const polled = new Map<string, PolledModel>();
+    const invalid = new Map<string, string>();
+    const pollErrors: string[] = [];
+    const locate = (n: string): ModelSource | string => {
+      if (scan.duplicates.has(n)) return msg.notUnique(n);
+      const f = scan.models.get(n);
+      if (!f) return msg.notInAnyRepository(n);
+      return { repositoryPath: f.repositoryPath, modelDir: f.modelDir, override: false };
+    };
+
+    const first = materialized
+      ? ({ repositoryPath: materialized.root, modelDir: materialized.modelDir, override: true } as const)
+      : locate(name);
+    if (typeof first === 'string') throw msg.pollFailed(name, first);
+    try {
+      polled.set(name, await readModel(name, first, this.readSettings, configOverride));
+    } catch (err) {
+      throw msg.pollFailed(name, errText(err));
+    }
+    const queue = [...(polled.get(name)?.members ?? [])].map((m) => m.name);
+    const notFound = new Set<string>();
+    while (queue.length > 0) {
+      const m = queue.shift() as string;
+      if (polled.has(m) || invalid.has(m) || notFound.has(m)) continue;
+      const src = locate(m);
+      if (typeof src === 'string') {
+        notFound.add(m);
+        pollErrors.push(src);
+        continue;
+      }
+      try {
+        const p = await readModel(m, src, this.readSettings);
+        polled.set(m, p);
+        queue.push(...p.members.map((x) => x.name));
+      } catch (err) {
+        invalid.set(m, errText(err));
+        pollErrors.push(`failed to poll model '${m}': ${errText(err)}`);
+      }
+    }
+    return { polled, invalid, pollErrors };
+  }
+
+  private async applyExplicitLoad(
+    name: string,
+    found: { polled: Map<string, PolledModel>; invalid: Map<string, string>; pollErrors: string[] },
+  ): Promise<void> {
+    const plan = new Map<string, PolledModel>();
+    for (const p of found.polled.values()) {
+      const rec = this.record(p.name);
+      if (p.name === name) rec.explicit = true;
+      const unchanged =
+        !p.overridden &&
+        !rec.overridden &&
+        rec.hasReady() &&
+        rec.fingerprint !== undefined &&
+        rec.fingerprint === p.fingerprint;
+      rec.wanted = true;
+      if (!unchanged) plan.set(p.name, p);
+    }
+    for (const [m, reason] of found.invalid) {
+      const rec = this.record(m);
+      if (!rec.hasReady()) rec.modelError = reason;
+    }
+    const outcomes = await this.applyLoads(plan, found.invalid);
+    await this.revive(outcomes);
+    const failure = outcomes.get(name);
+    if (failure !== undefined) throw msg.loadFailed(name, failure);
+    if (found.pollErrors.length > 0) throw msg.pollFailed(name, found.pollErrors.join('; '));
+  }
+
+  private async pollAll(): Promise<PollSummary> {
+    // Reads happen under the lock too: two overlapping polls must not apply an older read after a newer one.
+    const release = await this.locks.acquire(null);
+    try {
+      this.assertOpen();
+      const scan = await scanRepositories(this.options.repositoryPaths);
+      for (const e of scan.errors) {
+        this.log.error(`failed to poll model repository '${e.repositoryPath}': ${e.message}`);
+      }
+      for (const d of scan.duplicates) this.log.error(msg.notUnique(d));
+      const polled = new Map<string, PolledModel>();
+      const invalid = new Map<string, string>();
+      const reads = new Limiter(POLL_READ_CONCURRENCY);
+      await Promise.all(
+        [...scan.models.values()].map((f) =>
+          reads.run(async () => {
+            try {
+              polled.set(
+                f.name,
+                await readModel(
+                  f.name,
+                  { repositoryPath: f.repositoryPath, modelDir: f.modelDir, override: false },
+                  this.readSettings,
+                ),
+              );
+            } catch (err) {
+              invalid.set(f.name, errText(err));
+            }
+          }),
+        ),
+      );
+
+      const failed: ModelFailure[] = [];
+      for (const d of scan.duplicates) failed.push({ name: d, reason: msg.notUnique(d) });
+
+      // Gone (or now ambiguous): unload, with the ensembles that needed them.
+      // A repository that could not be listed says nothing about its models: they keep serving.
+      const unreadable = new Set(scan.errors.map((e) => e.repositoryPath));
+      const removed = new Set<string>();
+      for (const r of this.records.values()) {
+        if (!r.wanted || r.source?.override || scan.models.has(r.name)) continue;
+        if (r.source && unreadable.has(r.source.repositoryPath) && !scan.duplicates.has(r.name)) continue;
+        removed.add(r.name);
+      }
+      for (const n of removed) {
+        const r = this.records.get(n) as ModelRecord;
+        r.wanted = false;
+        r.explicit = false;
+        r.suspended = false;
+        r.fingerprint = undefined;
+      }
+
+      const plan = new Map<string, PolledModel>();
+      const wasReady = new Set<string>();
+      for (const p of polled.values()) {
+        const rec = this.record(p.name);
+        rec.explicit = true;
+        rec.wanted = true;
+        if (rec.hasReady()) wasReady.add(p.name);
+        const unchanged =
+          !rec.overridden &&
+          rec.hasReady() &&
+          rec.fingerprint !== undefined &&
+          rec.fingerprint === p.fingerprint;
+        if (!unchanged) plan.set(p.name, p);
+      }
+      for (const [n, reason] of invalid) {
+        this.log.error(`Poll failed for model directory '${n}': ${reason}`);
+        const rec = this.record(n);
+        rec.explicit = true;
+        rec.wanted = true;
+        if (!rec.hasReady()) rec.modelError = reason;
+        failed.push({ name: n, reason });
+      }
+
+      const invalidated = this.invalidateDependents(removed, plan);
+      await this.unloadInOrder(new Set([...removed, ...invalidated]));
+      const outcomes = await this.applyLoads(plan, invalid);
+      await this.revive(outcomes);
+
+      const added: string[] = [];
+      const modified: string[] = [];
+      for (const [n, reason] of outcomes) {
+        if (reason !== undefined) failed.push({ name: n, reason: reason.trimEnd() });
+        else if (wasReady.has(n)) modified.push(n);
+        else added.push(n);
+      }
+      const sort = (a: string[]): string[] => a.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+      return {
+        added: sort(added),
+        modified: sort(modified),
+        removed: sort([...removed]),
+        failed: failed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+      };
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Loads every planned model, members before the ensembles that need them, independent models in
+   * parallel (the Limiter bounds loader calls). Returns each planned model's failure reason (undefined =
+   * loaded).
+   */
+  private async applyLoads(
+    plan: ReadonlyMap<string, PolledModel>,
+    invalid: ReadonlyMap<string, string>,
+  ): Promise<Map<string, string | undefined>> {
+    const running = new Map<string, Promise<string | undefined>>();
+    const membersNow = (n: string): string[] => {
+      const p = plan.get(n);
+      return p ? [...new Set(p.members.map((m) => m.name))] : (this.records.get(n)?.memberNames() ?? []);
+    };
+
+    const run = (name: string): Promise<string | undefined> => {
+      let pending = running.get(name);
+      if (!pending) {
+        pending = this.loadWithMembers(name, plan, invalid, membersNow, run);
+        running.set(name, pending);
+      }
+      return pending;
+    };
+    const results = await Promise.all([...plan.keys()].map(async (n) => [n, await run(n)] as const));
+    return new Map(results);
+  }
+
+  private async loadWithMembers(
+    name: string,
+    plan: ReadonlyMap<string, PolledModel>,
+    invalid: ReadonlyMap<string, string>,
+    membersNow: (n: string) => string[],
+    run: (n: string) => Promise<string | undefined>,
+  ): Promise<string | undefined> {
+    const p = plan.get(name) as PolledModel;
+    const rec = this.record(name);
+    const memberList = [...new Set(p.members.map((m) => m.name))];
+    const known = (m: string): boolean => {
+      const r = this.records.get(m);
+      return plan.has(m) || invalid.has(m) || (r !== undefined && r.tracked && r.wanted);
+    };
+    const missing = memberList.filter((m) => !known(m)).sort();
+    let reason: string | undefined;
+    if (missing.length > 0) reason = msg.ensembleMissing(name, missing);
+    if (reason === undefined) {
+      const cycle = findCycle(name, membersNow);
+      if (cycle) reason = msg.circular(cycle);
+    }
+    if (reason === undefined) {
+      // Cycles are excluded above, so waiting on members always terminates.
+      const memberResults = await Promise.all(
+        memberList.map(async (m) => [m, plan.has(m) ? await run(m) : undefined] as const),
+      );
+      for (const [m, memberFailure] of memberResults) {
+        if (this.records.get(m)?.hasReady()) continue;
+        if (invalid.has(m)) reason = msg.ensembleInvalidMember(name, m, invalid.get(m) as string);
+        else reason = msg.ensembleMemberNotLoaded(name, m, memberFailure?.trimEnd());
+        break;
+      }
+    }
+    if (reason === undefined) {
+      for (const m of p.members) {
+        if (m.version < 0) continue;
+        if (this.records.get(m.name)?.slots.get(m.version)?.state !== 'READY') {
+          reason = msg.ensembleVersionNotLoaded(name, m.name, m.version);
+          break;
+        }
+      }
+    }
+    if (reason !== undefined) {
+      // An ensemble that cannot be wired is unloaded (Triton) and comes back when its members do.
+      this.log.error(reason);
+      rec.members = p.members;
+      if (!rec.hasReady()) rec.modelError = reason;
+      if (rec.hasReady()) {
+        rec.suspended = true;
+        rec.fingerprint = undefined;
+        await this.versions.unloadModel(rec);
+      }
+      return reason;
+    }
+    return this.versions.loadModel(rec, p);
+  }
+
+  /** Brings back suspended ensembles whose members have just loaded, until nothing changes. */
+  private async revive(outcomes: Map<string, string | undefined>): Promise<void> {
+    let justLoaded = new Set([...outcomes].filter(([, r]) => r === undefined).map(([n]) => n));
+    const tried = new Set<string>();
+    while (justLoaded.size > 0) {
+      const plan = new Map<string, PolledModel>();
+      for (const r of this.records.values()) {
+        if (!r.suspended || !r.wanted || tried.has(r.name) || !r.source || r.source.override) continue;
+        if (!r.memberNames().some((m) => justLoaded.has(m))) continue;
+        tried.add(r.name);
+        try {
+          plan.set(r.name, await readModel(r.name, r.source, this.readSettings));
+        } catch (err) {
+          this.log.error(`Poll failed for model directory '${r.name}': ${errText(err)}`);
+        }
+      }
+      if (plan.size === 0) return;
+      const more = await this.applyLoads(plan, new Map());
+      for (const [n, r] of more) outcomes.set(n, r);
+      justLoaded = new Set([...more].filter(([, r]) => r === undefined).map(([n]) => n));
+    }
+  }
+
+  // ---------------------------------------------------------------- unloading
+
+  /** Wanted ensembles (transitively) that need one of `gone`; they are unloaded and wait for it. */
+  private invalidateDependents(
+    gone: ReadonlySet<string>,
+    exclude?: ReadonlyMap<string, unknown>,
+  ): Set<string> {
+    const out = new Set<string>();
+    for (const d of this.dependentsOf(gone)) {
+      if (gone.has(d) || exclude?.has(d)) continue;
+      const r = this.records.get(d);
+      if (!r || !r.wanted) continue;
+      r.suspended = true;
+      r.fingerprint = undefined;
+      const lost = r.memberNames().filter((m) => gone.has(m) || out.has(m));
+      r.modelError = msg.ensembleMissing(r.name, lost.length > 0 ? lost : r.memberNames());
+      out.add(d);
+    }
+    return out;
+  }
+
+  /** Models whose ensemble steps name one of `names`, transitively (not including `names`). */
+  private dependentsOf(names: ReadonlySet<string>): Set<string> {
+    const all = closure(names, (n) =>
+      [...this.records.values()].filter((r) => r.memberNames().includes(n)).map((r) => r.name),
+    );
+    for (const n of names) all.delete(n);
+    return all;
+  }
+
+  /** Unloads models so that an ensemble drains before the members its requests still use. */
+  private async unloadInOrder(names: ReadonlySet<string>): Promise<void> {
+    const done = new Map<string, Promise<void>>();
+    const go = (n: string, path: ReadonlySet<string>): Promise<void> => {
+      let p = done.get(n);
+      if (!p) {
+        const users = [...names].filter(
+          (u) => u !== n && !path.has(u) && this.records.get(u)?.memberNames().includes(n),
+        );
+        const next = new Set(path).add(n);
+        p = Promise.all(users.map((u) => go(u, next))).then(() =>
+          this.versions.unloadModel(this.records.get(n)),
+        );
+        done.set(n, p);
+      }
+      return p;
+    };
+    await Promise.all([...names].map((n) => go(n, new Set())));
+  }
+
+  private record(name: string): ModelRecord {
+    let r = this.records.get(name);
+    if (!r) {
+      r = new ModelRecord(name);
+      this.records.set(name, r);
+    }
+    return r;
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * Settings of the model repository manager (the repository flags of tritonserver) plus the logger and
+ * config parsers it uses. Options are validated and frozen once in the constructor; nothing here reads
+ * the environment.
+ */
+import path from 'node:path';
+import os from 'node:os';
+import type { Logger } from '../../common/logger.js';
+import { silentLogger } from '../../common/logger.js';
+import { invalidArg } from '../../common/errors.js';
+import { parseModelConfigJson, parseModelConfigText } from '../../model-config/index.js';
+import type { ModelConfig } from '../../model-config/model-config.js';
+import { msg } from './messages.js';
+
+export type ModelControlMode = 'none' | 'poll' | 'explicit';
+
+/** Parses config.pbtxt text (model-config's parseModelConfigText). */
+export type ConfigTextParser = (text: string, fileName: string) => ModelConfig;
+/** Parses a load request's `config` JSON (model-config's parseModelConfigJson). */
+export type ConfigJsonParser = (json: string, origin: string) => ModelConfig;
+
+export interface RepositoryOptions {
+  /** `--model-repository` (repeatable). Resolved to absolute paths; duplicates collapse. */
+  readonly repositoryPaths: readonly string[];
+  /** `--model-control-mode`, default 'none'. */
+  readonly controlMode?: ModelControlMode;
+  /** `--load-model` (explicit mode only); `['*']` loads every model. */
+  readonly startupModels?: readonly string[];
+  /** `--model-config-name`: prefer `<model>/configs/<name>.pbtxt` when it exists. */
+  readonly modelConfigName?: string;
+  /** `--repository-poll-secs`, default 15 (poll mode only); 0 = no timer, rescans only on pollOnce(). */
+  readonly repositoryPollSecs?: number;
+  /** `--model-load-thread-count`, default 4: loader calls that may run at once. */
+  readonly modelLoadThreadCount?: number;
+  /** Largest config file read (bytes), default 1 MiB. */
+  readonly maxConfigFileBytes?: number;
+  /** Where file-override models are materialised, default os.tmpdir(). */
+  readonly tempDirectory?: string;
+  readonly log?: Logger;
+  /** Defaults to model-config's parseModelConfigText (tests may pass a stand-in). */
+  readonly parseConfigText?: ConfigTextParser;
+  /** Defaults to model-config's parseModelConfigJson (tests may pass a stand-in). */
+  readonly parseConfigJson?: ConfigJsonParser;
+}
+
+export interface ResolvedRepositoryOptions {
+  readonly repositoryPaths: readonly string[];
+  readonly controlMode: ModelControlMode;
+  readonly startupModels: readonly string[];
+  readonly modelConfigName: string;
+  readonly repositoryPollSecs: number;
+  readonly modelLoadThreadCount: number;
+  readonly maxConfigFileBytes: number;
+  readonly tempDirectory: string;
+  readonly log: Logger;
+  readonly parseConfigText: ConfigTextParser;
+  readonly parseConfigJson: ConfigJsonParser;
+}
+
+export const DEFAULT_POLL_SECS = 15;
+export const DEFAULT_LOAD_THREADS = 4;
+export const DEFAULT_MAX_CONFIG_BYTES = 1024 * 1024;
+
+function intAtLeast(min: number, value: number | undefined, fallback: number, flag: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw invalidArg(`${flag} must be an integer >= ${min}`);
+  }
+  return value;
+}
+
+export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOptions {
+  const mode = options.controlMode ?? 'none';
+  if (mode !== 'none' && mode !== 'poll' && mode !== 'explicit') {
+    throw invalidArg(`unexpected model control mode '${String(mode)}'`);
+  }
+  const paths = [...new Set(options.repositoryPaths.map((p) => path.resolve(p)))];
+  if (paths.length === 0) throw invalidArg('at least one model repository path is required');
+  const startup = [...(options.startupModels ?? [])];
+  if (startup.includes('*') && startup.length > 1) throw msg.wildcardNotAlone();
+  const configName = options.modelConfigName ?? '';
+  if (
+    configName.includes('/') ||
+    configName.includes('\\') ||
+    configName.includes('\0') ||
+    configName === '..'
+  ) {
+    throw invalidArg(`invalid model config name '${configName}'`);
+  }
+  return Object.freeze({
+    repositoryPaths: Object.freeze(paths),
+    controlMode: mode,
+    startupModels: Object.freeze(startup),
+    modelConfigName: configName,
+    repositoryPollSecs: intAtLeast(
+      0,
+      options.repositoryPollSecs,
+      DEFAULT_POLL_SECS,
+      '--repository-poll-secs',
+    ),
+    modelLoadThreadCount: intAtLeast(
+      1,
+      options.modelLoadThreadCount,
+      DEFAULT_LOAD_THREADS,
+      '--model-load-thread-count',
+    ),
+    maxConfigFileBytes: intAtLeast(
+      1,
+      options.maxConfigFileBytes,
+      DEFAULT_MAX_CONFIG_BYTES,
+      'maxConfigFileBytes',
+    ),
+    tempDirectory: path.resolve(options.tempDirectory ?? os.tmpdir()),
+    log: options.log ?? silentLogger(),
+    parseConfigText: options.parseConfigText ?? parseModelConfigText,
+    parseConfigJson: options.parseConfigJson ?? defaultJsonParser,
+  });
+}
+
+const defaultJsonParser: ConfigJsonParser = (json, origin) => parseModelConfigJson(json, origin);

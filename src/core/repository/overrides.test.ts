@@ -1,0 +1,102 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { NereidError } from '../../common/errors.js';
+import { materializeOverrides, normalizeOverridePath, removeTree } from './overrides.js';
+import { removeRepo, tempRepo } from './testing.js';
+
+const ESCAPES = [
+  '',
+  'file:',
+  '..',
+  '.',
+  '../model.onnx',
+  'file:../../etc/passwd',
+  '1/../../x',
+  '1/../x',
+  '/etc/passwd',
+  'file:/abs',
+  '1\\..\\..\\x',
+  '1\\model.onnx',
+  'a\0b',
+  '1//model.onnx',
+  '1/./model.onnx',
+  '1/',
+  'a/'.repeat(40) + 'x',
+];
+
+void test('override paths that could leave the model folder are INVALID_ARG', () => {
+  for (const key of ESCAPES) {
+    assert.throws(
+      () => normalizeOverridePath(key),
+      (e: NereidError) => e.code === 'INVALID_ARG' && e.message.startsWith('Invalid file parameter'),
+      JSON.stringify(key),
+    );
+  }
+  assert.equal(normalizeOverridePath('file:1/model.onnx'), '1/model.onnx');
+  assert.equal(normalizeOverridePath('2/sub/weights.bin'), '2/sub/weights.bin');
+  assert.equal(normalizeOverridePath('labels.txt'), 'labels.txt');
+});
+
+void test('materialise: the files alone form the model folder, privately', async () => {
+  const tmp = await tempRepo('nereid-tmp-');
+  try {
+    const m = await materializeOverrides(
+      tmp,
+      'mymodel',
+      new Map([
+        ['file:1/model.onnx', Buffer.from('onnx bytes')],
+        ['2/sub/w.bin', Buffer.from([1, 2, 3])],
+      ]),
+    );
+    assert.equal(path.dirname(m.modelDir), m.root);
+    assert.equal(path.basename(m.modelDir), 'mymodel');
+    assert.deepEqual((await readdir(m.modelDir)).sort(), ['1', '2']);
+    assert.equal(await readFile(path.join(m.modelDir, '1', 'model.onnx'), 'utf8'), 'onnx bytes');
+    assert.deepEqual([...(await readFile(path.join(m.modelDir, '2', 'sub', 'w.bin')))], [1, 2, 3]);
+    assert.equal((await stat(m.root)).mode & 0o077, 0, 'temp root is private');
+    await removeTree(m.root);
+    assert.deepEqual(await readdir(tmp), []);
+  } finally {
+    await removeRepo(tmp);
+  }
+});
+
+void test('materialise: a bad path is refused before anything is written; conflicts leave nothing behind', async () => {
+  const tmp = await tempRepo('nereid-tmp-');
+  try {
+    for (const key of ESCAPES) {
+      await assert.rejects(
+        materializeOverrides(
+          tmp,
+          'm',
+          new Map([
+            ['1/ok.bin', Buffer.from('x')],
+            [key, Buffer.from('y')],
+          ]),
+        ),
+        (e: NereidError) => e.code === 'INVALID_ARG',
+      );
+    }
+    await assert.rejects(
+      materializeOverrides(
+        tmp,
+        'm',
+        new Map([
+          ['1', Buffer.from('a file')],
+          ['1/model.onnx', Buffer.from('x')],
+        ]),
+      ),
+      /directory has been created as a file/,
+    );
+    // A path component longer than NAME_MAX fails in the file system: INTERNAL, like Triton's 500.
+    await assert.rejects(
+      materializeOverrides(tmp, 'm', new Map([['A'.repeat(300), Buffer.from('x')]])),
+      (e: NereidError) => e.code === 'INTERNAL',
+    );
+    assert.deepEqual(await readdir(tmp), []);
+  } finally {
+    await removeRepo(tmp);
+  }
+});

@@ -1,0 +1,211 @@
+/**
+ * Loading and unloading the versions of one model: make-before-break swaps, all-or-nothing loads, visible
+ * UNLOADING → "unloaded" transitions, background retirement of replaced versions, and removal of a
+ * file-override copy once no version loaded from it remains. The manager decides what to load; this
+ * module does it to one ModelRecord, keeping Triton's states and reasons.
+ */
+import path from 'node:path';
+import type { Logger } from '../../common/logger.js';
+import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import type { LoadedVersion, ModelLocation, VersionLoader } from './contract.js';
+import { Generation, type ModelRecord, type VersionSlot } from './lifecycle.js';
+import type { Limiter } from './locks.js';
+import { REASON_UNLOADED, msg, statusString } from './messages.js';
+import { removeTree } from './overrides.js';
+import type { PolledModel } from './reader.js';
+import { selectVersions } from './version-policy.js';
+
+const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+export class VersionLifecycle {
+  private readonly background = new Set<Promise<void>>();
+
+  constructor(
+    private readonly loader: VersionLoader,
+    private readonly limiter: Limiter,
+    private readonly log: Logger,
+  ) {}
+
+  /** Resolves once background unloads (versions replaced by a reload, dropped by policy) are done. */
+  async idle(): Promise<void> {
+    while (this.background.size > 0) await Promise.all([...this.background]);
+  }
+
+  /**
+   * Loads the policy's versions of one model beside whatever serves now, then swaps them in. Returns the
+   * failure reason (Triton's "version <v> is at UNAVAILABLE state: ...;" clauses), undefined on success.
+   */
+  async loadModel(rec: ModelRecord, p: PolledModel): Promise<string | undefined> {
+    rec.tracked = true;
+    rec.members = p.members;
+    const location: ModelLocation = {
+      modelName: rec.name,
+      modelDir: p.source.modelDir,
+      repositoryPath: p.source.repositoryPath,
+    };
+    let config: FrozenModelConfig;
+    try {
+      config = await this.limiter.run(() => this.loader.completeConfig(p.raw, location, p.versions));
+    } catch (err) {
+      const reason = statusString(err);
+      const sel = selectVersions(p.raw?.version_policy, p.versions);
+      rec.missing = sel.missing;
+      this.log.error(`failed to load '${rec.name}': ${reason}`);
+      if (sel.load.length === 0) {
+        if (!rec.hasReady()) rec.modelError = reason;
+        return reason;
+      }
+      for (const v of sel.load) {
+        if (rec.slots.get(v)?.state !== 'READY') rec.slots.set(v, { state: 'UNAVAILABLE', reason });
+      }
+      return sel.load.map((v) => msg.versionFailed(v, reason)).join('');
+    }
+
+    const sel = selectVersions(config.version_policy, p.versions);
+    rec.missing = sel.missing;
+    for (const v of sel.missing) this.log.error(msg.specificVersionMissing(rec.name, v));
+    if (sel.load.length === 0) {
+      const reason = msg.noVersionUnderPolicy(rec.name);
+      this.log.error(`failed to load '${rec.name}': ${reason}`);
+      if (!rec.hasReady()) rec.modelError = reason;
+      return reason;
+    }
+    rec.modelError = undefined;
+
+    const foreground = new Map<number, VersionSlot>();
+    for (const v of sel.load) {
+      this.log.info(`loading: ${rec.name}:${v}`);
+      if (rec.slots.get(v)?.state !== 'READY') {
+        const s: VersionSlot = { state: 'LOADING', reason: '' };
+        rec.slots.set(v, s);
+        foreground.set(v, s);
+      }
+    }
+    type Attempt =
+      | { readonly version: number; readonly loaded: LoadedVersion; readonly error?: undefined }
+      | { readonly version: number; readonly loaded?: undefined; readonly error: unknown };
+    const results = await Promise.all(
+      sel.load.map(async (version): Promise<Attempt> => {
+        try {
+          const loaded = await this.limiter.run(() =>
+            this.loader.loadVersion(config, {
+              ...location,
+              version,
+              versionDir: path.join(location.modelDir, String(version)),
+            }),
+          );
+          return { version, loaded };
+        } catch (error) {
+          return { version, error };
+        }
+      }),
+    );
+
+    const failures = results.filter((r) => r.loaded === undefined);
+    if (failures.length > 0) {
+      // All or nothing: drop what did load, keep serving what served before.
+      const undo: Promise<void>[] = [];
+      for (const r of results) {
+        if (r.loaded === undefined) continue;
+        const fg = foreground.get(r.version);
+        if (fg && rec.slots.get(r.version) === fg) {
+          undo.push(this.unloadSlot(rec, r.version, { state: 'UNLOADING', reason: '', loaded: r.loaded }));
+        } else {
+          undo.push(this.safeUnload(r.loaded, rec.name, r.version));
+        }
+      }
+      const reasons: string[] = [];
+      for (const r of failures) {
+        const reason = statusString(r.error);
+        this.log.error(`failed to load '${rec.name}' version ${r.version}: ${reason}`);
+        const fg = foreground.get(r.version);
+        if (fg && rec.slots.get(r.version) === fg) {
+          rec.slots.set(r.version, { state: 'UNAVAILABLE', reason });
+        }
+        reasons.push(msg.versionFailed(r.version, reason));
+      }
+      await Promise.all(undo);
+      this.log.info(`failed to load '${rec.name}'`);
+      return reasons.join('');
+    }
+
+    const generation = new Generation(p.source.override ? p.source.repositoryPath : undefined);
+    for (const r of results) {
+      if (r.loaded === undefined) continue;
+      const old = rec.slots.get(r.version);
+      generation.refs++;
+      rec.slots.set(r.version, { state: 'READY', reason: '', loaded: r.loaded, generation });
+      if (old?.loaded) this.inBackground(this.retire(old, rec.name, r.version));
+    }
+    for (const [v, slot] of rec.slots) {
+      if (slot.state === 'READY' && !sel.load.includes(v)) {
+        this.inBackground(this.unloadSlot(rec, v, { ...slot, state: 'UNLOADING' }));
+      }
+    }
+    rec.config = config;
+    rec.source = p.source;
+    rec.fingerprint = p.fingerprint;
+    rec.overridden = p.overridden;
+    rec.suspended = false;
+    this.log.info(`successfully loaded '${rec.name}'`);
+    return undefined;
+  }
+
+  /** Unloads every READY version of a model; resolves when they have drained. */
+  async unloadModel(rec: ModelRecord | undefined): Promise<void> {
+    if (!rec) return;
+    const jobs: Promise<void>[] = [];
+    for (const [v, slot] of rec.slots) {
+      if (slot.state === 'READY') jobs.push(this.unloadSlot(rec, v, { ...slot, state: 'UNLOADING' }));
+    }
+    await Promise.all(jobs);
+  }
+
+  /** Visible unload: UNLOADING while draining, then UNAVAILABLE "unloaded". */
+  private async unloadSlot(rec: ModelRecord, version: number, unloading: VersionSlot): Promise<void> {
+    const slot: VersionSlot = { ...unloading, state: 'UNLOADING', reason: '' };
+    rec.slots.set(version, slot);
+    if (slot.loaded) await this.safeUnload(slot.loaded, rec.name, version);
+    if (rec.slots.get(version) === slot)
+      rec.slots.set(version, { state: 'UNAVAILABLE', reason: REASON_UNLOADED });
+    await this.release(slot.generation);
+  }
+
+  /** Invisible unload of a version a reload replaced. */
+  private async retire(old: VersionSlot, name: string, version: number): Promise<void> {
+    if (old.loaded) await this.safeUnload(old.loaded, name, version);
+    await this.release(old.generation);
+  }
+
+  private async safeUnload(loaded: LoadedVersion, name: string, version: number): Promise<void> {
+    try {
+      await loaded.unload();
+      this.log.info(`successfully unloaded '${name}' version ${version}`);
+    } catch (err) {
+      this.log.error(`failed to unload '${name}' version ${version}: ${errText(err)}`);
+    }
+  }
+
+  private async release(generation: Generation | undefined): Promise<void> {
+    if (!generation) return;
+    generation.refs--;
+    if (generation.refs <= 0 && generation.tempRoot !== undefined) {
+      await removeTree(generation.tempRoot).catch((err: unknown) => {
+        this.log.error(`failed to remove '${generation.tempRoot}': ${errText(err)}`);
+      });
+    }
+  }
+
+  /** True while a version loaded from the override copy at `tempRoot` is still tracked. */
+  generationInUse(records: Iterable<ModelRecord>, tempRoot: string): boolean {
+    for (const r of records) {
+      for (const s of r.slots.values()) if (s.generation?.tempRoot === tempRoot) return true;
+    }
+    return false;
+  }
+
+  private inBackground(p: Promise<void>): void {
+    const tracked = p.finally(() => this.background.delete(tracked));
+    this.background.add(tracked);
+  }
+}
