@@ -61,7 +61,7 @@ export const FLAGS: readonly Flag[] = [
       if (v !== 'none' && v !== 'poll' && v !== 'explicit') {
         throw invalidArg(`--model-control-mode must be none, poll or explicit, got '${v}'`);
       }
-      d.modelControlMode = v as ModelControlMode;
+      d.modelControlMode = v;
     },
   },
   {
@@ -133,7 +133,7 @@ export const FLAGS: readonly Flag[] = [
       if (!m) throw invalidArg(`--backend-config expects <backend>,<key>=<value>, got '${v}'`);
       const [, backend, key, value] = m;
       let entry = d.backendConfig.get(backend);
-      if (!entry) d.backendConfig.set(backend, (entry = new Map()));
+      if (!entry) d.backendConfig.set(backend, (entry = new Map<string, string>()));
       entry.set(key, value);
     },
   },

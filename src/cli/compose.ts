@@ -1,0 +1,106 @@
+/**
+ * The composition root: builds the backends, the model loader, the repository manager, the server and the
+ * frontends from frozen ServerOptions, and tears them down in order. Tests call startNereid() in-process
+ * with port 0; the `nereid` command is a thin wrapper around it (main.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
+import type { Backend } from '../backend-api/backend.js';
+import { NereidError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import { ModelLoader } from '../core/model/loader.js';
+import { ModelRepositoryManager } from '../core/repository/index.js';
+import { InferenceServer } from '../core/server.js';
+import { createHttpFrontend } from '../frontends/http/index.js';
+import type { ServerOptions } from './options.js';
+import { modelTable } from './startup-table.js';
+
+export interface Endpoint {
+  readonly address: string;
+  readonly port: number;
+}
+
+export interface RunningNereid {
+  readonly server: InferenceServer;
+  readonly http: Endpoint | undefined;
+  /** Stops accepting, lets in-flight requests finish, unloads every model. */
+  stop(): Promise<void>;
+}
+
+export function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export function builtinBackends(): Backend[] {
+  return [new OnnxRuntimeBackend()];
+}
+
+export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
+  const loader = new ModelLoader({
+    backends: builtinBackends(),
+    disableAutoComplete: options.disableAutoCompleteConfig,
+    backendConfig: options.backendConfig,
+    log,
+  });
+  const repository = new ModelRepositoryManager(
+    {
+      repositoryPaths: options.modelRepositories,
+      controlMode: options.modelControlMode,
+      repositoryPollSecs: options.repositoryPollSecs,
+      startupModels: options.loadModels,
+      modelConfigName: options.modelConfigName,
+      modelLoadThreadCount: options.modelLoadThreadCount,
+      log,
+    },
+    loader,
+  );
+  const server = new InferenceServer(
+    { name: options.id, version: packageVersion(), strictReadiness: options.strictReadiness },
+    repository,
+  );
+
+  const failures = await repository.startup();
+  log.raw(modelTable(repository.index(false)));
+  if (failures.length > 0 && options.exitOnError) {
+    await repository.close();
+    throw new NereidError(
+      'INTERNAL',
+      `failed to load all models: ${failures.map((f) => `'${f.name}': ${f.reason}`).join('; ')}`,
+    );
+  }
+  server.markStarted();
+
+  let http: Endpoint | undefined;
+  let httpFrontend: ReturnType<typeof createHttpFrontend> | undefined;
+  try {
+    if (options.allowHttp) {
+      httpFrontend = createHttpFrontend(server, {
+        address: options.httpAddress,
+        port: options.httpPort,
+        maxInputSize: options.httpMaxInputSize,
+        log,
+      });
+      http = await httpFrontend.listen();
+      log.info(`Started HTTPService at ${http.address}:${http.port}`);
+    }
+  } catch (err) {
+    await repository.close();
+    throw err;
+  }
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      server.markStopping();
+      await httpFrontend?.close();
+      await repository.close();
+    })());
+  return { server, http, stop };
+}

@@ -1,0 +1,85 @@
+/**
+ * `nereid` — a tritonserver-compatible command line. Parses flags, starts the server, and on SIGINT or
+ * SIGTERM stops accepting, lets in-flight requests finish (at most --exit-timeout-secs) and exits 0.
+ */
+import { createWriteStream } from 'node:fs';
+import { NereidError } from '../common/errors.js';
+import { Logger } from '../common/logger.js';
+import { packageVersion, startNereid } from './compose.js';
+import { helpText, parseFlags } from './flags.js';
+
+async function main(argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseFlags(argv);
+  } catch (err) {
+    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 2;
+  }
+  if (parsed.help) {
+    process.stdout.write(helpText() + '\n');
+    return 0;
+  }
+  if (parsed.version) {
+    process.stdout.write(`nereid ${packageVersion()}\n`);
+    return 0;
+  }
+  const { options } = parsed;
+  const sink = options.logFile
+    ? (
+        (s) => (line: string) =>
+          s.write(line + '\n')
+      )(createWriteStream(options.logFile, { flags: 'a' }))
+    : (line: string) => process.stderr.write(line + '\n');
+  const log = new Logger(
+    {
+      logInfo: options.logInfo,
+      logWarning: options.logWarning,
+      logError: options.logError,
+      logVerbose: options.logVerbose,
+      logFormat: options.logFormat,
+    },
+    sink,
+  );
+  for (const flag of parsed.ignored) log.warn(`${flag} is accepted for compatibility and has no effect`);
+
+  let running;
+  try {
+    running = await startNereid(options, log);
+  } catch (err) {
+    log.error(err instanceof NereidError ? err.message : String(err));
+    return 1;
+  }
+
+  return new Promise<number>((resolve) => {
+    const onSignal = (signal: string): void => {
+      log.info(`Received ${signal}, stopping: waiting for in-flight requests to finish`);
+      const timer = setTimeout(() => {
+        log.warn(`Exit timeout (${options.exitTimeoutSecs} s) expired with requests still in flight`);
+        resolve(0);
+      }, options.exitTimeoutSecs * 1000);
+      timer.unref();
+      running.stop().then(
+        () => {
+          clearTimeout(timer);
+          log.info('Server stopped');
+          resolve(0);
+        },
+        (err: unknown) => {
+          log.error(`error while stopping: ${String(err)}`);
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`fatal: ${String(err)}\n`);
+    process.exit(1);
+  },
+);

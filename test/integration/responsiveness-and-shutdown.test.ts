@@ -1,0 +1,101 @@
+// The event loop stays free while a long inference runs, and SIGTERM drains in-flight requests then exits 0.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  makeRepository,
+  post,
+  removeRepository,
+  request,
+  ROOT,
+  startServer,
+  type TestServer,
+} from './harness.js';
+
+const SLOW = `
+name: "slow"
+backend: "onnxruntime"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1, 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1, 16 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+`;
+const slowBody = {
+  inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: Array(16).fill(0.5) }],
+};
+
+describe('responsiveness during a long inference', () => {
+  let s: TestServer;
+  let repo: string;
+  before(async () => {
+    repo = makeRepository({ slow: { config: SLOW, onnx: 'slow_fp32.onnx' } });
+    s = await startServer([`--model-repository=${repo}`]);
+  });
+  after(async () => {
+    await s.stop();
+    removeRepository(repo);
+  });
+
+  it('health checks answer promptly while the model computes for about a second', async () => {
+    const started = Date.now();
+    const inference = post(`${s.url}/v2/models/slow/infer`, slowBody);
+    let done = false;
+    void inference.finally(() => (done = true));
+    const latencies: number[] = [];
+    while (!done) {
+      const t0 = performance.now();
+      const r = await request(`${s.url}/v2/health/ready`);
+      latencies.push(performance.now() - t0);
+      assert.equal(r.status, 200);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const res = await inference;
+    const took = Date.now() - started;
+    assert.equal(res.status, 200);
+    assert.ok(took > 300, `the slow model took only ${took} ms; the test would prove nothing`);
+    assert.ok(latencies.length >= 5, `only ${latencies.length} health checks ran during ${took} ms`);
+    const worst = Math.max(...latencies);
+    assert.ok(worst < 150, `a health check took ${worst.toFixed(1)} ms during inference`);
+  });
+});
+
+describe('the nereid command', () => {
+  it('on SIGTERM finishes the in-flight request, then exits 0', async () => {
+    const repo = makeRepository({ slow: { config: SLOW, onnx: 'slow_fp32.onnx' } });
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(ROOT, 'bin/nereid.js'),
+        `--model-repository=${repo}`,
+        '--http-port=0',
+        '--http-address=127.0.0.1',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let log = '';
+    const port = await new Promise<number>((resolve, reject) => {
+      const onData = (c: Buffer): void => {
+        log += c.toString();
+        const m = /Started HTTPService at [^:]+:(\d+)/.exec(log);
+        if (m) resolve(Number(m[1]));
+      };
+      child.stderr.on('data', onData);
+      child.stdout.on('data', onData);
+      child.on('exit', (code) => reject(new Error(`exited early with ${code}: ${log}`)));
+    });
+    assert.match(log, /\| slow +\| 1 +\| READY +\|/);
+    const url = `http://127.0.0.1:${port}`;
+    const inflight = post(`${url}/v2/models/slow/infer`, slowBody);
+    await new Promise((r) => setTimeout(r, 150));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    const res = await inflight;
+    assert.equal(res.status, 200, 'the request accepted before SIGTERM must complete');
+    assert.equal(await exited, 0);
+    await assert.rejects(request(`${url}/v2/health/live`));
+    removeRepository(repo);
+  });
+});
