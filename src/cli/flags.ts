@@ -6,7 +6,7 @@
  * library...) are accepted with a warning, so existing command lines keep working.
  */
 import { invalidArg } from '../common/errors.js';
-import type { ModelControlMode, ServerOptions } from './options.js';
+import type { ServerOptions } from './options.js';
 
 type Kind = 'string' | 'int' | 'bool' | 'list';
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
