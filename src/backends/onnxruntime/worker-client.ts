@@ -61,6 +61,8 @@ export class OrtWorker {
         } else if (msg.kind === 'load-error') {
           settled = true;
           cleanup();
+          // An 'error' without a listener would be thrown on the main thread.
+          worker.on('error', () => undefined);
           void worker.terminate();
           reject(new NereidError(msg.code, msg.message));
         }
