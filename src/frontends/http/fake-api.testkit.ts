@@ -74,7 +74,8 @@ export class FakeApi implements InferenceServerApi {
   ready = true;
   readonly loads: { name: string; options: LoadOptions | undefined }[] = [];
   readonly unloads: { name: string; options: { unloadDependents?: boolean } | undefined }[] = [];
-  readonly requests: InferenceRequest[] = [];
+  /** The last inference request seen. */
+  lastRequest: InferenceRequest | undefined;
   /** Signals of requests to `wait`, to observe cancellation. */
   readonly waiting: AbortSignal[] = [];
 
@@ -232,7 +233,7 @@ export class FakeApi implements InferenceServerApi {
   }
 
   async inferOnce(request: InferenceRequest): Promise<InferenceResponse> {
-    this.requests.push(request);
+    this.lastRequest = request;
     const model = this.model(request.modelName, request.modelVersion);
     let outputs = await model.run(request);
     if (request.outputs !== undefined) {

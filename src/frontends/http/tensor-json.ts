@@ -233,6 +233,18 @@ function alignedView(data: Buffer, elementSize: number): { ab: ArrayBuffer; off:
 }
 
 /**
+ * Floats as JSON numbers (shortest text that reads back as the same double, like Triton's writer).
+ * JSON.stringify on a plain array is the fastest native formatter, but it writes non-finite values as
+ * null; those arrays take the slower join, which prints NaN / Infinity / -Infinity as Triton does.
+ */
+function floatsJson(values: Float32Array | Float64Array): string {
+  for (let i = 0; i < values.length; i++) {
+    if (!Number.isFinite(values[i])) return '[' + values.join(',') + ']';
+  }
+  return JSON.stringify(Array.from(values));
+}
+
+/**
  * An output tensor's data as JSON array text (flat, row-major), or undefined when the tensor has no JSON
  * form (FP16, BF16, or BYTES elements that are not valid UTF-8) and must be sent as binary data.
  * Throws INTERNAL when the data does not match the shape.
@@ -286,11 +298,10 @@ export function tensorDataToJson(
       return '[' + new Int32Array(ab, off, elementCount).join(',') + ']';
     case 'INT64':
       return '[' + new BigInt64Array(ab, off, elementCount).join(',') + ']';
-    // NaN and ±Infinity print as NaN / Infinity / -Infinity, as Triton's JSON writer does.
     case 'FP32':
-      return '[' + new Float32Array(ab, off, elementCount).join(',') + ']';
+      return floatsJson(new Float32Array(ab, off, elementCount));
     case 'FP64':
-      return '[' + new Float64Array(ab, off, elementCount).join(',') + ']';
+      return floatsJson(new Float64Array(ab, off, elementCount));
     default:
       throw internal(`no JSON form for datatype ${datatype as string}`);
   }
