@@ -613,6 +613,10 @@ void test('truncated bodies and malformed HTTP do not hurt the server', async ()
   });
   assert.match(reply, /^HTTP\/1\.1 400 /);
   await assertLive();
+
+  const huge = await send('GET', '/v2/health/live', { headers: { 'X-Big': 'x'.repeat(20000) } });
+  assert.equal(huge.status, 431);
+  await assertLive();
 });
 
 void test('keep-alive: many sequential requests on one connection', async () => {

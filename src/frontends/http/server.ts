@@ -136,15 +136,21 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   });
 
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // Malformed HTTP (bad framing, oversized headers): answer if the socket still can, never crash.
-    if (socket.writable && !socket.destroyed) {
-      const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
-      socket.end(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    } else {
+    // Malformed HTTP (bad framing, oversized headers, too slow): answer if the socket still can, never crash.
+    if (err.code === 'ECONNRESET' || !socket.writable || socket.destroyed) {
       socket.destroy();
+      return;
     }
+    const [status, reason] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout']
+          : [400, 'Bad Request'];
+    const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
 
   return {
