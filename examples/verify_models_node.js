@@ -4,6 +4,7 @@
 //
 // Usage (from the repository root): node examples/verify_models_node.js [--bench]
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ort from 'onnxruntime-node';
 
@@ -162,6 +163,21 @@ await check('identity_fp32 (repository)', async () => {
   });
   assert.deepEqual(Array.from(OUTPUT0.data), [1, 2, 3]);
 });
+
+// The hand-written config.pbtxt files must name exactly the tensors the generated graphs have.
+const configNames = (text, section) => {
+  const block = text.split(new RegExp(`^${section} \\[`, 'm'))[1]?.split(/^\]/m)[0] ?? '';
+  return [...block.matchAll(/^\s*name: "([^"]+)"/gm)].map((m) => m[1]);
+};
+for (const name of readdirSync(`${root}examples/model_repository`).sort()) {
+  await check(`${name} config.pbtxt matches the graph`, async () => {
+    const text = readFileSync(`${root}examples/model_repository/${name}/config.pbtxt`, 'utf8');
+    assert.match(text, new RegExp(`^name: "${name}"$`, 'm'));
+    const session = await open(repoModel(name));
+    assert.deepEqual(configNames(text, 'input'), session.inputNames);
+    assert.deepEqual(configNames(text, 'output'), session.outputNames);
+  });
+}
 
 await check('slow_fp32', async () => {
   const session = await open(fixture('slow_fp32'), { intraOpNumThreads: 1 });
