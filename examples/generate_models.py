@@ -25,8 +25,8 @@ import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-# Opset 17 / IR 8 is what onnx 1.13+ writes by default for opset 17 and what every onnxruntime >= 1.14
-# (including onnxruntime-node 1.30) loads.
+# Opset 17 came with IR version 8 (onnx 1.12); pinning both, rather than taking the installed onnx's newest
+# IR, keeps the files loadable by older onnxruntime builds as well as onnxruntime-node 1.30.
 OPSET = 17
 IR_VERSION = 8
 PRODUCER = "nereid-examples"
@@ -153,7 +153,7 @@ def simple_string_model() -> onnx.ModelProto:
 def slow_model() -> onnx.ModelProto:
     """[1,16] -> [1,16] through SLOW_ITERATIONS dense 512x512 MatMuls, without storing a big weight.
 
-    The weight matrix is computed in-graph (sin of a ramp) so the file stays a few hundred bytes; the loop
+    The weight matrix is computed in-graph (sin of a ramp) so the file stays under 1 KB; the loop
     state is seeded from INPUT0 so the work cannot be constant-folded away.
     """
     d = SLOW_MATRIX
@@ -172,7 +172,10 @@ def slow_model() -> onnx.ModelProto:
         [value("cond_out", TensorProto.BOOL, []), value("state_out", TensorProto.FLOAT, [d, d])],
     )
     nodes = [
-        helper.make_node("Range", ["ramp_start", "ramp_limit", "ramp_delta"], ["ramp"]),
+        # An integer Range has exactly d*d elements (a float one could round to d*d +- 1).
+        helper.make_node("Range", ["ramp_start", "ramp_limit", "ramp_delta"], ["ramp_int"]),
+        helper.make_node("Cast", ["ramp_int"], ["ramp_float"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["ramp_float", "ramp_step"], ["ramp"]),
         helper.make_node("Sin", ["ramp"], ["waves"]),
         helper.make_node("Mul", ["waves", "weight_scale"], ["scaled"]),
         helper.make_node("Reshape", ["scaled", "weight_shape"], ["weight"]),
@@ -181,9 +184,10 @@ def slow_model() -> onnx.ModelProto:
         helper.make_node("Slice", ["state_final", "slice_starts", "slice_ends"], ["OUTPUT0"]),
     ]
     inits = [
-        initializer("ramp_start", np.array(0.0, dtype=np.float32)),
-        initializer("ramp_limit", np.array(float(d * d) * 0.37, dtype=np.float32)),
-        initializer("ramp_delta", np.array(0.37, dtype=np.float32)),
+        initializer("ramp_start", np.array(0, dtype=np.int64)),
+        initializer("ramp_limit", np.array(d * d, dtype=np.int64)),
+        initializer("ramp_delta", np.array(1, dtype=np.int64)),
+        initializer("ramp_step", np.array(0.37, dtype=np.float32)),
         initializer("weight_scale", np.array(1.0 / np.sqrt(d), dtype=np.float32)),
         initializer("weight_shape", np.array([d, d], dtype=np.int64)),
         initializer("tile_repeats", np.array([d, d // 16], dtype=np.int64)),
