@@ -64,6 +64,8 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   const server = new InferenceServer(
     { name: options.id, version: packageVersion(), strictReadiness: options.strictReadiness },
     repository,
+    log,
+    options.logFile,
   );
 
   const failures = await repository.startup();

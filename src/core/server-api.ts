@@ -5,6 +5,11 @@
  */
 import type { JsonObject } from '../model-config/json.js';
 import type {
+  LogSettingsUpdate,
+  LogSettingsView,
+  SystemSharedMemoryRegionStatus,
+  TraceSettings,
+  TraceSettingsUpdate,
   InferenceRequest,
   InferenceResponse,
   LoadOptions,
@@ -42,4 +47,20 @@ export interface InferenceServerApi {
   repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
   loadModel(name: string, options?: LoadOptions): Promise<void>;
   unloadModel(name: string, options?: { unloadDependents?: boolean }): Promise<void>;
+
+  // System shared memory extension (needs --allow-client-shm): regions are POSIX shm objects by key.
+  systemSharedMemoryStatus(name?: string): SystemSharedMemoryRegionStatus[];
+  registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number): Promise<void>;
+  /** name undefined or '' = every region. */
+  unregisterSystemSharedMemory(name?: string): Promise<void>;
+  /** CUDA shared memory: this server has no GPU; every call throws UNSUPPORTED with a clear message. */
+  cudaSharedMemoryUnsupported(): never;
+
+  // Logging extension.
+  logSettings(): LogSettingsView;
+  updateLogSettings(update: LogSettingsUpdate): LogSettingsView;
+
+  // Trace extension: model undefined = the global settings.
+  traceSettings(model?: string): TraceSettings;
+  updateTraceSettings(model: string | undefined, update: TraceSettingsUpdate): TraceSettings;
 }

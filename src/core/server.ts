@@ -2,13 +2,20 @@
  * InferenceServer: the one data plane behind every frontend. It owns the repository manager and answers
  * the InferenceServerApi; it knows no protocol. Frontends (or an application embedding Nereid) call it.
  */
-import { internal, unsupported } from '../common/errors.js';
+import { internal, invalidArg, unsupported } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
 import type { JsonObject } from '../model-config/json.js';
 import { modelConfigToJson } from '../model-config/index.js';
 import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
 import type { InferenceServerApi } from './server-api.js';
+import { TraceSettingsStore } from './trace-settings.js';
 import type {
+  LogSettingsUpdate,
+  LogSettingsView,
+  SystemSharedMemoryRegionStatus,
+  TraceSettings,
+  TraceSettingsUpdate,
   InferenceRequest,
   InferenceResponse,
   LoadOptions,
@@ -49,16 +56,23 @@ export const SUPPORTED_EXTENSIONS: readonly string[] = [
   'binary_tensor_data',
   'parameters',
   'statistics',
+  'logging',
 ];
 
 export class InferenceServer implements InferenceServerApi {
   private started = false;
   private stopping = false;
+  private readonly trace: TraceSettingsStore;
 
   constructor(
     private readonly identity: ServerIdentity,
     private readonly repository: RepositoryPort,
-  ) {}
+    private readonly log: Logger,
+    /** `--log-file`, reported read-only by the logging extension. */
+    private readonly logFile = '',
+  ) {
+    this.trace = new TraceSettingsStore((name) => this.repository.index(false).some((e) => e.name === name));
+  }
 
   /** Marks startup complete (called once the initial model loads have settled). */
   markStarted(): void {
@@ -159,5 +173,69 @@ export class InferenceServer implements InferenceServerApi {
 
   unloadModel(name: string, options?: { unloadDependents?: boolean }): Promise<void> {
     return this.repository.unload(name, { unloadDependents: options?.unloadDependents === true });
+  }
+
+  systemSharedMemoryStatus(_name?: string): SystemSharedMemoryRegionStatus[] {
+    throw unsupported('system shared memory is not supported yet');
+  }
+
+  registerSystemSharedMemory(_name: string, _key: string, _offset: number, _byteSize: number): Promise<void> {
+    return Promise.reject(unsupported('system shared memory is not supported yet'));
+  }
+
+  unregisterSystemSharedMemory(_name?: string): Promise<void> {
+    return Promise.reject(unsupported('system shared memory is not supported yet'));
+  }
+
+  cudaSharedMemoryUnsupported(): never {
+    throw unsupported('CUDA shared memory is not supported: this server runs without a GPU');
+  }
+
+  logSettings(): LogSettingsView {
+    const s = this.log.settings;
+    return {
+      log_file: this.logFile,
+      log_info: s.logInfo,
+      log_warning: s.logWarning,
+      log_error: s.logError,
+      log_verbose_level: s.logVerbose,
+      log_format: s.logFormat,
+    };
+  }
+
+  updateLogSettings(update: LogSettingsUpdate): LogSettingsView {
+    const s = this.log.settings;
+    // Validate everything before changing anything.
+    const bool = (k: string, v: unknown): boolean => {
+      if (typeof v !== 'boolean') throw invalidArg(`expect boolean for '${k}'`);
+      return v;
+    };
+    const next = { ...s };
+    if (update.log_info !== undefined) next.logInfo = bool('log_info', update.log_info);
+    if (update.log_warning !== undefined) next.logWarning = bool('log_warning', update.log_warning);
+    if (update.log_error !== undefined) next.logError = bool('log_error', update.log_error);
+    if (update.log_verbose_level !== undefined) {
+      const v = update.log_verbose_level;
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+        throw invalidArg(`expect unsigned integer for 'log_verbose_level'`);
+      }
+      next.logVerbose = v;
+    }
+    if (update.log_format !== undefined) {
+      if (update.log_format !== 'default' && update.log_format !== 'ISO8601') {
+        throw invalidArg(`invalid argument for 'log_format', got: ${String(update.log_format)}`);
+      }
+      next.logFormat = update.log_format;
+    }
+    Object.assign(s, next);
+    return this.logSettings();
+  }
+
+  traceSettings(model?: string): TraceSettings {
+    return this.trace.get(model);
+  }
+
+  updateTraceSettings(model: string | undefined, update: TraceSettingsUpdate): TraceSettings {
+    return this.trace.update(model, update);
   }
 }

@@ -9,12 +9,21 @@ import type { ParameterValue } from '../backend-api/backend.js';
 export type { ParameterValue };
 export type Parameters = Record<string, ParameterValue>;
 
+/** A slice of a registered shared-memory region (the shared-memory extensions). */
+export interface SharedMemoryRef {
+  readonly region: string;
+  readonly offset: number;
+  readonly byteSize: number;
+}
+
 export interface InferInput {
   readonly name: string;
   readonly datatype: DataType;
   readonly shape: readonly number[];
-  /** Row-major bytes (BYTES: length-prefixed elements). */
+  /** Row-major bytes (BYTES: length-prefixed elements). Empty when `sharedMemory` is set. */
   readonly data: Buffer;
+  /** The input's bytes live in a registered region; the core reads them before validation. */
+  readonly sharedMemory?: SharedMemoryRef;
   readonly parameters?: Readonly<Parameters>;
 }
 
@@ -22,6 +31,13 @@ export interface RequestedOutput {
   readonly name: string;
   /** e.g. `classification` (top-N count), `binary_data` (frontend-only, ignored by the core). */
   readonly parameters?: Readonly<Parameters>;
+  /** Write this output into a registered region instead of returning its bytes. */
+  readonly sharedMemory?: SharedMemoryRef;
+}
+
+/** A response tensor; when `sharedMemory` is set its bytes were written there and `data` is empty. */
+export interface OutputTensor extends Tensor {
+  readonly sharedMemory?: SharedMemoryRef;
 }
 
 export interface InferenceRequest {
@@ -42,7 +58,7 @@ export interface InferenceResponse {
   readonly modelName: string;
   readonly modelVersion: string;
   readonly id: string;
-  readonly outputs: readonly Tensor[];
+  readonly outputs: readonly OutputTensor[];
   readonly parameters: Readonly<Parameters>;
   /** Last response of the request. A non-decoupled model sends exactly one, final. */
   readonly final: boolean;
@@ -120,3 +136,28 @@ export interface ModelStatistics {
   memory_usage: { type: string; id: number; byte_size: number }[];
   response_stats: Record<string, unknown>;
 }
+
+/** GET /v2/systemsharedmemory/status entries (field names as Triton's JSON). */
+export interface SystemSharedMemoryRegionStatus {
+  name: string;
+  key: string;
+  offset: number;
+  byte_size: number;
+}
+
+/** The logging extension's settings, with Triton's keys. */
+export interface LogSettingsView {
+  log_file: string;
+  log_info: boolean;
+  log_warning: boolean;
+  log_error: boolean;
+  log_verbose_level: number;
+  log_format: 'default' | 'ISO8601';
+}
+
+export type LogSettingsUpdate = Partial<Omit<LogSettingsView, 'log_file'>>;
+
+/** The trace extension's settings: each key maps to one or more string values (Triton's form). */
+export type TraceSettings = Record<string, string | string[]>;
+/** A trace settings update; `null` clears a model's key back to the global value. */
+export type TraceSettingsUpdate = Record<string, string | string[] | null>;

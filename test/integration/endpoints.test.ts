@@ -253,4 +253,50 @@ describe('HTTP endpoints on the example repository', () => {
     const cfg = (await request(`${s.url}/v2/models/identity_fp32/config`)).json<{ max_batch_size: number }>();
     assert.equal(cfg.max_batch_size, 4);
   });
+
+  it('reads and changes log settings at run time, validating before changing anything', async () => {
+    const now = (await request(`${s.url}/v2/logging`)).json<{
+      log_verbose_level: number;
+      log_info: boolean;
+    }>();
+    assert.equal(now.log_verbose_level, 0);
+    const changed = await post(`${s.url}/v2/logging`, { log_verbose_level: 2, log_format: 'ISO8601' });
+    assert.equal(changed.status, 200);
+    assert.equal(changed.json<{ log_verbose_level: number }>().log_verbose_level, 2);
+    const bad = await post(`${s.url}/v2/logging`, { log_verbose_level: 1, log_info: 'yes' });
+    assert.equal(bad.status, 400);
+    const after = (await request(`${s.url}/v2/logging`)).json<{
+      log_verbose_level: number;
+      log_format: string;
+    }>();
+    assert.equal(after.log_verbose_level, 2);
+    assert.equal(after.log_format, 'ISO8601');
+    await post(`${s.url}/v2/logging`, { log_verbose_level: 0, log_format: 'default' });
+  });
+
+  it('keeps global and per-model trace settings, with null restoring the global value', async () => {
+    const global = (await request(`${s.url}/v2/trace/setting`)).json<Record<string, unknown>>();
+    assert.deepEqual(global.trace_level, ['OFF']);
+    assert.equal(global.trace_rate, '1000');
+    const m = await post(`${s.url}/v2/models/simple/trace/setting`, {
+      trace_rate: '5',
+      trace_level: ['TIMESTAMPS'],
+    });
+    assert.equal(m.status, 200);
+    assert.equal(m.json<Record<string, unknown>>().trace_rate, '5');
+    assert.equal(
+      (await request(`${s.url}/v2/trace/setting`)).json<Record<string, unknown>>().trace_rate,
+      '1000',
+    );
+    const cleared = await post(`${s.url}/v2/models/simple/trace/setting`, { trace_rate: null });
+    assert.equal(cleared.json<Record<string, unknown>>().trace_rate, '1000');
+    assert.equal((await post(`${s.url}/v2/trace/setting`, { trace_level: ['LOUD'] })).status, 400);
+    assert.equal((await request(`${s.url}/v2/models/nope/trace/setting`)).status, 404);
+  });
+
+  it('answers CUDA shared memory with 501 on this GPU-less server', async () => {
+    const r = await request(`${s.url}/v2/cudasharedmemory/status`);
+    assert.equal(r.status, 501);
+    assert.match(r.json<{ error: string }>().error, /CUDA shared memory is not supported/);
+  });
 });

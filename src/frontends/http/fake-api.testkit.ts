@@ -4,13 +4,16 @@
  * waits for cancellation, one that answers after 150 ms, one that throws a non-Nereid error, plus a repository that records its calls.
  */
 import type { DataType } from '../../common/datatype.js';
-import { NereidError, invalidArg, notFound } from '../../common/errors.js';
+import { NereidError, invalidArg, notFound, unsupported } from '../../common/errors.js';
 import type { Tensor } from '../../common/tensor.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type {
   InferenceRequest,
   InferenceResponse,
   LoadOptions,
+  LogSettingsView,
+  SystemSharedMemoryRegionStatus,
+  TraceSettings,
   ModelMetadata,
   ModelStatistics,
   Parameters,
@@ -302,5 +305,31 @@ export class FakeApi implements InferenceServerApi {
   unloadModel(name: string, options?: { unloadDependents?: boolean }): Promise<void> {
     this.unloads.push({ name, options });
     return Promise.resolve();
+  }
+
+  // Extensions the HTTP tests of this file do not exercise.
+  systemSharedMemoryStatus(): SystemSharedMemoryRegionStatus[] {
+    throw unsupported('not in the fake');
+  }
+  registerSystemSharedMemory(): Promise<void> {
+    return Promise.reject(unsupported('not in the fake'));
+  }
+  unregisterSystemSharedMemory(): Promise<void> {
+    return Promise.reject(unsupported('not in the fake'));
+  }
+  cudaSharedMemoryUnsupported(): never {
+    throw unsupported('not in the fake');
+  }
+  logSettings(): LogSettingsView {
+    throw unsupported('not in the fake');
+  }
+  updateLogSettings(): LogSettingsView {
+    throw unsupported('not in the fake');
+  }
+  traceSettings(): TraceSettings {
+    throw unsupported('not in the fake');
+  }
+  updateTraceSettings(): TraceSettings {
+    throw unsupported('not in the fake');
   }
 }

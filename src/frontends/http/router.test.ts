@@ -118,7 +118,7 @@ void test('everything else is not found', () => {
     '/v2/models/m/versions/-1/infer',
     '/v2/models/m/ready/',
     '/v2/models/m/generate',
-    '/v2/models/m/trace/setting',
+    '/v2/models/m/trace/setting/x',
     '/v2/models/m/constructor',
     '/v2/models/m/toString',
     '/v2/repository',
@@ -127,8 +127,25 @@ void test('everything else is not found', () => {
     '/v2/repository/a/b/index',
     '/v2/repository//models/m/load',
     '/v2/systemsharedmemory/status',
-    '/v2/logging',
+    '/v2/logging/x',
   ]) {
     assert.equal(matchRoute(path), undefined, path);
   }
+});
+
+void test('settings and CUDA shared-memory routes', () => {
+  assert.deepEqual(matchRoute('/v2/logging'), { name: 'logging', method: 'GET,POST' });
+  assert.deepEqual(matchRoute('/v2/trace/setting'), { name: 'traceSetting', method: 'GET,POST' });
+  assert.deepEqual(matchRoute('/v2/models/m/trace/setting'), {
+    name: 'traceSetting',
+    method: 'GET,POST',
+    model: 'm',
+  });
+  assert.throws(() => matchRoute('/v2/models/m/versions/1/trace/setting'), /per model, not per version/);
+  assert.deepEqual(matchRoute('/v2/cudasharedmemory/status'), { name: 'cudaSharedMemory', method: 'GET' });
+  assert.deepEqual(matchRoute('/v2/cudasharedmemory/region/r/register'), {
+    name: 'cudaSharedMemory',
+    method: 'POST',
+  });
+  assert.equal(matchRoute('/v2/cudasharedmemory/register'), undefined);
 });

@@ -17,12 +17,15 @@ export type RouteName =
   | 'allModelStats'
   | 'repositoryIndex'
   | 'repositoryLoad'
-  | 'repositoryUnload';
+  | 'repositoryUnload'
+  | 'logging'
+  | 'traceSetting'
+  | 'cudaSharedMemory';
 
 export interface RouteMatch {
   readonly name: RouteName;
-  /** The one verb the route accepts. */
-  readonly method: 'GET' | 'POST';
+  /** The verb(s) the route accepts. */
+  readonly method: 'GET' | 'POST' | 'GET,POST';
   readonly model?: string;
   /** Digits only; undefined when the path has no /versions/ part. */
   readonly version?: string;
@@ -62,6 +65,12 @@ function matchModel(segs: readonly string[]): RouteMatch | undefined {
   if (segs.length === 4 && segs[3] === 'stats') return { name: 'allModelStats', method: 'GET' };
   const model = name(segs[3]);
   if (model === undefined) return undefined;
+  if (segs.length === 6 && segs[4] === 'trace' && segs[5] === 'setting') {
+    return { name: 'traceSetting', method: 'GET,POST', model };
+  }
+  if (segs.length === 8 && segs[4] === 'versions' && segs[6] === 'trace' && segs[7] === 'setting') {
+    throw invalidArg('trace settings are per model, not per version: drop /versions/<v> from the path');
+  }
   let i = 4;
   let version: string | undefined;
   if (segs[i] === 'versions') {
@@ -91,6 +100,18 @@ function matchRepository(segs: readonly string[]): RouteMatch | undefined {
   return undefined;
 }
 
+function matchCudaSharedMemory(segs: readonly string[]): RouteMatch | undefined {
+  // /v2/cudasharedmemory[/region/${R}]/{status|register|unregister}
+  const action = segs[segs.length - 1];
+  const withRegion = segs.length === 6 && segs[3] === 'region' && name(segs[4]) !== undefined;
+  if (segs.length !== 4 && !withRegion) return undefined;
+  if (action === 'status') return { name: 'cudaSharedMemory', method: 'GET' };
+  if (action === 'unregister' || (action === 'register' && withRegion)) {
+    return { name: 'cudaSharedMemory', method: 'POST' };
+  }
+  return undefined;
+}
+
 /** Matches a request path (without query string); undefined = 404. */
 export function matchRoute(path: string): RouteMatch | undefined {
   if (!path.startsWith('/v2')) return undefined;
@@ -107,6 +128,14 @@ export function matchRoute(path: string): RouteMatch | undefined {
       return segs.length >= 4 ? matchModel(segs) : undefined;
     case 'repository':
       return segs.length >= 4 && segs.length <= 7 ? matchRepository(segs) : undefined;
+    case 'logging':
+      return segs.length === 3 ? { name: 'logging', method: 'GET,POST' } : undefined;
+    case 'trace':
+      return segs.length === 4 && segs[3] === 'setting'
+        ? { name: 'traceSetting', method: 'GET,POST' }
+        : undefined;
+    case 'cudasharedmemory':
+      return matchCudaSharedMemory(segs);
     default:
       return undefined;
   }

@@ -198,6 +198,37 @@ const MODEL_NOT_READY: Reply = {
   body: errorBody('Model version not ready'),
 };
 
+async function logging(ctx: RouteContext): Promise<Reply> {
+  if (ctx.req.method === 'GET') return json(ctx.api.logSettings());
+  const doc = await readJsonBody(ctx);
+  if (doc !== undefined && !isJsonObject(doc)) throw invalidArg('logging settings must be a JSON object');
+  const update: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(doc ?? {})) {
+    if (key === 'log_file') throw invalidArg("log_file can't be set while the server is running");
+    if (!['log_info', 'log_warning', 'log_error', 'log_verbose_level', 'log_format'].includes(key)) {
+      throw invalidArg(`unknown logging setting '${key}'`);
+    }
+    update[key] = typeof value === 'bigint' ? Number(value) : value;
+  }
+  return json(ctx.api.updateLogSettings(update));
+}
+
+async function traceSetting(ctx: RouteContext): Promise<Reply> {
+  const model = ctx.match.model;
+  if (ctx.req.method === 'GET') return json(ctx.api.traceSettings(model));
+  const doc = await readJsonBody(ctx);
+  if (doc !== undefined && !isJsonObject(doc)) throw invalidArg('trace settings must be a JSON object');
+  const update: Record<string, string | string[] | null> = {};
+  for (const [key, value] of Object.entries(doc ?? {})) {
+    if (value === null || typeof value === 'string') update[key] = value;
+    else if (Array.isArray(value) && value.every((v): v is string => typeof v === 'string'))
+      update[key] = value;
+    else if (typeof value === 'number' || typeof value === 'bigint') update[key] = String(value);
+    else throw invalidArg(`trace setting '${key}' must be a string, a list of strings or null`);
+  }
+  return json(ctx.api.updateTraceSettings(model, update));
+}
+
 export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   serverMetadata: (ctx) => json(ctx.api.serverMetadata()),
   serverLive: (ctx) => (ctx.api.isLive() ? EMPTY_OK : EMPTY_BAD),
@@ -212,4 +243,7 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   repositoryIndex,
   repositoryLoad,
   repositoryUnload,
+  logging,
+  traceSetting,
+  cudaSharedMemory: (ctx) => ctx.api.cudaSharedMemoryUnsupported(),
 };

@@ -231,7 +231,7 @@ void test('unknown paths are 404 {"error":"Not Found"}; wrong verbs are 405', as
     '/v2/',
     '/v2/nothing',
     '/v2/models/m/versions/x/ready',
-    '/v2/logging',
+    '/v2/logging/x',
     '/v2/models/m/generate',
   ]) {
     const r = await send('GET', path);

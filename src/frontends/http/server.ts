@@ -106,10 +106,13 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       sendError(res, 404, NOT_FOUND_BODY);
       return;
     }
-    if (req.method !== match.method) {
+    if (
+      req.method !== match.method &&
+      !(match.method === 'GET,POST' && (req.method === 'GET' || req.method === 'POST'))
+    ) {
       send(res, {
         status: 405,
-        headers: { 'Content-Type': JSON_TYPE, Allow: match.method },
+        headers: { 'Content-Type': JSON_TYPE, Allow: match.method.replace(',', ', ') },
         body: METHOD_NOT_ALLOWED_BODY,
       });
       return;
