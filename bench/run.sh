@@ -39,8 +39,10 @@ case $loadgen in
 esac
 [[ $loadgen == node ]] && say "perf_analyzer is not available here; using bench/load-client.ts instead"
 
+# the 1-minute load average before we start: other work on the machine skews both sides of the ratio
 cat >"$results/meta.json" <<EOF
 {"model": "$model", "loadgen": "$loadgen", "seconds": $point_seconds, "cpus": $(nproc),
+ "loadavg": $(cut -d' ' -f1 /proc/loadavg),
  "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)"}
 EOF
 

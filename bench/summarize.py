@@ -91,6 +91,14 @@ def summarize(results: Path) -> str:
             + " |"
         )
     lines.append("")
+    loadavg = meta.get("loadavg")
+    cpus = meta.get("cpus")
+    if isinstance(loadavg, int | float) and isinstance(cpus, int) and loadavg > 0.25 * cpus:
+        lines.append(
+            f"Warning: the machine's load average was {loadavg} before the run ({cpus} CPUs); "
+            "other work skews these numbers."
+        )
+        lines.append("")
     if best_at_target is None:
         lines.append(f"Target served/bare >= {TARGET_RATIO:.2f} at batch {TARGET_BATCH}: not measured.")
     else:
