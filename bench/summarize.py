@@ -25,6 +25,7 @@ class Served:
     concurrency: int
     images_per_sec: float
     p50_ms: float | None
+    measurement: str
 
 
 def read_bare(results: Path) -> dict[int, float]:
@@ -43,9 +44,14 @@ def read_bare(results: Path) -> dict[int, float]:
 
 
 def read_served(path: Path, batch: int, concurrency: int) -> Served:
+    mode_path = path.with_suffix(".mode")
+    measurement = mode_path.read_text(encoding="utf-8").strip() if mode_path.exists() else ""
     if path.suffix == ".json":
         record = json.loads(path.read_text(encoding="utf-8"))
-        return Served(batch, concurrency, float(record["inferencesPerSec"]), float(record["p50LatencyMs"]))
+        latency = float(record["p50LatencyMs"])
+        return Served(
+            batch, concurrency, float(record["inferencesPerSec"]), latency, measurement or "fixed window"
+        )
     with path.open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if len(rows) != 1:
@@ -53,7 +59,8 @@ def read_served(path: Path, batch: int, concurrency: int) -> Served:
     row = rows[0]
     p50 = row.get("p50 latency")
     # perf_analyzer's Inferences/Second already counts batch x requests; latencies are in microseconds
-    return Served(batch, concurrency, float(row["Inferences/Second"]), float(p50) / 1000 if p50 else None)
+    p50_ms = float(p50) / 1000 if p50 else None
+    return Served(batch, concurrency, float(row["Inferences/Second"]), p50_ms, measurement)
 
 
 def summarize(results: Path) -> str:
@@ -72,8 +79,8 @@ def summarize(results: Path) -> str:
         f"{meta.get('seconds', '?')} s per point, {meta.get('cpus', '?')} CPUs, "
         f"commit {meta.get('commit', '?')}.",
         "",
-        "| configuration | served images/s | bare images/s | served/bare | served p50 latency (ms) |",
-        "|---|---:|---:|---:|---:|",
+        "| configuration | served images/s | bare images/s | served/bare | served p50 (ms) | measurement |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     best_at_target: float | None = None
     for s in served:
@@ -88,7 +95,7 @@ def summarize(results: Path) -> str:
             + (f"{ratio:.2f}" if ratio is not None else "n/a")
             + " | "
             + (f"{s.p50_ms:.1f}" if s.p50_ms is not None else "n/a")
-            + " |"
+            + f" | {s.measurement} |"
         )
     lines.append("")
     loadavg = meta.get("loadavg")
