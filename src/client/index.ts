@@ -1,0 +1,31 @@
+/**
+ * `nereid/client`: a typed client for Nereid and Triton servers, shaped like Triton's Python client.
+ * HttpClient and GrpcClient implement the same InferenceClient interface; InferInput, InferRequestedOutput
+ * and InferResult carry tensors for both.
+ */
+export {
+  HttpClient,
+  type HttpClientOptions,
+  type HttpInferOptions,
+  type Compression,
+} from './http/client.js';
+export { InferInput, InferRequestedOutput } from './infer-input.js';
+export type {
+  ParameterValue,
+  RequestedOutputOptions,
+  SetDataOptions,
+  SharedMemoryRef,
+} from './infer-input.js';
+export { InferResult, type OutputInfo, type OutputTensor } from './infer-result.js';
+export { NereidClientError, GrpcStatus, type NereidClientErrorInit } from './errors.js';
+export { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from './half.js';
+export type {
+  ArrayOf,
+  FixedDataType,
+  TensorArray,
+  TensorValues,
+  TypedArray,
+  TypedArrayOf,
+} from './tensor-data.js';
+export type * from './types.js';
+export type { DataType } from '../common/datatype.js';
