@@ -11,6 +11,7 @@ import type { Logger } from '../common/logger.js';
 import { ModelLoader } from '../core/model/loader.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
 import { InferenceServer } from '../core/server.js';
+import { SystemSharedMemoryManager } from '../core/shm/index.js';
 import { createHttpFrontend } from '../frontends/http/index.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
@@ -61,11 +62,13 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     },
     loader,
   );
+  const sharedMemory = new SystemSharedMemoryManager({ allowClientShm: options.allowClientShm, log });
   const server = new InferenceServer(
     { name: options.id, version: packageVersion(), strictReadiness: options.strictReadiness },
     repository,
     log,
     options.logFile,
+    sharedMemory,
   );
 
   const failures = await repository.startup();
@@ -103,6 +106,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       server.markStopping();
       await httpFrontend?.close();
       await repository.close();
+      await sharedMemory.close();
     })());
   return { server, http, stop };
 }

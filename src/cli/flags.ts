@@ -221,6 +221,13 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.metricsIntervalMs = parseInt10('metrics-interval-ms', v, 1)),
   },
   {
+    name: 'allow-client-shm',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Let clients register, unregister and use system shared-memory regions (/dev/shm objects) for inference inputs and outputs.',
+    apply: (d, v) => (d.allowClientShm = parseBool('allow-client-shm', v)),
+  },
+  {
     name: 'log-verbose',
     kind: 'int',
     defaultText: '0',
@@ -317,6 +324,7 @@ export function defaultDraft(): Draft {
     metricsAddress: '',
     metricsPort: 8002,
     metricsIntervalMs: 2000,
+    allowClientShm: false,
     logVerbose: 0,
     logInfo: true,
     logWarning: true,

@@ -31,6 +31,8 @@ export interface ServerOptions {
   readonly metricsAddress: string;
   readonly metricsPort: number;
   readonly metricsIntervalMs: number;
+  /** `--allow-client-shm`: clients may register and use system shared memory. */
+  readonly allowClientShm: boolean;
   readonly logVerbose: number;
   readonly logInfo: boolean;
   readonly logWarning: boolean;

@@ -10,6 +10,7 @@ import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
 import type { InferenceServerApi } from './server-api.js';
 import { TraceSettingsStore } from './trace-settings.js';
+import { SystemSharedMemoryManager, prepareShmRequest, usesSharedMemory } from './shm/index.js';
 import type {
   LogSettingsUpdate,
   LogSettingsView,
@@ -53,6 +54,7 @@ export const SUPPORTED_EXTENSIONS: readonly string[] = [
   'model_repository',
   'model_repository(unload_dependents)',
   'model_configuration',
+  'system_shared_memory',
   'binary_tensor_data',
   'parameters',
   'statistics',
@@ -70,6 +72,8 @@ export class InferenceServer implements InferenceServerApi {
     private readonly log: Logger,
     /** `--log-file`, reported read-only by the logging extension. */
     private readonly logFile = '',
+    /** System shared-memory regions (`--allow-client-shm`); the caller closes it on stop. */
+    private readonly sharedMemory = new SystemSharedMemoryManager({ allowClientShm: false }),
   ) {
     this.trace = new TraceSettingsStore((name) => this.repository.index(false).some((e) => e.name === name));
   }
@@ -130,7 +134,21 @@ export class InferenceServer implements InferenceServerApi {
   }
 
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
-    return this.version(request.modelName, request.modelVersion).infer(request);
+    const v = this.version(request.modelName, request.modelVersion);
+    return usesSharedMemory(request) ? this.inferWithSharedMemory(v, request) : v.infer(request);
+  }
+
+  /** Reads the shared-memory inputs, runs the request, writes each response's shared-memory outputs. */
+  private async *inferWithSharedMemory(
+    v: ModelVersion,
+    request: InferenceRequest,
+  ): AsyncGenerator<InferenceResponse, void, undefined> {
+    const shm = await prepareShmRequest(this.sharedMemory, request);
+    try {
+      for await (const response of v.infer(shm.request)) yield await shm.writeOutputs(response);
+    } finally {
+      shm.release();
+    }
   }
 
   async inferOnce(request: InferenceRequest): Promise<InferenceResponse> {
@@ -140,7 +158,8 @@ export class InferenceServer implements InferenceServerApi {
         `doesn't support models with decoupled transaction policy: use streaming inference for model '${request.modelName}'`,
       );
     }
-    for await (const response of v.infer(request)) {
+    const stream = usesSharedMemory(request) ? this.inferWithSharedMemory(v, request) : v.infer(request);
+    for await (const response of stream) {
       if (response.final) return response;
     }
     throw internal(`model '${request.modelName}' ended the request without a response`);
@@ -175,16 +194,16 @@ export class InferenceServer implements InferenceServerApi {
     return this.repository.unload(name, { unloadDependents: options?.unloadDependents === true });
   }
 
-  systemSharedMemoryStatus(_name?: string): SystemSharedMemoryRegionStatus[] {
-    throw unsupported('system shared memory is not supported yet');
+  systemSharedMemoryStatus(name?: string): SystemSharedMemoryRegionStatus[] {
+    return this.sharedMemory.status(name);
   }
 
-  registerSystemSharedMemory(_name: string, _key: string, _offset: number, _byteSize: number): Promise<void> {
-    return Promise.reject(unsupported('system shared memory is not supported yet'));
+  registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number): Promise<void> {
+    return this.sharedMemory.register(name, key, offset, byteSize);
   }
 
-  unregisterSystemSharedMemory(_name?: string): Promise<void> {
-    return Promise.reject(unsupported('system shared memory is not supported yet'));
+  unregisterSystemSharedMemory(name?: string): Promise<void> {
+    return this.sharedMemory.unregister(name);
   }
 
   cudaSharedMemoryUnsupported(): never {

@@ -7,7 +7,8 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 
 export class ShmObjects {
   private readonly names = new Set<string>();
-  private readonly prefix = `nereid-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+  /** Starts every object name made here. */
+  readonly prefix = `nereid-test-${process.pid}-${randomBytes(4).toString('hex')}`;
   private n = 0;
 
   /** A fresh unused object name (without slash); registered for cleanup. */

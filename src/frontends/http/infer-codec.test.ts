@@ -146,12 +146,112 @@ void test('each input sets exactly one of data / binary_data_size / shared_memor
             name: 'A',
             datatype: 'FP32',
             shape: [1],
+            data: [1],
             parameters: { shared_memory_region: 'r', shared_memory_byte_size: 4 },
           },
         ],
       }),
-    "input 'A': shared memory ('shared_memory_region') is not supported by this server",
-    'UNSUPPORTED',
+    `${base} set 'data' 'shared_memory_region'`,
+  );
+});
+
+void test('shared-memory inputs and outputs decode to core references', () => {
+  const { request, format } = decode({
+    inputs: [
+      {
+        name: 'A',
+        datatype: 'FP32',
+        shape: [1, 4],
+        parameters: {
+          shared_memory_region: 'in',
+          shared_memory_offset: 8,
+          shared_memory_byte_size: 16,
+          note: 'kept',
+        },
+      },
+      {
+        name: 'B',
+        datatype: 'FP32',
+        shape: [1],
+        parameters: { shared_memory_region: 'in', shared_memory_byte_size: 4 },
+      },
+    ],
+    outputs: [
+      {
+        name: 'Y',
+        parameters: { shared_memory_region: 'out', shared_memory_byte_size: 64, binary_data: false },
+      },
+      { name: 'Z' },
+    ],
+  });
+  assert.deepEqual(request.inputs[0], {
+    name: 'A',
+    datatype: 'FP32',
+    shape: [1, 4],
+    data: Buffer.alloc(0),
+    sharedMemory: { region: 'in', offset: 8, byteSize: 16 },
+    parameters: { note: 'kept' },
+  });
+  assert.deepEqual(request.inputs[1].sharedMemory, { region: 'in', offset: 0, byteSize: 4 });
+  assert.deepEqual(request.outputs, [
+    { name: 'Y', sharedMemory: { region: 'out', offset: 0, byteSize: 64 } },
+    { name: 'Z' },
+  ]);
+  assert.equal(format.binary.get('Y'), false);
+
+  // Values beyond 2^53 pass through (rounded): the core finds them out of bounds with Triton's messages.
+  const big = decode(
+    '{"inputs":[],"outputs":[{"name":"Y","parameters":{"shared_memory_region":"out",' +
+      '"shared_memory_offset":18446744073709551584,"shared_memory_byte_size":18446744073709551584}}]}',
+  );
+  const ref = big.request.outputs?.[0].sharedMemory;
+  assert.ok(
+    ref !== undefined && ref.offset > Number.MAX_SAFE_INTEGER && ref.byteSize > Number.MAX_SAFE_INTEGER,
+  );
+});
+
+void test('shared-memory parameter errors use Triton wording', () => {
+  const input = (parameters: Record<string, unknown>) => ({
+    inputs: [{ name: 'A', datatype: 'FP32', shape: [1], parameters }],
+  });
+  const output = (parameters: Record<string, unknown>) => ({
+    inputs: [],
+    outputs: [{ name: 'Y', parameters }],
+  });
+  rejects(
+    () => decode(input({ shared_memory_region: 'r' })),
+    "'shared_memory_byte_size' must be specified along with 'shared_memory_region' parameter for tensor 'A'",
+  );
+  rejects(
+    () => decode(output({ shared_memory_byte_size: 4 })),
+    "'shared_memory_byte_size' can not be specified without 'shared_memory_region' parameter for tensor 'Y'",
+  );
+  rejects(
+    () => decode(output({ shared_memory_offset: 4 })),
+    "'shared_memory_offset' can not be specified without 'shared_memory_region' parameter for tensor 'Y'",
+  );
+  rejects(
+    () => decode(input({ shared_memory_region: 7, shared_memory_byte_size: 4 })),
+    "Unable to parse 'shared_memory_region': attempt to access JSON non-string as string",
+  );
+  for (const bad of [-1, 1.5, 'x', true]) {
+    rejects(
+      () => decode(input({ shared_memory_region: 'r', shared_memory_byte_size: bad })),
+      "Unable to parse 'shared_memory_byte_size': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    rejects(
+      () =>
+        decode(output({ shared_memory_region: 'r', shared_memory_byte_size: 4, shared_memory_offset: bad })),
+      "Unable to parse 'shared_memory_offset': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+  }
+  rejects(
+    () => decode(output({ shared_memory_region: 'r', shared_memory_byte_size: 4, classification: 2 })),
+    "Output can't set both 'shared_memory_region' and 'classification'",
+  );
+  rejects(
+    () => decode(output({ shared_memory_region: 'r', shared_memory_byte_size: 4, binary_data: true })),
+    "Output can't set both 'shared_memory_region' and 'binary_data'",
   );
 });
 
@@ -385,4 +485,43 @@ void test('an empty binary output has size 0 and no chunk', () => {
   assert.equal(out.hasBinary, true);
   assert.equal(out.binary.length, 0);
   assert.match(out.json, /"binary_data_size":0/);
+});
+
+void test('an output written to shared memory has parameters and neither data nor a binary blob', () => {
+  const out = encodeInferResponse(
+    response([
+      {
+        name: 'Y',
+        datatype: 'FP32',
+        shape: [2],
+        data: Buffer.alloc(0),
+        sharedMemory: { region: 'out', offset: 0, byteSize: 8 },
+      },
+      {
+        name: 'W',
+        datatype: 'FP32',
+        shape: [1],
+        data: Buffer.alloc(0),
+        sharedMemory: { region: 'out', offset: 8, byteSize: 4 },
+      },
+      { name: 'Z', datatype: 'FP32', shape: [1], data: f32(3) },
+    ] as Tensor[]),
+    { defaultBinary: true, binary: new Map() },
+  );
+  assert.deepEqual(out.binary, [f32(3)]);
+  assert.deepEqual((JSON.parse(out.json) as { outputs: unknown }).outputs, [
+    {
+      name: 'Y',
+      datatype: 'FP32',
+      shape: [2],
+      parameters: { shared_memory_region: 'out', shared_memory_byte_size: 8 },
+    },
+    {
+      name: 'W',
+      datatype: 'FP32',
+      shape: [1],
+      parameters: { shared_memory_region: 'out', shared_memory_offset: 8, shared_memory_byte_size: 4 },
+    },
+    { name: 'Z', datatype: 'FP32', shape: [1], parameters: { binary_data_size: 4 } },
+  ]);
 });

@@ -6,7 +6,7 @@
  * own Buffers after the JSON header. Messages follow Triton's wording where clients match on them.
  */
 import { isDataType, byteSizeOf, type DataType } from '../../common/datatype.js';
-import { NereidError, invalidArg, unsupported } from '../../common/errors.js';
+import { NereidError, invalidArg } from '../../common/errors.js';
 import type { Tensor } from '../../common/tensor.js';
 import type {
   InferenceRequest,
@@ -15,6 +15,7 @@ import type {
   Parameters,
   ParameterValue,
   RequestedOutput,
+  SharedMemoryRef,
 } from '../../core/types.js';
 import {
   isJsonObject,
@@ -50,6 +51,7 @@ export interface DecodeOptions {
   readonly maxInputSize: number;
 }
 
+const EMPTY = Buffer.alloc(0);
 const INT64_MAX = (1n << 63n) - 1n;
 const UINT64_MAX = (1n << 64n) - 1n;
 
@@ -150,6 +152,46 @@ function decodeRequestParameters(
   return { parameters, defaultBinary };
 }
 
+const SHM_KEYS = new Set(['shared_memory_region', 'shared_memory_offset', 'shared_memory_byte_size']);
+
+/**
+ * A tensor's shared-memory parameters (Triton's rules: region and byte size together, offset optional;
+ * offset or size without a region is an error). Values beyond 2^53 pass rounded: no region is that large,
+ * and the core reports them out of bounds.
+ */
+function readSharedMemoryRef(
+  params: JsonInObject | undefined,
+  tensor: string,
+  exact: boolean,
+): SharedMemoryRef | undefined {
+  if (params === undefined) return undefined;
+  const region = params.shared_memory_region;
+  const hasRegion = region !== undefined;
+  for (const key of ['shared_memory_offset', 'shared_memory_byte_size']) {
+    if (!hasRegion && params[key] !== undefined) {
+      throw invalidArg(
+        `'${key}' can not be specified without 'shared_memory_region' parameter for tensor '${tensor}'`,
+      );
+    }
+  }
+  if (!hasRegion) return undefined;
+  if (typeof region !== 'string') throw parseError('shared_memory_region', NOT_STRING);
+  const size = (key: string): number | undefined => {
+    const v = params[key];
+    if (v === undefined) return undefined;
+    if (typeof v === 'bigint' && v >= 0n && v <= UINT64_MAX) return Number(v);
+    if (isRoundedInteger(v) && v > 0) return v;
+    return Number(memberUint(params, key, exact));
+  };
+  const byteSize = size('shared_memory_byte_size');
+  if (byteSize === undefined) {
+    throw invalidArg(
+      `'shared_memory_byte_size' must be specified along with 'shared_memory_region' parameter for tensor '${tensor}'`,
+    );
+  }
+  return { region, offset: size('shared_memory_offset') ?? 0, byteSize };
+}
+
 export interface ShapeInfo {
   readonly shape: number[];
   readonly elementCount: number;
@@ -247,15 +289,13 @@ function decodeInput(
   const datatypeName = memberString(item, 'datatype');
   if (!isDataType(datatypeName)) throw invalidArg(`invalid datatype '${datatypeName}' for input '${name}'`);
   const datatype: DataType = datatypeName;
-  if (hasShm) {
-    throw unsupported(
-      `input '${name}': shared memory ('shared_memory_region') is not supported by this server`,
-    );
-  }
+  const sharedMemory = readSharedMemoryRef(params, name, exact);
   const { shape, elementCount } = readShape(name, item.shape, hasData ? datatype : undefined, exact);
 
   let data: Buffer;
-  if (hasBinary) {
+  if (sharedMemory !== undefined) {
+    data = EMPTY; // the core reads the region
+  } else if (hasBinary) {
     const size = Number(memberUint(params, 'binary_data_size', exact));
     if (size > 0 && !hasHeaderLength) {
       throw invalidArg(
@@ -280,13 +320,18 @@ function decodeInput(
   let parameters: Parameters | undefined;
   if (params !== undefined) {
     for (const key of Object.keys(params)) {
-      if (key === 'binary_data_size') continue;
+      if (key === 'binary_data_size' || SHM_KEYS.has(key)) continue;
       (parameters ??= {})[key] = customParameter(key, params[key], exact);
     }
   }
-  return parameters === undefined
-    ? { name, datatype, shape, data }
-    : { name, datatype, shape, data, parameters };
+  return {
+    name,
+    datatype,
+    shape,
+    data,
+    ...(sharedMemory !== undefined && { sharedMemory }),
+    ...(parameters !== undefined && { parameters }),
+  };
 }
 
 function decodeOutputs(raw: JsonIn, binary: Map<string, boolean>, exact: boolean): RequestedOutput[] {
@@ -303,13 +348,18 @@ function decodeOutputs(raw: JsonIn, binary: Map<string, boolean>, exact: boolean
       outputs.push({ name });
       continue;
     }
-    if (params.shared_memory_region !== undefined) {
-      throw unsupported(
-        `output '${name}': shared memory ('shared_memory_region') is not supported by this server`,
-      );
+    const sharedMemory = readSharedMemoryRef(params, name, exact);
+    if (sharedMemory !== undefined) {
+      if (params.classification !== undefined) {
+        throw invalidArg("Output can't set both 'shared_memory_region' and 'classification'");
+      }
+      if (params.binary_data === true) {
+        throw invalidArg("Output can't set both 'shared_memory_region' and 'binary_data'");
+      }
     }
     let parameters: Parameters | undefined;
     for (const key of Object.keys(params)) {
+      if (SHM_KEYS.has(key)) continue;
       if (key === 'binary_data') {
         const v = params[key];
         if (typeof v !== 'boolean') throw parseError('binary_data', NOT_BOOL);
@@ -325,7 +375,11 @@ function decodeOutputs(raw: JsonIn, binary: Map<string, boolean>, exact: boolean
         (parameters ??= {})[key] = customParameter(key, params[key], exact);
       }
     }
-    outputs.push(parameters === undefined ? { name } : { name, parameters });
+    outputs.push({
+      name,
+      ...(parameters !== undefined && { parameters }),
+      ...(sharedMemory !== undefined && { sharedMemory }),
+    });
   }
   return outputs;
 }
@@ -456,6 +510,18 @@ export function encodeInferResponse(response: InferenceResponse, format: OutputF
       '","shape":[' +
       t.shape.join(',') +
       ']';
+    const shm = t.sharedMemory;
+    if (shm !== undefined) {
+      // Written into the client's region: no data, no binary blob; the parameters say where and how much.
+      json +=
+        ',"parameters":{"shared_memory_region":' +
+        JSON.stringify(shm.region) +
+        (shm.offset !== 0 ? ',"shared_memory_offset":' + shm.offset : '') +
+        ',"shared_memory_byte_size":' +
+        shm.byteSize +
+        '}}';
+      continue;
+    }
     const wantBinary = format.binary.get(t.name) ?? format.defaultBinary;
     const data = wantBinary ? undefined : tensorDataToJson(t.name, t.datatype, t.data, elementCountOf(t));
     if (data === undefined) {

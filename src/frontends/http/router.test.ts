@@ -126,7 +126,13 @@ void test('everything else is not found', () => {
     '/v2/repository/models/m/reload',
     '/v2/repository/a/b/index',
     '/v2/repository//models/m/load',
-    '/v2/systemsharedmemory/status',
+    '/v2/systemsharedmemory',
+    '/v2/systemsharedmemory/region/status',
+    '/v2/systemsharedmemory/region//status',
+    '/v2/systemsharedmemory/regions/r/status',
+    '/v2/systemsharedmemory/region/r/x/status',
+    '/v2/systemsharedmemory/region/r/delete',
+    '/v2/systemsharedmemory/constructor',
     '/v2/logging/x',
   ]) {
     assert.equal(matchRoute(path), undefined, path);
@@ -148,4 +154,35 @@ void test('settings and CUDA shared-memory routes', () => {
     method: 'POST',
   });
   assert.equal(matchRoute('/v2/cudasharedmemory/register'), undefined);
+});
+
+void test('system shared-memory routes', () => {
+  assert.deepEqual(matchRoute('/v2/systemsharedmemory/status'), {
+    name: 'systemSharedMemoryStatus',
+    method: 'GET',
+  });
+  assert.deepEqual(matchRoute('/v2/systemsharedmemory/region/in%2F0/status'), {
+    name: 'systemSharedMemoryStatus',
+    method: 'GET',
+    region: 'in/0',
+  });
+  assert.deepEqual(matchRoute('/v2/systemsharedmemory/region/r/register'), {
+    name: 'systemSharedMemoryRegister',
+    method: 'POST',
+    region: 'r',
+  });
+  // Triton answers a register without a region with INVALID_ARG, so the route matches.
+  assert.deepEqual(matchRoute('/v2/systemsharedmemory/register'), {
+    name: 'systemSharedMemoryRegister',
+    method: 'POST',
+  });
+  assert.deepEqual(matchRoute('/v2/systemsharedmemory/unregister'), {
+    name: 'systemSharedMemoryUnregister',
+    method: 'POST',
+  });
+  assert.deepEqual(matchRoute('/v2/systemsharedmemory/region/r/unregister'), {
+    name: 'systemSharedMemoryUnregister',
+    method: 'POST',
+    region: 'r',
+  });
 });

@@ -20,7 +20,10 @@ export type RouteName =
   | 'repositoryUnload'
   | 'logging'
   | 'traceSetting'
-  | 'cudaSharedMemory';
+  | 'cudaSharedMemory'
+  | 'systemSharedMemoryStatus'
+  | 'systemSharedMemoryRegister'
+  | 'systemSharedMemoryUnregister';
 
 export interface RouteMatch {
   readonly name: RouteName;
@@ -31,6 +34,8 @@ export interface RouteMatch {
   readonly version?: string;
   /** The `${REPO}` of /v2/repository/${REPO}/..., when given. */
   readonly repository?: string;
+  /** The `${R}` of /v2/systemsharedmemory/region/${R}/..., when given. */
+  readonly region?: string;
 }
 
 const MODEL_ACTIONS: Readonly<Record<string, { name: RouteName; method: 'GET' | 'POST' }>> = {
@@ -112,6 +117,24 @@ function matchCudaSharedMemory(segs: readonly string[]): RouteMatch | undefined 
   return undefined;
 }
 
+const SYSTEM_SHM_ACTIONS: Readonly<Record<string, { name: RouteName; method: 'GET' | 'POST' }>> = {
+  status: { name: 'systemSharedMemoryStatus', method: 'GET' },
+  register: { name: 'systemSharedMemoryRegister', method: 'POST' },
+  unregister: { name: 'systemSharedMemoryUnregister', method: 'POST' },
+};
+
+function matchSystemSharedMemory(segs: readonly string[]): RouteMatch | undefined {
+  // /v2/systemsharedmemory[/region/${R}]/{status|register|unregister}; register without a region is
+  // Triton's INVALID_ARG, not a 404, so it matches here and the core refuses it.
+  const last = segs[segs.length - 1];
+  const action = Object.hasOwn(SYSTEM_SHM_ACTIONS, last) ? SYSTEM_SHM_ACTIONS[last] : undefined;
+  if (action === undefined) return undefined;
+  if (segs.length === 4) return action;
+  if (segs.length !== 6 || segs[3] !== 'region') return undefined;
+  const region = name(segs[4]);
+  return region === undefined ? undefined : { ...action, region };
+}
+
 /** Matches a request path (without query string); undefined = 404. */
 export function matchRoute(path: string): RouteMatch | undefined {
   if (!path.startsWith('/v2')) return undefined;
@@ -136,6 +159,8 @@ export function matchRoute(path: string): RouteMatch | undefined {
         : undefined;
     case 'cudasharedmemory':
       return matchCudaSharedMemory(segs);
+    case 'systemsharedmemory':
+      return matchSystemSharedMemory(segs);
     default:
       return undefined;
   }

@@ -229,6 +229,37 @@ async function traceSetting(ctx: RouteContext): Promise<Reply> {
   return json(ctx.api.updateTraceSettings(model, update));
 }
 
+/** A register request's `offset` / `byte_size`: values beyond 2^53 pass rounded (the core refuses them). */
+function registerSize(doc: JsonInObject, member: string): number | undefined {
+  const v = doc[member];
+  if (v === undefined) return undefined;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
+  if (typeof v === 'bigint' && v >= 0n) return Number(v);
+  throw invalidArg(
+    `Unable to parse '${member}': attempt to access JSON non-unsigned-integer as unsigned-integer`,
+  );
+}
+
+async function systemSharedMemoryRegister(ctx: RouteContext): Promise<Reply> {
+  const region = ctx.match.region;
+  // No region in the path: the core answers (client shm disabled, or Triton's "region name is necessary").
+  if (region === undefined) {
+    await ctx.api.registerSystemSharedMemory('', '', 0, 0);
+    return EMPTY_OK;
+  }
+  const doc = await readJsonBody(ctx);
+  const body = isJsonObject(doc) ? doc : {};
+  const key = body.key;
+  if (key === undefined) throw invalidArg("Shared memory register request has no 'key' field");
+  if (typeof key !== 'string')
+    throw invalidArg("Unable to parse 'key': attempt to access JSON non-string as string");
+  const offset = registerSize(body, 'offset') ?? 0;
+  const byteSize = registerSize(body, 'byte_size');
+  if (byteSize === undefined) throw invalidArg("Shared memory register request has no 'byte_size' field");
+  await ctx.api.registerSystemSharedMemory(region, key, offset, byteSize);
+  return EMPTY_OK;
+}
+
 export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   serverMetadata: (ctx) => json(ctx.api.serverMetadata()),
   serverLive: (ctx) => (ctx.api.isLive() ? EMPTY_OK : EMPTY_BAD),
@@ -246,4 +277,10 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   logging,
   traceSetting,
   cudaSharedMemory: (ctx) => ctx.api.cudaSharedMemoryUnsupported(),
+  systemSharedMemoryStatus: (ctx) => json(ctx.api.systemSharedMemoryStatus(ctx.match.region)),
+  systemSharedMemoryRegister,
+  systemSharedMemoryUnregister: async (ctx) => {
+    await ctx.api.unregisterSystemSharedMemory(ctx.match.region);
+    return EMPTY_OK;
+  },
 };
