@@ -10,7 +10,7 @@ import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
 import type { InferenceServerApi } from './server-api.js';
 import { TraceSettingsStore } from './trace-settings.js';
-import { SystemSharedMemoryManager, prepareShmRequest, usesSharedMemory } from './shm/index.js';
+import { SystemSharedMemoryManager, inferWithSharedMemory, usesSharedMemory } from './shm/index.js';
 import type {
   LogSettingsUpdate,
   LogSettingsView,
@@ -135,20 +135,13 @@ export class InferenceServer implements InferenceServerApi {
 
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
     const v = this.version(request.modelName, request.modelVersion);
-    return usesSharedMemory(request) ? this.inferWithSharedMemory(v, request) : v.infer(request);
+    return this.runRequest(v, request);
   }
 
-  /** Reads the shared-memory inputs, runs the request, writes each response's shared-memory outputs. */
-  private async *inferWithSharedMemory(
-    v: ModelVersion,
-    request: InferenceRequest,
-  ): AsyncGenerator<InferenceResponse, void, undefined> {
-    const shm = await prepareShmRequest(this.sharedMemory, request);
-    try {
-      for await (const response of v.infer(shm.request)) yield await shm.writeOutputs(response);
-    } finally {
-      shm.release();
-    }
+  /** Requests naming shared-memory regions go through the shm module (inputs read, outputs written). */
+  private runRequest(v: ModelVersion, request: InferenceRequest): AsyncIterable<InferenceResponse> {
+    if (!usesSharedMemory(request)) return v.infer(request);
+    return inferWithSharedMemory(this.sharedMemory, request, (r) => v.infer(r));
   }
 
   async inferOnce(request: InferenceRequest): Promise<InferenceResponse> {
@@ -158,8 +151,7 @@ export class InferenceServer implements InferenceServerApi {
         `doesn't support models with decoupled transaction policy: use streaming inference for model '${request.modelName}'`,
       );
     }
-    const stream = usesSharedMemory(request) ? this.inferWithSharedMemory(v, request) : v.infer(request);
-    for await (const response of stream) {
+    for await (const response of this.runRequest(v, request)) {
       if (response.final) return response;
     }
     throw internal(`model '${request.modelName}' ended the request without a response`);

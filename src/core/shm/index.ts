@@ -6,5 +6,5 @@ export {
   type SharedMemoryManagerOptions,
   type ShmSlice,
 } from './manager.js';
-export { prepareShmRequest, usesSharedMemory, type ShmRequest } from './request.js';
+export { inferWithSharedMemory, prepareShmRequest, usesSharedMemory, type ShmRequest } from './request.js';
 export { RESERVED_SHM_PREFIXES, shmObjectName } from './key.js';

@@ -5,7 +5,8 @@ import { after, test } from 'node:test';
 import { NereidError, type ErrorCode } from '../../common/errors.js';
 import type { InferenceRequest, InferenceResponse } from '../types.js';
 import { CLIENT_SHM_DISABLED, SystemSharedMemoryManager } from './manager.js';
-import { prepareShmRequest, usesSharedMemory } from './request.js';
+import { inferWithSharedMemory, prepareShmRequest, usesSharedMemory } from './request.js';
+import { ResponseStream } from '../response-stream.js';
 import { ShmObjects } from './shm.testkit.js';
 
 const objects = new ShmObjects();
@@ -237,4 +238,55 @@ void test('unregister during a request: the request finishes, then the region go
   assert.deepEqual(objects.read(key).subarray(20, 24), int32s(42));
   shm.release();
   assert.equal(m.size, 0);
+});
+
+void test('inferWithSharedMemory: outputs written, regions let go when the model is done even if nobody reads', async () => {
+  const { m, key } = await setup();
+  const model = new ResponseStream<InferenceResponse>();
+  let seen: InferenceRequest | undefined;
+  const stream = inferWithSharedMemory(m, request(), (r) => {
+    seen = r;
+    return model;
+  });
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(seen?.inputs[0].data, int32s(1, 2, 3, 4), 'the model got the bytes from the region');
+  await m.unregister();
+  assert.equal(m.size, 2, 'held by the running request');
+  model.push(response([{ name: 'Y', datatype: 'INT32', shape: [1], data: int32s(77) }]), true);
+  await new Promise((r) => setTimeout(r, 20));
+  // Nobody iterated `stream`, yet the output is in the region and the regions are gone.
+  assert.deepEqual(objects.read(key).subarray(20, 24), int32s(77));
+  assert.equal(m.size, 0);
+  const got: InferenceResponse[] = [];
+  for await (const r of stream) got.push(r);
+  assert.deepEqual(got[0].outputs[0].sharedMemory, { region: 'out', offset: 4, byteSize: 4 });
+});
+
+void test('inferWithSharedMemory: resolution and model errors reach the consumer; regions are released', async () => {
+  const { m } = await setup();
+  const missing = inferWithSharedMemory(
+    m,
+    request({ outputs: [{ name: 'Y', sharedMemory: { region: 'gone', offset: 0, byteSize: 4 } }] }),
+    () => {
+      throw new Error('never runs');
+    },
+  );
+  await assert.rejects(
+    async () => {
+      for await (const _ of missing) assert.fail('no response expected');
+    },
+    fails('NOT_FOUND', "Unable to find shared memory region: 'gone'"),
+  );
+
+  const failing = inferWithSharedMemory(m, request(), () => {
+    throw new NereidError('INVALID_ARG', 'refused by validation');
+  });
+  await assert.rejects(
+    async () => {
+      for await (const _ of failing) assert.fail('no response expected');
+    },
+    fails('INVALID_ARG', 'refused by validation'),
+  );
+  await m.unregister();
+  assert.equal(m.size, 0, 'nothing is held after the failures');
 });

@@ -5,7 +5,8 @@
  * holds its regions from the first lookup until release(), so an unregister meanwhile waits for it.
  */
 import { byteSizeOf } from '../../common/datatype.js';
-import { invalidArg, unsupported } from '../../common/errors.js';
+import { NereidError, invalidArg, unsupported } from '../../common/errors.js';
+import { ResponseStream } from '../response-stream.js';
 import type { InferenceRequest, InferenceResponse, InferInput, OutputTensor } from '../types.js';
 import { shown } from './key.js';
 import { CLIENT_SHM_DISABLED, type ShmSlice, type SystemSharedMemoryManager } from './manager.js';
@@ -162,4 +163,32 @@ async function writeOutputs(
     }),
   );
   return { ...response, outputs };
+}
+
+/**
+ * Runs a request that uses shared memory: resolves it, runs it with `run`, writes every response's
+ * shared-memory outputs, and releases the regions when the model's stream ends. The work is pushed, not
+ * pulled, so a consumer that stops iterating (a cancelled stream) cannot keep regions held forever.
+ */
+export function inferWithSharedMemory(
+  manager: SystemSharedMemoryManager,
+  request: InferenceRequest,
+  run: (request: InferenceRequest) => AsyncIterable<InferenceResponse>,
+): AsyncIterable<InferenceResponse> {
+  const out = new ResponseStream<InferenceResponse>();
+  void (async () => {
+    let shm: ShmRequest | undefined;
+    try {
+      shm = await prepareShmRequest(manager, request);
+      for await (const response of run(shm.request)) {
+        out.push(await shm.writeOutputs(response), response.final);
+      }
+      out.close();
+    } catch (err) {
+      out.fail(NereidError.from(err));
+    } finally {
+      shm?.release();
+    }
+  })();
+  return out;
 }
