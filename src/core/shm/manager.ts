@@ -74,9 +74,16 @@ export class SystemSharedMemoryManager {
     if (!this.options.allowClientShm) throw unsupported(CLIENT_SHM_DISABLED);
   }
 
-  /** Every region, or the one named (NOT_FOUND if unknown). Allowed even when client shm is disabled. */
+  /**
+   * Every region sorted by name (Triton keeps them in a std::map), or the one named (NOT_FOUND if
+   * unknown). Allowed even when client shm is disabled.
+   */
   status(name?: string): SystemSharedMemoryRegionStatus[] {
-    if (name === undefined || name === '') return [...this.regions.values()].map((r) => r.status());
+    if (name === undefined || name === '') {
+      return [...this.regions.values()]
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        .map((r) => r.status());
+    }
     const region = this.regions.get(name);
     if (!region) throw notFound(`Unable to find system shared memory region: '${shown(name)}'`);
     return [region.status()];
