@@ -39,6 +39,17 @@ export interface ResponseSender {
   readonly done: boolean;
 }
 
+/**
+ * How long the phases of one execution took, in nanoseconds, as a backend measured them: preparing
+ * inputs for the framework (copies, conversions), running the model, extracting outputs. Triton's
+ * compute_input / compute_infer / compute_output statistics.
+ */
+export interface PhaseTimings {
+  readonly computeInputNs: number;
+  readonly computeInferNs: number;
+  readonly computeOutputNs: number;
+}
+
 export interface BackendRequest {
   readonly id: string;
   /** Inputs by name, already checked against the config (dtype, shape, byte size) and reshaped. */
@@ -55,6 +66,14 @@ export interface BackendRequest {
   /** Aborted when the client goes away or cancels; backends may stop early. */
   readonly signal: AbortSignal;
   readonly sender: ResponseSender;
+  /**
+   * Optional: reports this request's phase timings for the statistics (compute_input / compute_infer /
+   * compute_output). Call it any time before execute() settles; the last call wins. A batch usually
+   * reports the same timings for each of its requests. When a backend reports nothing, the core counts
+   * the execute() wall time as compute_infer and its own output handling as compute_output. Absent when
+   * the caller keeps no statistics.
+   */
+  readonly reportTiming?: (timings: PhaseTimings) => void;
 }
 
 export interface InstanceSpec {

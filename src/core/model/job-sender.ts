@@ -1,7 +1,8 @@
 /**
  * The core side of a backend's ResponseSender for one request: keeps only the requested outputs, turns
- * backend shapes back into the config's dims (output reshape), applies classification, counts
- * success/failure, and pushes the result into the request's response stream.
+ * backend shapes back into the config's dims (output reshape), applies classification, notes how the
+ * request ended (and why) in its statistics record, and pushes the result into the request's response
+ * stream.
  */
 import type { ResponseSender, SendOptions } from '../../backend-api/backend.js';
 import { internal, type NereidError } from '../../common/errors.js';
@@ -10,7 +11,8 @@ import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { classify } from '../classification.js';
 import type { PreparedRequest } from '../inference.js';
 import type { ResponseStream } from '../response-stream.js';
-import type { ModelStats } from '../stats/model-stats.js';
+import type { FailureReason, ModelStats, ResponseOutcome } from '../stats/model-stats.js';
+import type { RequestRecord } from '../stats/request-record.js';
 import type { InferenceResponse } from '../types.js';
 
 export interface OutputContext {
@@ -22,14 +24,24 @@ export interface OutputContext {
 
 export class JobSender implements ResponseSender {
   private sentAny = false;
+  /** Responses sent so far (the response_stats index of the next one). */
+  private responseIndex = 0;
+  /** When the model began computing the next response (decoupled response statistics). */
+  private responseStart = 0n;
 
   constructor(
     private readonly ctx: OutputContext,
     private readonly request: PreparedRequest,
     private readonly stream: ResponseStream<InferenceResponse>,
-    private readonly acceptedAt: bigint,
+    readonly record: RequestRecord,
     private readonly decoupled: boolean,
   ) {}
+
+  /** An instance took the request now. */
+  dispatched(at: bigint): void {
+    this.record.computeStart = at;
+    this.responseStart = at;
+  }
 
   get done(): boolean {
     return this.stream.done;
@@ -38,9 +50,10 @@ export class JobSender implements ResponseSender {
   send(outputs: readonly Tensor[], options: SendOptions): void {
     if (this.stream.done) return;
     if (!this.decoupled && (!options.final || this.sentAny)) {
-      this.fail(internal('a non-decoupled model must send exactly one, final response'));
+      this.end(internal('a non-decoupled model must send exactly one, final response'), 'BACKEND');
       return;
     }
+    const outputStart = process.hrtime.bigint();
     let response: InferenceResponse;
     try {
       response = {
@@ -52,22 +65,44 @@ export class JobSender implements ResponseSender {
         final: options.final,
       };
     } catch (err) {
-      this.fail(err instanceof Error && 'code' in err ? (err as NereidError) : internal(String(err)));
+      const error = err instanceof Error && 'code' in err ? (err as NereidError) : internal(String(err));
+      this.end(error, 'OTHER', outputStart);
       return;
     }
+    const firstResponse = !this.sentAny;
     this.sentAny = true;
-    if (options.final) this.ctx.stats.recordSuccess(this.elapsed());
     this.stream.push(response, options.final);
+    const end = process.hrtime.bigint();
+    this.record.outputNs += Number(end - outputStart);
+    if (firstResponse) this.ctx.stats.recordFirstResponse(this.record, end);
+    if (this.decoupled) this.responseDone(outputs.length > 0 ? 'success' : 'empty', outputStart, end);
+    if (options.final) this.record.succeed(end);
   }
 
+  /**
+   * Ends the request with an error. A backend's failure counts as BACKEND; before any instance took the
+   * request (a scheduler refusing or timing it out) as REJECTED; a cancellation as CANCELED.
+   */
   fail(error: NereidError): void {
-    if (this.stream.done) return;
-    this.ctx.stats.recordFailure(this.elapsed());
-    this.stream.fail(error);
+    this.end(error, this.record.dispatched ? 'BACKEND' : 'REJECTED');
   }
 
-  private elapsed(): number {
-    return Number(process.hrtime.bigint() - this.acceptedAt);
+  private end(error: NereidError, reason: FailureReason, outputStart = 0n): void {
+    if (this.stream.done) return;
+    this.stream.fail(error);
+    const at = process.hrtime.bigint();
+    const cancelled = error.code === 'CANCELLED';
+    this.record.failed(at, cancelled ? 'CANCELED' : reason);
+    if (!this.sentAny) this.ctx.stats.recordFirstResponse(this.record, at);
+    if (this.decoupled && this.record.dispatched)
+      this.responseDone(cancelled ? 'cancel' : 'fail', outputStart, at);
+    // After dispatch the instance pool records the whole execution at once; before it nobody else will.
+    if (!this.record.dispatched) this.ctx.stats.recordEarlyFailure(this.record);
+  }
+
+  private responseDone(outcome: ResponseOutcome, outputStart: bigint, end: bigint): void {
+    this.ctx.stats.recordResponse(this.responseIndex++, outcome, this.responseStart, outputStart, end);
+    this.responseStart = end;
   }
 
   private selectOutputs(produced: readonly Tensor[]): Tensor[] {

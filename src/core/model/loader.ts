@@ -16,6 +16,7 @@ import {
 } from '../../model-config/index.js';
 import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
 import type { ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
+import type { StatsRegistry } from '../stats/registry.js';
 import { ModelVersion } from './model-version.js';
 
 export interface LoaderOptions {
@@ -24,6 +25,8 @@ export interface LoaderOptions {
   /** backend name → key → value, from --backend-config (the `default` entry applies to every backend). */
   readonly backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;
   readonly log: Logger;
+  /** Where loaded versions report their statistics for the metrics endpoint (optional). */
+  readonly statsRegistry?: StatsRegistry;
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
@@ -110,6 +113,7 @@ export class ModelLoader implements VersionLoader {
   }
 
   async loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<ModelVersion> {
+    const loadStart = process.hrtime.bigint();
     const backend = await this.resolveBackend(config as ModelConfig, location, [location.version]);
     const modelPath = path.join(
       location.versionDir,
@@ -171,6 +175,8 @@ export class ModelLoader implements VersionLoader {
       instances,
       labels,
       log: this.options.log,
+      statsRegistry: this.options.statsRegistry,
+      loadDurationNs: Number(process.hrtime.bigint() - loadStart),
     });
   }
 

@@ -14,6 +14,7 @@ import { DefaultScheduler } from '../scheduling/default-scheduler.js';
 import { InstancePool } from '../scheduling/instance-pool.js';
 import type { Scheduler } from '../scheduling/scheduler.js';
 import { ModelStats } from '../stats/model-stats.js';
+import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
 import { JobSender, type OutputContext } from './job-sender.js';
 
@@ -28,6 +29,10 @@ export interface ModelVersionParts {
   readonly instances: readonly InstanceHandle[];
   readonly labels: ReadonlyMap<string, readonly string[]>;
   readonly log: Logger;
+  /** The server's metrics registry; the version's statistics join its series while it is loaded. */
+  readonly statsRegistry?: StatsRegistry;
+  /** How long loading this version took (nv_model_load_duration_secs). */
+  readonly loadDurationNs?: number;
 }
 
 export function modelMetadataOf(config: FrozenModelConfig, versions: readonly string[]): ModelMetadata {
@@ -58,6 +63,7 @@ export class ModelVersion implements LoadedVersion {
   private readonly outputContext: OutputContext;
   private readonly decoupled: boolean;
   private unloading: Promise<void> | undefined;
+  private readonly detachStats: (() => void) | undefined;
 
   constructor(private readonly parts: ModelVersionParts) {
     this.config = parts.config;
@@ -67,6 +73,8 @@ export class ModelVersion implements LoadedVersion {
     this.stats = new ModelStats(this.modelName, String(this.version));
     this.pool = new InstancePool(parts.instances, this.stats, parts.log);
     this.scheduler = new DefaultScheduler(this.pool);
+    this.stats.pendingSource = () => this.scheduler.queued;
+    this.detachStats = parts.statsRegistry?.attach(this.stats, parts.config, parts.loadDurationNs);
     this.decoupled = parts.config.model_transaction_policy?.decoupled === true;
     this.outputContext = {
       config: parts.config,
@@ -87,15 +95,16 @@ export class ModelVersion implements LoadedVersion {
         `Request for unknown model: '${this.modelName}' version ${this.version} is not at ready state`,
       );
     }
+    const requestStart = process.hrtime.bigint();
     const prepared = prepareRequest(this.config, request);
-    const acceptedAt = process.hrtime.bigint();
+    const record = this.stats.startRequest(requestStart, prepared.batchSize);
     const stream = new ResponseStream<InferenceResponse>();
-    const sender = new JobSender(this.outputContext, prepared, stream, acceptedAt, this.decoupled);
+    const sender = new JobSender(this.outputContext, prepared, stream, record, this.decoupled);
     this.scheduler.enqueue({
       request: prepared,
       sender,
       signal: request.signal ?? NEVER_ABORTED,
-      acceptedAt,
+      acceptedAt: record.queueStart,
     });
     return stream;
   }
@@ -112,6 +121,8 @@ export class ModelVersion implements LoadedVersion {
   private async doUnload(): Promise<void> {
     this.state = 'UNLOADING';
     await this.scheduler.drain();
+    // Every accepted request has ended: the statistics are final and can leave the metrics series.
+    this.detachStats?.();
     await this.pool.close();
     await this.parts.handle.unload();
     this.state = 'UNLOADED';

@@ -5,7 +5,9 @@
 import type { BackendRequest, InstanceHandle } from '../../backend-api/backend.js';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import { JobSender } from '../model/job-sender.js';
 import type { ModelStats } from '../stats/model-stats.js';
+import type { RequestRecord } from '../stats/request-record.js';
 import type { Job } from './scheduler.js';
 
 export class InstancePool {
@@ -34,10 +36,15 @@ export class InstancePool {
    */
   run(instance: InstanceHandle, jobs: readonly Job[]): Promise<void> {
     const start = process.hrtime.bigint();
-    let batchSize = 0;
+    const records: RequestRecord[] = [];
     const requests: BackendRequest[] = jobs.map((job) => {
-      this.stats.recordQueue(Number(start - job.acceptedAt));
-      batchSize += job.request.batchSize;
+      let record: RequestRecord | undefined;
+      // A request that already ended (counted when it did) is not counted again with this execution.
+      if (job.sender instanceof JobSender && !job.sender.done) {
+        job.sender.dispatched(start);
+        record = job.sender.record;
+        records.push(record);
+      }
       const r = job.request;
       return {
         id: r.id,
@@ -49,17 +56,11 @@ export class InstancePool {
         batchSize: r.batchSize,
         signal: job.signal,
         sender: job.sender,
+        reportTiming: record?.reportTiming,
       };
     });
     const finish = (error?: unknown): void => {
       const end = process.hrtime.bigint();
-      this.stats.recordExecution({
-        batchSize,
-        requests: jobs.length,
-        computeInputNs: 0,
-        computeInferNs: Number(end - start),
-        computeOutputNs: 0,
-      });
       for (const job of jobs) {
         if (job.sender.done) continue;
         if (error !== undefined) {
@@ -68,6 +69,8 @@ export class InstancePool {
           job.sender.fail(internal(`backend returned without a response for request '${job.request.id}'`));
         }
       }
+      // Every request has ended now, so the whole execution can be counted at once.
+      this.stats.recordExecution(records, start, end);
       this.free.push(instance);
     };
     let pending: Promise<void>;

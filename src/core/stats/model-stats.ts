@@ -1,18 +1,112 @@
 /**
  * Per model-version statistics, the one source behind the statistics extension (HTTP and gRPC) and the
- * Prometheus metrics. Durations are kept in nanoseconds as Triton reports them.
+ * Prometheus metrics. Durations are kept in nanoseconds as Triton reports them, and the counting rules
+ * follow Triton's InferenceStatsAggregator: a request counts once in success or fail; queue and compute
+ * phases are counted for successful requests only; inference_count is batch-expanded and counts successes;
+ * an execution (and last_inference) counts when at least one of its requests succeeded.
  */
+import type { PhaseTimings } from '../../backend-api/backend.js';
 import type { InferBatchStatistics, ModelStatistics, StatisticDuration } from '../types.js';
+import { RequestRecord } from './request-record.js';
 
-const zero = (): StatisticDuration => ({ count: 0, ns: 0 });
+export { RequestRecord };
 
-export interface ExecutionTiming {
-  batchSize: number;
-  /** Number of requests in the execution. */
-  requests: number;
+/** The `reason` label of nv_inference_request_failure. */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
+
+/** One entry of `response_stats` (decoupled models), keyed by the response's index within its request. */
+export interface InferResponseStatistics {
+  compute_infer: StatisticDuration;
+  compute_output: StatisticDuration;
+  success: StatisticDuration;
+  fail: StatisticDuration;
+  empty_response: StatisticDuration;
+  cancel: StatisticDuration;
+}
+
+export type ResponseOutcome = 'success' | 'fail' | 'empty' | 'cancel';
+
+/** The latencies of one successful request, in nanoseconds (what latency summaries observe). */
+export interface SuccessSample {
+  readonly requestNs: number;
+  readonly queueNs: number;
+  readonly computeInputNs: number;
+  readonly computeInferNs: number;
+  readonly computeOutputNs: number;
+}
+
+/** Receives per-request observations as they happen (the metrics registry, for summaries/histograms). */
+export interface StatsSink {
+  success(sample: SuccessSample): void;
+  firstResponse(ns: number): void;
+}
+
+/** Cumulative counters of one version, the part the Prometheus metrics expose. */
+export interface StatsCounters {
+  success: number;
+  failure: Record<FailureReason, number>;
+  inferenceCount: number;
+  executionCount: number;
+  requestNs: number;
+  queueNs: number;
   computeInputNs: number;
   computeInferNs: number;
   computeOutputNs: number;
+  cacheHitCount: number;
+  cacheHitNs: number;
+  cacheMissCount: number;
+  cacheMissNs: number;
+}
+
+export function emptyCounters(): StatsCounters {
+  return {
+    success: 0,
+    failure: { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 },
+    inferenceCount: 0,
+    executionCount: 0,
+    requestNs: 0,
+    queueNs: 0,
+    computeInputNs: 0,
+    computeInferNs: 0,
+    computeOutputNs: 0,
+    cacheHitCount: 0,
+    cacheHitNs: 0,
+    cacheMissCount: 0,
+    cacheMissNs: 0,
+  };
+}
+
+/** Adds `b` into `a`. */
+export function addCounters(a: StatsCounters, b: StatsCounters): void {
+  a.success += b.success;
+  for (const r of FAILURE_REASONS) a.failure[r] += b.failure[r];
+  a.inferenceCount += b.inferenceCount;
+  a.executionCount += b.executionCount;
+  a.requestNs += b.requestNs;
+  a.queueNs += b.queueNs;
+  a.computeInputNs += b.computeInputNs;
+  a.computeInferNs += b.computeInferNs;
+  a.computeOutputNs += b.computeOutputNs;
+  a.cacheHitCount += b.cacheHitCount;
+  a.cacheHitNs += b.cacheHitNs;
+  a.cacheMissCount += b.cacheMissCount;
+  a.cacheMissNs += b.cacheMissNs;
+}
+
+const zero = (): StatisticDuration => ({ count: 0, ns: 0 });
+const copy = (d: StatisticDuration): StatisticDuration => ({ count: d.count, ns: d.ns });
+const ns = (from: bigint, to: bigint): number => (to > from ? Number(to - from) : 0);
+
+function add(d: StatisticDuration, count: number, duration: number): void {
+  d.count += count;
+  d.ns += duration;
+}
+
+interface Triple {
+  input: number;
+  infer: number;
+  output: number;
 }
 
 export class ModelStats {
@@ -27,47 +121,181 @@ export class ModelStats {
   readonly computeOutput = zero();
   readonly cacheHit = zero();
   readonly cacheMiss = zero();
+  readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
   private readonly batches = new Map<number, InferBatchStatistics>();
-  /** Requests accepted but not yet executing. */
-  pending = 0;
+  private readonly responses = new Map<number, InferResponseStatistics>();
+  /** Set by the metrics registry while this version is attached to it. */
+  sink: StatsSink | undefined;
+  /** Requests accepted but not yet handed to an instance; the owner wires it to its scheduler. */
+  pendingSource: () => number = () => 0;
 
   constructor(
     readonly modelName: string,
     readonly version: string,
   ) {}
 
-  recordQueue(ns: number): void {
-    this.queue.count++;
-    this.queue.ns += ns;
+  get pending(): number {
+    return this.pendingSource();
   }
 
-  recordExecution(t: ExecutionTiming): void {
-    this.executionCount++;
-    this.inferenceCount += t.batchSize;
-    this.lastInference = Date.now();
-    add(this.computeInput, t.requests, t.computeInputNs);
-    add(this.computeInfer, t.requests, t.computeInferNs);
-    add(this.computeOutput, t.requests, t.computeOutputNs);
-    let b = this.batches.get(t.batchSize);
-    if (!b) {
-      b = { batch_size: t.batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
-      this.batches.set(t.batchSize, b);
+  /** The timeline of a request accepted now; `requestStart` is when the core first saw it. */
+  startRequest(requestStart: bigint, batchSize: number): RequestRecord {
+    return new RequestRecord(requestStart, process.hrtime.bigint(), batchSize);
+  }
+
+  /** The first response (or error) of a request went out: time to first response. */
+  recordFirstResponse(rec: RequestRecord, at: bigint): void {
+    this.sink?.firstResponse(ns(rec.requestStart, at));
+  }
+
+  /** A request that ended before any instance took it (cancelled in the queue, refused by the scheduler). */
+  recordEarlyFailure(rec: RequestRecord): void {
+    this.addFailure(rec);
+  }
+
+  /**
+   * One execution on an instance finished (execute() settled, every request ended). Records each request
+   * by its outcome, then the execution itself when any request succeeded.
+   */
+  recordExecution(records: readonly RequestRecord[], start: bigint, end: bigint): void {
+    let coreOutputNs = 0;
+    let reported: PhaseTimings | undefined;
+    let batchSize = 0;
+    for (const r of records) {
+      coreOutputNs += r.outputNs;
+      reported ??= r.timing;
+      batchSize += r.batchSize;
     }
-    add(b.compute_input, 1, t.computeInputNs);
-    add(b.compute_infer, 1, t.computeInferNs);
-    add(b.compute_output, 1, t.computeOutputNs);
+    const wall = ns(start, end);
+    const triple = (t: PhaseTimings | undefined): Triple =>
+      t
+        ? { input: t.computeInputNs, infer: t.computeInferNs, output: t.computeOutputNs + coreOutputNs }
+        : { input: 0, infer: Math.max(0, wall - coreOutputNs), output: coreOutputNs };
+    const batch = triple(reported);
+    let succeeded = false;
+    for (const r of records) {
+      if (r.outcome === 'success') {
+        succeeded = true;
+        this.addSuccess(r, r.timing ? triple(r.timing) : batch);
+      } else {
+        // A request a backend never ended is failed by the pool before this call, so it is never pending.
+        this.addFailure(r);
+      }
+    }
+    if (!succeeded) return;
+    this.executionCount++;
+    this.lastInference = Math.max(this.lastInference, Date.now());
+    let b = this.batches.get(batchSize);
+    if (!b) {
+      b = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
+      this.batches.set(batchSize, b);
+    }
+    add(b.compute_input, 1, batch.input);
+    add(b.compute_infer, 1, batch.infer);
+    add(b.compute_output, 1, batch.output);
   }
 
-  recordSuccess(totalNs: number): void {
-    add(this.success, 1, totalNs);
+  /**
+   * One response of a decoupled model: `start` is when the model began computing it (the execution start or
+   * the previous response's end), `outputStart` when the core began handling its outputs (0n: never).
+   */
+  recordResponse(
+    index: number,
+    outcome: ResponseOutcome,
+    start: bigint,
+    outputStart: bigint,
+    end: bigint,
+  ): void {
+    let s = this.responses.get(index);
+    if (!s) {
+      s = {
+        compute_infer: zero(),
+        compute_output: zero(),
+        success: zero(),
+        fail: zero(),
+        empty_response: zero(),
+        cancel: zero(),
+      };
+      this.responses.set(index, s);
+    }
+    const total = ns(start, end);
+    switch (outcome) {
+      case 'success':
+      case 'fail':
+        if (outputStart > 0n) {
+          add(s.compute_infer, 1, ns(start, outputStart));
+          add(s.compute_output, 1, ns(outputStart, end));
+        } else {
+          add(s.compute_infer, 1, total);
+        }
+        add(outcome === 'success' ? s.success : s.fail, 1, total);
+        break;
+      case 'empty':
+        add(s.compute_infer, 1, total);
+        add(s.empty_response, 1, total);
+        break;
+      case 'cancel':
+        add(s.cancel, 1, total);
+        break;
+    }
   }
 
-  recordFailure(totalNs: number): void {
-    add(this.fail, 1, totalNs);
+  private addSuccess(r: RequestRecord, t: Triple): void {
+    const requestNs = ns(r.requestStart, r.end);
+    const queueNs = ns(r.queueStart, r.computeStart);
+    this.inferenceCount += Math.max(1, r.batchSize);
+    add(this.success, 1, requestNs);
+    add(this.queue, 1, queueNs);
+    add(this.computeInput, 1, t.input);
+    add(this.computeInfer, 1, t.infer);
+    add(this.computeOutput, 1, t.output);
+    this.sink?.success({
+      requestNs,
+      queueNs,
+      computeInputNs: t.input,
+      computeInferNs: t.infer,
+      computeOutputNs: t.output,
+    });
   }
 
+  private addFailure(r: RequestRecord): void {
+    add(this.fail, 1, ns(r.requestStart, r.end));
+    this.failures[r.reason]++;
+  }
+
+  /** The counters the metrics expose (a copy). */
+  counters(): StatsCounters {
+    return {
+      success: this.success.count,
+      failure: { ...this.failures },
+      inferenceCount: this.inferenceCount,
+      executionCount: this.executionCount,
+      requestNs: this.success.ns,
+      queueNs: this.queue.ns,
+      computeInputNs: this.computeInput.ns,
+      computeInferNs: this.computeInfer.ns,
+      computeOutputNs: this.computeOutput.ns,
+      cacheHitCount: this.cacheHit.count,
+      cacheHitNs: this.cacheHit.ns,
+      cacheMissCount: this.cacheMiss.count,
+      cacheMissNs: this.cacheMiss.ns,
+    };
+  }
+
+  /** Triton's ModelStatistics object (the statistics extension's JSON; gRPC uses the same fields). */
   snapshot(): ModelStatistics {
-    const copy = (d: StatisticDuration): StatisticDuration => ({ count: d.count, ns: d.ns });
+    const responseStats: Record<string, InferResponseStatistics> = {};
+    for (const i of [...this.responses.keys()].sort((a, b) => a - b)) {
+      const s = this.responses.get(i)!;
+      responseStats[String(i)] = {
+        compute_infer: copy(s.compute_infer),
+        compute_output: copy(s.compute_output),
+        success: copy(s.success),
+        fail: copy(s.fail),
+        empty_response: copy(s.empty_response),
+        cancel: copy(s.cancel),
+      };
+    }
     return {
       name: this.modelName,
       version: this.version,
@@ -93,12 +321,7 @@ export class ModelStats {
           compute_output: copy(b.compute_output),
         })),
       memory_usage: [],
-      response_stats: {},
+      response_stats: responseStats,
     };
   }
-}
-
-function add(d: StatisticDuration, count: number, ns: number): void {
-  d.count += count;
-  d.ns += ns;
 }

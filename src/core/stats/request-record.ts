@@ -1,0 +1,65 @@
+/**
+ * The timeline of one request as the statistics need it: when the core saw it, when it was queued, when
+ * an instance took it, how it ended and why. The response sender fills it in; the instance pool hands the
+ * records of a finished execution to ModelStats, which turns them into counters.
+ */
+import type { PhaseTimings } from '../../backend-api/backend.js';
+import type { FailureReason } from './model-stats.js';
+
+export type RequestOutcome = 'pending' | 'success' | 'failure';
+
+function validTiming(t: PhaseTimings): boolean {
+  const ok = (n: unknown): boolean => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+  return ok(t.computeInputNs) && ok(t.computeInferNs) && ok(t.computeOutputNs);
+}
+
+export class RequestRecord {
+  /** process.hrtime.bigint() when an instance took the request; 0n while queued. */
+  computeStart = 0n;
+  /** When the request ended (final response or error). */
+  end = 0n;
+  outcome: RequestOutcome = 'pending';
+  reason: FailureReason = 'OTHER';
+  /** Time the core spent turning the backend's outputs into responses (part of compute_output). */
+  outputNs = 0;
+  /** Phase timings the backend reported, if any. */
+  timing: PhaseTimings | undefined;
+
+  constructor(
+    /** When the core first saw the request (before validation). */
+    readonly requestStart: bigint,
+    /** When the request was accepted into the scheduler's queue. */
+    readonly queueStart: bigint,
+    /** Batch-expanded size (1 for models without a batch dimension). */
+    readonly batchSize: number,
+  ) {}
+
+  get dispatched(): boolean {
+    return this.computeStart !== 0n;
+  }
+
+  get ended(): boolean {
+    return this.outcome !== 'pending';
+  }
+
+  /** Handed to backends as BackendRequest.reportTiming; ignores malformed reports. */
+  readonly reportTiming = (timings: PhaseTimings): void => {
+    if (!validTiming(timings)) return;
+    this.timing = {
+      computeInputNs: timings.computeInputNs,
+      computeInferNs: timings.computeInferNs,
+      computeOutputNs: timings.computeOutputNs,
+    };
+  };
+
+  succeed(at: bigint): void {
+    this.outcome = 'success';
+    this.end = at;
+  }
+
+  failed(at: bigint, reason: FailureReason): void {
+    this.outcome = 'failure';
+    this.end = at;
+    this.reason = reason;
+  }
+}
