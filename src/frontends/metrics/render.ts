@@ -1,0 +1,136 @@
+/**
+ * Builds the nv_* part of a scrape from what the core reports at that moment: counters and gauges from
+ * each series' totals, summaries and histograms from the latency tracker, host values from the poller.
+ * Families and their order follow Triton's registry; which ones appear follows --metrics-config.
+ */
+import { FAILURE_REASONS } from '../../core/stats/model-stats.js';
+import type { MetricSeries } from '../../core/stats/registry.js';
+import type { MetricsSettings } from './config.js';
+import {
+  familyText,
+  histogramSamples,
+  isValidLabelName,
+  sample,
+  sortLabels,
+  summarySamples,
+  type Labels,
+} from './exposition.js';
+import { FAMILIES, type Family } from './families.js';
+import type { LatencyTracker, SeriesLatency, WindowedSummary } from './latency.js';
+import type { SystemValues } from './system.js';
+
+/** model, version and `_<tag>` labels; tags that cannot be label names are left out. */
+export function seriesLabels(series: MetricSeries): Labels {
+  const labels: [string, string][] = [
+    ['model', series.model],
+    ['version', series.version],
+  ];
+  for (const [k, v] of Object.entries(series.tags)) {
+    if (isValidLabelName(`_${k}`)) labels.push([`_${k}`, v]);
+  }
+  return sortLabels(labels);
+}
+
+/** Microseconds from cumulative nanoseconds, whole like Triton's counters. */
+const us = (ns: number): number => Math.floor(ns / 1000);
+
+export interface RenderInput {
+  readonly series: readonly MetricSeries[];
+  readonly settings: MetricsSettings;
+  /** Present when summaries or histograms are enabled. */
+  readonly latency?: LatencyTracker;
+  /** Present when CPU metrics are enabled. */
+  readonly system?: SystemValues;
+}
+
+export function renderMetrics(input: RenderInput): string {
+  const { settings, latency } = input;
+  const rows = input.series.map((s) => ({ s, labels: seriesLabels(s), t: s.totals() }));
+  const per = (family: Family, value: (r: (typeof rows)[number]) => number | undefined): string =>
+    familyText(
+      family,
+      rows.flatMap((r) => {
+        const v = value(r);
+        return v === undefined ? [] : [sample(family.name, r.labels, v)];
+      }),
+    );
+
+  let out = '';
+  out += per(FAMILIES.success, (r) => r.t.success);
+  out += familyText(
+    FAMILIES.failure,
+    rows.flatMap((r) =>
+      FAILURE_REASONS.map((reason) =>
+        sample(FAMILIES.failure.name, sortLabels([...r.labels, ['reason', reason]]), r.t.failure[reason]),
+      ),
+    ),
+  );
+  out += per(FAMILIES.count, (r) => r.t.inferenceCount);
+  out += per(FAMILIES.execCount, (r) => r.t.executionCount);
+  if (settings.counterLatencies) {
+    out += per(FAMILIES.requestDuration, (r) => us(r.t.requestNs));
+    out += per(FAMILIES.queueDuration, (r) => us(r.t.queueNs));
+    out += per(FAMILIES.computeInputDuration, (r) => us(r.t.computeInputNs));
+    out += per(FAMILIES.computeInferDuration, (r) => us(r.t.computeInferNs));
+    out += per(FAMILIES.computeOutputDuration, (r) => us(r.t.computeOutputNs));
+  }
+  out += per(FAMILIES.pending, (r) => r.s.pending());
+  out += per(FAMILIES.loadDuration, (r) => r.s.loadDurationSecs);
+  // This server has no pinned memory pool (no GPU); Triton always reports the pool, so report it empty.
+  out += familyText(FAMILIES.pinnedTotal, [sample(FAMILIES.pinnedTotal.name, [], 0)]);
+  out += familyText(FAMILIES.pinnedUsed, [sample(FAMILIES.pinnedUsed.name, [], 0)]);
+  if (settings.counterLatencies) {
+    const cached = (v: (r: (typeof rows)[number]) => number) => (r: (typeof rows)[number]) =>
+      r.s.cacheEnabled ? v(r) : undefined;
+    out += per(
+      FAMILIES.cacheHits,
+      cached((r) => r.t.cacheHitCount),
+    );
+    out += per(
+      FAMILIES.cacheMisses,
+      cached((r) => r.t.cacheMissCount),
+    );
+    out += per(
+      FAMILIES.cacheHitDuration,
+      cached((r) => us(r.t.cacheHitNs)),
+    );
+    out += per(
+      FAMILIES.cacheMissDuration,
+      cached((r) => us(r.t.cacheMissNs)),
+    );
+  }
+  if (latency && settings.histogramLatencies) {
+    const name = FAMILIES.firstResponse.name;
+    out += familyText(
+      FAMILIES.firstResponse,
+      rows.map((r) => histogramSamples(name, r.labels, latency.of(r.s).firstResponse.values())),
+    );
+  }
+  if (latency && settings.summaryLatencies) {
+    const summaries: [Family, (l: SeriesLatency) => WindowedSummary | undefined][] = [
+      [FAMILIES.requestSummary, (l) => l.request],
+      [FAMILIES.queueSummary, (l) => l.queue],
+      [FAMILIES.computeInputSummary, (l) => l.computeInput],
+      [FAMILIES.computeInferSummary, (l) => l.computeInfer],
+      [FAMILIES.computeOutputSummary, (l) => l.computeOutput],
+    ];
+    for (const [family, pick] of summaries) {
+      out += familyText(
+        family,
+        rows.flatMap((r) => {
+          const s = pick(latency.of(r.s));
+          return s ? [summarySamples(family.name, r.labels, s.values())] : [];
+        }),
+      );
+    }
+  }
+  if (input.system) {
+    const v = input.system;
+    out += familyText(FAMILIES.cpuUtilization, [sample(FAMILIES.cpuUtilization.name, [], v.cpuUtilization)]);
+    out += familyText(FAMILIES.cpuMemoryTotal, [
+      sample(FAMILIES.cpuMemoryTotal.name, [], v.memoryTotalBytes),
+    ]);
+    out += familyText(FAMILIES.cpuMemoryUsed, [sample(FAMILIES.cpuMemoryUsed.name, [], v.memoryUsedBytes)]);
+  }
+  return out;
+}

@@ -1,0 +1,137 @@
+/**
+ * The metrics endpoint: `GET /metrics` on its own port (Triton's 8002) in Prometheus text format — Triton's
+ * nv_* families first, then the Node process metrics of prom-client under their standard `process_` and
+ * `nodejs_` names. Everything model-related is read from the core at scrape time, host values come from a
+ * poller running every --metrics-interval-ms, and per-request observers exist only while summaries or
+ * histograms are switched on.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { unavailable } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { MetricsSource } from '../../core/stats/registry.js';
+import { metricsSettings, type MetricsSettings } from './config.js';
+import { CONTENT_TYPE } from './exposition.js';
+import { LatencyTracker } from './latency.js';
+import { renderMetrics } from './render.js';
+import { SystemPoller } from './system.js';
+
+export interface MetricsFrontendOptions {
+  readonly address: string;
+  /** 0 picks a free port (tests). */
+  readonly port: number;
+  readonly log: Logger;
+  /** --metrics-interval-ms: how often the per-interval (host) metrics are refreshed; default 2000. */
+  readonly intervalMs?: number;
+  /** --metrics-config settings. */
+  readonly config?: ReadonlyMap<string, string>;
+  /** --allow-cpu-metrics; default true. */
+  readonly cpuMetrics?: boolean;
+  /** Directory read for host metrics (tests); default /proc. */
+  readonly procRoot?: string;
+}
+
+export interface MetricsFrontend {
+  readonly settings: MetricsSettings;
+  /** Starts the poller and listens; resolves with the bound address and port. */
+  listen(): Promise<{ address: string; port: number }>;
+  /** The text a scrape returns now. */
+  scrape(): Promise<string>;
+  /** Stops listening and polling, and stops observing requests. */
+  close(): Promise<void>;
+}
+
+const METRICS_PATH = /^\/metrics\/?$/;
+
+export function createMetricsFrontend(
+  source: MetricsSource,
+  options: MetricsFrontendOptions,
+): MetricsFrontend {
+  const { log } = options;
+  const settings = metricsSettings(options.config ?? new Map(), log);
+  const latency =
+    settings.summaryLatencies || settings.histogramLatencies ? new LatencyTracker(settings) : undefined;
+  const stopObserving = latency ? source.addLatencyObserver(latency) : undefined;
+  const poller =
+    options.cpuMetrics === false ? undefined : new SystemPoller(options.intervalMs ?? 2000, options.procRoot);
+  const processRegistry = new Registry();
+  collectDefaultMetrics({ register: processRegistry });
+
+  const scrape = async (): Promise<string> => {
+    const nv = renderMetrics({ series: source.metricSeries(), settings, latency, system: poller?.values });
+    return nv + (await processRegistry.metrics());
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    if (!METRICS_PATH.test(path)) {
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Not Found\n');
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res
+        .writeHead(405, { 'Content-Type': 'text/plain; charset=utf-8', Allow: 'GET, HEAD' })
+        .end('Method Not Allowed\n');
+      return;
+    }
+    scrape().then(
+      (text) => {
+        res.writeHead(200, { 'Content-Type': CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
+        res.end(req.method === 'HEAD' ? undefined : text);
+      },
+      (err: unknown) => {
+        log.error(`metrics scrape failed: ${String(err)}`);
+        if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+        res.end('metrics collection failed\n');
+      },
+    );
+  };
+
+  const server = createServer({ keepAliveTimeout: 60_000 }, handle);
+  server.on('clientError', (_err, socket) => socket.destroy());
+
+  return {
+    settings,
+    scrape,
+    listen: async () => {
+      await poller?.start();
+      try {
+        return await new Promise<{ address: string; port: number }>((resolve, reject) => {
+          const onError = (err: NodeJS.ErrnoException): void => {
+            server.off('listening', onListening);
+            reject(
+              err.code === 'EADDRINUSE'
+                ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
+                : unavailable(
+                    `failed to start the Metrics service at ${options.address}:${options.port}: ${err.message}`,
+                  ),
+            );
+          };
+          const onListening = (): void => {
+            server.off('error', onError);
+            const addr = server.address() as AddressInfo;
+            resolve({ address: addr.address, port: addr.port });
+          };
+          server.once('error', onError);
+          server.once('listening', onListening);
+          server.listen(options.port, options.address);
+        });
+      } catch (err) {
+        await poller?.stop();
+        throw err;
+      }
+    },
+    close: async () => {
+      stopObserving?.();
+      await poller?.stop();
+      if (!server.listening) return;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
