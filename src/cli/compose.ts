@@ -11,8 +11,10 @@ import type { Logger } from '../common/logger.js';
 import { ModelLoader } from '../core/model/loader.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
 import { InferenceServer } from '../core/server.js';
+import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
 import { createHttpFrontend } from '../frontends/http/index.js';
+import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
 
@@ -24,6 +26,8 @@ export interface Endpoint {
 export interface RunningNereid {
   readonly server: InferenceServer;
   readonly http: Endpoint | undefined;
+  /** The Prometheus endpoint (`GET /metrics`), when --allow-metrics. */
+  readonly metrics: Endpoint | undefined;
   /** Stops accepting, lets in-flight requests finish, unloads every model. */
   stop(): Promise<void>;
 }
@@ -44,11 +48,13 @@ export function builtinBackends(): Backend[] {
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
+  const statsRegistry = new StatsRegistry();
   const loader = new ModelLoader({
     backends: builtinBackends(),
     disableAutoComplete: options.disableAutoCompleteConfig,
     backendConfig: options.backendConfig,
     log,
+    statsRegistry,
   });
   const repository = new ModelRepositoryManager(
     {
@@ -84,6 +90,8 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
 
   let http: Endpoint | undefined;
   let httpFrontend: ReturnType<typeof createHttpFrontend> | undefined;
+  let metrics: Endpoint | undefined;
+  let metricsFrontend: MetricsFrontend | undefined;
   try {
     if (options.allowHttp) {
       httpFrontend = createHttpFrontend(server, {
@@ -95,7 +103,21 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       http = await httpFrontend.listen();
       log.info(`Started HTTPService at ${http.address}:${http.port}`);
     }
+    if (options.allowMetrics) {
+      metricsFrontend = createMetricsFrontend(statsRegistry, {
+        address: options.metricsAddress,
+        port: options.metricsPort,
+        log,
+        intervalMs: options.metricsIntervalMs,
+        config: options.metricsConfig,
+        cpuMetrics: options.allowCpuMetrics,
+      });
+      metrics = await metricsFrontend.listen();
+      log.info(`Started Metrics Service at ${metrics.address}:${metrics.port}`);
+    }
   } catch (err) {
+    await httpFrontend?.close();
+    await metricsFrontend?.close();
     await repository.close();
     throw err;
   }
@@ -106,7 +128,9 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       server.markStopping();
       await httpFrontend?.close();
       await repository.close();
+      // Like Triton, metrics stay scrapeable while models drain.
+      await metricsFrontend?.close();
       await sharedMemory.close();
     })());
-  return { server, http, stop };
+  return { server, http, metrics, stop };
 }

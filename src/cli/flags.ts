@@ -10,8 +10,11 @@ import type { ServerOptions } from './options.js';
 
 type Kind = 'string' | 'int' | 'bool' | 'list';
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-type Draft = Mutable<Omit<ServerOptions, 'backendConfig' | 'modelRepositories' | 'loadModels'>> & {
+type Draft = Mutable<
+  Omit<ServerOptions, 'backendConfig' | 'modelRepositories' | 'loadModels' | 'metricsConfig'>
+> & {
   backendConfig: Map<string, Map<string, string>>;
+  metricsConfig: Map<string, string>;
   modelRepositories: string[];
   loadModels: string[];
 };
@@ -221,6 +224,20 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.metricsIntervalMs = parseInt10('metrics-interval-ms', v, 1)),
   },
   {
+    name: 'metrics-config',
+    kind: 'list',
+    help: "Metrics setting '<setting>=<value>'; repeat for several: counter_latencies=false, summary_latencies=true, summary_quantiles=<q>:<error>,..., histogram_latencies=true.",
+    apply: (d, v) => {
+      const eq = v.indexOf('=');
+      const setting = eq < 0 ? '' : v.slice(0, eq);
+      const value = eq < 0 ? '' : v.slice(eq + 1);
+      if (!setting || !value || setting.includes(',')) {
+        throw invalidArg(`--metrics-config option format is <setting>=<value>. Got ${v}`);
+      }
+      d.metricsConfig.set(setting, value);
+    },
+  },
+  {
     name: 'allow-client-shm',
     kind: 'bool',
     defaultText: 'false',
@@ -281,7 +298,13 @@ export const FLAGS: readonly Flag[] = [
   { name: 'reuse-http-port', kind: 'bool', help: 'Accepted; no effect.' },
   { name: 'reuse-grpc-port', kind: 'bool', help: 'Accepted; no effect.' },
   { name: 'allow-gpu-metrics', kind: 'bool', help: 'Accepted; there are no GPU metrics without a GPU.' },
-  { name: 'allow-cpu-metrics', kind: 'bool', help: 'Accepted; no effect yet.' },
+  {
+    name: 'allow-cpu-metrics',
+    kind: 'bool',
+    defaultText: 'true',
+    help: 'Report host CPU utilization and memory (nv_cpu_*) on the metrics endpoint.',
+    apply: (d, v) => (d.allowCpuMetrics = parseBool('allow-cpu-metrics', v)),
+  },
   { name: 'pinned-memory-pool-byte-size', kind: 'int', help: 'Accepted; no pinned memory without a GPU.' },
   { name: 'cuda-memory-pool-byte-size', kind: 'list', help: 'Accepted; no CUDA memory pool without a GPU.' },
   { name: 'min-supported-compute-capability', kind: 'string', help: 'Accepted; no effect.' },
@@ -324,6 +347,8 @@ export function defaultDraft(): Draft {
     metricsAddress: '',
     metricsPort: 8002,
     metricsIntervalMs: 2000,
+    metricsConfig: new Map(),
+    allowCpuMetrics: true,
     allowClientShm: false,
     logVerbose: 0,
     logInfo: true,

@@ -31,6 +31,10 @@ export interface ServerOptions {
   readonly metricsAddress: string;
   readonly metricsPort: number;
   readonly metricsIntervalMs: number;
+  /** `--metrics-config <setting>=<value>`: counter_latencies, summary_latencies, summary_quantiles, histogram_latencies. */
+  readonly metricsConfig: ReadonlyMap<string, string>;
+  /** `--allow-cpu-metrics`: report nv_cpu_* from /proc. */
+  readonly allowCpuMetrics: boolean;
   /** `--allow-client-shm`: clients may register and use system shared memory. */
   readonly allowClientShm: boolean;
   readonly logVerbose: number;

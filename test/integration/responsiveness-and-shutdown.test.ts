@@ -70,6 +70,7 @@ describe('the nereid command', () => {
         `--model-repository=${repo}`,
         '--http-port=0',
         '--http-address=127.0.0.1',
+        '--metrics-port=0',
       ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
