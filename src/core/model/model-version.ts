@@ -10,7 +10,7 @@ import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { prepareRequest } from '../inference.js';
 import type { LoadedVersion } from '../repository/contract.js';
 import { ResponseStream } from '../response-stream.js';
-import { DefaultScheduler } from '../scheduling/default-scheduler.js';
+import { createScheduler } from '../scheduling/factory.js';
 import { InstancePool } from '../scheduling/instance-pool.js';
 import type { Scheduler } from '../scheduling/scheduler.js';
 import { ModelStats } from '../stats/model-stats.js';
@@ -72,7 +72,7 @@ export class ModelVersion implements LoadedVersion {
     this.metadata = modelMetadataOf(parts.config, [String(parts.version)]);
     this.stats = new ModelStats(this.modelName, String(this.version));
     this.pool = new InstancePool(parts.instances, this.stats, parts.log);
-    this.scheduler = new DefaultScheduler(this.pool);
+    this.scheduler = createScheduler({ config: parts.config, pool: this.pool, log: parts.log });
     this.stats.pendingSource = () => this.scheduler.queued;
     this.detachStats = parts.statsRegistry?.attach(this.stats, parts.config, parts.loadDurationNs);
     this.decoupled = parts.config.model_transaction_policy?.decoupled === true;

@@ -1,0 +1,20 @@
+/**
+ * Picks a model version's scheduler from its config: Triton's default scheduler, the dynamic batcher
+ * (`dynamic_batching`), or the sequence batcher (`sequence_batching`). Ensembles have their own
+ * scheduler in core/ensemble. Each scheduler kind adds its case here and nowhere else.
+ */
+import type { Logger } from '../../common/logger.js';
+import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import { DefaultScheduler } from './default-scheduler.js';
+import type { InstancePool } from './instance-pool.js';
+import type { Scheduler } from './scheduler.js';
+
+export interface SchedulerContext {
+  readonly config: FrozenModelConfig;
+  readonly pool: InstancePool;
+  readonly log: Logger;
+}
+
+export function createScheduler(ctx: SchedulerContext): Scheduler {
+  return new DefaultScheduler(ctx.pool);
+}
