@@ -9,6 +9,8 @@ export {
   type HttpInferOptions,
   type Compression,
 } from './http/client.js';
+export { GrpcClient, type GrpcClientOptions, type StreamOptions } from './grpc/client.js';
+export { InferStream, type StreamInferRequest, type StreamInferResponse } from './grpc/stream.js';
 export { InferInput, InferRequestedOutput } from './infer-input.js';
 export type {
   ParameterValue,
