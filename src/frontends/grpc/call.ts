@@ -1,0 +1,185 @@
+/**
+ * One gRPC call on one HTTP/2 stream: reads length-prefixed request messages (decompressing them in order
+ * when the client compressed them), writes response messages, and ends the call with the `grpc-status` /
+ * `grpc-message` trailers (a trailers-only response when nothing was sent yet). The call's AbortSignal
+ * fires when the client cancels, the connection drops, or the deadline (`grpc-timeout`) passes.
+ */
+import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { ACCEPT_ENCODING, MessageReader, decompress, encodeGrpcMessage, parseTimeout } from './framing.js';
+import { GrpcStatusError, Status, type GrpcError } from './status.js';
+
+export interface CallHandlers {
+  /** A complete request message (already decompressed). */
+  onMessage(message: Buffer): void;
+  /** The client finished sending (half-close). */
+  onEnd(): void;
+  /** The call ended abnormally before finish(): cancellation, reset, deadline or a framing error. */
+  onAbort?(): void;
+}
+
+const OK: GrpcError = { code: Status.OK, details: '' };
+
+export class ServerCall {
+  private readonly controller = new AbortController();
+  private headersSent = false;
+  private done = false;
+  private inputEnded = false;
+  private deadline: NodeJS.Timeout | undefined;
+  /** Decompression is asynchronous: messages are handed on through this chain to keep their order. */
+  private pending: Promise<void> | undefined;
+  private handlers: CallHandlers | undefined;
+
+  constructor(
+    readonly stream: ServerHttp2Stream,
+    readonly method: string,
+    readonly headers: IncomingHttpHeaders,
+    private readonly maxMessageSize: number,
+  ) {
+    stream.on('error', () => {
+      // Stream errors (resets, protocol errors) surface as 'close'; nothing to do here.
+    });
+    stream.on('close', () => {
+      if (this.deadline) clearTimeout(this.deadline);
+      if (!this.done) {
+        this.done = true;
+        this.controller.abort(new GrpcStatusError(Status.CANCELLED, 'the client cancelled the call'));
+        this.handlers?.onAbort?.();
+      }
+    });
+    const timeoutMs = parseTimeout(headerString(headers['grpc-timeout']));
+    if (timeoutMs !== undefined) {
+      this.deadline = setTimeout(() => this.fail(Status.DEADLINE_EXCEEDED, 'Deadline Exceeded'), timeoutMs);
+      this.deadline.unref();
+    }
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** True once the call was finished or aborted. */
+  get finished(): boolean {
+    return this.done;
+  }
+
+  /** Client metadata (an HTTP/2 header) as a string. */
+  metadata(key: string): string | undefined {
+    return headerString(this.headers[key]);
+  }
+
+  /** Starts reading request messages. */
+  start(handlers: CallHandlers): void {
+    this.handlers = handlers;
+    const encoding = this.metadata('grpc-encoding') ?? 'identity';
+    const reader = new MessageReader(this.maxMessageSize);
+    this.stream.on('data', (chunk: Buffer) => {
+      if (this.done) return;
+      let messages;
+      try {
+        messages = reader.push(chunk);
+      } catch (err) {
+        const e = err as GrpcStatusError;
+        this.fail(e.code, e.message);
+        return;
+      }
+      for (const m of messages) {
+        if (!m.compressed && this.pending === undefined) {
+          handlers.onMessage(m.data);
+          continue;
+        }
+        const previous = this.pending ?? Promise.resolve();
+        this.pending = previous
+          .then(() => (m.compressed ? decompress(m.data, encoding, this.maxMessageSize) : m.data))
+          .then((data) => {
+            if (!this.done) handlers.onMessage(data);
+          })
+          .catch((err: unknown) => {
+            const e =
+              err instanceof GrpcStatusError ? err : new GrpcStatusError(Status.INTERNAL, String(err));
+            this.fail(e.code, e.message);
+          });
+      }
+    });
+    this.stream.on('end', () => {
+      this.inputEnded = true;
+      if (this.done) return;
+      if (reader.partial) {
+        this.fail(Status.INTERNAL, 'the request stream ended inside a message');
+        return;
+      }
+      if (this.pending === undefined) handlers.onEnd();
+      else void this.pending.then(() => this.done || handlers.onEnd());
+    });
+  }
+
+  /** Sends one framed response message (given as pieces). */
+  send(pieces: readonly Buffer[]): void {
+    if (this.done || this.stream.destroyed) return;
+    this.respondHeaders();
+    if (pieces.length === 1) {
+      this.stream.write(pieces[0]);
+      return;
+    }
+    this.stream.cork();
+    for (const p of pieces) this.stream.write(p);
+    this.stream.uncork();
+  }
+
+  /** Ends the call with OK (after the messages sent). */
+  finishOk(): void {
+    this.finish(OK);
+  }
+
+  /** Ends the call with a status: trailers after messages, or a trailers-only response. */
+  finish(status: GrpcError): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.deadline) clearTimeout(this.deadline);
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    const trailers: Record<string, string> = { 'grpc-status': String(status.code) };
+    if (status.details !== '') trailers['grpc-message'] = encodeGrpcMessage(status.details);
+    if (this.headersSent) {
+      // Trailers follow the queued messages; a client still sending is left to stop on its own (a reset
+      // here could overtake them).
+      stream.once('wantTrailers', () => stream.sendTrailers(trailers));
+      stream.end();
+      return;
+    } else {
+      this.headersSent = true;
+      stream.respond(
+        {
+          ':status': 200,
+          'content-type': 'application/grpc',
+          'grpc-accept-encoding': ACCEPT_ENCODING,
+          ...trailers,
+        },
+        { endStream: true },
+      );
+    }
+    // Answered before the client finished sending: stop the upload instead of draining it. The reset
+    // follows the trailers-only HEADERS frame, already submitted.
+    if (!this.inputEnded) setImmediate(() => stream.destroyed || stream.close(constants.NGHTTP2_NO_ERROR));
+  }
+
+  /** Ends the call with an error status and aborts its work. */
+  fail(code: GrpcError['code'], details: string): void {
+    if (this.done) return;
+    this.controller.abort(new GrpcStatusError(code, details));
+    this.finish({ code, details });
+    this.handlers?.onAbort?.();
+  }
+
+  private respondHeaders(): void {
+    if (this.headersSent) return;
+    this.headersSent = true;
+    this.stream.respond(
+      { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': ACCEPT_ENCODING },
+      { waitForTrailers: true },
+    );
+  }
+}
+
+function headerString(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(',') : v;
+}

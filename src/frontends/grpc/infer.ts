@@ -1,0 +1,33 @@
+/**
+ * The unary ModelInfer rpc: decode with the hand-written codec, refuse decoupled models with Triton's
+ * message, run the request with the call's AbortSignal, encode the one response.
+ */
+import { unsupported } from '../../common/errors.js';
+import type { InferenceServerApi } from '../../core/server-api.js';
+import { parseInferRequest, toInferenceRequest } from './infer-request.js';
+import { encodeInferResponse } from './infer-response.js';
+
+export const DECOUPLED_UNARY_MESSAGE =
+  "ModelInfer RPC doesn't support models with decoupled transaction policy";
+
+export interface InferContext {
+  /** Set once the request id is known, for error logs. */
+  requestId?: string;
+}
+
+/** Handles one ModelInfer message; returns the framed response as pieces. */
+export async function modelInfer(
+  api: InferenceServerApi,
+  message: Buffer,
+  signal: AbortSignal,
+  ctx: InferContext,
+): Promise<Buffer[]> {
+  const wire = parseInferRequest(message);
+  ctx.requestId = wire.id;
+  if (api.isModelDecoupled(wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion)) {
+    throw unsupported(DECOUPLED_UNARY_MESSAGE);
+  }
+  const { request } = toInferenceRequest(wire);
+  const response = await api.inferOnce({ ...request, signal });
+  return encodeInferResponse(response);
+}
