@@ -13,6 +13,7 @@ import { ModelRepositoryManager } from '../core/repository/index.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
+import { createGrpcFrontend } from '../frontends/grpc/index.js';
 import { createHttpFrontend } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
 import type { ServerOptions } from './options.js';
@@ -26,6 +27,7 @@ export interface Endpoint {
 export interface RunningNereid {
   readonly server: InferenceServer;
   readonly http: Endpoint | undefined;
+  readonly grpc: Endpoint | undefined;
   /** The Prometheus endpoint (`GET /metrics`), when --allow-metrics. */
   readonly metrics: Endpoint | undefined;
   /** Stops accepting, lets in-flight requests finish, unloads every model. */
@@ -92,7 +94,18 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   let httpFrontend: ReturnType<typeof createHttpFrontend> | undefined;
   let metrics: Endpoint | undefined;
   let metricsFrontend: MetricsFrontend | undefined;
+  let grpc: Endpoint | undefined;
+  let grpcFrontend: ReturnType<typeof createGrpcFrontend> | undefined;
   try {
+    if (options.allowGrpc) {
+      grpcFrontend = createGrpcFrontend(server, {
+        address: options.grpcAddress,
+        port: options.grpcPort,
+        log,
+      });
+      grpc = await grpcFrontend.listen();
+      log.info(`Started GRPCInferenceService at ${grpc.address}:${grpc.port}`);
+    }
     if (options.allowHttp) {
       httpFrontend = createHttpFrontend(server, {
         address: options.httpAddress,
@@ -116,6 +129,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       log.info(`Started Metrics Service at ${metrics.address}:${metrics.port}`);
     }
   } catch (err) {
+    await grpcFrontend?.close();
     await httpFrontend?.close();
     await metricsFrontend?.close();
     await repository.close();
@@ -126,11 +140,11 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       server.markStopping();
-      await httpFrontend?.close();
+      await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
       await repository.close();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
       await sharedMemory.close();
     })());
-  return { server, http, metrics, stop };
+  return { server, http, grpc, metrics, stop };
 }

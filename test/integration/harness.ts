@@ -58,7 +58,14 @@ export interface TestServer {
 
 /** Starts Nereid in-process with tritonserver-style flags (HTTP on port 0 unless given). */
 export async function startServer(args: string[]): Promise<TestServer> {
-  const { options } = parseFlags(['--http-port=0', '--http-address=127.0.0.1', '--metrics-port=0', ...args]);
+  const { options } = parseFlags([
+    '--http-port=0',
+    '--http-address=127.0.0.1',
+    '--metrics-port=0',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
+    ...args,
+  ]);
   const logs: string[] = [];
   const log = new Logger({}, (line) => logs.push(line));
   const running = await startNereid(options, log);
