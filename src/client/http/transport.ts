@@ -86,7 +86,27 @@ export class HttpTransport {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const headers: Record<string, string | number> = { ...this.#headers, ...req.headers };
     if (req.body !== undefined) headers['Content-Length'] = req.byteLength ?? sum(req.body);
+    return this.#attempt(req, headers, true);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#agent.destroy();
+  }
+
+  /**
+   * One try. A kept-alive socket that the server closed while it sat idle fails with ECONNRESET before
+   * any answer; such a request was normally never read, so it is sent once more on a fresh socket (the
+   * retry Node's documentation recommends for reused sockets). Fresh sockets are never retried.
+   */
+  #attempt(
+    req: TransportRequest,
+    headers: Record<string, string | number>,
+    mayRetry: boolean,
+  ): Promise<TransportResponse> {
+    const signal = req.signal;
     return new Promise<TransportResponse>((resolve, reject) => {
+      let answered = false;
       const r = this.#module.request(
         {
           protocol: this.#base.protocol,
@@ -99,6 +119,7 @@ export class HttpTransport {
           signal,
         },
         (res) => {
+          answered = true;
           const length = Number(res.headers['content-length']);
           const known = Number.isSafeInteger(length) && length >= 0;
           const chunks: Buffer[] = [];
@@ -138,7 +159,13 @@ export class HttpTransport {
           });
         },
       );
-      r.on('error', (err) => reject(this.#connectionError(err, signal)));
+      r.on('error', (err: NodeJS.ErrnoException) => {
+        if (mayRetry && !answered && r.reusedSocket && err.code === 'ECONNRESET' && !signal?.aborted) {
+          resolve(this.#attempt(req, headers, false));
+          return;
+        }
+        reject(this.#connectionError(err, signal));
+      });
       if (req.body === undefined || req.body.length === 0) {
         r.end();
       } else if (req.body.length === 1) {
@@ -149,11 +176,6 @@ export class HttpTransport {
         r.end();
       }
     });
-  }
-
-  close(): void {
-    this.#closed = true;
-    this.#agent.destroy();
   }
 
   #connectionError(err: Error, signal: AbortSignal | undefined): Error {
