@@ -134,6 +134,11 @@ export interface Backend {
   /** File or folder looked up in a version folder when the config names none (e.g. 'model.onnx'). */
   readonly defaultModelFilename: string;
   /**
+   * false: the backend reads no model file (Triton's `repeat`, `square`, `identity` test backends), so the
+   * loader only needs the version folder, and never picks this backend by probing for a file. Default true.
+   */
+  readonly requiresModelFile?: boolean;
+  /**
    * Fills in what the model file can tell: inputs, outputs, max_batch_size. Returns the completed config.
    * Called unless --disable-auto-complete-config.
    */

@@ -4,12 +4,14 @@
  * with port 0; the `nereid` command is a thin wrapper around it (main.ts).
  */
 import { readFileSync } from 'node:fs';
+import { builtinTestBackends } from '../backends/builtin/index.js';
 import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
 import type { Backend } from '../backend-api/backend.js';
 import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { ModelLoader } from '../core/model/loader.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
+import { RateLimiter } from '../core/scheduling/rate-limiter.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
@@ -46,17 +48,21 @@ export function packageVersion(): string {
 }
 
 export function builtinBackends(): Backend[] {
-  return [new OnnxRuntimeBackend()];
+  return [new OnnxRuntimeBackend(), ...builtinTestBackends()];
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
   const statsRegistry = new StatsRegistry();
+  // One rate limiter for the whole server: it arbitrates between the instances of every model.
+  const rateLimiter =
+    options.rateLimit === 'execution_count' ? new RateLimiter(options.rateLimitResources) : undefined;
   const loader = new ModelLoader({
     backends: builtinBackends(),
     disableAutoComplete: options.disableAutoCompleteConfig,
     backendConfig: options.backendConfig,
     log,
     statsRegistry,
+    rateLimiter,
   });
   const repository = new ModelRepositoryManager(
     {

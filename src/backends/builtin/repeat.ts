@@ -1,0 +1,120 @@
+/**
+ * Triton's `repeat` test backend (decoupled): for a request with IN INT32[n], DELAY UINT32[n] and WAIT
+ * UINT32[1] it sends n responses, the i-th after waiting DELAY[i] ms, with OUT = IN[i] and IDX = i, then a
+ * flag-only final response. WAIT is how long Triton holds the request before releasing it; here execute()
+ * settles after WAIT or after the last response, whichever is later (the core frees an instance only when
+ * execute() settles, so responses cannot outlive it). A cancelled request stops at once and ends CANCELLED.
+ */
+import type {
+  Backend,
+  BackendRequest,
+  InstanceHandle,
+  ModelHandle,
+  ModelLoadContext,
+} from '../../backend-api/backend.js';
+import { cancelled, invalidArg } from '../../common/errors.js';
+import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import {
+  expectCount,
+  expectName,
+  expectShapeOne,
+  expectType,
+  readInt32s,
+  readUint32s,
+  scalarTensor,
+  shapeToString,
+  simpleModelHandle,
+  sleep,
+} from './support.js';
+
+const ONE = [1] as const;
+
+/** The checks of Triton's repeat backend at model load, with its messages. */
+export function validateRepeatConfig(config: FrozenModelConfig): void {
+  if (config.max_batch_size !== 0) {
+    throw invalidArg('repeat backend only supports models with max_batch_size == 0');
+  }
+  expectCount(config.input.length, 3, 'input');
+  expectCount(config.output.length, 2, 'output');
+  const [inT, delay, wait] = config.input;
+  const [out, idx] = config.output;
+  expectName(inT, 'first input', 'IN');
+  expectName(delay, 'second input', 'DELAY');
+  expectName(wait, 'third input', 'WAIT');
+  expectName(out, 'first output', 'OUT');
+  expectName(idx, 'second output', 'IDX');
+  if (inT.dims.length !== 1) {
+    throw invalidArg(`expected IN shape to have one dimension, got ${shapeToString(inT.dims)}`);
+  }
+  if (shapeToString(inT.dims) !== shapeToString(delay.dims)) {
+    throw invalidArg(
+      `expected IN and DELAY shape to match, got ${shapeToString(inT.dims)} and ${shapeToString(delay.dims)}`,
+    );
+  }
+  expectShapeOne(wait);
+  expectShapeOne(out);
+  expectShapeOne(idx);
+  expectType(inT, 'INT32');
+  expectType(delay, 'UINT32');
+  expectType(wait, 'UINT32');
+  expectType(out, 'INT32');
+  expectType(idx, 'UINT32');
+}
+
+/** Sends one response per element; resolves once the request has ended. */
+async function respond(r: BackendRequest, values: Int32Array, delays: Uint32Array): Promise<void> {
+  for (let e = 0; e < values.length; e++) {
+    if (!(await sleep(delays[e], r.signal))) break;
+    if (r.sender.done) return;
+    r.sender.send([scalarTensor('OUT', 'INT32', values[e], ONE), scalarTensor('IDX', 'UINT32', e, ONE)], {
+      final: false,
+    });
+  }
+  if (r.sender.done) return;
+  if (r.signal.aborted) r.sender.fail(cancelled('request cancelled'));
+  else r.sender.send([], { final: true });
+}
+
+async function runRequest(r: BackendRequest): Promise<void> {
+  const wait = r.inputs.get('WAIT');
+  const inT = r.inputs.get('IN');
+  const delay = r.inputs.get('DELAY');
+  if (wait === undefined || wait.data.length !== 4) {
+    r.sender.fail(invalidArg('unexpected size for WAIT input'));
+    return;
+  }
+  if (inT === undefined || delay === undefined) {
+    r.sender.fail(invalidArg('repeat backend requires inputs IN and DELAY'));
+    return;
+  }
+  if (shapeToString(inT.shape) !== shapeToString(delay.shape)) {
+    r.sender.fail(
+      invalidArg(
+        `expected IN and DELAY shape to match, got ${shapeToString(inT.shape)} and ${shapeToString(delay.shape)}`,
+      ),
+    );
+    return;
+  }
+  const released = sleep(wait.data.readUInt32LE(0), r.signal);
+  await Promise.all([released, respond(r, readInt32s(inT), readUint32s(delay))]);
+}
+
+export class RepeatBackend implements Backend {
+  readonly name = 'repeat';
+  readonly platforms: readonly string[] = [];
+  readonly defaultModelFilename = '';
+  readonly requiresModelFile = false;
+
+  loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
+    return Promise.resolve().then(() => {
+      validateRepeatConfig(ctx.config);
+      return simpleModelHandle((spec): InstanceHandle => ({
+        name: spec.name,
+        execute: async (requests) => {
+          await Promise.all(requests.map(runRequest));
+        },
+        close: () => Promise.resolve(),
+      }));
+    });
+  }
+}

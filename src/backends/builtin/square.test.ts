@@ -1,0 +1,119 @@
+// The square backend against Triton's behaviour: IN=n gives n responses with OUT=n (none for 0) and a
+// flag-only final; its QA delay parameters; cancellation between responses; a huge n never blocks.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SquareBackend, squareSettings } from './square.js';
+import { configOf, instanceOf, loadContext, requestOf, tensor, valueOf } from './builtin.testkit.js';
+
+const CONFIG = `
+name: "square_int32"
+backend: "square"
+max_batch_size: 0
+model_transaction_policy { decoupled: True }
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`;
+
+const param = (key: string, value: string) =>
+  `parameters [{ key: "${key}" value: { string_value: "${value}" } }]`;
+const backend = new SquareBackend();
+const squareRequest = (n: number, signal?: AbortSignal) =>
+  requestOf([tensor('IN', 'INT32', [n])], ['OUT'], signal);
+
+describe('square backend', () => {
+  it('sends n responses with OUT = n, then the final flag', async () => {
+    const instance = await instanceOf(backend, configOf(CONFIG, 'square'));
+    const r = squareRequest(5);
+    await instance.execute([r]);
+    assert.equal(r.sender.sent.length, 6);
+    for (const s of r.sender.sent.slice(0, 5)) {
+      assert.equal(valueOf(s, 'OUT'), 5);
+      assert.equal(s.options.final, false);
+    }
+    assert.deepEqual(r.sender.sent[5].outputs, []);
+    assert.equal(r.sender.sent[5].options.final, true);
+  });
+
+  it('sends no response for 0, only the final flag', async () => {
+    const instance = await instanceOf(backend, configOf(CONFIG, 'square'));
+    const r = squareRequest(0);
+    await instance.execute([r]);
+    assert.equal(r.sender.sent.length, 1);
+    assert.equal(r.sender.sent[0].options.final, true);
+    assert.deepEqual(r.sender.sent[0].outputs, []);
+  });
+
+  it('refuses a negative count', async () => {
+    const instance = await instanceOf(backend, configOf(CONFIG, 'square'));
+    const r = squareRequest(-1);
+    await instance.execute([r]);
+    assert.equal(r.sender.error?.code, 'INVALID_ARG');
+    assert.equal(r.sender.sent.length, 0);
+  });
+
+  it('refuses configs the C++ backend refuses, with its messages', async () => {
+    const load = (text: string) => backend.loadModel(loadContext(configOf(text, 'square')));
+    await assert.rejects(load(CONFIG.replace('name: "OUT"', 'name: "Y"')), {
+      message: 'expected first output tensor name to be OUT, got Y',
+    });
+    await assert.rejects(
+      load(CONFIG.replace('TYPE_INT32 dims: [ 1 ] } ]\noutput', 'TYPE_INT32 dims: [ 2 ] } ]\noutput')),
+      {
+        message: 'expected IN shape to be [1], got [2]',
+      },
+    );
+  });
+
+  it('reads the QA delay and count parameters as Triton does (digits only, else the default)', () => {
+    const s = squareSettings(
+      configOf(
+        CONFIG +
+          param('CUSTOM_INFER_DELAY_NS', '40000000') +
+          param('CUSTOM_OUTPUT_DELAY_NS', '20000000') +
+          param('CUSTOM_CANCEL_DELAY_NS', 'x1') +
+          param('CUSTOM_EMPTY_COUNT', '1'),
+        'square',
+      ),
+    );
+    assert.deepEqual(s, { inferDelayMs: 40, outputDelayMs: 20, cancelDelayMs: 0, silentCount: 1 });
+  });
+
+  it('spaces responses by the infer and output delays and skips the empty ones', async () => {
+    const config = configOf(
+      CONFIG + param('CUSTOM_INFER_DELAY_NS', '30000000') + param('CUSTOM_EMPTY_COUNT', '1'),
+      'square',
+    );
+    const instance = await instanceOf(backend, config);
+    const r = squareRequest(3);
+    const start = performance.now();
+    await instance.execute([r]);
+    assert.equal(r.sender.sent.length, 3, 'two responses and the final flag');
+    assert.ok(r.sender.sent[0].at - start >= 25);
+    assert.ok(r.sender.sent[1].at - r.sender.sent[0].at >= 25);
+    assert.ok(performance.now() - start >= 80, 'the empty third response still took its compute time');
+  });
+
+  it('stops before the next response when cancelled and ends the request CANCELLED', async () => {
+    const config = configOf(CONFIG + param('CUSTOM_INFER_DELAY_NS', '30000000'), 'square');
+    const instance = await instanceOf(backend, config);
+    const controller = new AbortController();
+    const r = squareRequest(100, controller.signal);
+    const running = instance.execute([r]);
+    while (r.sender.sent.length === 0) await new Promise((res) => setTimeout(res, 5));
+    controller.abort();
+    await running;
+    assert.ok(r.sender.sent.length <= 2, `${r.sender.sent.length} responses`);
+    assert.equal(r.sender.error?.code, 'CANCELLED');
+  });
+
+  it('keeps the event loop free while sending many responses', async () => {
+    const instance = await instanceOf(backend, configOf(CONFIG, 'square'));
+    const r = squareRequest(20000);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    await instance.execute([r]);
+    clearInterval(timer);
+    assert.equal(r.sender.sent.length, 20001);
+    assert.ok(ticks > 0, 'timers ran while the responses were produced');
+  });
+});
