@@ -32,12 +32,19 @@ import type {
   RepositoryIndexEntry,
   RepositoryIndexOptions,
   ServerMetadata,
-  StatisticDuration,
   SystemSharedMemoryStatus,
   TraceSettings,
   TraceSettingsUpdate,
   UnloadModelOptions,
 } from '../types.js';
+import {
+  cudaRegions,
+  logSettingsOf,
+  modelStatistics,
+  systemRegions,
+  traceSettingsOf,
+  type Obj,
+} from './answers.js';
 import { decodeInferResponse, encodeInferRequest, type ModelInferResponseMsg } from './infer-codec.js';
 import { encodeMessage, messageType, SERVICE } from './proto.js';
 import { InferStream, type ModelStreamInferResponseMsg } from './stream.js';
@@ -52,8 +59,6 @@ export interface GrpcClientOptions {
 }
 
 export type StreamOptions = CallOptions;
-
-type Obj = Record<string, unknown>;
 
 /** Conversion for answers read as numbers (counters, sizes, shapes). */
 const AS_NUMBERS: protobuf.IConversionOptions = {
@@ -72,98 +77,6 @@ function checkName(name: string, what = 'name'): string {
   return name;
 }
 
-const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0));
-const text = (v: unknown): string => (typeof v === 'string' ? v : '');
-
-function duration(v: unknown): StatisticDuration {
-  const d = (v ?? {}) as Obj;
-  return { count: num(d.count), ns: num(d.ns) };
-}
-
-function durations<K extends string>(v: unknown, keys: readonly K[]): Record<K, StatisticDuration> {
-  const o = (v ?? {}) as Obj;
-  const out = {} as Record<K, StatisticDuration>;
-  for (const k of keys) out[k] = duration(o[k]);
-  return out;
-}
-
-const INFER_KEYS = [
-  'success',
-  'fail',
-  'queue',
-  'compute_input',
-  'compute_infer',
-  'compute_output',
-  'cache_hit',
-  'cache_miss',
-] as const;
-const BATCH_KEYS = ['compute_input', 'compute_infer', 'compute_output'] as const;
-const RESPONSE_KEYS = [
-  'compute_infer',
-  'compute_output',
-  'success',
-  'fail',
-  'empty_response',
-  'cancel',
-] as const;
-
-function modelStatistics(s: Obj): ModelStatistics {
-  const responseStats: ModelStatistics['response_stats'] = {};
-  for (const [k, v] of Object.entries((s.response_stats ?? {}) as Obj))
-    responseStats[k] = durations(v, RESPONSE_KEYS);
-  return {
-    name: text(s.name),
-    version: text(s.version),
-    last_inference: num(s.last_inference),
-    inference_count: num(s.inference_count),
-    execution_count: num(s.execution_count),
-    inference_stats: durations(s.inference_stats, INFER_KEYS),
-    batch_stats: ((s.batch_stats ?? []) as Obj[]).map((b) => ({
-      batch_size: num(b.batch_size),
-      ...durations(b, BATCH_KEYS),
-    })),
-    memory_usage: ((s.memory_usage ?? []) as Obj[]).map((m) => ({
-      type: text(m.type),
-      id: num(m.id),
-      byte_size: num(m.byte_size),
-    })),
-    response_stats: responseStats,
-  };
-}
-
-/** LogSettings SettingValue → its one set member. */
-function logValue(v: Obj): string | number | boolean | undefined {
-  for (const k of ['bool_param', 'uint32_param', 'string_param']) {
-    const x = v[k];
-    if (typeof x === 'boolean' || typeof x === 'number' || typeof x === 'string') return x;
-  }
-  return undefined;
-}
-
-function logSettingsOf(res: Obj): LogSettings {
-  const out: LogSettings = {};
-  for (const [k, v] of Object.entries((res.settings ?? {}) as Obj)) {
-    const value = logValue((v ?? {}) as Obj);
-    if (value !== undefined) out[k] = value;
-  }
-  return out;
-}
-
-/** Trace values travel as string lists; the HTTP form is a string, except trace_level (a list). */
-function traceSettingsOf(res: Obj): TraceSettings {
-  const out: TraceSettings = {};
-  for (const [k, v] of Object.entries((res.settings ?? {}) as Obj)) {
-    const values = (((v ?? {}) as Obj).value ?? []) as string[];
-    out[k] = k === 'trace_level' || values.length > 1 ? values : (values[0] ?? '');
-  }
-  return out;
-}
-
-function regionsOf<T>(res: Obj, convert: (r: Obj) => T): T[] {
-  return Object.values((res.regions ?? {}) as Record<string, Obj>).map(convert);
-}
-
-/** Accepts `host:port` or a `grpc://host:port` / `http://host:port` URL. */
 function target(address: string): string {
   checkName(address, 'address');
   return address.replace(/^(grpc|http):\/\//i, '').replace(/\/+$/, '');
@@ -305,12 +218,7 @@ export class GrpcClient implements InferenceClient {
     options?: CallOptions,
   ): Promise<SystemSharedMemoryStatus[]> {
     const res = await this.#unary('SystemSharedMemoryStatus', { name: region ?? '' }, options);
-    return regionsOf(res, (r) => ({
-      name: text(r.name),
-      key: text(r.key),
-      offset: num(r.offset),
-      byte_size: num(r.byte_size),
-    }));
+    return systemRegions(res);
   }
 
   async registerSystemSharedMemory(
@@ -330,11 +238,7 @@ export class GrpcClient implements InferenceClient {
 
   async cudaSharedMemoryStatus(region?: string, options?: CallOptions): Promise<CudaSharedMemoryStatus[]> {
     const res = await this.#unary('CudaSharedMemoryStatus', { name: region ?? '' }, options);
-    return regionsOf(res, (r) => ({
-      name: text(r.name),
-      device_id: num(r.device_id),
-      byte_size: num(r.byte_size),
-    }));
+    return cudaRegions(res);
   }
 
   async registerCudaSharedMemory(
