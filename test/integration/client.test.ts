@@ -43,6 +43,16 @@ output [
 ]
 `;
 
+// Triton's `square` test backend (built in): IN = n gives n responses OUT = n, then a flag-only final.
+const SQUARE = `
+name: "square_int32"
+backend: "square"
+max_batch_size: 0
+model_transaction_policy { decoupled: True }
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`;
+
 /** Sample values per datatype, extremes included; the identity models must return them unchanged. */
 const SAMPLES: Partial<Record<DataType, { values: TensorValues; expected: unknown[] }>> = {
   BOOL: { values: [true, false, true], expected: [true, false, true] },
@@ -100,7 +110,8 @@ describe('nereid/client against a real server', () => {
   const shm = new ShmObjects();
 
   before(async () => {
-    const models: Record<string, { config?: string; onnx: string }> = {
+    const models: Record<string, { config?: string; onnx?: string }> = {
+      square_int32: { config: SQUARE },
       ctl_http: { config: ADD_SUB('ctl_http'), onnx: 'add_sub_fp32.onnx' },
       ctl_grpc: { config: ADD_SUB('ctl_grpc'), onnx: 'add_sub_fp32.onnx' },
     };
@@ -111,7 +122,7 @@ describe('nereid/client against a real server', () => {
       `--model-repository=${repo}`,
       '--model-control-mode=explicit',
       '--allow-client-shm=true',
-      ...['simple', 'simple_string', 'densenet_onnx', ...DATATYPES.map(identity)].map(
+      ...['simple', 'simple_string', 'densenet_onnx', 'square_int32', ...DATATYPES.map(identity)].map(
         (m) => `--load-model=${m}`,
       ),
     ]);
@@ -456,6 +467,45 @@ describe('nereid/client against a real server', () => {
       }
       assert.deepEqual(ids.sort(), ['a', 'c']);
       assert.deepEqual(errors, ["Request for unknown model: 'no_such_model' is not found"]);
+    });
+
+    it('a decoupled model streams several responses; the empty final response on request', async () => {
+      const stream = grpc.streamInfer();
+      const square = (n: number): InferInput[] => [new InferInput('IN', [1], 'INT32').setData([n])];
+      stream.send({ model: 'square_int32', inputs: square(3), requestId: 'three' });
+      stream.send({
+        model: 'square_int32',
+        inputs: square(2),
+        requestId: 'two',
+        enableEmptyFinalResponse: true,
+      });
+      stream.end();
+      const seen: [string, boolean, number[]][] = [];
+      for await (const r of stream.results()) {
+        seen.push([r.id, r.final, r.outputs.length > 0 ? r.asArray('OUT', 'INT32') : []]);
+      }
+      assert.deepEqual(
+        seen.filter(([id]) => id === 'three'),
+        [
+          ['three', false, [3]],
+          ['three', false, [3]],
+          ['three', false, [3]],
+        ],
+      );
+      assert.deepEqual(
+        seen.filter(([id]) => id === 'two'),
+        [
+          ['two', false, [2]],
+          ['two', false, [2]],
+          ['two', true, []],
+        ],
+      );
+      // Unary inference cannot serve a decoupled model, over either protocol.
+      for (const client of [http, grpc]) {
+        const err = await rejection(client.infer('square_int32', square(1)));
+        assert.equal(err.status, 501);
+        assert.match(err.message, /doesn't support models with decoupled transaction policy/);
+      }
     });
 
     it('results() yields results and throws the first in-band error', async () => {
