@@ -4,7 +4,7 @@
 //
 // Usage (from the repository root): node examples/verify_models_node.js [--bench]
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ort from 'onnxruntime-node';
 
@@ -164,12 +164,22 @@ await check('identity_fp32 (repository)', async () => {
   assert.deepEqual(Array.from(OUTPUT0.data), [1, 2, 3]);
 });
 
-// The hand-written config.pbtxt files must name exactly the tensors the generated graphs have.
+// The hand-written config.pbtxt files must name exactly the tensors the generated graphs have (the models
+// generate_models.py writes; sequence models declare control inputs elsewhere and are checked by their script).
 const configNames = (text, section) => {
   const block = text.split(new RegExp(`^${section} \\[`, 'm'))[1]?.split(/^\]/m)[0] ?? '';
   return [...block.matchAll(/^\s*name: "([^"]+)"/gm)].map((m) => m[1]);
 };
-for (const name of readdirSync(`${root}examples/model_repository`).sort()) {
+const GENERATED = [
+  'add_sub_fp32',
+  'densenet_batched',
+  'densenet_onnx',
+  'identity_fp32',
+  'simple',
+  'simple_int8',
+  'simple_string',
+];
+for (const name of GENERATED) {
   await check(`${name} config.pbtxt matches the graph`, async () => {
     const text = readFileSync(`${root}examples/model_repository/${name}/config.pbtxt`, 'utf8');
     assert.match(text, new RegExp(`^name: "${name}"$`, 'm'));
@@ -201,14 +211,20 @@ if (process.argv.includes('--bench')) {
     for (const batch of name === 'densenet_onnx' ? [1] : [1, 8]) {
       const input = { data_0: new ort.Tensor('float32', picture(batch), [batch, 3, 224, 224]) };
       for (let i = 0; i < 5; i++) await session.run(input);
-      let images = 0;
+      const latencies = [];
       const start = performance.now();
       while (performance.now() - start < 10_000) {
+        const t = performance.now();
         await session.run(input);
-        images += batch;
+        latencies.push(performance.now() - t);
       }
-      const rate = images / ((performance.now() - start) / 1000);
-      console.log(`bench ${name} batch ${batch}: ${rate.toFixed(1)} images/s (2 intra-op threads)`);
+      const mean = (latencies.length * batch) / ((performance.now() - start) / 1000);
+      latencies.sort((x, y) => x - y);
+      const p10 = (batch * 1000) / latencies[Math.floor(latencies.length / 10)];
+      console.log(
+        `bench ${name} batch ${batch}: ${mean.toFixed(1)} images/s mean, ${p10.toFixed(1)} images/s ` +
+          'from the 10th-percentile latency (2 intra-op threads)',
+      );
     }
   }
 }
