@@ -165,7 +165,7 @@ await check('identity_fp32 (repository)', async () => {
 });
 
 // The hand-written config.pbtxt files must name exactly the tensors the generated graphs have (the models
-// generate_models.py writes; sequence models declare control inputs elsewhere and are checked by their script).
+// generate_models.py writes; sequence models declare their control inputs outside `input [...]`).
 const configNames = (text, section) => {
   const block = text.split(new RegExp(`^${section} \\[`, 'm'))[1]?.split(/^\]/m)[0] ?? '';
   return [...block.matchAll(/^\s*name: "([^"]+)"/gm)].map((m) => m[1]);
