@@ -25,6 +25,8 @@ import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import sequence_models
+
 # Opset 17 came with IR version 8 (onnx 1.12); pinning both, rather than taking the installed onnx's newest
 # IR, keeps the files loadable by older onnxruntime builds as well as onnxruntime-node 1.30.
 OPSET = 17
@@ -584,6 +586,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"{path.relative_to(ROOT)}  {len(data):>9} bytes  sha256:{digest}")
     if args.check:
         check_with_onnxruntime()
+    sequence_models.generate(ROOT, args.check)
     return 0
 
 
