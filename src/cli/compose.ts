@@ -11,6 +11,7 @@ import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { ModelLoader } from '../core/model/loader.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
+import { RateLimiter } from '../core/scheduling/rate-limiter.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
@@ -52,12 +53,16 @@ export function builtinBackends(): Backend[] {
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
   const statsRegistry = new StatsRegistry();
+  // One rate limiter for the whole server: it arbitrates between the instances of every model.
+  const rateLimiter =
+    options.rateLimit === 'execution_count' ? new RateLimiter(options.rateLimitResources) : undefined;
   const loader = new ModelLoader({
     backends: builtinBackends(),
     disableAutoComplete: options.disableAutoCompleteConfig,
     backendConfig: options.backendConfig,
     log,
     statsRegistry,
+    rateLimiter,
   });
   const repository = new ModelRepositoryManager(
     {

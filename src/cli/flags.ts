@@ -6,13 +6,17 @@
  * library...) are accepted with a warning, so existing command lines keep working.
  */
 import { invalidArg } from '../common/errors.js';
-import type { ServerOptions } from './options.js';
+import type { RateLimitResourceOption, ServerOptions } from './options.js';
 
 type Kind = 'string' | 'int' | 'bool' | 'list';
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type Draft = Mutable<
-  Omit<ServerOptions, 'backendConfig' | 'modelRepositories' | 'loadModels' | 'metricsConfig'>
+  Omit<
+    ServerOptions,
+    'backendConfig' | 'modelRepositories' | 'loadModels' | 'metricsConfig' | 'rateLimitResources'
+  >
 > & {
+  rateLimitResources: RateLimitResourceOption[];
   backendConfig: Map<string, Map<string, string>>;
   metricsConfig: Map<string, string>;
   modelRepositories: string[];
@@ -46,6 +50,21 @@ function parseInt10(flag: string, v: string, min: number, max = Number.MAX_SAFE_
 }
 
 const port = (flag: string, v: string): number => parseInt10(flag, v, 0, 65535);
+
+/** Triton's ParseRateLimiterResourceOption: `<name>:<count>` or `<name>:<count>:<device>`. */
+function parseRateLimitResource(v: string): RateLimitResourceOption {
+  const parts = v.split(':');
+  if (parts.length < 2 || parts.length > 3 || parts[0] === '') {
+    throw invalidArg(
+      `--rate-limit-resource option format is '<resource_name>:<count>:<device>' or '<resource_name>:<count>'. Got ${v}`,
+    );
+  }
+  return {
+    name: parts[0],
+    count: parseInt10('rate-limit-resource', parts[1], 0, 2 ** 31 - 1),
+    device: parts.length === 3 ? parseInt10('rate-limit-resource', parts[2], 0, 2 ** 31 - 1) : -1,
+  };
+}
 
 export const FLAGS: readonly Flag[] = [
   {
@@ -289,6 +308,23 @@ export const FLAGS: readonly Flag[] = [
     help: 'Write the log to this file instead of stderr.',
     apply: (d, v) => (d.logFile = v),
   },
+  {
+    name: 'rate-limit',
+    kind: 'string',
+    defaultText: 'off',
+    help: "Rate limiting: 'off' runs a batch as soon as an instance is free; 'execution_count' also waits for the resources in the instance group's rate_limiter config, and favours instances with fewer executions × priority.",
+    apply: (d, v) => {
+      const mode = v.toLowerCase();
+      if (mode !== 'off' && mode !== 'execution_count') throw invalidArg('invalid argument for --rate-limit');
+      d.rateLimit = mode;
+    },
+  },
+  {
+    name: 'rate-limit-resource',
+    kind: 'list',
+    help: "Count of a rate-limiter resource, '<name>:<count>[:<device>]'; repeat for several. Without a device it applies to every device; global resources take the largest count given. Default: the largest count any loaded instance needs (once any is given, resources not given have none).",
+    apply: (d, v) => d.rateLimitResources.push(parseRateLimitResource(v)),
+  },
   // Accepted for command-line compatibility with tritonserver; no effect on this CPU-only server.
   {
     name: 'http-thread-count',
@@ -356,6 +392,8 @@ export function defaultDraft(): Draft {
     logError: true,
     logFormat: 'default',
     logFile: '',
+    rateLimit: 'off',
+    rateLimitResources: [],
   };
 }
 
@@ -402,6 +440,7 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     ...d,
     modelRepositories: Object.freeze([...d.modelRepositories]),
     loadModels: Object.freeze([...d.loadModels]),
+    rateLimitResources: Object.freeze(d.rateLimitResources.map((r) => Object.freeze(r))),
     backendConfig: d.backendConfig,
   });
   return { options, help, version, ignored };

@@ -6,6 +6,13 @@ import type { LogFormat } from '../common/logger.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
+/** One `--rate-limit-resource=<name>:<count>[:<device>]`; device -1 = every device. */
+export interface RateLimitResourceOption {
+  readonly name: string;
+  readonly count: number;
+  readonly device: number;
+}
+
 export interface ServerOptions {
   readonly id: string;
   readonly modelRepositories: readonly string[];
@@ -43,4 +50,8 @@ export interface ServerOptions {
   readonly logError: boolean;
   readonly logFormat: LogFormat;
   readonly logFile: string;
+  /** `--rate-limit`: off, or execution_count (instances wait for their rate_limiter resources). */
+  readonly rateLimit: 'off' | 'execution_count';
+  /** `--rate-limit-resource` flags, in order. */
+  readonly rateLimitResources: readonly RateLimitResourceOption[];
 }

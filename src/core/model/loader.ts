@@ -16,6 +16,7 @@ import {
 } from '../../model-config/index.js';
 import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
 import type { ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
+import type { ModelRateLimit, RateLimiter } from '../scheduling/rate-limiter.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import { ModelVersion } from './model-version.js';
 
@@ -27,6 +28,8 @@ export interface LoaderOptions {
   readonly log: Logger;
   /** Where loaded versions report their statistics for the metrics endpoint (optional). */
   readonly statsRegistry?: StatsRegistry;
+  /** The server's rate limiter, shared by every model (absent when --rate-limit=off). */
+  readonly rateLimiter?: RateLimiter;
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
@@ -137,6 +140,7 @@ export class ModelLoader implements VersionLoader {
       log: this.options.log,
     });
     const instances: InstanceHandle[] = [];
+    let rateLimit: ModelRateLimit | undefined;
     try {
       const pending: Promise<InstanceHandle>[] = [];
       for (const group of config.instance_group) {
@@ -164,6 +168,7 @@ export class ModelLoader implements VersionLoader {
       if (failed) throw NereidError.from(failed.reason);
       if (instances.length === 0)
         throw invalidArg(`model '${location.modelName}' has no instances to serve it`);
+      rateLimit = this.options.rateLimiter?.registerModel(config, instances.length);
     } catch (err) {
       await Promise.allSettled(instances.map((i) => i.close()));
       await handle.unload().catch(() => undefined);
@@ -178,6 +183,7 @@ export class ModelLoader implements VersionLoader {
       log: this.options.log,
       statsRegistry: this.options.statsRegistry,
       loadDurationNs: Number(process.hrtime.bigint() - loadStart),
+      rateLimit,
     });
   }
 

@@ -12,6 +12,7 @@ import type { LoadedVersion } from '../repository/contract.js';
 import { ResponseStream } from '../response-stream.js';
 import { createScheduler } from '../scheduling/factory.js';
 import { InstancePool } from '../scheduling/instance-pool.js';
+import type { ModelRateLimit } from '../scheduling/rate-limiter.js';
 import type { Scheduler } from '../scheduling/scheduler.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { StatsRegistry } from '../stats/registry.js';
@@ -33,6 +34,8 @@ export interface ModelVersionParts {
   readonly statsRegistry?: StatsRegistry;
   /** How long loading this version took (nv_model_load_duration_secs). */
   readonly loadDurationNs?: number;
+  /** The instances' registration with the server's rate limiter (when --rate-limit is on). */
+  readonly rateLimit?: ModelRateLimit;
 }
 
 export function modelMetadataOf(config: FrozenModelConfig, versions: readonly string[]): ModelMetadata {
@@ -71,7 +74,7 @@ export class ModelVersion implements LoadedVersion {
     this.version = parts.version;
     this.metadata = modelMetadataOf(parts.config, [String(parts.version)]);
     this.stats = new ModelStats(this.modelName, String(this.version));
-    this.pool = new InstancePool(parts.instances, this.stats, parts.log);
+    this.pool = new InstancePool(parts.instances, this.stats, parts.log, parts.rateLimit);
     this.scheduler = createScheduler({ config: parts.config, pool: this.pool, log: parts.log });
     this.stats.pendingSource = () => this.scheduler.queued;
     this.detachStats = parts.statsRegistry?.attach(this.stats, parts.config, parts.loadDurationNs);

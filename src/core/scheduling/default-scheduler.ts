@@ -1,6 +1,7 @@
 /**
  * Triton's default scheduler: no batching across requests; each accepted request runs alone on the next
- * free instance, in arrival order. A request cancelled while queued leaves the queue at once.
+ * free instance (free and allowed by the rate limiter), in arrival order. A request cancelled while queued
+ * leaves the queue at once.
  */
 import { cancelled, unavailable } from '../../common/errors.js';
 import type { InstancePool } from './instance-pool.js';
@@ -12,7 +13,9 @@ export class DefaultScheduler implements Scheduler {
   private closing = false;
   private drained: (() => void) | undefined;
 
-  constructor(private readonly pool: InstancePool) {}
+  constructor(private readonly pool: InstancePool) {
+    pool.onAvailable(this.pump);
+  }
 
   get queued(): number {
     return this.queue.length;
@@ -32,6 +35,7 @@ export class DefaultScheduler implements Scheduler {
         if (i >= 0) {
           this.queue.splice(i, 1);
           job.sender.fail(cancelled('request cancelled'));
+          if (this.queue.length === 0) this.pool.idle();
           this.checkDrained();
         }
       },
@@ -50,6 +54,8 @@ export class DefaultScheduler implements Scheduler {
       this.running++;
       void pool.run(instance, [job]).then(this.onDone);
     }
+    // Nothing left to run: an instance waiting for the rate limiter stops waiting.
+    if (this.queue.length === 0) pool.idle();
   };
 
   private readonly onDone = (): void => {

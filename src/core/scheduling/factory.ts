@@ -6,6 +6,7 @@
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { DefaultScheduler } from './default-scheduler.js';
+import { DynamicBatcher } from './dynamic-batcher.js';
 import type { InstancePool } from './instance-pool.js';
 import type { Scheduler } from './scheduler.js';
 
@@ -16,5 +17,7 @@ export interface SchedulerContext {
 }
 
 export function createScheduler(ctx: SchedulerContext): Scheduler {
+  // With max_batch_size 0 the dynamic batcher still applies priorities and queue policies (as Triton).
+  if (ctx.config.dynamic_batching) return new DynamicBatcher(ctx);
   return new DefaultScheduler(ctx.pool);
 }

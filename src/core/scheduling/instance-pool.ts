@@ -1,50 +1,123 @@
 /**
- * Runs batches of jobs on a model version's instances: hands out free instances, executes, records
- * timings, and fails whatever a backend left unanswered. One execute() per instance at a time.
+ * Runs batches of jobs on a model version's instances: hands out free instances (through the server's
+ * rate limiter when it is on), executes, records timings, and fails whatever a backend left unanswered.
+ * One execute() per instance at a time.
+ *
+ * Schedulers call take() when they have work, give an instance they did not use back with putBack(), and
+ * call idle() when their queue is empty; onAvailable() tells them when take() may succeed again (an
+ * instance finished, or the rate limiter granted one).
  */
-import type { BackendRequest, InstanceHandle } from '../../backend-api/backend.js';
+import type { BackendRequest, InstanceHandle, ResponseSender } from '../../backend-api/backend.js';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { JobSender } from '../model/job-sender.js';
 import type { ModelStats } from '../stats/model-stats.js';
 import type { RequestRecord } from '../stats/request-record.js';
+import type { ModelRateLimit, RateLimitTicket } from './rate-limiter.js';
+import type { OrderedSender, ResponseOrder } from './response-order.js';
 import type { Job } from './scheduler.js';
+
+/**
+ * The request's own JobSender behind a job's sender. A scheduler may put a forwarding sender in front of
+ * it (the sequence batcher keeps state outputs that way) and expose the one it forwards to as `inner`.
+ */
+function jobSenderOf(sender: ResponseSender): JobSender | undefined {
+  if (sender instanceof JobSender) return sender;
+  const inner: unknown = 'inner' in sender ? sender.inner : undefined;
+  return inner instanceof JobSender ? inner : undefined;
+}
 
 export class InstancePool {
   private readonly free: InstanceHandle[];
+  /** Instances the rate limiter let run that no batch took yet. */
+  private readonly granted: InstanceHandle[] = [];
+  /** The instance waiting for the rate limiter (one at a time per model keeps claims honest). */
+  private staged: InstanceHandle | undefined;
+  private readonly tickets = new Map<InstanceHandle, RateLimitTicket>();
+  private listener: (() => void) | undefined;
 
   constructor(
     readonly instances: readonly InstanceHandle[],
     private readonly stats: ModelStats,
     private readonly log: Logger,
+    private readonly rateLimit?: ModelRateLimit,
   ) {
     this.free = [...instances];
+    if (rateLimit) instances.forEach((inst, i) => this.tickets.set(inst, rateLimit.tickets[i]));
   }
 
   get freeCount(): number {
-    return this.free.length;
+    return this.free.length + this.granted.length;
   }
 
-  /** Takes a free instance, or undefined when all are busy. */
-  take(): InstanceHandle | undefined {
-    return this.free.shift();
+  /** Registers the scheduler's wake-up call. */
+  onAvailable(listener: () => void): void {
+    this.listener = listener;
   }
 
   /**
-   * Executes `jobs` as one batch on `instance` (taken with take()). Resolves (never rejects) after every
-   * job's response stream has ended and the instance is free again.
+   * Takes an instance that may execute now, or undefined (all busy, or waiting for the rate limiter).
+   * With `which`, only that instance will do (the sequence batcher binds sequences to instances).
    */
-  run(instance: InstanceHandle, jobs: readonly Job[]): Promise<void> {
+  take(which?: InstanceHandle): InstanceHandle | undefined {
+    const g = which === undefined ? 0 : this.granted.indexOf(which);
+    if (g >= 0 && g < this.granted.length) return this.granted.splice(g, 1)[0];
+    const f = which === undefined ? 0 : this.free.indexOf(which);
+    if (f < 0 || f >= this.free.length) return undefined;
+    if (!this.rateLimit) return this.free.splice(f, 1)[0];
+    if (this.staged !== undefined) return undefined;
+    const instance = this.free.splice(f, 1)[0];
+    const ticket = this.tickets.get(instance)!;
+    this.staged = instance;
+    let synchronous = true;
+    ticket.request(() => {
+      this.staged = undefined;
+      this.granted.push(instance);
+      // A grant that comes later (another model released resources) wakes the scheduler.
+      if (!synchronous) queueMicrotask(() => this.listener?.());
+    });
+    synchronous = false;
+    const i = this.granted.indexOf(instance);
+    return i < 0 ? undefined : this.granted.splice(i, 1)[0];
+  }
+
+  /** Returns an instance from take() that got no batch. */
+  putBack(instance: InstanceHandle): void {
+    this.tickets.get(instance)?.release(false);
+    this.free.unshift(instance);
+  }
+
+  /** The scheduler has nothing to run: stop waiting for the rate limiter and hand back its grants. */
+  idle(): void {
+    if (!this.rateLimit) return;
+    if (this.staged !== undefined) {
+      this.tickets.get(this.staged)!.cancel();
+      this.free.unshift(this.staged);
+      this.staged = undefined;
+    }
+    for (const instance of this.granted.splice(0)) this.putBack(instance);
+  }
+
+  /**
+   * Executes `jobs` as one batch on `instance` (taken with take()). With `order` (preserve_ordering) the
+   * responses go out through it. Resolves (never rejects) after every job's response stream has ended
+   * and the instance is free again.
+   */
+  run(instance: InstanceHandle, jobs: readonly Job[], order?: ResponseOrder): Promise<void> {
     const start = process.hrtime.bigint();
     const records: RequestRecord[] = [];
+    const senders: ResponseSender[] = [];
     const requests: BackendRequest[] = jobs.map((job) => {
       let record: RequestRecord | undefined;
       // A request that already ended (counted when it did) is not counted again with this execution.
-      if (job.sender instanceof JobSender && !job.sender.done) {
-        job.sender.dispatched(start);
-        record = job.sender.record;
+      const tracked = jobSenderOf(job.sender);
+      if (tracked && !tracked.done) {
+        tracked.dispatched(start);
+        record = tracked.record;
         records.push(record);
       }
+      const sender = order ? order.enter(job.sender) : job.sender;
+      senders.push(sender);
       const r = job.request;
       return {
         id: r.id,
@@ -55,42 +128,52 @@ export class InstancePool {
         flags: r.flags,
         batchSize: r.batchSize,
         signal: job.signal,
-        sender: job.sender,
+        sender,
         reportTiming: record?.reportTiming,
       };
     });
-    const finish = (error?: unknown): void => {
+    const finish = (error?: unknown): Promise<void> => {
       const end = process.hrtime.bigint();
-      for (const job of jobs) {
-        if (job.sender.done) continue;
+      jobs.forEach((job, i) => {
+        const sender = senders[i];
+        if (sender.done) return;
         if (error !== undefined) {
-          job.sender.fail(NereidError.from(error));
+          sender.fail(NereidError.from(error));
         } else {
-          job.sender.fail(internal(`backend returned without a response for request '${job.request.id}'`));
+          sender.fail(internal(`backend returned without a response for request '${job.request.id}'`));
         }
-      }
-      // Every request has ended now, so the whole execution can be counted at once.
-      this.stats.recordExecution(records, start, end);
+      });
+      this.tickets.get(instance)?.release(true);
       this.free.push(instance);
+      this.listener?.();
+      const record = (): void => this.stats.recordExecution(records, start, end);
+      if (!order) {
+        // Every request has ended now, so the whole execution can be counted at once.
+        record();
+        return Promise.resolve();
+      }
+      // Responses held for ordering end their requests later; count the execution once they did.
+      return Promise.all(senders.map((s) => (s as OrderedSender).settled)).then(record);
     };
     let pending: Promise<void>;
     try {
       pending = instance.execute(requests);
     } catch (err) {
-      finish(err);
-      return Promise.resolve();
+      return finish(err);
     }
     return pending.then(
       () => finish(),
       (err: unknown) => {
         if (!(err instanceof NereidError)) this.log.error(`instance ${instance.name} failed: ${String(err)}`);
-        finish(err);
+        return finish(err);
       },
     );
   }
 
-  /** Closes every instance (call after the scheduler drained). */
+  /** Closes every instance (call after the scheduler drained) and leaves the rate limiter. */
   async close(): Promise<void> {
+    this.idle();
+    this.rateLimit?.unregister();
     await Promise.allSettled(this.instances.map((i) => i.close()));
   }
 }

@@ -1,0 +1,217 @@
+/**
+ * Triton's dynamic batcher (`dynamic_batching`): owns the priority queue and one timer; what goes into
+ * the next batch is batch-policy.ts's decision, made whenever an instance can take a batch. The timer
+ * wakes the batcher when the queue delay of a waiting batch runs out and when a queued request's timeout
+ * expires, so timeouts are enforced even while no batch forms (Triton checks them only when it forms
+ * one). A request cancelled while queued leaves at once. With `preserve_ordering`, responses go out in
+ * the order requests left the queue. With max_batch_size 0 every request runs alone, but priorities and
+ * queue policies still apply (as in Triton).
+ */
+import { cancelled, unavailable, type NereidError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import { batchKeyFunction, type BatchKeyFn } from './batch-key.js';
+import {
+  decideBatch,
+  makeBatchPolicyConfig,
+  type BatchCandidate,
+  type BatchPolicyConfig,
+} from './batch-policy.js';
+import type { InstancePool } from './instance-pool.js';
+import { PriorityQueue, priorityQueueConfig, type QueueEntry } from './priority-queue.js';
+import { ResponseOrder } from './response-order.js';
+import type { Job, Scheduler } from './scheduler.js';
+
+/** Time and timers, replaceable in tests. */
+export interface BatcherClock {
+  now(): bigint;
+  setTimer(callback: () => void, delayNs: bigint): () => void;
+}
+
+export const REAL_CLOCK: BatcherClock = {
+  now: () => process.hrtime.bigint(),
+  setTimer(callback, delayNs) {
+    // Timers have millisecond resolution; round up so the batcher never wakes before it has to.
+    const ms = Number((delayNs + 999_999n) / 1_000_000n);
+    const t = setTimeout(callback, ms);
+    return () => clearTimeout(t);
+  },
+};
+
+interface Queued extends BatchCandidate {
+  readonly job: Job;
+  readonly onAbort: () => void;
+  entry?: QueueEntry<Queued>;
+}
+
+export interface DynamicBatcherOptions {
+  readonly config: FrozenModelConfig;
+  readonly pool: InstancePool;
+  readonly log: Logger;
+  readonly clock?: BatcherClock;
+}
+
+const TIMEOUT_EXPIRED = (): NereidError => unavailable('Request timeout expired');
+
+export class DynamicBatcher implements Scheduler {
+  private readonly queue: PriorityQueue<Queued>;
+  private readonly policy: BatchPolicyConfig;
+  private readonly keyOf: BatchKeyFn;
+  private readonly order: ResponseOrder | undefined;
+  private readonly pool: InstancePool;
+  private readonly clock: BatcherClock;
+  private running = 0;
+  private closing = false;
+  private drained: (() => void) | undefined;
+  private timer: { at: bigint; cancel: () => void } | undefined;
+  private pumping = false;
+  private pumpAgain = false;
+
+  constructor(options: DynamicBatcherOptions) {
+    const { config, pool } = options;
+    const db = config.dynamic_batching!;
+    this.pool = pool;
+    this.clock = options.clock ?? REAL_CLOCK;
+    this.queue = new PriorityQueue(priorityQueueConfig(db));
+    this.policy = makeBatchPolicyConfig(
+      config.max_batch_size,
+      db.preferred_batch_size,
+      db.max_queue_delay_microseconds,
+    );
+    this.keyOf = batchKeyFunction(config);
+    this.order = db.preserve_ordering ? new ResponseOrder() : undefined;
+    pool.onAvailable(this.pump);
+  }
+
+  get queued(): number {
+    return this.queue.size;
+  }
+
+  enqueue(job: Job): void {
+    if (this.closing) throw unavailable('model is unloading');
+    if (job.signal.aborted) {
+      job.sender.fail(cancelled('request cancelled'));
+      return;
+    }
+    const now = this.clock.now();
+    const item: Queued = {
+      job,
+      batchSize: Math.max(1, job.request.batchSize),
+      key: this.keyOf(job.request),
+      enqueuedAt: now,
+      onAbort: () => {
+        if (item.entry && this.queue.remove(item.entry)) {
+          job.sender.fail(cancelled('request cancelled'));
+          this.afterRemoval();
+        }
+      },
+    };
+    try {
+      item.entry = this.queue.push(item, job.request.priority, job.request.timeoutUs, now);
+    } catch (err) {
+      job.sender.fail(err as NereidError);
+      return;
+    }
+    job.signal.addEventListener('abort', item.onAbort, { once: true });
+    this.pump();
+  }
+
+  /** Forms and dispatches batches while instances can take them, then sets the timer. */
+  private readonly pump = (): void => {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    let waitUntil: bigint | undefined;
+    try {
+      const now = this.clock.now();
+      for (const item of this.queue.expire(now)) this.finish(item, TIMEOUT_EXPIRED());
+      while (this.queue.size > 0) {
+        const instance = this.pool.take();
+        if (!instance) break;
+        const decision = decideBatch(this.candidates(), this.policy, now);
+        if (decision.kind !== 'send') {
+          this.pool.putBack(instance);
+          if (decision.kind === 'wait') waitUntil = decision.until;
+          break;
+        }
+        const jobs = this.queue.shift(decision.count).map((e) => {
+          e.value.job.signal.removeEventListener('abort', e.value.onAbort);
+          return e.value.job;
+        });
+        this.running++;
+        void this.pool.run(instance, jobs, this.order).then(this.onDone);
+      }
+      if (this.queue.size === 0) this.pool.idle();
+    } finally {
+      this.pumping = false;
+    }
+    this.arm(waitUntil);
+    if (this.pumpAgain) {
+      this.pumpAgain = false;
+      this.pump();
+    }
+  };
+
+  private *candidates(): Generator<Queued> {
+    for (const e of this.queue.entries()) yield e.value;
+  }
+
+  /** One timer for the earliest of: the waiting batch's delay, the next queue timeout. */
+  private arm(waitUntil: bigint | undefined): void {
+    const deadline = this.queue.nextDeadline();
+    let at = waitUntil;
+    if (deadline !== undefined && (at === undefined || deadline < at)) at = deadline;
+    if (this.timer && this.timer.at === at) return;
+    this.timer?.cancel();
+    this.timer = undefined;
+    if (at === undefined) return;
+    const delay = at - this.clock.now();
+    // A deadline is passed once now > deadline, so wake just after it.
+    const cancel = this.clock.setTimer(
+      () => {
+        this.timer = undefined;
+        this.pump();
+      },
+      (delay > 0n ? delay : 0n) + 1000n,
+    );
+    this.timer = { at, cancel };
+  }
+
+  private finish(item: Queued, error: NereidError): void {
+    item.job.signal.removeEventListener('abort', item.onAbort);
+    item.job.sender.fail(error);
+  }
+
+  private afterRemoval(): void {
+    if (this.queue.size === 0) this.pool.idle();
+    this.checkDrained();
+    // The removed request may have been the one a waiting batch was timed by.
+    this.pump();
+  }
+
+  private readonly onDone = (): void => {
+    this.running--;
+    this.checkDrained();
+    this.pump();
+  };
+
+  drain(): Promise<void> {
+    this.closing = true;
+    return new Promise((resolve) => {
+      this.drained = resolve;
+      this.checkDrained();
+    });
+  }
+
+  private checkDrained(): void {
+    if (this.drained && this.queue.size === 0 && this.running === 0) {
+      this.timer?.cancel();
+      this.timer = undefined;
+      const d = this.drained;
+      this.drained = undefined;
+      d();
+    }
+  }
+}
