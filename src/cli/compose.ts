@@ -9,7 +9,9 @@ import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
 import type { Backend } from '../backend-api/backend.js';
 import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import type { VersionLookup } from '../core/ensemble/index.js';
 import { ModelLoader } from '../core/model/loader.js';
+import type { LoadedVersion } from '../core/repository/contract.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
 import { RateLimiter } from '../core/scheduling/rate-limiter.js';
 import { InferenceServer } from '../core/server.js';
@@ -56,12 +58,17 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   // One rate limiter for the whole server: it arbitrates between the instances of every model.
   const rateLimiter =
     options.rateLimit === 'execution_count' ? new RateLimiter(options.rateLimitResources) : undefined;
+  // Ensembles find their steps in the repository, which is built below around the loader.
+  const ensembleMembers: VersionLookup = {
+    getVersion: (name, version): LoadedVersion => repository.getVersion(name, version),
+  };
   const loader = new ModelLoader({
     backends: builtinBackends(),
     disableAutoComplete: options.disableAutoCompleteConfig,
     backendConfig: options.backendConfig,
     log,
     statsRegistry,
+    ensembleMembers,
     rateLimiter,
   });
   const repository = new ModelRepositoryManager(

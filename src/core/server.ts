@@ -6,7 +6,8 @@ import { internal, invalidArg, unsupported } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { JsonObject } from '../model-config/json.js';
 import { modelConfigToJson } from '../model-config/index.js';
-import { ModelVersion, modelMetadataOf } from './model/model-version.js';
+import { isServable, type ServableVersion } from './ensemble/servable.js';
+import { modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
 import type { InferenceServerApi } from './server-api.js';
 import { TraceSettingsStore } from './trace-settings.js';
@@ -105,9 +106,9 @@ export class InferenceServer implements InferenceServerApi {
     };
   }
 
-  private version(name: string, version?: string): ModelVersion {
+  private version(name: string, version?: string): ServableVersion {
     const v = this.repository.getVersion(name, version);
-    if (!(v instanceof ModelVersion)) throw internal(`model '${name}' is not servable by this server`);
+    if (!isServable(v)) throw internal(`model '${name}' is not servable by this server`);
     return v;
   }
 
@@ -139,7 +140,7 @@ export class InferenceServer implements InferenceServerApi {
   }
 
   /** Requests naming shared-memory regions go through the shm module (inputs read, outputs written). */
-  private runRequest(v: ModelVersion, request: InferenceRequest): AsyncIterable<InferenceResponse> {
+  private runRequest(v: ServableVersion, request: InferenceRequest): AsyncIterable<InferenceResponse> {
     if (!usesSharedMemory(request)) return v.infer(request);
     return inferWithSharedMemory(this.sharedMemory, request, (r) => v.infer(r));
   }
@@ -161,14 +162,14 @@ export class InferenceServer implements InferenceServerApi {
     if (name === undefined || name === '') {
       return this.repository
         .loadedVersions()
-        .filter((v): v is ModelVersion => v instanceof ModelVersion)
+        .filter(isServable)
         .sort((a, b) => a.modelName.localeCompare(b.modelName) || a.version - b.version)
         .map((v) => v.stats.snapshot());
     }
     if (version) return [this.version(name, version).stats.snapshot()];
     const all = this.repository
       .loadedVersions()
-      .filter((v): v is ModelVersion => v instanceof ModelVersion && v.modelName === name)
+      .filter((v): v is ServableVersion => isServable(v) && v.modelName === name)
       .sort((a, b) => a.version - b.version);
     if (all.length === 0) this.version(name); // throws the right NOT_FOUND / UNAVAILABLE
     return all.map((v) => v.stats.snapshot());

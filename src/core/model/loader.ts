@@ -2,6 +2,7 @@
  * Turns a model folder into a servable ModelVersion: picks the backend, runs the config pipeline
  * (read → auto-complete → normalise → validate → freeze), loads the model, creates one instance per
  * instance_group entry × count, and reads label files. Implements the repository's VersionLoader.
+ * Ensembles (`platform: "ensemble"`) have no backend: their versions come from core/ensemble.
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,7 +16,8 @@ import {
   validateModelConfig,
 } from '../../model-config/index.js';
 import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
-import type { ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
+import { isEnsembleConfig, loadEnsembleVersion, type VersionLookup } from '../ensemble/index.js';
+import type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
 import type { ModelRateLimit, RateLimiter } from '../scheduling/rate-limiter.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import { ModelVersion } from './model-version.js';
@@ -28,6 +30,8 @@ export interface LoaderOptions {
   readonly log: Logger;
   /** Where loaded versions report their statistics for the metrics endpoint (optional). */
   readonly statsRegistry?: StatsRegistry;
+  /** Where ensembles find their member versions (the repository manager); needed to load ensembles. */
+  readonly ensembleMembers?: VersionLookup;
   /** The server's rate limiter, shared by every model (absent when --rate-limit=off). */
   readonly rateLimiter?: RateLimiter;
 }
@@ -94,6 +98,12 @@ export class ModelLoader implements VersionLoader {
       name: location.modelName,
     };
     if (!config.name) config = { ...config, name: location.modelName };
+    if (isEnsembleConfig(config)) {
+      // No backend and no auto-complete: an ensemble's config is all there is.
+      config = normalizeModelConfig(config);
+      validateModelConfig(config);
+      return freezeModelConfig(config);
+    }
     const backend = await this.resolveBackend(config, location, availableVersions);
     if (!this.options.disableAutoComplete && backend.autoCompleteConfig && availableVersions.length > 0) {
       const latest = Math.max(...availableVersions);
@@ -116,8 +126,9 @@ export class ModelLoader implements VersionLoader {
     return freezeModelConfig(config);
   }
 
-  async loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<ModelVersion> {
+  async loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion> {
     const loadStart = process.hrtime.bigint();
+    if (isEnsembleConfig(config)) return this.loadEnsemble(config, location, loadStart);
     const backend = await this.resolveBackend(config as ModelConfig, location, [location.version]);
     const modelPath = path.join(
       location.versionDir,
@@ -184,6 +195,26 @@ export class ModelLoader implements VersionLoader {
       statsRegistry: this.options.statsRegistry,
       loadDurationNs: Number(process.hrtime.bigint() - loadStart),
       rateLimit,
+    });
+  }
+
+  private async loadEnsemble(
+    config: FrozenModelConfig,
+    location: VersionLocation,
+    loadStart: bigint,
+  ): Promise<LoadedVersion> {
+    const members = this.options.ensembleMembers;
+    if (!members) {
+      throw invalidArg(
+        `unable to load ensemble '${location.modelName}': no model repository to find its steps in`,
+      );
+    }
+    return loadEnsembleVersion(config, {
+      version: location.version,
+      members,
+      labels: await this.readLabels(config, location.modelDir),
+      statsRegistry: this.options.statsRegistry,
+      loadStart,
     });
   }
 

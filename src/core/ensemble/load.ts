@@ -1,0 +1,68 @@
+/**
+ * Loading an ensemble version: plan the step graph, check it against the completed configs of the member
+ * versions the repository has already loaded (it loads members first), decide whether the ensemble is
+ * decoupled in effect, and build the EnsembleVersion. Called by the model loader for `platform: "ensemble"`.
+ */
+import { NereidError, invalidArg } from '../../common/errors.js';
+import { ENSEMBLE_PLATFORM, freezeModelConfig } from '../../model-config/index.js';
+import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import type { StatsRegistry } from '../stats/registry.js';
+import { EnsembleVersion } from './ensemble-version.js';
+import { checkMembers } from './members.js';
+import { describeStep, planEnsemble } from './plan.js';
+import { isServable, type VersionLookup } from './servable.js';
+
+export function isEnsembleConfig(config: { readonly platform: string }): boolean {
+  return config.platform === ENSEMBLE_PLATFORM;
+}
+
+export interface EnsembleLoadOptions {
+  readonly version: number;
+  /** The repository: where members are found now and per request. */
+  readonly members: VersionLookup;
+  /** Labels of the ensemble's own outputs (label_filename), for classification. */
+  readonly labels: ReadonlyMap<string, readonly string[]>;
+  readonly statsRegistry?: StatsRegistry;
+  /** When the load began (process.hrtime.bigint()), for nv_model_load_duration_secs. */
+  readonly loadStart?: bigint;
+}
+
+export function loadEnsembleVersion(
+  config: FrozenModelConfig,
+  options: EnsembleLoadOptions,
+): EnsembleVersion {
+  const loadStart = options.loadStart ?? process.hrtime.bigint();
+  const plan = planEnsemble(config);
+  const memberConfigs = plan.steps.map((step) => {
+    const version = step.modelVersion < 0 ? undefined : String(step.modelVersion);
+    let member;
+    try {
+      member = options.members.getVersion(step.modelName, version);
+    } catch (err) {
+      const e = NereidError.from(err);
+      throw invalidArg(`in ensemble '${config.name}', ${describeStep(step)}: ${e.message}`);
+    }
+    if (!isServable(member)) {
+      throw invalidArg(
+        `in ensemble '${config.name}', ${describeStep(step)}: the model cannot serve requests`,
+      );
+    }
+    return member.config;
+  });
+  const check = checkMembers(config, plan, memberConfigs);
+  const declared = config.model_transaction_policy?.decoupled === true;
+  const effective =
+    declared === check.decoupled
+      ? config
+      : freezeModelConfig({ ...config, model_transaction_policy: { decoupled: check.decoupled } });
+  return new EnsembleVersion({
+    config: effective,
+    version: options.version,
+    plan,
+    decoupledSteps: check.decoupledSteps,
+    members: options.members,
+    labels: options.labels,
+    statsRegistry: options.statsRegistry,
+    loadDurationNs: Number(process.hrtime.bigint() - loadStart),
+  });
+}

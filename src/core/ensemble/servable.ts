@@ -1,0 +1,24 @@
+/**
+ * What the server and the ensemble runner need from a loaded version beyond the repository's contract:
+ * it takes requests and keeps statistics. Both a ModelVersion and an EnsembleVersion are servable, so an
+ * ensemble step can name a plain model or another ensemble.
+ */
+import type { LoadedVersion } from '../repository/contract.js';
+import type { ModelStats } from '../stats/model-stats.js';
+import type { InferenceRequest, InferenceResponse } from '../types.js';
+
+export interface ServableVersion extends LoadedVersion {
+  readonly stats: ModelStats;
+  /** Validates and accepts a request; validation errors throw synchronously (nothing was accepted). */
+  infer(request: InferenceRequest): AsyncIterable<InferenceResponse>;
+}
+
+/** Finds the version that serves a request (the repository manager): '' / undefined = the default one. */
+export interface VersionLookup {
+  getVersion(name: string, version?: string): LoadedVersion;
+}
+
+export function isServable(v: LoadedVersion): v is ServableVersion {
+  const s = v as Partial<ServableVersion>;
+  return typeof s.infer === 'function' && s.stats !== undefined;
+}
