@@ -18,6 +18,12 @@ export interface CallHandlers {
 }
 
 const OK: GrpcError = { code: Status.OK, details: '' };
+const RESPONSE_HEADERS = Object.freeze({
+  ':status': 200,
+  'content-type': 'application/grpc',
+  'grpc-accept-encoding': ACCEPT_ENCODING,
+});
+const WAIT_FOR_TRAILERS = Object.freeze({ waitForTrailers: true });
 
 export class ServerCall {
   private readonly controller = new AbortController();
@@ -35,9 +41,7 @@ export class ServerCall {
     readonly headers: IncomingHttpHeaders,
     private readonly maxMessageSize: number,
   ) {
-    stream.on('error', () => {
-      // Stream errors (resets, protocol errors) surface as 'close'; nothing to do here.
-    });
+    // Stream errors (resets, protocol errors) surface as 'close' (the server keeps an 'error' listener).
     stream.on('close', () => {
       if (this.deadline) clearTimeout(this.deadline);
       if (!this.done) {
@@ -112,17 +116,19 @@ export class ServerCall {
     });
   }
 
-  /** Sends one framed response message (given as pieces). */
+  /** Sends one framed response message (given as pieces). Never throws: a broken stream is dropped. */
   send(pieces: readonly Buffer[]): void {
     if (this.done || this.stream.destroyed) return;
-    this.respondHeaders();
-    if (pieces.length === 1) {
-      this.stream.write(pieces[0]);
-      return;
-    }
-    this.stream.cork();
-    for (const p of pieces) this.stream.write(p);
-    this.stream.uncork();
+    this.guard(() => {
+      this.respondHeaders();
+      if (pieces.length === 1) {
+        this.stream.write(pieces[0]);
+        return;
+      }
+      this.stream.cork();
+      for (const p of pieces) this.stream.write(p);
+      this.stream.uncork();
+    });
   }
 
   /** Ends the call with OK (after the messages sent). */
@@ -139,13 +145,14 @@ export class ServerCall {
     if (stream.destroyed || stream.closed) return;
     const trailers: Record<string, string> = { 'grpc-status': String(status.code) };
     if (status.details !== '') trailers['grpc-message'] = encodeGrpcMessage(status.details);
-    if (this.headersSent) {
-      // Trailers follow the queued messages; a client still sending is left to stop on its own (a reset
-      // here could overtake them).
-      stream.once('wantTrailers', () => stream.sendTrailers(trailers));
-      stream.end();
-      return;
-    } else {
+    this.guard(() => {
+      if (this.headersSent) {
+        // Trailers follow the queued messages; a client still sending is left to stop on its own (a
+        // reset here could overtake them).
+        stream.once('wantTrailers', () => this.guard(() => stream.sendTrailers(trailers)));
+        stream.end();
+        return;
+      }
       this.headersSent = true;
       stream.respond(
         {
@@ -156,10 +163,21 @@ export class ServerCall {
         },
         { endStream: true },
       );
+      // Answered before the client finished sending: stop the upload instead of draining it. The reset
+      // follows the trailers-only HEADERS frame, already submitted.
+      if (!this.inputEnded) {
+        setImmediate(() => this.guard(() => stream.destroyed || stream.close(constants.NGHTTP2_NO_ERROR)));
+      }
+    });
+  }
+
+  /** Runs a stream operation; if the stream broke underneath (a reset racing us), drops the stream. */
+  private guard(op: () => void): void {
+    try {
+      op();
+    } catch {
+      this.stream.destroy();
     }
-    // Answered before the client finished sending: stop the upload instead of draining it. The reset
-    // follows the trailers-only HEADERS frame, already submitted.
-    if (!this.inputEnded) setImmediate(() => stream.destroyed || stream.close(constants.NGHTTP2_NO_ERROR));
   }
 
   /** Ends the call with an error status and aborts its work. */
@@ -173,10 +191,7 @@ export class ServerCall {
   private respondHeaders(): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    this.stream.respond(
-      { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': ACCEPT_ENCODING },
-      { waitForTrailers: true },
-    );
+    this.stream.respond(RESPONSE_HEADERS, WAIT_FOR_TRAILERS);
   }
 }
 

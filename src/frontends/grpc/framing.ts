@@ -17,7 +17,8 @@ export interface GrpcMessage {
 
 /** Incremental parser of length-prefixed messages from a stream's DATA chunks. */
 export class MessageReader {
-  private readonly header = Buffer.alloc(5);
+  /** Only needed when a prefix straddles two chunks. */
+  private header: Buffer | undefined;
   private headerFill = 0;
   private body: Buffer | undefined;
   private bodyFill = 0;
@@ -48,12 +49,13 @@ export class MessageReader {
           this.allocate(len);
         } else {
           const take = Math.min(5 - this.headerFill, chunk.length - pos);
-          chunk.copy(this.header, this.headerFill, pos, pos + take);
+          const header = (this.header ??= Buffer.alloc(5));
+          chunk.copy(header, this.headerFill, pos, pos + take);
           this.headerFill += take;
           pos += take;
           if (this.headerFill < 5) break;
           this.headerFill = 0;
-          const len = this.begin(this.header[0], this.header.readUInt32BE(1));
+          const len = this.begin(header[0], header.readUInt32BE(1));
           if (len === 0) {
             out.push({ compressed: this.compressed, data: Buffer.alloc(0) });
             continue;

@@ -608,6 +608,31 @@ describe('gRPC frontend over real sockets (fake api)', () => {
       await healthy();
     });
 
+    it('survives clients that reset streams or drop the connection mid-message', async () => {
+      for (const contentType of ['application/grpc', 'text/plain']) {
+        const session = http2.connect(`http://127.0.0.1:${port}`);
+        session.on('error', () => {});
+        const req = session.request({ ':method': 'POST', ':path': INFER, 'content-type': contentType });
+        req.on('error', () => {});
+        req.write(Buffer.from([0, 0, 1, 0, 0, 1, 2]));
+        req.close(http2.constants.NGHTTP2_CANCEL);
+        await new Promise((r) => setTimeout(r, 20));
+        session.destroy();
+      }
+      const session = http2.connect(`http://127.0.0.1:${port}`);
+      session.on('error', () => {});
+      const req = session.request({ ':method': 'POST', ':path': INFER, 'content-type': 'application/grpc' });
+      req.on('error', () => {});
+      req.write(Buffer.concat([Buffer.from([0, 0, 0x0f, 0, 0]), Buffer.alloc(50_000)])); // 983040-byte message, cut short
+      await new Promise((r) => setTimeout(r, 50));
+      session.destroy();
+      const stream = client.stream();
+      stream.on('error', () => {});
+      stream.write(Buffer.from([0, 0, 0]));
+      stream.cancel();
+      await healthy();
+    });
+
     it('refuses unknown methods, encodings and content types', async () => {
       const r1 = await rawCall(port, '/inference.GRPCInferenceService/Nope', frame(Buffer.alloc(0)));
       assert.equal(r1.grpcStatus, GrpcCode.UNIMPLEMENTED);

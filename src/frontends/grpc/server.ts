@@ -84,21 +84,28 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
           return;
         }
         const ctx: InferContext = {};
-        handle(message, ctx).then(
-          (pieces) => {
-            call.send(pieces);
-            call.finishOk();
-          },
-          (err: unknown) => {
-            if (!call.finished)
+        const request = message;
+        void (async () => {
+          let pieces: Buffer[];
+          try {
+            pieces = await handle(request, ctx);
+          } catch (err) {
+            if (!call.finished) {
               call.finish(toGrpcError(err, { log, method: call.method, requestId: ctx.requestId }));
-          },
-        );
+            }
+            return;
+          }
+          call.send(pieces);
+          call.finishOk();
+        })();
       },
     });
   };
 
   const onStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void => {
+    stream.on('error', () => {
+      // A reset or protocol error on one stream ends that call only (ServerCall sees 'close').
+    });
     const path = headers[':path'] ?? '';
     if (headers[':method'] !== 'POST') {
       stream.respond({ ':status': 405 }, { endStream: true });
@@ -177,6 +184,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
         };
         const onListening = (): void => {
           server.off('error', onError);
+          server.on('error', (err: Error) => log.error(`GRPC server error: ${err.message}`));
           const addr = server.address() as AddressInfo;
           resolve({ address: addr.address, port: addr.port });
         };
