@@ -43,15 +43,8 @@ output [
 ]
 `;
 
-// Triton's `square` test backend (built in): IN = n gives n responses OUT = n, then a flag-only final.
-const SQUARE = `
-name: "square_int32"
-backend: "square"
-max_batch_size: 0
-model_transaction_policy { decoupled: True }
-input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-`;
+// square_int32 (Triton's `square` test backend, built in: IN = n gives n responses OUT = n, then a
+// flag-only final) comes from the bundled examples.
 
 /** Sample values per datatype, extremes included; the identity models must return them unchanged. */
 const SAMPLES: Partial<Record<DataType, { values: TensorValues; expected: unknown[] }>> = {
@@ -111,7 +104,6 @@ describe('nereid/client against a real server', () => {
 
   before(async () => {
     const models: Record<string, { config?: string; onnx?: string }> = {
-      square_int32: { config: SQUARE },
       ctl_http: { config: ADD_SUB('ctl_http'), onnx: 'add_sub_fp32.onnx' },
       ctl_grpc: { config: ADD_SUB('ctl_grpc'), onnx: 'add_sub_fp32.onnx' },
     };

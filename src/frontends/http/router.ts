@@ -13,6 +13,8 @@ export type RouteName =
   | 'modelReady'
   | 'modelConfig'
   | 'modelInfer'
+  | 'modelGenerate'
+  | 'modelGenerateStream'
   | 'modelStats'
   | 'allModelStats'
   | 'repositoryIndex'
@@ -42,6 +44,8 @@ const MODEL_ACTIONS: Readonly<Record<string, { name: RouteName; method: 'GET' | 
   ready: { name: 'modelReady', method: 'GET' },
   config: { name: 'modelConfig', method: 'GET' },
   infer: { name: 'modelInfer', method: 'POST' },
+  generate: { name: 'modelGenerate', method: 'POST' },
+  generate_stream: { name: 'modelGenerateStream', method: 'POST' },
   stats: { name: 'modelStats', method: 'GET' },
 };
 

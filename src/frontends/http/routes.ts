@@ -8,6 +8,7 @@ import type { InferenceServerApi } from '../../core/server-api.js';
 import type { LoadOptions } from '../../core/types.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
+import { generate } from './generate.js';
 import { decodeInferRequest, encodeInferResponse, type DecodedInferRequest } from './infer-codec.js';
 import { isJsonObject, parseJson, type JsonIn, type JsonInObject } from './json.js';
 import { deduceRawInput } from './raw-input.js';
@@ -269,6 +270,8 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
     ctx.api.isModelReady(ctx.match.model!, ctx.match.version) ? EMPTY_OK : MODEL_NOT_READY,
   modelConfig: (ctx) => json(ctx.api.modelConfigJson(ctx.match.model!, ctx.match.version)),
   modelInfer: infer,
+  modelGenerate: (ctx) => generate(ctx, false),
+  modelGenerateStream: (ctx) => generate(ctx, true),
   modelStats: (ctx) => json({ model_stats: ctx.api.modelStatistics(ctx.match.model, ctx.match.version) }),
   allModelStats: (ctx) => json({ model_stats: ctx.api.modelStatistics() }),
   repositoryIndex,

@@ -1,0 +1,135 @@
+/**
+ * The generate extension: POST /v2/models/{m}[/versions/{v}]/generate and /generate_stream, with Triton's
+ * semantics. /generate answers one JSON object and fails unless the model produced exactly one response
+ * (a decoupled model's flag-only final does not count). /generate_stream answers Server-Sent Events, one
+ * `data: {json}\n\n` per response, for any model. Errors before the request is accepted are ordinary JSON
+ * error replies; once accepted, a failure is an `{"error": ...}` event, under the failure's status when it
+ * is the first thing to report, under 200 after an event went out. A client that goes away cancels the
+ * request (queued: removed; running: its signal aborts).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { internal, NereidError } from '../../common/errors.js';
+import type { InferenceResponse } from '../../core/types.js';
+import { decodeContentEncoding, readBody } from './body.js';
+import { errorBody, httpStatusOf } from './errors.js';
+import { generateResponseJson, parseGenerateRequest } from './generate-codec.js';
+import type { Reply, RouteContext } from './routes.js';
+
+const JSON_TYPE = { 'Content-Type': 'application/json' } as const;
+const SSE_TYPE = { 'Content-Type': 'text/event-stream; charset=utf-8' } as const;
+
+/** Returned once the handler has written the reply itself (the server then sends nothing more). */
+const STREAMED: Reply = { status: 200 };
+
+export const EXACTLY_ONE_RESPONSE =
+  'generate expects model to produce exactly 1 response, use generate stream for model that generates ' +
+  'various number of responses';
+
+const event = (json: string): string => `data: ${json}\n\n`;
+
+/** The error event's text, and whether the error is a bug the server's funnel should log. */
+function errorEvent(err: unknown): { status: number; text: string; unexpected: boolean } {
+  if (err instanceof NereidError) {
+    return { status: httpStatusOf(err.code), text: event(errorBody(err.message)), unexpected: false };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return { status: 500, text: event(errorBody(`internal error: ${message}`)), unexpected: true };
+}
+
+/** Resolves when the response can take more data, or the client is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** Ends a streamed reply; when the server is closing, the connection goes too so close() can finish. */
+function finish(req: IncomingMessage, res: ServerResponse): void {
+  res.end(() => {
+    const server = (req.socket as { server?: { listening?: boolean } }).server;
+    if (server?.listening === false) req.socket.destroy();
+  });
+}
+
+async function stream(
+  req: IncomingMessage,
+  res: ServerResponse,
+  responses: AsyncIterable<InferenceResponse>,
+  countable: (r: InferenceResponse) => boolean,
+): Promise<void> {
+  const it = responses[Symbol.asyncIterator]();
+  let started = false;
+  const start = (status: number): void => {
+    started = true;
+    res.writeHead(status, SSE_TYPE);
+  };
+  try {
+    for (;;) {
+      const next = await it.next();
+      if (res.destroyed) return; // the client is gone; its request was cancelled
+      if (next.done === true) break;
+      if (!started) start(200);
+      if (!countable(next.value)) continue;
+      if (!res.write(event(generateResponseJson(next.value)))) await drained(res);
+    }
+  } catch (err) {
+    if (res.destroyed) return;
+    const e = errorEvent(err);
+    if (!started) start(e.status);
+    res.write(e.text);
+    finish(req, res);
+    if (e.unexpected) throw err; // the funnel logs it; the reply is already complete
+    return;
+  }
+  if (!started) start(200);
+  finish(req, res);
+}
+
+export async function generate(ctx: RouteContext, streaming: boolean): Promise<Reply> {
+  const { api, req, res } = ctx;
+  const model = ctx.match.model!;
+  const version = ctx.match.version;
+  const metadata = api.modelMetadata(model, version);
+  const raw = await readBody(req, ctx.maxInputSize);
+  const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+  const parts = parseGenerateRequest(body.toString('utf8'), metadata, ctx.maxInputSize);
+  ctx.requestId = parts.id;
+  const decoupled = api.isModelDecoupled(model, version);
+  // A decoupled model's flag-only final response carries nothing to report.
+  const countable = (r: InferenceResponse): boolean =>
+    !decoupled || !r.final || r.outputs.length > 0 || Object.keys(r.parameters).length > 0;
+
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  // Validation errors throw here, before anything was accepted: they are plain JSON error replies.
+  const responses = api.infer({
+    modelName: model,
+    modelVersion: version ?? '',
+    ...(parts.id !== undefined && { id: parts.id }),
+    inputs: parts.inputs,
+    parameters: parts.parameters,
+    signal: controller.signal,
+  });
+
+  if (streaming) {
+    await stream(req, res, responses, countable);
+    return STREAMED;
+  }
+  let first: InferenceResponse | undefined;
+  let count = 0;
+  for await (const r of responses) {
+    if (!countable(r)) continue;
+    first ??= r;
+    count++;
+  }
+  if (count !== 1 || first === undefined) throw internal(EXACTLY_ONE_RESPONSE);
+  return { status: 200, headers: JSON_TYPE, body: generateResponseJson(first) };
+}
