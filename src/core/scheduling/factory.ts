@@ -9,6 +9,7 @@ import { DefaultScheduler } from './default-scheduler.js';
 import { DynamicBatcher } from './dynamic-batcher.js';
 import type { InstancePool } from './instance-pool.js';
 import type { Scheduler } from './scheduler.js';
+import { SequenceBatchScheduler } from './sequence/sequence-scheduler.js';
 
 export interface SchedulerContext {
   readonly config: FrozenModelConfig;
@@ -19,5 +20,6 @@ export interface SchedulerContext {
 export function createScheduler(ctx: SchedulerContext): Scheduler {
   // With max_batch_size 0 the dynamic batcher still applies priorities and queue policies (as Triton).
   if (ctx.config.dynamic_batching) return new DynamicBatcher(ctx);
+  if (ctx.config.sequence_batching) return new SequenceBatchScheduler(ctx);
   return new DefaultScheduler(ctx.pool);
 }
