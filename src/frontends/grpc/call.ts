@@ -87,6 +87,7 @@ export class ServerCall {
         return;
       }
       for (const m of messages) {
+        if (this.done) break; // e.g. a unary call refused its second message
         if (!m.compressed && this.pending === undefined) {
           handlers.onMessage(m.data);
           continue;
