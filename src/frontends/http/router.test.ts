@@ -44,6 +44,18 @@ void test('server, health and model routes', () => {
     model: 'simple',
     version: undefined,
   });
+  assert.deepEqual(matchRoute('/v2/models/simple/generate'), {
+    name: 'modelGenerate',
+    method: 'POST',
+    model: 'simple',
+    version: undefined,
+  });
+  assert.deepEqual(matchRoute('/v2/models/simple/versions/2/generate_stream'), {
+    name: 'modelGenerateStream',
+    method: 'POST',
+    model: 'simple',
+    version: '2',
+  });
   // a model named "stats" is reachable through its sub-resources
   assert.deepEqual(matchRoute('/v2/models/stats/ready'), {
     name: 'modelReady',
@@ -117,7 +129,8 @@ void test('everything else is not found', () => {
     '/v2/models/m/versions/1a',
     '/v2/models/m/versions/-1/infer',
     '/v2/models/m/ready/',
-    '/v2/models/m/generate',
+    '/v2/models/m/generate/',
+    '/v2/models/m/versions/1/generate_stream/x',
     '/v2/models/m/trace/setting/x',
     '/v2/models/m/constructor',
     '/v2/models/m/toString',

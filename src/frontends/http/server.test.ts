@@ -232,7 +232,7 @@ void test('unknown paths are 404 {"error":"Not Found"}; wrong verbs are 405', as
     '/v2/nothing',
     '/v2/models/m/versions/x/ready',
     '/v2/logging/x',
-    '/v2/models/m/generate',
+    '/v2/models/m/generate/x',
   ]) {
     const r = await send('GET', path);
     assert.equal(r.status, 404, path);
@@ -243,6 +243,7 @@ void test('unknown paths are 404 {"error":"Not Found"}; wrong verbs are 405', as
     ['DELETE', '/v2/health/live', 'GET'],
     ['POST', '/v2/models/add_sub', 'GET'],
     ['GET', '/v2/models/add_sub/infer', 'POST'],
+    ['GET', '/v2/models/add_sub/generate_stream', 'POST'],
     ['PUT', '/v2/models/add_sub/versions/1/infer', 'POST'],
     ['GET', '/v2/repository/index', 'POST'],
     ['GET', '/v2/repository/models/m/load', 'POST'],
