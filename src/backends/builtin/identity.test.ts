@@ -38,13 +38,13 @@ describe('identity backend', () => {
   });
 
   it('waits execute_delay_ms once per execution', async () => {
-    const instance = await instanceOf(backend, configOf(delayed(60), 'identity'));
+    const instance = await instanceOf(backend, configOf(delayed(200), 'identity'));
     const a = requestOf([tensor('INPUT0', 'FP32', [1])], ['OUTPUT0']);
     const b = requestOf([tensor('INPUT0', 'FP32', [2])], ['OUTPUT0']);
     const start = performance.now();
     await instance.execute([a, b]);
     const took = performance.now() - start;
-    assert.ok(took >= 55 && took < 110, `took ${took} ms`);
+    assert.ok(took >= 190 && took < 350, `took ${took} ms (one wait for the batch, not two)`);
     assert.equal(a.sender.sent.length, 1);
     assert.equal(b.sender.sent[0].outputs[0].data.readFloatLE(0), 2);
   });
