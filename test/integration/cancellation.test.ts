@@ -182,6 +182,29 @@ describe('cancellation', () => {
     }
   });
 
+  it('cancelling a unary gRPC ModelInfer aborts its running request', async () => {
+    const client = new GrpcClient(`127.0.0.1:${s.running.grpc!.port}`);
+    try {
+      const before = await stats('slow_identity');
+      const controller = new AbortController();
+      const start = performance.now();
+      setTimeout(() => controller.abort(new Error('gave up')), 100);
+      await assert.rejects(
+        client.infer('slow_identity', [new InferInput('INPUT0', [1, 1], 'FP32').setData([1])], {
+          signal: controller.signal,
+        }),
+        /gave up/,
+      );
+      await waitFor(
+        async () =>
+          (await stats('slow_identity')).inference_stats.fail.count === before.inference_stats.fail.count + 1,
+      );
+      assert.ok(performance.now() - start < 600, 'the request ended with the cancel, not after its delay');
+    } finally {
+      client.close();
+    }
+  });
+
   it('stopping the server lets a running stream finish, then closes its connection', async () => {
     const own = await startServer([
       `--model-repository=${repo}`,
