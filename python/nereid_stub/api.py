@@ -1,0 +1,742 @@
+"""The objects a Triton `model.py` works with, re-exported by `triton_python_backend_utils`: Tensor,
+InferenceRequest (incoming, and outgoing for BLS), InferenceResponse, InferenceResponseSender,
+ResponseIterator, TritonError, TritonModelException, Logger, MetricFamily/Metric, PreferredMemory and
+InferenceTrace. Names, signatures, error texts and semantics follow Triton's python_backend.
+
+Input tensors are numpy views over the bytes the host delivered (a /dev/shm mapping or the frame that
+carried them): valid while the request is being answered; copy what you keep longer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import channel as _channel
+from .dtypes import (
+    CODE_TO_NAME,
+    ITEM_SIZE,
+    NAME_TO_CODE,
+    deserialize_bytes_tensor,
+    numpy_to_triton_type,
+    serialize_bytes,
+    triton_to_numpy_type,
+)
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+
+class TritonModelException(Exception):
+    """Raised to fail a whole batch (or initialize / finalize); also what the API raises on misuse."""
+
+    def message(self) -> str:
+        return str(self)
+
+
+class TritonError:
+    """An error attached to a response: `InferenceResponse(error=TritonError(msg, code))`."""
+
+    class ErrorCode(enum.IntEnum):
+        UNKNOWN = 0
+        INTERNAL = 1
+        NOT_FOUND = 2
+        INVALID_ARG = 3
+        UNAVAILABLE = 4
+        UNSUPPORTED = 5
+        ALREADY_EXISTS = 6
+        CANCELLED = 7
+
+    UNKNOWN = ErrorCode.UNKNOWN
+    INTERNAL = ErrorCode.INTERNAL
+    NOT_FOUND = ErrorCode.NOT_FOUND
+    INVALID_ARG = ErrorCode.INVALID_ARG
+    UNAVAILABLE = ErrorCode.UNAVAILABLE
+    UNSUPPORTED = ErrorCode.UNSUPPORTED
+    ALREADY_EXISTS = ErrorCode.ALREADY_EXISTS
+    CANCELLED = ErrorCode.CANCELLED
+
+    def __init__(self, message: str, code: int = ErrorCode.INTERNAL) -> None:
+        if message is None:
+            raise TypeError("TritonError message must not be None")
+        self._message = str(message)
+        try:
+            self._code = TritonError.ErrorCode(int(code))
+        except ValueError:
+            raise TritonModelException(f"unknown TritonError code {code!r}") from None
+
+    def code(self) -> TritonError.ErrorCode:
+        return self._code
+
+    def message(self) -> str:
+        return self._message
+
+    def __str__(self) -> str:
+        return self._message
+
+    def __repr__(self) -> str:
+        return f"TritonError({self._message!r}, {self._code.name})"
+
+
+class MemoryType(enum.IntEnum):
+    TRITONSERVER_MEMORY_GPU = 0
+    TRITONSERVER_MEMORY_CPU = 1
+
+
+TRITONSERVER_MEMORY_GPU = MemoryType.TRITONSERVER_MEMORY_GPU
+TRITONSERVER_MEMORY_CPU = MemoryType.TRITONSERVER_MEMORY_CPU
+
+
+class PreferredMemory:
+    """Accepted for compatibility; Nereid has no GPU memory, so every tensor is on the CPU."""
+
+    def __init__(self, preferred_memory_type: int, preferred_device_id: int = 0) -> None:
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
+
+
+class InferenceTrace:
+    def __init__(self, context: str | None = None) -> None:
+        self._context = context
+
+    def get_context(self) -> str | None:
+        return self._context or None
+
+
+# --- tensors -----------------------------------------------------------------------------------------------
+
+
+class Tensor:
+    """A named tensor over a numpy array (Triton's `pb_utils.Tensor(name, numpy_array)`)."""
+
+    __slots__ = ("_array", "_dtype", "_name", "_raw", "_shape")
+
+    def __init__(self, name: str, data: Any) -> None:
+        if not isinstance(name, str):
+            raise TritonModelException("Tensor name must be a string")
+        array = data if isinstance(data, np.ndarray) else np.asarray(data)
+        if array.dtype.kind == "U":
+            # Triton refuses unicode arrays; encoding them as UTF-8 BYTES is what every model wants.
+            array = np.char.encode(array, "utf-8").astype(np.object_)
+        code = numpy_to_triton_type(array.dtype)
+        if code is None:
+            raise TritonModelException(
+                f"Tensor dtype used for numpy_array ({array.dtype}) is not supported by the Python backend."
+                " Please use np.object_ for BYTES tensors."
+            )
+        if code != 13 and array.dtype.byteorder == ">":
+            array = array.astype(array.dtype.newbyteorder("="))
+        self._name = name
+        self._dtype = CODE_TO_NAME[code]
+        self._shape = [int(d) for d in array.shape]
+        self._array: npt.NDArray[Any] | None = array
+        self._raw: memoryview | None = None
+
+    @classmethod
+    def _wire(cls, name: str, datatype: str, shape: Sequence[int], raw: memoryview) -> Tensor:
+        """A tensor over bytes in Triton's wire form (the host's inputs, BLS results); numpy on demand."""
+        t = cls.__new__(cls)
+        t._name = name
+        t._dtype = datatype
+        t._shape = [int(d) for d in shape]
+        t._array = None
+        t._raw = raw
+        return t
+
+    def name(self) -> str:
+        return self._name
+
+    def triton_dtype(self) -> int:
+        return NAME_TO_CODE[self._dtype]
+
+    def shape(self) -> list[int]:
+        return list(self._shape)
+
+    def is_cpu(self) -> bool:
+        return True
+
+    def as_numpy(self) -> npt.NDArray[Any]:
+        if self._array is None:
+            self._array = self._decode()
+        return self._array
+
+    def _decode(self) -> npt.NDArray[Any]:
+        raw = self._raw if self._raw is not None else memoryview(b"")
+        if self._dtype == "BYTES":
+            arr = deserialize_bytes_tensor(raw)
+            return arr.reshape(self._shape)
+        np_type = triton_to_numpy_type(NAME_TO_CODE[self._dtype])
+        if np_type is None:
+            raise TritonModelException(
+                f"tensor '{self._name}' is {self._dtype}, which numpy cannot hold; install ml_dtypes for BF16"
+            )
+        return np.frombuffer(raw, dtype=np_type).reshape(self._shape)
+
+    def _wire_bytes(self) -> memoryview:
+        """The tensor's bytes in Triton's wire form, without a copy where possible."""
+        if self._array is None:
+            return self._raw if self._raw is not None else memoryview(b"")
+        arr = self._array
+        if self._dtype == "BYTES":
+            return memoryview(serialize_bytes(arr))
+        arr = np.ascontiguousarray(arr)
+        if arr.nbytes != ITEM_SIZE[self._dtype] * arr.size:
+            raise TritonModelException(f"tensor '{self._name}' has an unexpected byte size")
+        flat: Any = arr.reshape(-1).view(np.uint8)
+        return memoryview(flat)
+
+    def to_dlpack(self) -> Any:
+        return self.as_numpy().__dlpack__()
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        return self.as_numpy().__dlpack__()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU, device 0
+
+    @staticmethod
+    def from_dlpack(name: str, dlpack_object: Any) -> Tensor:
+        return Tensor(name, np.from_dlpack(dlpack_object))
+
+    def __repr__(self) -> str:
+        return f"Tensor({self._name!r}, {self._dtype}, shape={self._shape})"
+
+
+# --- responses ---------------------------------------------------------------------------------------------
+
+
+def _parameters_json(parameters: Any, what: str) -> str:
+    if parameters is None:
+        return "{}"
+    if isinstance(parameters, str):
+        return parameters
+    if not isinstance(parameters, Mapping):
+        raise TritonModelException(f"{what} parameters must be a dict")
+    for k, v in parameters.items():
+        if not isinstance(k, str):
+            raise TritonModelException(f"Expect parameters keys to have type str, found type {type(k)}")
+        if not isinstance(v, (bool, int, str)):
+            raise TritonModelException(
+                f"Expect parameters values to have type bool/int/str, found type {type(v)}"
+            )
+    return json.dumps(dict(parameters))
+
+
+class InferenceResponse:
+    def __init__(
+        self,
+        output_tensors: Sequence[Tensor] | None = None,
+        error: TritonError | None = None,
+        parameters: Mapping[str, bool | int | str] | str | None = None,
+    ) -> None:
+        tensors = list(output_tensors) if output_tensors is not None else []
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise TritonModelException(
+                    f"output_tensors must hold pb_utils.Tensor objects, found {type(t)}"
+                )
+        if error is not None and not isinstance(error, TritonError):
+            raise TritonModelException(f"error must be a pb_utils.TritonError, found {type(error)}")
+        self._tensors = tensors
+        self._error = error
+        self._parameters = _parameters_json(parameters, "response")
+
+    def output_tensors(self) -> list[Tensor]:
+        return self._tensors
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> TritonError | None:
+        return self._error
+
+    def parameters(self) -> str:
+        return self._parameters
+
+
+class _RequestState:
+    """What the runtime and the request's sender share about one request the host is waiting on. When the
+    model drops every reference to a request that was never answered, the host is told (and fails it)
+    instead of waiting forever."""
+
+    __slots__ = ("__weakref__", "cancelled", "closed", "decoupled", "pending", "requested", "rid", "sent")
+
+    def __init__(self, rid: int, decoupled: bool, requested: frozenset[str]) -> None:
+        self.rid = rid
+        self.decoupled = decoupled
+        self.requested = requested
+        self.cancelled = False
+        self.closed = False
+        self.sent = 0
+        # Non-decoupled models may send their one response and the FINAL flag in two calls.
+        self.pending: InferenceResponse | None = None
+
+    def __del__(self) -> None:
+        if not self.closed:
+            ch = _channel.current()
+            if ch is not None:
+                ch.orphaned(self.rid)
+
+
+def _cancelled(state: _RequestState) -> bool:
+    if not state.cancelled:
+        ch = _channel.current()
+        if ch is not None:
+            ch.poll()  # cancellations arrive as frames nobody may be reading right now
+    return state.cancelled
+
+
+class InferenceResponseSender:
+    """Sends the responses of one request (decoupled models, or one response for a default-mode model)."""
+
+    def __init__(self, state: _RequestState) -> None:
+        self._state = state
+        self._lock = threading.Lock()
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TritonModelException(
+                f"Unable to send response. Expected an InferenceResponse, found {type(response)}."
+            )
+        if flags == 0 and response is None:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero."
+            )
+        final = flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        st = self._state
+        with self._lock:
+            if not st.decoupled:
+                if response is not None and (st.sent > 0 or st.pending is not None):
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send more than one response."
+                    )
+                if response is None and final and st.sent == 0 and st.pending is None:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send complete final before "
+                        "sending a response."
+                    )
+            if st.closed:
+                raise TritonModelException("Unable to send response. Response sender has been closed.")
+            if not st.decoupled and not final:
+                st.pending = response
+                return
+            if not st.decoupled and response is None:
+                response, st.pending = st.pending, None
+            if final:
+                st.closed = True
+            st.sent += 1
+        ch = _channel.current()
+        if ch is None:
+            raise TritonModelException("Unable to send response: not running inside a Python backend stub.")
+        ch.send_response(st.rid, response, final)
+
+    def is_cancelled(self) -> bool:
+        return _cancelled(self._state)
+
+
+# --- requests ----------------------------------------------------------------------------------------------
+
+
+class ResponseQueue:
+    """Responses of one BLS call as (response, final) pairs. The runtime appends them as it reads them;
+    `get` waits through `waiter`, which reads the control socket itself when no other thread does."""
+
+    def __init__(self, call_id: int, waiter: Callable[[Callable[[], bool]], None] | None = None) -> None:
+        self.call_id = call_id
+        self._items: collections.deque[tuple[InferenceResponse, bool]] = collections.deque()
+        self._waiter = waiter
+
+    def put(self, response: InferenceResponse, final: bool) -> None:
+        self._items.append((response, final))
+
+    def get(self) -> tuple[InferenceResponse, bool]:
+        if self._waiter is not None:
+            self._waiter(lambda: bool(self._items))
+        return self._items.popleft()
+
+
+class ResponseIterator:
+    """What `exec(decoupled=True)` returns: the target model's responses as they arrive. The last one
+    carries the final flag and may have no outputs (a model's final-only flag)."""
+
+    def __init__(self, responses: ResponseQueue) -> None:
+        self._responses = responses
+        self._finished = False
+
+    def __iter__(self) -> ResponseIterator:
+        return self
+
+    def __next__(self) -> InferenceResponse:
+        if self._finished:
+            raise StopIteration
+        response, final = self._responses.get()
+        if final:
+            self._finished = True
+        return response
+
+    def cancel(self) -> None:
+        if self._finished:
+            return
+        ch = _channel.current()
+        if ch is not None:
+            ch.bls_cancel(self._responses.call_id)
+
+
+def _bls_error(message: str, code: int = TritonError.INTERNAL) -> InferenceResponse:
+    return InferenceResponse(error=TritonError(message, code))
+
+
+_NO_MODEL = object()
+
+
+class InferenceRequest:
+    """A request handed to `execute`, or one a model builds to call another model (BLS)."""
+
+    def __init__(
+        self,
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        inputs: Sequence[Tensor] | None = None,
+        requested_output_names: Sequence[str] | None = None,
+        model_name: Any = _NO_MODEL,
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: PreferredMemory | None = None,
+        trace: InferenceTrace | None = None,
+        parameters: Mapping[str, bool | int | str] | str | None = None,
+    ) -> None:
+        if inputs is None or requested_output_names is None or model_name is _NO_MODEL:
+            raise TypeError(
+                "InferenceRequest needs inputs, requested_output_names and model_name "
+                "(e.g. InferenceRequest(model_name='m', inputs=[...], requested_output_names=['OUT']))"
+            )
+        if not isinstance(correlation_id, (int, str)) or isinstance(correlation_id, bool):
+            raise TritonModelException("Correlation ID must be integer or string")
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise TritonModelException(f"inputs must hold pb_utils.Tensor objects, found {type(t)}")
+        self._request_id = str(request_id)
+        self._correlation_id: int | str = correlation_id
+        self._inputs = list(inputs)
+        self._requested = [str(n) for n in requested_output_names]
+        self._model_name = str(model_name)
+        self._model_version = int(model_version)
+        self._flags = int(flags)
+        self._timeout = int(timeout)
+        self._trace = trace if trace is not None else InferenceTrace()
+        self._parameters = _parameters_json(parameters, "request")
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._state: _RequestState | None = None
+        self._sender: InferenceResponseSender | None = None
+        self._preferred_memory = preferred_memory
+
+    @classmethod
+    def _incoming(
+        cls,
+        state: _RequestState,
+        request_id: str,
+        correlation_id: int | str,
+        inputs: list[Tensor],
+        requested: list[str],
+        model_name: str,
+        model_version: int,
+        flags: int,
+        parameters: str,
+    ) -> InferenceRequest:
+        # The host's requests are well-formed: skip the checks a model's own BLS request gets.
+        r = cls.__new__(cls)
+        r._request_id = request_id
+        r._correlation_id = correlation_id
+        r._inputs = inputs
+        r._requested = requested
+        r._model_name = model_name
+        r._model_version = model_version
+        r._flags = flags
+        r._timeout = 0
+        r._trace = InferenceTrace()
+        r._parameters = parameters
+        r._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        r._state = state
+        r._sender = None
+        r._preferred_memory = None
+        return r
+
+    def inputs(self) -> list[Tensor]:
+        return self._inputs
+
+    def request_id(self) -> str:
+        return self._request_id
+
+    def correlation_id(self) -> int | str:
+        return self._correlation_id
+
+    def requested_output_names(self) -> list[str]:
+        return self._requested
+
+    def flags(self) -> int:
+        return self._flags
+
+    def set_flags(self, flags: int) -> None:
+        self._flags = int(flags)
+
+    def timeout(self) -> int:
+        return self._timeout
+
+    def parameters(self) -> str:
+        return self._parameters
+
+    def trace(self) -> InferenceTrace:
+        return self._trace
+
+    def model_name(self) -> str:
+        return self._model_name
+
+    def model_version(self) -> int:
+        return self._model_version
+
+    def get_response_sender(self) -> InferenceResponseSender:
+        if self._state is None:
+            raise TritonModelException(
+                "only the requests passed to execute() have a response sender, not a BLS request"
+            )
+        if self._sender is None:
+            self._sender = InferenceResponseSender(self._state)
+        return self._sender
+
+    def is_cancelled(self) -> bool:
+        return self._state is not None and _cancelled(self._state)
+
+    def set_release_flags(self, flags: int) -> None:
+        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+            raise TritonModelException(
+                "request rescheduling (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) is not supported "
+                "by Nereid yet"
+            )
+        self._release_flags = int(flags)
+
+    # BLS ------------------------------------------------------------------------------------------------
+
+    def _start(self) -> ResponseQueue | InferenceResponse:
+        ch = _channel.current()
+        if ch is None:
+            return _bls_error(
+                "BLS requests need a running Nereid Python backend stub", TritonError.UNAVAILABLE
+            )
+        if not self._model_name:
+            return _bls_error("BLS request needs a model_name", TritonError.INVALID_ARG)
+        return ch.bls(self)
+
+    def exec(self, decoupled: bool = False) -> Any:
+        """Runs the request on the server: the response, or with decoupled=True an iterator over the
+        responses. Errors come back as a response with has_error(), as in Triton."""
+        started = self._start()
+        if decoupled:
+            if isinstance(started, InferenceResponse):
+                q = ResponseQueue(-1)
+                q.put(started, True)
+                return ResponseIterator(q)
+            return ResponseIterator(started)
+        if isinstance(started, InferenceResponse):
+            return started
+        responses: list[InferenceResponse] = []
+        while True:
+            response, final = started.get()
+            if response.has_error():
+                # Drain to the final response so the call is finished, then report the error.
+                while not final:
+                    _, final = started.get()
+                return response
+            if final and not response.output_tensors() and responses:
+                break
+            responses.append(response)
+            if final:
+                break
+        if len(responses) != 1:
+            return _bls_error(
+                f"model '{self._model_name}' sent {len(responses)} responses to a BLS request: "
+                "use exec(decoupled=True) for decoupled models",
+                TritonError.INVALID_ARG,
+            )
+        return responses[0]
+
+    async def async_exec(self, decoupled: bool = False) -> Any:
+        """`await request.async_exec()` inside `async def execute`: exec() without blocking the loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.exec, decoupled)
+
+
+# --- logging -----------------------------------------------------------------------------------------------
+
+
+class Logger:
+    class LogLevel(enum.IntEnum):
+        INFO = 0
+        WARNING = 1
+        ERROR = 2
+        VERBOSE = 3
+
+    INFO = LogLevel.INFO
+    WARNING = LogLevel.WARNING
+    ERROR = LogLevel.ERROR
+    VERBOSE = LogLevel.VERBOSE
+
+    @staticmethod
+    def _emit(message: str, level: int, depth: int) -> None:
+        frame = sys._getframe(depth)
+        filename = os.path.basename(frame.f_code.co_filename)
+        ch = _channel.current()
+        if ch is None:
+            print(f"{filename}:{frame.f_lineno}] {message}", file=sys.stderr)
+            return
+        ch.log(int(level), str(message), filename, frame.f_lineno)
+
+    @staticmethod
+    def log(message: str, level: int = LogLevel.INFO) -> None:
+        Logger._emit(message, level, 2)
+
+    @staticmethod
+    def log_info(message: str) -> None:
+        Logger._emit(message, Logger.LogLevel.INFO, 2)
+
+    @staticmethod
+    def log_warn(message: str) -> None:
+        Logger._emit(message, Logger.LogLevel.WARNING, 2)
+
+    @staticmethod
+    def log_error(message: str) -> None:
+        Logger._emit(message, Logger.LogLevel.ERROR, 2)
+
+    @staticmethod
+    def log_verbose(message: str) -> None:
+        Logger._emit(message, Logger.LogLevel.VERBOSE, 2)
+
+
+# --- metrics -----------------------------------------------------------------------------------------------
+
+
+class MetricKind(enum.IntEnum):
+    COUNTER = 0
+    GAUGE = 1
+    HISTOGRAM = 2
+
+
+class Metric:
+    """One labelled series. Values are kept in the stub process: Nereid does not yet export custom
+    metrics on /metrics, but models that create and update them work unchanged."""
+
+    def __init__(self, kind: MetricKind, labels: dict[str, str], buckets: list[float] | None) -> None:
+        self._kind = kind
+        self._labels = labels
+        self._buckets = buckets
+        self._value = 0.0
+        self._count = 0
+        self._bucket_counts = [0] * (len(buckets) if buckets else 0)
+        self._lock = threading.Lock()
+
+    def increment(self, value: float) -> None:
+        if self._kind == MetricKind.HISTOGRAM:
+            raise TritonModelException("increment() is not supported for a histogram; use observe()")
+        if self._kind == MetricKind.COUNTER and value < 0:
+            raise TritonModelException("a counter cannot be incremented by a negative value")
+        with self._lock:
+            self._value += float(value)
+
+    def set(self, value: float) -> None:
+        if self._kind != MetricKind.GAUGE:
+            raise TritonModelException("set() is only supported for a gauge")
+        with self._lock:
+            self._value = float(value)
+
+    def observe(self, value: float) -> None:
+        if self._kind != MetricKind.HISTOGRAM:
+            raise TritonModelException("observe() is only supported for a histogram")
+        with self._lock:
+            self._value += float(value)
+            self._count += 1
+            for i, bound in enumerate(self._buckets or []):
+                if value <= bound:
+                    self._bucket_counts[i] += 1
+
+    def value(self) -> float:
+        if self._kind == MetricKind.HISTOGRAM:
+            raise TritonModelException("value() is not supported for a histogram")
+        with self._lock:
+            return self._value
+
+
+class MetricFamily:
+    COUNTER = MetricKind.COUNTER
+    GAUGE = MetricKind.GAUGE
+    HISTOGRAM = MetricKind.HISTOGRAM
+
+    _registry: dict[str, tuple[str, MetricKind]] = {}  # noqa: RUF012 - one registry per process, on purpose
+
+    def __init__(self, name: str, description: str, kind: MetricKind) -> None:
+        if not isinstance(name, str) or not name:
+            raise TritonModelException("metric family name must be a non-empty string")
+        kind = MetricKind(int(kind))
+        known = MetricFamily._registry.get(name)
+        if known is not None and known != (description, kind):
+            raise TritonModelException(
+                f"metric family '{name}' already exists with a different description or kind"
+            )
+        MetricFamily._registry[name] = (description, kind)
+        self._name = name
+        self._kind = kind
+        self._metrics: dict[tuple[tuple[str, str], ...], Metric] = {}
+
+    def Metric(self, labels: dict[str, str] | None = None, buckets: list[float] | None = None) -> Metric:
+        if self._kind == MetricKind.HISTOGRAM and buckets is None:
+            raise TritonModelException("a histogram metric needs buckets")
+        if self._kind != MetricKind.HISTOGRAM and buckets is not None:
+            raise TritonModelException("buckets are only allowed for histogram metrics")
+        key = tuple(sorted((labels or {}).items()))
+        metric = self._metrics.get(key)
+        if metric is None:
+            metric = Metric(self._kind, dict(labels or {}), list(buckets) if buckets is not None else None)
+            self._metrics[key] = metric
+        return metric
+
+
+# --- model control from inside a model ---------------------------------------------------------------------
+
+
+def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
+    raise TritonModelException("pb_utils.load_model is not supported by Nereid yet")
+
+
+def unload_model(model_name: str, unload_dependents: bool = False) -> None:
+    raise TritonModelException("pb_utils.unload_model is not supported by Nereid yet")
+
+
+def is_model_ready(model_name: str, model_version: str = "") -> bool:
+    raise TritonModelException("pb_utils.is_model_ready is not supported by Nereid yet")
+
+
+_model_dir = ""
+
+
+def set_model_dir(path: str) -> None:
+    global _model_dir
+    _model_dir = path
+
+
+def get_model_dir() -> str:
+    """The model's version folder (where model.py lives)."""
+    return _model_dir

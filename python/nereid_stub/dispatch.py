@@ -1,0 +1,81 @@
+"""Reading the control socket without a reader thread of its own: whichever thread needs a frame (the main
+thread waiting for its next command, a BLS caller waiting for its result) becomes the reader, routes every
+frame it reads to where it belongs, and wakes the others; when it has what it waited for it stops reading
+and another waiter takes over. So a command is read by the thread that runs it — no hand-off between
+threads on the hot path — while frames for others (cancellations, BLS results, freed shared memory) still
+flow whenever anyone waits. Nobody reading while a model computes is fine: cancellation flags are polled
+by is_cancelled(), freed space by the output allocator, and the host's death ends the process
+(PR_SET_PDEATHSIG) even then.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import threading
+from collections.abc import Callable
+
+from . import frames
+
+
+class Dispatcher:
+    def __init__(self, reader: frames.FrameReader, route: Callable[[frames.Frame], None]) -> None:
+        self._reader = reader
+        self._route = route
+        self._cond = threading.Condition()
+        self._reading = False
+
+    def _read_one(self, blocking: bool) -> bool:
+        """Reads and routes one frame; False when none was ready (non-blocking). Called with the lock
+        released and the reading role held."""
+        if not blocking and not self._reader.has_buffered_frame():
+            ready, _, _ = select.select([self._reader.fileno()], [], [], 0)
+            if not ready:
+                return False
+        try:
+            frame = self._reader.read()
+        except Exception as e:
+            print(f"nereid stub: control channel failed: {e}", file=sys.stderr, flush=True)
+            frame = None
+        if frame is None:
+            # The host is gone (or spoke nonsense): nothing this process does can reach anyone any more.
+            os._exit(1)
+        with self._cond:
+            self._route(frame)
+        return True
+
+    def wait_for(self, ready: Callable[[], bool]) -> None:
+        """Returns once `ready()` holds (checked under the dispatcher's lock), reading frames meanwhile."""
+        with self._cond:
+            while not ready():
+                if self._reading:
+                    self._cond.wait()
+                    continue
+                self._reading = True
+                self._cond.release()
+                try:
+                    self._read_one(blocking=True)
+                finally:
+                    self._cond.acquire()
+                    self._reading = False
+                    self._cond.notify_all()
+
+    def poll(self) -> None:
+        """Routes the frames already waiting on the socket, without blocking (if no one else is reading)."""
+        with self._cond:
+            if self._reading:
+                return
+            self._reading = True
+        try:
+            while self._read_one(blocking=False):
+                pass
+        finally:
+            with self._cond:
+                self._reading = False
+                self._cond.notify_all()
+
+    @property
+    def lock(self) -> threading.Condition:
+        """Held while a frame is routed: state shared with waiters' predicates changes under it."""
+        return self._cond

@@ -1,0 +1,524 @@
+"""The stub's runtime: owns the control socket and the /dev/shm files, runs the model's methods, and turns
+what the model returns or sends into frames for the host.
+
+Threads: the main thread runs every model call (auto_complete_config, initialize, execute, finalize) in
+order and reads its own commands off the socket (dispatch.py: whoever waits for a frame reads, so there is
+no reader thread to hand frames over); a janitor thread answers requests a model dropped without a final
+response; `async def execute` coroutines run on one asyncio loop in a thread of its own. Writes from any
+thread go through FrameWriter's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import importlib
+import inspect
+import json
+import os
+import queue
+import socket
+import sys
+import threading
+import traceback
+import weakref
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from . import api, frames
+from . import channel as _channel
+from .dispatch import Dispatcher
+from .shm import InputArena, OutputArena
+
+_INTERNAL = int(api.TritonError.INTERNAL)
+_NAME_JSON: dict[str, str] = {}
+
+
+def _json_name(name: str) -> str:
+    """A tensor name as JSON text; names repeat, so their encodings are kept."""
+    text = _NAME_JSON.get(name)
+    if text is None:
+        text = json.dumps(name)
+        if len(_NAME_JSON) < 4096:
+            _NAME_JSON[name] = text
+    return text
+
+
+def _error_json(rid: int, message: str, code: int) -> str:
+    return f'{{"i":{rid},"f":true,"e":{{"c":{code},"m":{json.dumps(message)}}}}}'
+
+
+def format_exception(e: BaseException) -> str:
+    """`Type: message` plus the model's frames, the way Triton reports a Python error."""
+    text = f"{type(e).__name__}: {e}"
+    frames_ = [f for f in traceback.extract_tb(e.__traceback__) if "nereid_stub" not in f.filename]
+    if frames_:
+        text += "\n\nAt:\n" + "\n".join(f"  {f.filename}({f.lineno}): {f.name}" for f in reversed(frames_))
+    return text
+
+
+class Runtime:
+    def __init__(self, sock: socket.socket, in_fd: int | None, out_fd: int | None) -> None:
+        self._writer = frames.FrameWriter(sock)
+        self._dispatch = Dispatcher(frames.FrameReader(sock), self._route)
+        self._in_fd = in_fd
+        self._out_fd = out_fd
+        self._inputs: InputArena | None = InputArena(in_fd) if in_fd is not None else None
+        self._outputs: OutputArena | None = None
+        self._threshold = 1 << 62
+        self._commands: collections.deque[frames.Frame] = collections.deque()
+        self._orphans: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._requests: weakref.WeakValueDictionary[int, api._RequestState] = weakref.WeakValueDictionary()
+        self._bls: dict[int, api.ResponseQueue] = {}
+        self._bls_lock = threading.Lock()
+        self._next_bls = 1
+        self._name = "python"
+        self._model_name = ""
+        self._model_version = 0
+        self._decoupled = False
+        self._model: Any = None
+        self._model_class: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._background: set[Future[Any]] = set()
+        self._shm_warned = False
+
+    # --- plumbing ----------------------------------------------------------------------------------------
+
+    def send(self, type_: int, header: dict[str, Any], blobs: Sequence[bytes | memoryview] = ()) -> None:
+        self._writer.send(type_, header, blobs)
+
+    def run(self) -> None:
+        _channel.install(self)
+        threading.Thread(target=self._janitor_loop, name="nereid-janitor", daemon=True).start()
+        import numpy
+
+        self.send(
+            frames.HELLO,
+            {"pid": os.getpid(), "python": sys.version.split()[0], "numpy": numpy.__version__},
+        )
+        while True:
+            self._dispatch.wait_for(lambda: bool(self._commands))
+            frame = self._commands.popleft()
+            if frame.type == frames.INIT:
+                if not self._initialize(frame.header):
+                    return
+            elif frame.type == frames.AUTOCOMPLETE:
+                self._auto_complete(frame.header)
+                return
+            elif frame.type == frames.EXECUTE:
+                self._execute(frame)
+            elif frame.type == frames.FINALIZE:
+                self._finalize()
+                return
+
+    def _route(self, frame: frames.Frame) -> None:
+        """Called by the dispatcher (under its lock) for every frame read."""
+        t = frame.type
+        h = frame.header
+        if t == frames.CANCEL:
+            state = self._requests.get(int(h["i"]))
+            if state is not None:
+                state.cancelled = True
+        elif t == frames.BLS_RESPONSE:
+            with self._bls_lock:
+                call = self._bls.get(int(h["q"]))
+                if call is not None and h.get("f"):
+                    del self._bls[int(h["q"])]
+            if call is not None:
+                call.put(self._bls_response(h, frame.blob), bool(h.get("f")))
+        elif t in (frames.INIT, frames.AUTOCOMPLETE, frames.EXECUTE, frames.FINALIZE):
+            self._commands.append(frame)
+        elif t == frames.FREE and self._outputs is not None:
+            for offset, size in h["o"]:
+                self._outputs.release(int(offset), int(size))
+
+    def _janitor_loop(self) -> None:
+        while True:
+            rid = self._orphans.get()
+            self._send_error(
+                rid,
+                "the Python model released the request without sending a final response "
+                "(send one with TRITONSERVER_RESPONSE_COMPLETE_FINAL)",
+                _INTERNAL,
+            )
+
+    # --- Channel -----------------------------------------------------------------------------------------
+
+    def orphaned(self, rid: int) -> None:
+        self._orphans.put(rid)
+
+    def poll(self) -> None:
+        self._dispatch.poll()
+
+    def log(self, level: int, message: str, filename: str, line: int) -> None:
+        self.send(frames.LOG, {"l": level, "m": message, "f": filename, "n": line})
+
+    def send_response(self, rid: int, response: api.InferenceResponse | None, final: bool) -> None:
+        state = self._requests.get(rid)
+        requested = state.requested if state is not None else None
+        blobs: list[memoryview] = []
+        self._writer.send_text(
+            frames.RESPONSE, self._response_json(rid, final, response, requested, blobs), blobs
+        )
+
+    def bls(self, request: api.InferenceRequest) -> api.ResponseQueue:
+        with self._bls_lock:
+            call_id = self._next_bls
+            self._next_bls += 1
+            call = api.ResponseQueue(call_id, self._dispatch.wait_for)
+            self._bls[call_id] = call
+        blobs: list[memoryview] = []
+        corr = request.correlation_id()
+        header: dict[str, Any] = {
+            "q": call_id,
+            "m": request.model_name(),
+            "v": request.model_version(),
+            "id": request.request_id(),
+            "c": str(corr),
+            "ct": 1 if isinstance(corr, str) else 0,
+            "fl": request.flags(),
+            "to": request.timeout(),
+            "p": request.parameters(),
+            "o": request.requested_output_names(),
+        }
+        tensors = ",".join(self._describe_tensors(request.inputs(), None, blobs))
+        try:
+            text = json.dumps(header, separators=(",", ":"))[:-1] + f',"t":[{tensors}]}}'
+            self._writer.send_text(frames.BLS_REQUEST, text, blobs)
+        except BaseException:
+            with self._bls_lock:
+                self._bls.pop(call_id, None)
+            raise
+        return call
+
+    def bls_cancel(self, call_id: int) -> None:
+        self.send(frames.BLS_CANCEL, {"q": call_id})
+
+    # --- tensors -----------------------------------------------------------------------------------------
+
+    def _tensor_bytes(self, desc: dict[str, Any], blob: memoryview) -> memoryview:
+        offset, size = int(desc["o"]), int(desc["z"])
+        if desc.get("k") == 1:
+            if self._inputs is None:
+                raise ValueError("the host sent a shared-memory tensor but this stub has no shared memory")
+            return self._inputs.view(offset, size)
+        if offset < 0 or size < 0 or offset + size > len(blob):
+            raise ValueError("inline tensor lies outside its frame")
+        return blob[offset : offset + size]
+
+    def _read_tensors(self, descs: list[dict[str, Any]], blob: memoryview) -> list[api.Tensor]:
+        return [
+            api.Tensor._wire(str(d["n"]), str(d["d"]), [int(x) for x in d["s"]], self._tensor_bytes(d, blob))
+            for d in descs
+        ]
+
+    def _describe_tensors(
+        self,
+        tensors: Sequence[api.Tensor],
+        requested: frozenset[str] | None,
+        blobs: list[memoryview],
+    ) -> list[str]:
+        """Tensor descriptors as JSON texts; inline bytes are appended to `blobs`."""
+        descs: list[str] = []
+        inline = sum(b.nbytes for b in blobs)
+        for t in tensors:
+            if requested is not None and t.name() not in requested:
+                continue  # Triton prunes outputs nobody asked for before they cross the process boundary
+            data = t._wire_bytes()
+            size = data.nbytes
+            offset = None
+            if size >= self._threshold and self._outputs is not None:
+                offset = self._outputs.write(data)
+                if offset is None:
+                    self._warn_shm_off()
+            if offset is not None:
+                kind = 1
+            else:
+                kind, offset = 0, inline
+                blobs.append(data)
+                inline += size
+            shape = ",".join(map(str, t.shape()))
+            descs.append(
+                f'{{"n":{_json_name(t.name())},"d":"{t._dtype}","s":[{shape}],"k":{kind},"o":{offset},"z":{size}}}'
+            )
+        return descs
+
+    def _warn_shm_off(self) -> None:
+        if self._shm_warned or self._outputs is None:
+            return
+        self._shm_warned = True
+        reason = self._outputs.disabled_reason or "unknown error"
+        self.send(
+            frames.LOG,
+            {
+                "l": int(api.Logger.LogLevel.WARNING),
+                "m": f"/dev/shm cannot take more output tensors ({reason}); this instance now sends them "
+                "over its control socket, which is slower. Give the server a larger /dev/shm "
+                "(e.g. docker run --shm-size=1g) to get the fast path back.",
+                "f": "nereid_stub",
+                "n": 0,
+            },
+        )
+
+    def _response_json(
+        self,
+        rid: int,
+        final: bool,
+        response: api.InferenceResponse | None,
+        requested: frozenset[str] | None,
+        blobs: list[memoryview],
+    ) -> str:
+        head = f'{{"i":{rid},"f":{"true" if final else "false"}'
+        if response is None:
+            return head + "}"
+        err = response.error()
+        if err is not None:
+            return head + f',"e":{{"c":{int(err.code())},"m":{json.dumps(err.message())}}}}}'
+        tensors = ",".join(self._describe_tensors(response.output_tensors(), requested, blobs))
+        params = response.parameters()
+        extra = f',"p":{json.dumps(params)}' if params and params != "{}" else ""
+        return head + f',"t":[{tensors}]{extra}}}'
+
+    def _bls_response(self, h: dict[str, Any], blob: memoryview) -> api.InferenceResponse:
+        err = h.get("e")
+        if err is not None:
+            return api.InferenceResponse(error=api.TritonError(str(err["m"]), int(err["c"])))
+        try:
+            tensors = self._read_tensors(h.get("t", []), blob)
+        except ValueError as e:
+            return api.InferenceResponse(error=api.TritonError(str(e)))
+        return api.InferenceResponse(output_tensors=tensors, parameters=str(h.get("p", "{}")))
+
+    def _send_error(self, rid: int, message: str, code: int) -> None:
+        self._writer.send_text(frames.RESPONSE, _error_json(rid, message, code))
+
+    # --- commands ----------------------------------------------------------------------------------------
+
+    def _load_class(self, h: dict[str, Any]) -> Any:
+        model_path = str(h["model_path"])
+        version_dir = os.path.dirname(model_path)
+        model_dir = os.path.dirname(version_dir)
+        filename = os.path.basename(model_path)
+        if not filename.endswith(".py"):
+            raise api.TritonModelException(f"Model name must end with '.py'. Model name is \"{filename}\".")
+        if not os.path.isfile(model_path):
+            raise api.TritonModelException(f"Python model file not found in '{model_path}'")
+        api.set_model_dir(version_dir)
+        # As Triton does: the version folder is a package inside the model folder, so a model.py can import
+        # its neighbours relatively (`from .helpers import x`) or absolutely.
+        sys.path.append(version_dir)
+        sys.path.append(model_dir)
+        module = importlib.import_module(f"{os.path.basename(version_dir)}.{filename[:-3]}")
+        cls = getattr(module, "TritonPythonModel", None)
+        if cls is None:
+            raise api.TritonModelException(
+                f"Python model '{model_path}' does not define class TritonPythonModel"
+            )
+        return cls
+
+    def _initialize(self, h: dict[str, Any]) -> bool:
+        self._name = str(h.get("name", self._name))
+        self._model_name = str(h["args"].get("model_name", ""))
+        self._model_version = int(h["args"].get("model_version", "0") or 0)
+        self._decoupled = bool(h.get("decoupled"))
+        self._threshold = int(h.get("shm_threshold", self._threshold))
+        if self._out_fd is not None:
+            self._outputs = OutputArena(
+                self._out_fd,
+                int(h.get("shm_initial", 1 << 20)),
+                int(h.get("shm_growth", 1 << 20)),
+                reclaim=self._dispatch.poll,
+            )
+        try:
+            self._model_class = self._load_class(h)
+            self._model = self._model_class()
+            init = getattr(self._model, "initialize", None)
+            if init is not None:
+                args = {str(k): str(v) for k, v in h["args"].items()}
+                result = init(args)
+                if inspect.iscoroutine(result):
+                    self._run_coroutine(result).result()
+        except BaseException as e:
+            self.send(frames.INIT_DONE, {"e": format_exception(e)})
+            return False
+        self.send(frames.INIT_DONE, {})
+        return True
+
+    def _auto_complete(self, h: dict[str, Any]) -> None:
+        import triton_python_backend_utils as pb_utils
+
+        try:
+            cls = self._load_class(h)
+            config = pb_utils.ModelConfig(str(h["config"]))
+            fn = getattr(cls, "auto_complete_config", None)
+            if fn is not None:
+                config = fn(config)
+            if not isinstance(config, pb_utils.ModelConfig):
+                raise api.TritonModelException(
+                    f"auto_complete_config function in model '{h.get('name', '')}' must return a valid "
+                    "pb.ModelConfig object."
+                )
+            self.send(frames.AUTOCOMPLETE_DONE, {"config": json.dumps(config.as_dict())})
+        except BaseException as e:
+            self.send(frames.AUTOCOMPLETE_DONE, {"e": format_exception(e)})
+
+    def _finalize(self) -> None:
+        try:
+            fn = getattr(self._model, "finalize", None)
+            if fn is not None:
+                result = fn()
+                if inspect.iscoroutine(result):
+                    self._run_coroutine(result).result()
+        except BaseException as e:
+            self.send(frames.LOG, {"l": 2, "m": f"finalize failed: {format_exception(e)}", "f": "", "n": 0})
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self.send(frames.FINALIZE_DONE, {})
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="nereid-asyncio", daemon=True).start()
+            self._loop = loop
+        return self._loop
+
+    def _run_coroutine(self, coro: Any) -> Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self._event_loop())
+
+    def _build_requests(
+        self, frame: frames.Frame
+    ) -> tuple[list[api.InferenceRequest], list[api._RequestState]]:
+        requests: list[api.InferenceRequest] = []
+        states: list[api._RequestState] = []
+        for r in frame.header["r"]:
+            state = api._RequestState(int(r["i"]), self._decoupled, frozenset(r["o"]))
+            self._requests[state.rid] = state
+            states.append(state)
+            corr: int | str = str(r["c"]) if r.get("ct") == 1 else int(r.get("c", 0))
+            requests.append(
+                api.InferenceRequest._incoming(
+                    state,
+                    request_id=str(r.get("id", "")),
+                    correlation_id=corr,
+                    inputs=self._read_tensors(r["t"], frame.blob),
+                    requested=list(r["o"]),
+                    model_name=self._model_name,
+                    model_version=self._model_version,
+                    flags=int(r.get("fl", 0)),
+                    parameters=str(r.get("p", "{}")),
+                )
+            )
+            if r.get("x"):
+                state.cancelled = True
+        return requests, states
+
+    def _execute(self, frame: frames.Frame) -> None:
+        batch = int(frame.header.get("b", 0))
+        states: list[api._RequestState] = []
+        blobs: list[memoryview] = []
+        try:
+            requests, states = self._build_requests(frame)
+            result = self._model.execute(requests)
+            if inspect.iscoroutine(result):
+                future = self._run_coroutine(result)
+                if self._decoupled:
+                    self._watch_background(future, states)
+                    result = None
+                else:
+                    result = future.result()
+            entries = self._returned(requests, states, result, blobs)
+        except BaseException as e:
+            for s in states:
+                s.closed = True
+            self.send(frames.EXECUTE_DONE, {"b": batch, "e": self._failure(e)})
+            return
+        text = f'{{"b":{batch},"rs":[{",".join(entries)}]}}' if entries else f'{{"b":{batch}}}'
+        self._writer.send_text(frames.EXECUTE_DONE, text, blobs)
+
+    def _failure(self, e: BaseException) -> str:
+        return f"Failed to process the request(s) for model '{self._name}', message: {format_exception(e)}"
+
+    def _returned(
+        self,
+        requests: list[api.InferenceRequest],
+        states: list[api._RequestState],
+        result: Any,
+        blobs: list[memoryview],
+    ) -> list[str]:
+        """What execute returned -> the response entries of EXECUTE_DONE (default mode answers in it)."""
+        if result is None:
+            if self._decoupled:
+                return []
+            errors = []
+            for s in states:
+                if s.sent == 0 and s.pending is None and not s.closed:
+                    s.closed = True
+                    errors.append(
+                        _error_json(
+                            s.rid,
+                            "Expected a list in the execute return, found type '<class 'NoneType'>'.",
+                            _INTERNAL,
+                        )
+                    )
+            return errors
+        if self._decoupled:
+            raise api.TritonModelException(
+                f"Python model '{self._name}' is using the decoupled mode and the execute function must "
+                "return None."
+            )
+        if not isinstance(result, list):
+            raise api.TritonModelException(
+                f"Expected a list in the execute return, found type '{type(result)}'."
+            )
+        if len(result) != len(requests):
+            raise api.TritonModelException(
+                "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
+                f"InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) size is:{len(result)}"
+            )
+        for response in result:
+            if response is not None and not isinstance(response, api.InferenceResponse):
+                raise api.TritonModelException(
+                    "Expected an 'InferenceResponse' object in the execute function return list, found type "
+                    f"'{type(response)}'."
+                )
+        out: list[str] = []
+        for state, response in zip(states, result, strict=True):
+            if state.closed:
+                if response is not None:
+                    raise api.TritonModelException(
+                        "Unable to send response. Response sender has been closed."
+                    )
+                continue
+            state.closed = True
+            if response is None:
+                out.append(
+                    _error_json(
+                        state.rid,
+                        "execute() returned None for this request: return an InferenceResponse for every "
+                        "request (rescheduling is not supported by Nereid yet)",
+                        _INTERNAL,
+                    )
+                )
+            else:
+                out.append(self._response_json(state.rid, True, response, state.requested, blobs))
+        return out
+
+    def _watch_background(self, future: Future[Any], states: list[api._RequestState]) -> None:
+        """A decoupled `async def execute` runs on after execute returns; if it raises, every request of
+        its batch still waiting for its final response fails with that error."""
+        self._background.add(future)
+        keep = list(states)
+
+        def done(f: Future[Any]) -> None:
+            self._background.discard(f)
+            exc = f.exception()
+            if exc is not None:
+                message = self._failure(exc)
+                for s in keep:
+                    if not s.closed:
+                        s.closed = True
+                        self._send_error(s.rid, message, _INTERNAL)
+            keep.clear()
+
+        future.add_done_callback(done)
