@@ -104,6 +104,38 @@ export interface BackendContext {
   readonly log: Logger;
 }
 
+/**
+ * A request a backend sends back into the server (Python BLS: a model calling another model). Shaped like
+ * the core's InferenceRequest, which accepts it as it is; backend-api does not import core.
+ */
+export interface ServerInferRequest {
+  readonly modelName: string;
+  /** '' or undefined = the version policy's default. */
+  readonly modelVersion?: string;
+  readonly id?: string;
+  readonly inputs: readonly Tensor[];
+  /** Omitted or empty = every output of the model. */
+  readonly outputs?: readonly { readonly name: string }[];
+  readonly parameters?: Readonly<Record<string, ParameterValue>>;
+  readonly signal?: AbortSignal;
+}
+
+/** One response of a ServerInferRequest; the last one has `final` set. */
+export interface ServerInferResponse {
+  readonly modelName: string;
+  readonly modelVersion: string;
+  readonly id: string;
+  readonly outputs: readonly Tensor[];
+  readonly parameters: Readonly<Record<string, ParameterValue>>;
+  readonly final: boolean;
+}
+
+/** The part of the server a backend may call back into. */
+export interface ServerApi {
+  /** Same semantics as the server's own infer(): 0..n responses, the last final; errors reject. */
+  infer(request: ServerInferRequest): AsyncIterable<ServerInferResponse>;
+}
+
 export interface ModelLoadContext extends BackendContext {
   readonly config: FrozenModelConfig;
   readonly modelName: string;
@@ -114,6 +146,8 @@ export interface ModelLoadContext extends BackendContext {
   readonly versionDir: string;
   /** `<versionDir>/<default_model_filename>` (a file or a folder). */
   readonly modelPath: string;
+  /** Calls back into the server (BLS); absent when the embedding offers none. */
+  readonly serverApi?: ServerApi;
 }
 
 export interface AutoCompleteContext extends BackendContext {

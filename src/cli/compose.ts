@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { builtinTestBackends } from '../backends/builtin/index.js';
 import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
-import type { Backend } from '../backend-api/backend.js';
+import { PythonBackend } from '../backends/python/index.js';
+import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
 import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { VersionLookup } from '../core/ensemble/index.js';
@@ -50,7 +51,7 @@ export function packageVersion(): string {
 }
 
 export function builtinBackends(): Backend[] {
-  return [new OnnxRuntimeBackend(), ...builtinTestBackends()];
+  return [new OnnxRuntimeBackend(), new PythonBackend(), ...builtinTestBackends()];
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
@@ -62,6 +63,10 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   const ensembleMembers: VersionLookup = {
     getVersion: (name, version): LoadedVersion => repository.getVersion(name, version),
   };
+  // Python models call other models (BLS) through the server built below; no model runs before it exists.
+  const serverApi: ServerApi = {
+    infer: (request): AsyncIterable<ServerInferResponse> => server.infer(request),
+  };
   const loader = new ModelLoader({
     backends: builtinBackends(),
     disableAutoComplete: options.disableAutoCompleteConfig,
@@ -70,6 +75,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     statsRegistry,
     ensembleMembers,
     rateLimiter,
+    serverApi,
   });
   const repository = new ModelRepositoryManager(
     {

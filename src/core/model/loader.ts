@@ -6,7 +6,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Backend, InstanceHandle } from '../../backend-api/backend.js';
+import type { Backend, InstanceHandle, ServerApi } from '../../backend-api/backend.js';
 import { NereidError, invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import {
@@ -34,6 +34,8 @@ export interface LoaderOptions {
   readonly ensembleMembers?: VersionLookup;
   /** The server's rate limiter, shared by every model (absent when --rate-limit=off). */
   readonly rateLimiter?: RateLimiter;
+  /** Handed to backends so their models can call other models (Python BLS). */
+  readonly serverApi?: ServerApi;
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
@@ -149,6 +151,7 @@ export class ModelLoader implements VersionLoader {
       modelPath,
       backendConfig: this.backendSettings(backend.name),
       log: this.options.log,
+      serverApi: this.options.serverApi,
     });
     const instances: InstanceHandle[] = [];
     let rateLimit: ModelRateLimit | undefined;
@@ -180,22 +183,23 @@ export class ModelLoader implements VersionLoader {
       if (instances.length === 0)
         throw invalidArg(`model '${location.modelName}' has no instances to serve it`);
       rateLimit = this.options.rateLimiter?.registerModel(config, instances.length);
+      // Inside the try: a scheduler that rejects its config must not leave instances (worker threads) behind.
+      return new ModelVersion({
+        config,
+        version: location.version,
+        handle,
+        instances,
+        labels,
+        log: this.options.log,
+        statsRegistry: this.options.statsRegistry,
+        loadDurationNs: Number(process.hrtime.bigint() - loadStart),
+        rateLimit,
+      });
     } catch (err) {
       await Promise.allSettled(instances.map((i) => i.close()));
       await handle.unload().catch(() => undefined);
       throw err;
     }
-    return new ModelVersion({
-      config,
-      version: location.version,
-      handle,
-      instances,
-      labels,
-      log: this.options.log,
-      statsRegistry: this.options.statsRegistry,
-      loadDurationNs: Number(process.hrtime.bigint() - loadStart),
-      rateLimit,
-    });
   }
 
   private async loadEnsemble(

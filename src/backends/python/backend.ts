@@ -1,0 +1,175 @@
+/**
+ * The `python` backend: runs unchanged Triton `model.py` files. Each model instance is a stub process (one
+ * Python interpreter, so instances run in parallel despite the GIL) named like the instance
+ * (`<model>_<group>_<index>`); auto-complete runs the model's `auto_complete_config` in a short-lived stub.
+ * The interpreter comes from EXECUTION_ENV_PATH, `python-executable`, the checkout's .venv or `python3`
+ * (interpreter.ts); docs/python-backend.md describes the whole design.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type {
+  AutoCompleteContext,
+  Backend,
+  InstanceHandle,
+  InstanceSpec,
+  ModelHandle,
+  ModelLoadContext,
+} from '../../backend-api/backend.js';
+import { internal, invalidArg } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { modelConfigToJson, parseModelConfigJson } from '../../model-config/index.js';
+import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
+import { PythonInstance, type InitTemplate } from './instance.js';
+import { chooseInterpreter, type Interpreter } from './interpreter.js';
+import { pythonBackendOptions, type PythonBackendOptions } from './options.js';
+import { MessageType } from './protocol.js';
+import type { ShmFileOptions } from './shm.js';
+import { StubProcess } from './stub-process.js';
+
+function executionEnvPath(config: ModelConfig | FrozenModelConfig): string | undefined {
+  const v = config.parameters?.EXECUTION_ENV_PATH?.string_value;
+  return v ? v : undefined;
+}
+
+/**
+ * Whether a model.py may define auto_complete_config: it names it, or its TritonPythonModel has base
+ * classes that could. When it cannot, the auto-complete stub (an interpreter start and a numpy import) is
+ * skipped: the config would come back unchanged.
+ */
+export function mayAutoComplete(source: string): boolean {
+  if (source.includes('auto_complete_config')) return true;
+  const m = /^class\s+TritonPythonModel\s*(\(([^)]*)\))?\s*:/m.exec(source);
+  if (!m) return true;
+  const bases = (m[2] ?? '').trim();
+  return bases !== '' && bases !== 'object';
+}
+
+function shmOptions(options: PythonBackendOptions): ShmFileOptions | undefined {
+  if (options.shmDisabled) return undefined;
+  return {
+    prefix: options.shmRegionPrefix,
+    initialSize: options.shmDefaultByteSize,
+    growth: options.shmGrowthByteSize,
+  };
+}
+
+export class PythonBackend implements Backend {
+  readonly name = 'python';
+  readonly platforms: readonly string[] = [];
+  readonly defaultModelFilename = 'model.py';
+
+  async autoCompleteConfig(ctx: AutoCompleteContext): Promise<ModelConfig> {
+    const source = await readFile(ctx.modelPath, 'utf8').catch(() => undefined);
+    if (source === undefined || !mayAutoComplete(source)) return ctx.config;
+    const options = pythonBackendOptions(ctx.backendConfig, (m) => ctx.log.warn(m));
+    const name = ctx.config.name;
+    const interpreter = await chooseInterpreter({
+      modelName: name,
+      modelDir: ctx.modelDir,
+      executionEnvPath: executionEnvPath(ctx.config),
+      pythonExecutable: options.pythonExecutable,
+      envCacheDir: options.envCacheDir,
+      log: ctx.log,
+    });
+    const stub = StubProcess.launch({ name, interpreter, shm: undefined, log: ctx.log });
+    try {
+      const header = {
+        name,
+        model_path: ctx.modelPath,
+        config: JSON.stringify(modelConfigToJson(ctx.config)),
+      };
+      const reply = await stub.call(
+        MessageType.AutoComplete,
+        header,
+        MessageType.AutoCompleteDone,
+        options.stubTimeoutMs,
+        'auto_complete_config()',
+      );
+      const h = reply.header as { e?: unknown; config?: unknown };
+      if (h.e !== undefined) {
+        throw internal(
+          `auto-complete of model '${name}' failed: ${typeof h.e === 'string' ? h.e : JSON.stringify(h.e)}`,
+        );
+      }
+      if (typeof h.config !== 'string') throw internal(`auto-complete of model '${name}' returned no config`);
+      try {
+        return parseModelConfigJson(h.config, `auto_complete_config of model '${name}'`);
+      } catch (err) {
+        throw invalidArg(
+          `auto_complete_config of model '${name}' produced an invalid config: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    } finally {
+      stub.kill();
+      await stub.exited;
+    }
+  }
+
+  async loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
+    const options = pythonBackendOptions(ctx.backendConfig, (m) => ctx.log.warn(m));
+    if (!ctx.modelPath.endsWith('.py')) {
+      throw invalidArg(`Model name must end with '.py'. Model name is "${path.basename(ctx.modelPath)}".`);
+    }
+    const interpreter = await chooseInterpreter({
+      modelName: ctx.modelName,
+      modelDir: ctx.modelDir,
+      executionEnvPath: executionEnvPath(ctx.config),
+      pythonExecutable: options.pythonExecutable,
+      envCacheDir: options.envCacheDir,
+      log: ctx.log,
+    });
+    ctx.log.verbose(
+      `python model '${ctx.modelName}' version ${ctx.version}: ${ctx.modelPath} with ${interpreter.executable} (${interpreter.origin})`,
+    );
+    return new PythonModel(ctx, options, interpreter);
+  }
+}
+
+class PythonModel implements ModelHandle {
+  private readonly init: InitTemplate;
+
+  constructor(
+    private readonly ctx: ModelLoadContext,
+    private readonly options: PythonBackendOptions,
+    private readonly interpreter: Interpreter,
+  ) {
+    this.init = {
+      model_path: ctx.modelPath,
+      model_config: JSON.stringify(modelConfigToJson(ctx.config)),
+      model_repository: ctx.modelDir,
+      model_version: String(ctx.version),
+      shm_initial: options.shmDefaultByteSize,
+      shm_growth: options.shmGrowthByteSize,
+    };
+  }
+
+  private get log(): Logger {
+    return this.ctx.log;
+  }
+
+  async createInstance(spec: InstanceSpec): Promise<InstanceHandle> {
+    if (spec.kind === 'KIND_GPU') {
+      this.log.warn(`instance '${spec.name}' asks for a GPU; its Python stub runs without one`);
+    }
+    return PythonInstance.create({
+      spec,
+      modelName: this.ctx.modelName,
+      launch: {
+        name: spec.name,
+        interpreter: this.interpreter,
+        shm: shmOptions(this.options),
+        log: this.log,
+      },
+      init: this.init,
+      decoupled: this.ctx.config.model_transaction_policy?.decoupled === true,
+      timeoutMs: this.options.stubTimeoutMs,
+      shmThreshold: this.options.shmThreshold,
+      log: this.log,
+      serverInfer: this.ctx.serverApi ? (request) => this.ctx.serverApi!.infer(request) : undefined,
+    });
+  }
+
+  async unload(): Promise<void> {
+    // Instances own their stubs and were closed before this; nothing is shared between them.
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * Length-prefixed binary frames on a stub's control socket (the format python/nereid_stub/frames.py
+ * speaks): `u32 LE body length | u8 type | u32 LE header length | header JSON | blob`. The decoder accepts
+ * socket chunks of any size and yields whole frames; a frame that fits in one chunk is a view of it (no
+ * copy), one that spans chunks is joined once.
+ */
+import { internal } from '../../common/errors.js';
+
+export interface Frame {
+  readonly type: number;
+  readonly header: unknown;
+  /** Inline tensor bytes that follow the header. */
+  readonly blob: Buffer;
+}
+
+/** The largest body the format can express; the decoder refuses more than `maxBody` anyway. */
+const FORMAT_MAX_BODY = 0xffffffff;
+
+/** Encodes one frame as buffers to write in order (the blobs are not copied). */
+export function encodeFrame(type: number, header: unknown, blobs: readonly Buffer[] = []): Buffer[] {
+  const head = Buffer.from(JSON.stringify(header), 'utf8');
+  let blobLength = 0;
+  for (const b of blobs) blobLength += b.length;
+  const bodyLength = 5 + head.length + blobLength;
+  if (bodyLength > FORMAT_MAX_BODY) {
+    throw internal(`a control frame of ${bodyLength} bytes exceeds the stub channel's limit`);
+  }
+  const prefix = Buffer.allocUnsafe(9);
+  prefix.writeUInt32LE(bodyLength, 0);
+  prefix.writeUInt8(type, 4);
+  prefix.writeUInt32LE(head.length, 5);
+  return [prefix, head, ...blobs];
+}
+
+export class FrameDecoder {
+  private readonly chunks: Buffer[] = [];
+  private buffered = 0;
+
+  /** `maxBody` bounds what a confused or hostile peer can make us allocate. */
+  constructor(private readonly maxBody: number) {}
+
+  /** Adds a chunk; returns the frames it completed. Throws on a malformed stream. */
+  push(chunk: Buffer): Frame[] {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    const frames: Frame[] = [];
+    for (;;) {
+      if (this.buffered < 4) break;
+      const bodyLength = this.peekLength();
+      if (bodyLength < 5) throw internal(`malformed frame from the Python stub: body of ${bodyLength} bytes`);
+      if (bodyLength > this.maxBody) {
+        throw internal(`the Python stub sent a frame of ${bodyLength} bytes, over the ${this.maxBody} limit`);
+      }
+      if (this.buffered < 4 + bodyLength) break;
+      const body = this.take(4 + bodyLength).subarray(4);
+      frames.push(parseBody(body));
+    }
+    return frames;
+  }
+
+  private peekLength(): number {
+    const first = this.chunks[0];
+    if (first.length >= 4) return first.readUInt32LE(0);
+    const head = Buffer.alloc(4);
+    let off = 0;
+    for (const c of this.chunks) {
+      const n = Math.min(4 - off, c.length);
+      c.copy(head, off, 0, n);
+      off += n;
+      if (off === 4) break;
+    }
+    return head.readUInt32LE(0);
+  }
+
+  /** Removes and returns the next `n` buffered bytes (a view when they lie in one chunk). */
+  private take(n: number): Buffer {
+    const first = this.chunks[0];
+    let out: Buffer;
+    if (first.length >= n) {
+      out = first.subarray(0, n);
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+    } else {
+      out = Buffer.allocUnsafe(n);
+      let off = 0;
+      while (off < n) {
+        const c = this.chunks[0];
+        const k = Math.min(n - off, c.length);
+        c.copy(out, off, 0, k);
+        off += k;
+        if (k === c.length) this.chunks.shift();
+        else this.chunks[0] = c.subarray(k);
+      }
+    }
+    this.buffered -= n;
+    return out;
+  }
+}
+
+function parseBody(body: Buffer): Frame {
+  const type = body.readUInt8(0);
+  const headerLength = body.readUInt32LE(1);
+  if (5 + headerLength > body.length) throw internal('malformed frame from the Python stub: header overflow');
+  let header: unknown = {};
+  if (headerLength > 0) {
+    try {
+      header = JSON.parse(body.toString('utf8', 5, 5 + headerLength));
+    } catch {
+      throw internal('malformed frame from the Python stub: header is not JSON');
+    }
+  }
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) {
+    throw internal('malformed frame from the Python stub: header is not an object');
+  }
+  return { type, header, blob: body.subarray(5 + headerLength) };
+}

@@ -1,0 +1,416 @@
+/**
+ * One Python model instance: a stub process running the model's TritonPythonModel, fed whole batches.
+ *
+ * execute() writes the batch's inputs (inline or into /dev/shm), sends one EXECUTE frame and settles when
+ * the model's execute has returned AND every request of the batch has its final response — for a
+ * decoupled model that may be long after execute returned, from other threads (the contract frees the
+ * instance only after every stream ended). Default-mode responses come back in the EXECUTE_DONE frame;
+ * decoupled ones as RESPONSE frames. A request whose AbortSignal fired is reported to the stub with a
+ * CANCEL frame (request.is_cancelled() in Python) within CANCEL_POLL_MS.
+ *
+ * Faults: if the stub dies, every request it held fails with "Stub process '<name>' is not healthy" and the
+ * reason, and a new stub is started right away (initialize runs again); the next batch waits for it. If
+ * restarting fails, batches fail with UNAVAILABLE and each new batch tries again.
+ */
+import type {
+  BackendRequest,
+  InstanceHandle,
+  InstanceSpec,
+  ParameterValue,
+} from '../../backend-api/backend.js';
+import { NereidError, internal, unavailable } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { BlsService, type ServerInfer } from './bls.js';
+import type { Frame } from './frames.js';
+import {
+  MessageType,
+  errorCodeOf,
+  type ExecuteDoneHeader,
+  type LogHeader,
+  type WireRequest,
+  type WireResponse,
+} from './protocol.js';
+import type { StubLaunchOptions } from './stub-process.js';
+import { StubProcess } from './stub-process.js';
+import { BlobBuilder, describeTensors, readTensors, type FreedRanges } from './tensors.js';
+
+/** Request parameters Triton consumes itself rather than passing to the model (request.parameters()). */
+const RESERVED_PARAMETERS = new Set([
+  'sequence_id',
+  'sequence_start',
+  'sequence_end',
+  'priority',
+  'timeout',
+  'binary_data_output',
+]);
+
+export interface PythonInstanceOptions {
+  readonly spec: InstanceSpec;
+  readonly modelName: string;
+  readonly launch: StubLaunchOptions;
+  /** The INIT header without the instance's own fields. */
+  readonly init: InitTemplate;
+  readonly decoupled: boolean;
+  readonly timeoutMs: number;
+  readonly shmThreshold: number;
+  readonly log: Logger;
+  readonly serverInfer: ServerInfer | undefined;
+}
+
+export interface InitTemplate {
+  readonly model_path: string;
+  readonly model_config: string;
+  readonly model_repository: string;
+  readonly model_version: string;
+  readonly shm_initial: number;
+  readonly shm_growth: number;
+}
+
+interface Inflight {
+  readonly request: BackendRequest;
+  readonly batch: Batch;
+  /** The stub has been told this request was cancelled. */
+  cancelSent: boolean;
+}
+
+interface Batch {
+  readonly id: number;
+  pending: number;
+  pythonReturned: boolean;
+  readonly resolve: () => void;
+  cancelPoll: NodeJS.Timeout | undefined;
+}
+
+/**
+ * How often a running batch's requests are checked for cancellation. Polling instead of one 'abort'
+ * listener per request: a listener costs more than a whole small request on a busy AbortSignal, and
+ * cancellation only needs to reach request.is_cancelled() soon, not instantly.
+ */
+const CANCEL_POLL_MS = 10;
+
+/** A parameter value as JSON text (bigints exactly, as JSON numbers). */
+function parameterJson(v: ParameterValue): string {
+  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'number' && !Number.isFinite(v)) return 'null';
+  return JSON.stringify(v);
+}
+
+function parametersJson(params: Readonly<Record<string, ParameterValue>>): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(params)) {
+    if (RESERVED_PARAMETERS.has(k) || k.startsWith('triton_')) continue;
+    parts.push(`${JSON.stringify(k)}:${parameterJson(v)}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+function responseParameters(text: unknown): Record<string, ParameterValue> | undefined {
+  if (typeof text !== 'string' || text === '' || text === '{}') return undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+    const out: Record<string, ParameterValue> = {};
+    for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+      if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
+    }
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+export class PythonInstance implements InstanceHandle {
+  readonly name: string;
+  private stub: StubProcess | undefined;
+  private starting: Promise<StubProcess> | undefined;
+  private closed = false;
+  private nextRid = 1;
+  private nextBatch = 1;
+  private readonly inflight = new Map<number, Inflight>();
+  private readonly batches = new Map<number, Batch>();
+  private bls: BlsService | undefined;
+  private frameChain: Promise<void> = Promise.resolve();
+
+  private constructor(private readonly opts: PythonInstanceOptions) {
+    this.name = opts.spec.name;
+  }
+
+  /** Starts the stub and runs the model's initialize(); rejects with the model's error. */
+  static async create(opts: PythonInstanceOptions): Promise<PythonInstance> {
+    const instance = new PythonInstance(opts);
+    instance.stub = await instance.startStub();
+    return instance;
+  }
+
+  /** The stub's process id (tests kill it from outside). */
+  get pid(): number | undefined {
+    return this.stub?.pid;
+  }
+
+  async execute(requests: readonly BackendRequest[]): Promise<void> {
+    const live = requests.filter((r) => !r.sender.done);
+    if (live.length === 0) return;
+    let stub: StubProcess;
+    try {
+      stub = await this.ensureStub();
+    } catch (err) {
+      const e = NereidError.from(err);
+      for (const r of live)
+        r.sender.fail(unavailable(`Python model instance '${this.name}' is not available: ${e.message}`));
+      return;
+    }
+    if (this.bls?.idle !== false) stub.files?.toStub.reset();
+    const sink = { arena: stub.files?.toStub, threshold: this.opts.shmThreshold };
+    const blob = new BlobBuilder();
+    const wire: WireRequest[] = [];
+    for (const r of live) {
+      const rid = this.nextRid++;
+      const corr = r.correlationId;
+      wire.push({
+        i: rid,
+        id: r.id,
+        c: String(corr),
+        ct: typeof corr === 'string' ? 1 : 0,
+        fl: r.flags,
+        p: parametersJson(r.parameters),
+        o: [...r.requestedOutputs],
+        t: await describeTensors(r.inputs.values(), sink, blob),
+        ...(r.signal.aborted ? { x: 1 as const } : {}),
+      });
+    }
+    if (!stub.alive) {
+      const e = this.unhealthy(stub);
+      for (const r of live) r.sender.fail(e);
+      return;
+    }
+    const id = this.nextBatch++;
+    await new Promise<void>((resolve) => {
+      const batch: Batch = {
+        id,
+        pending: live.length,
+        pythonReturned: false,
+        resolve,
+        cancelPoll: undefined,
+      };
+      this.batches.set(id, batch);
+      live.forEach((request, i) => {
+        this.inflight.set(wire[i].i, { request, batch, cancelSent: request.signal.aborted });
+      });
+      stub.send(MessageType.Execute, { b: id, r: wire }, blob.parts);
+      batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
+    });
+  }
+
+  private pollCancellation(batch: Batch): void {
+    if (!this.batches.has(batch.id)) return;
+    for (const [rid, f] of this.inflight) {
+      if (f.batch !== batch || f.cancelSent || !f.request.signal.aborted) continue;
+      f.cancelSent = true;
+      this.stub?.send(MessageType.Cancel, { i: rid });
+    }
+    batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const stub = this.stub ?? (await this.starting?.catch(() => undefined));
+    this.stub = undefined;
+    await stub?.stop(this.opts.timeoutMs);
+  }
+
+  // --- stub lifecycle ---------------------------------------------------------------------------------------
+
+  private async startStub(): Promise<StubProcess> {
+    const stub = StubProcess.launch(this.opts.launch);
+    const { spec } = this.opts;
+    stub.onFrame = (frame) => this.onFrame(stub, frame);
+    stub.onExitOnce((reason, expected) => this.onStubExit(stub, reason, expected));
+    this.bls = new BlsService(stub, this.opts.serverInfer, this.opts.shmThreshold, this.opts.log);
+    const t = this.opts.init;
+    const header = {
+      name: spec.name,
+      model_path: t.model_path,
+      decoupled: this.opts.decoupled,
+      shm_threshold: this.opts.shmThreshold,
+      shm_initial: t.shm_initial,
+      shm_growth: t.shm_growth,
+      args: {
+        model_config: t.model_config,
+        model_instance_kind: spec.kind.replace('KIND_', ''),
+        model_instance_name: spec.name,
+        model_instance_device_id: String(spec.deviceId),
+        model_repository: t.model_repository,
+        model_version: t.model_version,
+        model_name: this.opts.modelName,
+      },
+    };
+    const reply = await stub
+      .call(MessageType.Init, header, MessageType.InitDone, this.opts.timeoutMs, 'initialize()')
+      .catch((err: unknown) => {
+        stub.kill();
+        throw err;
+      });
+    const e = (reply.header as { e?: unknown }).e;
+    if (e !== undefined) {
+      await stub.stop(this.opts.timeoutMs);
+      throw internal(typeof e === 'string' ? e : 'initialize() failed');
+    }
+    return stub;
+  }
+
+  private async ensureStub(): Promise<StubProcess> {
+    if (this.closed) throw unavailable(`instance '${this.name}' is closed`);
+    if (this.stub?.alive) return this.stub;
+    this.stub = undefined;
+    this.starting ??= this.startStub().finally(() => (this.starting = undefined));
+    const stub = await this.starting;
+    if (this.closed) {
+      await stub.stop(this.opts.timeoutMs);
+      throw unavailable(`instance '${this.name}' is closed`);
+    }
+    this.stub = stub;
+    return stub;
+  }
+
+  private unhealthy(stub: StubProcess): NereidError {
+    return internal(
+      `Failed to process the request(s) for model instance '${this.name}', message: Stub process '${this.name}' ` +
+        `is not healthy: ${stub.describeExit()}`,
+    );
+  }
+
+  private onStubExit(stub: StubProcess, _reason: string, expected: boolean): void {
+    this.bls?.abortAll();
+    if (this.inflight.size > 0) {
+      const error = this.unhealthy(stub);
+      for (const [rid, f] of this.inflight) {
+        if (!f.request.sender.done) f.request.sender.fail(error);
+        this.finish(rid, f);
+      }
+      for (const b of [...this.batches.values()]) this.settle(b, true);
+    }
+    if (this.stub === stub) this.stub = undefined;
+    if (expected || this.closed) return;
+    this.opts.log.error(
+      `Stub process '${this.name}' is unhealthy and it will be restarted: ${stub.describeExit()}`,
+    );
+    this.starting ??= this.startStub().finally(() => (this.starting = undefined));
+    this.starting.then(
+      (s) => {
+        if (this.closed) void s.stop(this.opts.timeoutMs);
+        else this.stub = s;
+      },
+      (err: unknown) =>
+        this.opts.log.error(
+          `failed to restart the stub of '${this.name}' (the next request tries again): ${NereidError.from(err).message}`,
+        ),
+    );
+  }
+
+  // --- frames from the stub ---------------------------------------------------------------------------------
+
+  private onFrame(stub: StubProcess, frame: Frame): void {
+    switch (frame.type) {
+      case MessageType.Response:
+        this.inOrder(() => this.onResponses(stub, [frame.header as WireResponse], frame.blob));
+        break;
+      case MessageType.ExecuteDone:
+        this.inOrder(() => this.onExecuteDone(stub, frame.header as ExecuteDoneHeader, frame.blob));
+        break;
+      case MessageType.BlsRequest:
+      case MessageType.BlsCancel:
+        this.bls?.onFrame(frame);
+        break;
+      case MessageType.Log:
+        this.onLog(frame.header as LogHeader);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /**
+   * Responses are handled strictly in arrival order: reading a large tensor from /dev/shm may wait, and a
+   * later frame (say, a request's final response) must not overtake an earlier one.
+   */
+  private inOrder(task: () => Promise<void>): void {
+    this.frameChain = this.frameChain.then(task).catch((err: unknown) => {
+      this.opts.log.error(`instance '${this.name}': ${NereidError.from(err).message}`);
+    });
+  }
+
+  private onLog(h: LogHeader): void {
+    const text = `${typeof h.f === 'string' ? h.f : ''}:${typeof h.n === 'number' ? h.n : 0}] ${String(h.m)}`;
+    const log = this.opts.log;
+    if (h.l === 1) log.warn(text);
+    else if (h.l === 2) log.error(text);
+    else if (h.l === 3) log.verbose(text);
+    else log.info(text);
+  }
+
+  private async onExecuteDone(stub: StubProcess, h: ExecuteDoneHeader, blob: Buffer): Promise<void> {
+    const batch = this.batches.get(h.b);
+    if (h.rs !== undefined) await this.onResponses(stub, Array.isArray(h.rs) ? h.rs : [], blob);
+    if (!batch) return;
+    if (h.e !== undefined) {
+      const error = internal(String(h.e));
+      this.opts.log.error(error.message);
+      for (const [rid, f] of this.inflight) {
+        if (f.batch !== batch) continue;
+        if (!f.request.sender.done) f.request.sender.fail(error);
+        this.finish(rid, f);
+      }
+    }
+    batch.pythonReturned = true;
+    this.settle(batch, false);
+  }
+
+  private async onResponses(
+    stub: StubProcess,
+    responses: readonly WireResponse[],
+    blob: Buffer,
+  ): Promise<void> {
+    const freed: FreedRanges = [];
+    for (const r of responses) {
+      const f = typeof r?.i === 'number' ? this.inflight.get(r.i) : undefined;
+      const final = r?.f === true;
+      let outputs;
+      try {
+        outputs = await readTensors(r?.t, blob, stub.files?.fromStub, freed);
+      } catch (err) {
+        if (f) {
+          f.request.sender.fail(NereidError.from(err));
+          this.finish(r.i, f);
+        }
+        continue;
+      }
+      if (!f || f.request.sender.done) {
+        if (f && final) this.finish(r.i, f);
+        continue;
+      }
+      if (r.e !== undefined) {
+        const e = typeof r.e === 'object' && r.e !== null ? r.e : { c: 1, m: String(r.e) };
+        f.request.sender.fail(new NereidError(errorCodeOf(e.c), String(e.m)));
+        this.finish(r.i, f);
+        continue;
+      }
+      const parameters = responseParameters(r.p);
+      f.request.sender.send(outputs, parameters ? { final, parameters } : { final });
+      if (final) this.finish(r.i, f);
+    }
+    if (freed.length > 0) stub.send(MessageType.Free, { o: freed });
+  }
+
+  private finish(rid: number, f: Inflight): void {
+    if (!this.inflight.delete(rid)) return;
+    f.batch.pending--;
+    this.settle(f.batch, false);
+  }
+
+  private settle(batch: Batch, force: boolean): void {
+    if (!force && !(batch.pythonReturned && batch.pending <= 0)) return;
+    if (!this.batches.delete(batch.id)) return;
+    clearTimeout(batch.cancelPoll);
+    batch.resolve();
+  }
+}

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DEFAULT_SHM_PREFIX, DEFAULT_SHM_THRESHOLD, pythonBackendOptions } from './options.js';
+
+void test("defaults are Triton's, plus Nereid's own keys", () => {
+  const o = pythonBackendOptions({});
+  assert.equal(o.shmDefaultByteSize, 1 << 20);
+  assert.equal(o.shmGrowthByteSize, 1 << 20);
+  assert.equal(o.stubTimeoutMs, 30_000);
+  assert.equal(o.shmRegionPrefix, DEFAULT_SHM_PREFIX);
+  assert.equal(o.pythonExecutable, undefined);
+  assert.equal(o.shmThreshold, DEFAULT_SHM_THRESHOLD);
+  assert.equal(o.shmDisabled, false);
+});
+
+void test('values are read and checked', () => {
+  const o = pythonBackendOptions({
+    'shm-default-byte-size': '4194304',
+    'shm-growth-byte-size': '65536',
+    'stub-timeout-seconds': '0.5',
+    'shm-region-prefix-name': 'my_prefix-1.',
+    'python-executable': ' /opt/py/bin/python3 ',
+    'shm-tensor-threshold-byte-size': '0',
+    'disable-shm': 'true',
+    shm_message_queue_size: '10',
+    'thread-pool-size': '4',
+    'default-max-batch-size': '4',
+  });
+  assert.equal(o.shmDefaultByteSize, 4 << 20);
+  assert.equal(o.shmGrowthByteSize, 65536);
+  assert.equal(o.stubTimeoutMs, 500);
+  assert.equal(o.shmRegionPrefix, 'my_prefix-1.');
+  assert.equal(o.pythonExecutable, '/opt/py/bin/python3');
+  assert.equal(o.shmThreshold, 0);
+  assert.equal(o.shmDisabled, true);
+
+  for (const [key, value, pattern] of [
+    ['shm-default-byte-size', '1000', /at least 1048576 bytes/],
+    ['shm-default-byte-size', '1e9', /must be an integer/],
+    ['shm-growth-byte-size', '0', /at least 1/],
+    ['stub-timeout-seconds', '0', /must be a number > 0/],
+    ['stub-timeout-seconds', 'soon', /must be a number > 0/],
+    ['shm-region-prefix-name', '../etc/', /letters, digits/],
+    ['shm-region-prefix-name', '', /letters, digits/],
+    ['thread-pool-size', '0', /at least 1/],
+    ['disable-shm', 'maybe', /true or false/],
+  ] as const) {
+    assert.throws(
+      () => pythonBackendOptions({ [key]: value }),
+      (e: Error & { code?: string }) => e.code === 'INVALID_ARG' && pattern.test(e.message),
+      `${key}=${value}`,
+    );
+  }
+});
+
+void test('unknown keys are reported, not fatal', () => {
+  const warnings: string[] = [];
+  pythonBackendOptions({ 'shm-defualt-byte-size': '1' }, (m) => warnings.push(m));
+  assert.deepEqual(warnings, ["unknown python backend config key 'shm-defualt-byte-size' is ignored"]);
+});

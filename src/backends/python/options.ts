@@ -1,0 +1,115 @@
+/**
+ * The python backend's settings from `--backend-config=python,<key>=<value>`: Triton's keys (shm sizes,
+ * stub timeout, shm name prefix; the message-queue and thread-pool sizes are accepted and unused, as
+ * Nereid has neither) plus Nereid's own (the interpreter, the inline/shared-memory threshold, the cache
+ * for unpacked execution environments). Checked once per model load; a bad value fails the load.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { invalidArg } from '../../common/errors.js';
+
+export interface PythonBackendOptions {
+  readonly shmDefaultByteSize: number;
+  readonly shmGrowthByteSize: number;
+  readonly stubTimeoutMs: number;
+  readonly shmRegionPrefix: string;
+  /** An explicit interpreter for every Python model without EXECUTION_ENV_PATH. */
+  readonly pythonExecutable: string | undefined;
+  /** Tensors of at least this many bytes go through /dev/shm; smaller ones ride inline on the socket. */
+  readonly shmThreshold: number;
+  /** Disables /dev/shm altogether (every tensor inline). */
+  readonly shmDisabled: boolean;
+  /** Where packed EXECUTION_ENV_PATH archives are unpacked (once). */
+  readonly envCacheDir: string;
+}
+
+export const DEFAULT_SHM_BYTE_SIZE = 1 << 20;
+export const DEFAULT_STUB_TIMEOUT_SECONDS = 30;
+export const DEFAULT_SHM_PREFIX = 'triton_python_backend_shm_region_';
+/** Chosen by measurement (docs/python-backend.md): below this, inline on the socket is as fast or faster. */
+export const DEFAULT_SHM_THRESHOLD = 64 * 1024;
+
+const KNOWN_KEYS = new Set([
+  'shm-default-byte-size',
+  'shm-growth-byte-size',
+  'stub-timeout-seconds',
+  'shm-region-prefix-name',
+  'shm_message_queue_size',
+  'thread-pool-size',
+  'python-executable',
+  'shm-tensor-threshold-byte-size',
+  'disable-shm',
+  'execution-env-cache-directory',
+  // global keys every backend receives
+  'default-max-batch-size',
+  'backend-directory',
+  'min-compute-capability',
+  'auto-complete-config',
+]);
+
+function integer(
+  config: Readonly<Record<string, string>>,
+  key: string,
+  fallback: number,
+  min: number,
+): number {
+  const raw = config[key];
+  if (raw === undefined) return fallback;
+  const v = Number(raw.trim());
+  if (!/^\s*\d+\s*$/.test(raw) || !Number.isSafeInteger(v) || v < min) {
+    throw invalidArg(`--backend-config=python,${key}='${raw}' must be an integer of at least ${min}`);
+  }
+  return v;
+}
+
+function bool(config: Readonly<Record<string, string>>, key: string): boolean {
+  const raw = config[key];
+  if (raw === undefined) return false;
+  if (/^(true|1|yes|on)$/i.test(raw)) return true;
+  if (/^(false|0|no|off)$/i.test(raw)) return false;
+  throw invalidArg(`--backend-config=python,${key}='${raw}' must be true or false`);
+}
+
+export function pythonBackendOptions(
+  config: Readonly<Record<string, string>>,
+  warn?: (message: string) => void,
+): PythonBackendOptions {
+  for (const key of Object.keys(config)) {
+    if (!KNOWN_KEYS.has(key)) warn?.(`unknown python backend config key '${key}' is ignored`);
+  }
+  const shmDefaultByteSize = integer(config, 'shm-default-byte-size', DEFAULT_SHM_BYTE_SIZE, 1);
+  if (shmDefaultByteSize < DEFAULT_SHM_BYTE_SIZE) {
+    throw invalidArg(
+      `shm-default-byte-size must be at least ${DEFAULT_SHM_BYTE_SIZE} bytes (1 MiB), got ${shmDefaultByteSize}`,
+    );
+  }
+  const timeoutRaw = config['stub-timeout-seconds'];
+  let stubTimeoutMs = DEFAULT_STUB_TIMEOUT_SECONDS * 1000;
+  if (timeoutRaw !== undefined) {
+    // Triton takes whole seconds; fractions are accepted too (tests want short timeouts).
+    const secs = Number(timeoutRaw);
+    if (!/^\s*\d+(\.\d+)?\s*$/.test(timeoutRaw) || !(secs > 0)) {
+      throw invalidArg(`--backend-config=python,stub-timeout-seconds='${timeoutRaw}' must be a number > 0`);
+    }
+    stubTimeoutMs = Math.round(secs * 1000);
+  }
+  const prefix = config['shm-region-prefix-name'] ?? DEFAULT_SHM_PREFIX;
+  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(prefix)) {
+    throw invalidArg(
+      `--backend-config=python,shm-region-prefix-name='${prefix}' must be 1-128 characters of letters, digits, '_', '.' or '-'`,
+    );
+  }
+  integer(config, 'shm_message_queue_size', 1000, 1);
+  integer(config, 'thread-pool-size', 32, 1);
+  const exe = config['python-executable']?.trim();
+  return {
+    shmDefaultByteSize,
+    shmGrowthByteSize: integer(config, 'shm-growth-byte-size', DEFAULT_SHM_BYTE_SIZE, 1),
+    stubTimeoutMs,
+    shmRegionPrefix: prefix,
+    pythonExecutable: exe ? exe : undefined,
+    shmThreshold: integer(config, 'shm-tensor-threshold-byte-size', DEFAULT_SHM_THRESHOLD, 0),
+    shmDisabled: bool(config, 'disable-shm'),
+    envCacheDir: config['execution-env-cache-directory'] ?? path.join(os.tmpdir(), 'nereid-python-envs'),
+  };
+}
