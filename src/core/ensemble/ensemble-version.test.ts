@@ -253,6 +253,60 @@ describe('EnsembleVersion: failures and cancellation', () => {
     assert.equal(ensemble.stats.snapshot().inference_stats.fail.count, 1);
   });
 
+  it('in a plain chain, steps carry the client’s own signal, and its cancellation ends the request', async () => {
+    const chain: EnsembleSpec = {
+      inputs: ['IN'],
+      outputs: ['OUT'],
+      steps: [
+        { model: 'first', inputs: { I: 'IN' }, outputs: { O: 'mid' } },
+        { model: 'second', inputs: { I: 'mid' }, outputs: { O: 'OUT' } },
+      ],
+    };
+    const { ensemble, m } = setup(chain, {
+      first: { config: unary('first'), behaviour: adder(1) },
+      second: {
+        config: unary('second'),
+        behaviour: (req, reply) => {
+          req.signal?.addEventListener('abort', () =>
+            reply.fail(new NereidError('CANCELLED', 'request cancelled')),
+          );
+        },
+      },
+    });
+    const client = new AbortController();
+    const done = drain(ensemble.infer(request([1, 2, 3, 4], { signal: client.signal })));
+    await flush();
+    assert.equal(m.second.requests.length, 1);
+    assert.equal(m.first.requests[0].signal, client.signal, 'no signal of its own for a chain');
+    client.abort();
+    const { error } = await done;
+    assert.equal(error?.code, 'CANCELLED');
+    assert.equal(error?.message, "in ensemble 'ens', step 1 (model 'second'): request cancelled");
+    assert.equal(ensemble.pendingRequests, 0);
+  });
+
+  it('ends a request cancelled while its step waits for a max_inflight_requests slot', async () => {
+    const gate = deferred();
+    const spec: EnsembleSpec = {
+      inputs: ['IN'],
+      outputs: ['OUT'],
+      maxInflight: 1,
+      steps: [{ model: 'm', inputs: { I: 'IN' }, outputs: { O: 'OUT' } }],
+    };
+    const { ensemble, m } = setup(spec, { m: { config: unary('m'), behaviour: adder(1, gate.promise) } });
+    const first = drain(ensemble.infer(request()));
+    const client = new AbortController();
+    const second = drain(ensemble.infer(request([1, 2, 3, 4], { signal: client.signal })));
+    await flush();
+    client.abort();
+    const { error } = await second;
+    assert.equal(error?.code, 'CANCELLED');
+    assert.equal(m.m.requests.length, 1, 'the waiting step never reached the member');
+    gate.resolve();
+    assert.equal((await first).responses.length, 1);
+    assert.equal(ensemble.pendingRequests, 0);
+  });
+
   it('refuses requests after unload, and unload waits for the accepted ones', async () => {
     const gate = deferred();
     const spec: EnsembleSpec = {

@@ -72,7 +72,7 @@ export class EnsembleVersion implements ServableVersion {
       limiters: parts.plan.steps.map(() => (maxInflight > 0 ? new StepLimiter(maxInflight) : undefined)),
       stats: this.stats,
     };
-    this.fullPlan = requestPlan(parts.plan, parts.plan.outputs);
+    this.fullPlan = requestPlan(parts.plan, parts.plan.outputs, parts.decoupledSteps);
     const refs = new Map<string, { name: string; version: string | undefined }>();
     for (const s of parts.plan.steps) {
       const version = s.modelVersion < 0 ? undefined : String(s.modelVersion);
@@ -109,7 +109,7 @@ export class EnsembleVersion implements ServableVersion {
     const prepared = prepareRequest(this.config, request);
     const record = this.stats.startRequest(requestStart, prepared.batchSize);
     // No queue of its own: the request is "executing" once it reaches the step graph (as in Triton).
-    record.computeStart = process.hrtime.bigint();
+    record.computeStart = record.queueStart;
     const stream = new ResponseStream<InferenceResponse>();
     this.active++;
     const run = new EnsembleRun(
@@ -130,7 +130,7 @@ export class EnsembleVersion implements ServableVersion {
     const key = outputs.join('\0');
     let p = this.subsetPlans.get(key);
     if (!p) {
-      p = requestPlan(this.plan, outputs);
+      p = requestPlan(this.plan, outputs, this.ctx.decoupledSteps);
       if (this.subsetPlans.size >= PLAN_CACHE_SIZE) {
         this.subsetPlans.delete(this.subsetPlans.keys().next().value as string);
       }

@@ -133,6 +133,16 @@ describe('pruning by requested outputs', () => {
     assert.deepEqual(stepsFor(plan, ['OUT']), [0, 1, 2, 3]);
   });
 
+  it('knows when two steps can be in flight at once: a wide level, or a decoupled step', () => {
+    assert.equal(requestPlan(plan, ['OUT']).concurrent, true, 'b and c share a level');
+    assert.equal(requestPlan(plan, ['SIDE']).concurrent, false, 'a then b is a chain');
+    assert.equal(
+      requestPlan(plan, ['SIDE'], [true, false, false, false]).concurrent,
+      true,
+      'a streams into b',
+    );
+  });
+
   it('counts each tensor once per reading step, plus once when it is a requested output', () => {
     const only = requestPlan(plan, ['SIDE']);
     assert.deepEqual(only.steps, [0, 1]);

@@ -214,9 +214,19 @@ export interface RequestPlan {
   readonly readers: ReadonlyMap<string, number>;
   /** Per step: the outputs somebody reads (empty for steps that do not run). */
   readonly stepOutputs: readonly (readonly StepBinding[])[];
+  /**
+   * Two steps can be in flight at once: some level holds two running steps, or a running step is
+   * decoupled (its downstream steps run while it still streams). Otherwise the steps form a chain.
+   */
+  readonly concurrent: boolean;
 }
 
-export function requestPlan(plan: EnsemblePlan, requested: readonly string[]): RequestPlan {
+/** `decoupledSteps[i]`: step i streams (its member is decoupled). */
+export function requestPlan(
+  plan: EnsemblePlan,
+  requested: readonly string[],
+  decoupledSteps: readonly boolean[] = [],
+): RequestPlan {
   const steps = stepsFor(plan, requested);
   const needed = new Set(steps);
   const wanted = new Set(requested);
@@ -232,5 +242,12 @@ export function requestPlan(plan: EnsemblePlan, requested: readonly string[]): R
   const stepOutputs = plan.steps.map((s) =>
     needed.has(s.index) ? s.outputs.filter((b) => (readers.get(b.tensor) ?? 0) > 0) : [],
   );
-  return { requested: wanted, steps, consumers, readers, stepOutputs };
+  const perLevel = new Map<number, number>();
+  let concurrent = false;
+  for (const s of steps) {
+    const n = (perLevel.get(plan.steps[s].level) ?? 0) + 1;
+    perLevel.set(plan.steps[s].level, n);
+    if (n > 1 || decoupledSteps[s] === true) concurrent = true;
+  }
+  return { requested: wanted, steps, consumers, readers, stepOutputs, concurrent };
 }

@@ -53,11 +53,22 @@ interface Value {
 }
 
 const ROOT = '';
+/** What a limiter wait listens to when the run has no signal of its own. */
+const NEVER_ABORTED = new AbortController().signal;
 
 export class EnsembleRun {
-  private readonly values = new Map<string, Map<string, Value>>();
-  private readonly launched = new Set<string>();
-  private readonly controller = new AbortController();
+  /** Tensor values by `tensor` (the root lineage) or `tensor\0lineage`. */
+  private readonly values = new Map<string, Value>();
+  /** Steps started in the root lineage (by index); other lineages use `launched`. */
+  private readonly launchedRoot: Uint8Array;
+  private launched: Set<string> | undefined;
+  /**
+   * Cancels the steps still running when the request fails. Only made when steps can overlap: in a plain
+   * chain at most one step runs, and it carries the client's own signal (an AbortController per request
+   * is a measurable part of an ensemble's overhead).
+   */
+  private readonly controller: AbortController | undefined;
+  private readonly stepSignal: AbortSignal | undefined;
   private readonly batching: boolean;
   private inflight = 0;
   private finished = false;
@@ -79,6 +90,13 @@ export class EnsembleRun {
     private readonly onSettled: () => void,
   ) {
     this.batching = ctx.config.max_batch_size > 0;
+    this.launchedRoot = new Uint8Array(ctx.plan.steps.length);
+    if (rp.concurrent) {
+      this.controller = new AbortController();
+      this.stepSignal = this.controller.signal;
+    } else {
+      this.stepSignal = signal;
+    }
   }
 
   private readonly onAbort = (): void => {
@@ -90,7 +108,8 @@ export class EnsembleRun {
       this.onAbort();
       return;
     }
-    this.signal?.addEventListener('abort', this.onAbort, { once: true });
+    // With a signal of its own the run forwards the client's cancellation; otherwise steps carry it.
+    if (this.controller) this.signal?.addEventListener('abort', this.onAbort, { once: true });
     const batch = this.batching ? this.request.batchSize : 0;
     for (const name of this.ctx.plan.inputs) {
       this.store(name, ROOT, this.request.inputs.get(name) ?? null, batch);
@@ -104,46 +123,59 @@ export class EnsembleRun {
   private store(tensor: string, key: string, value: Tensor | null, batchSize: number): void {
     const readers = this.rp.readers.get(tensor) ?? 0;
     if (readers === 0) return;
-    let byKey = this.values.get(tensor);
-    if (!byKey) {
-      byKey = new Map();
-      this.values.set(tensor, byKey);
-    }
-    byKey.set(key, { tensor: value, batchSize, remaining: readers });
+    this.values.set(key === ROOT ? tensor : `${tensor}\0${key}`, {
+      tensor: value,
+      batchSize,
+      remaining: readers,
+    });
+  }
+
+  private has(tensor: string, key: string): boolean {
+    return this.values.has(key === ROOT ? tensor : `${tensor}\0${key}`);
   }
 
   /** One read of a tensor's value; the last read frees it. */
   private take(tensor: string, key: string): Value | undefined {
-    const byKey = this.values.get(tensor);
-    const v = byKey?.get(key);
-    if (v && --v.remaining <= 0) byKey!.delete(key);
+    const k = key === ROOT ? tensor : `${tensor}\0${key}`;
+    const v = this.values.get(k);
+    if (v && --v.remaining <= 0) this.values.delete(k);
     return v;
   }
 
   /** New values of `tensors` exist in lineage `key`: start what became ready, answer if complete. */
   private advance(tensors: readonly string[], key: string): void {
+    let output = false;
     for (const t of tensors) {
-      for (const s of this.rp.consumers.get(t) ?? []) {
-        this.tryLaunch(s, key);
-        if (this.finished) return;
+      const consumers = this.rp.consumers.get(t);
+      if (consumers) {
+        for (const s of consumers) {
+          this.tryLaunch(s, key);
+          if (this.finished) return;
+        }
       }
+      if (this.rp.requested.has(t)) output = true;
     }
-    if (tensors.some((t) => this.rp.requested.has(t))) this.tryRespond(key);
+    if (output) this.tryRespond(key);
   }
 
   // ------------------------------------------------------------------ steps
 
   private tryLaunch(s: number, key: string): void {
-    const id = key === ROOT ? String(s) : `${s}@${key}`;
-    if (this.launched.has(id)) return;
+    const id = key === ROOT ? '' : `${s}@${key}`;
+    if (key === ROOT ? this.launchedRoot[s] === 1 : this.launched?.has(id) === true) return;
     const step = this.ctx.plan.steps[s];
     for (const b of step.inputs) {
-      if (this.values.get(b.tensor)?.has(key) !== true) return;
+      if (!this.has(b.tensor, key)) return;
     }
-    this.launched.add(id);
-    const inputs = new Map<string, Value>();
-    for (const b of step.inputs) {
-      if (!inputs.has(b.tensor)) inputs.set(b.tensor, this.take(b.tensor, key) as Value);
+    if (key === ROOT) this.launchedRoot[s] = 1;
+    else (this.launched ??= new Set()).add(id);
+    // One read per distinct tensor: two member inputs may map the same ensemble tensor.
+    const bindings = step.inputs;
+    const inputs = new Array<Value>(bindings.length);
+    for (let i = 0; i < bindings.length; i++) {
+      let j = 0;
+      while (j < i && bindings[j].tensor !== bindings[i].tensor) j++;
+      inputs[i] = j < i ? inputs[j] : (this.take(bindings[i].tensor, key) as Value);
     }
     this.inflight++;
     const limiter = this.ctx.limiters[s];
@@ -151,7 +183,7 @@ export class EnsembleRun {
       this.dispatch(step, key, inputs, limiter);
       return;
     }
-    limiter.acquire(this.controller.signal).then(
+    limiter.acquire(this.stepSignal ?? NEVER_ABORTED).then(
       () => {
         if (!this.finished) {
           this.dispatch(step, key, inputs, limiter);
@@ -161,7 +193,8 @@ export class EnsembleRun {
         this.inflight--;
         this.afterEvent();
       },
-      () => {
+      (err: unknown) => {
+        this.stepFailed(step, err);
         this.inflight--;
         this.afterEvent();
       },
@@ -171,7 +204,7 @@ export class EnsembleRun {
   private dispatch(
     step: PlannedStep,
     key: string,
-    inputs: ReadonlyMap<string, Value>,
+    inputs: readonly Value[],
     limiter: StepLimiter | undefined,
   ): void {
     const started = process.hrtime.bigint();
@@ -193,8 +226,9 @@ export class EnsembleRun {
       }
       const memberBatching = cfg.max_batch_size > 0;
       const wire: InferInput[] = [];
-      for (const b of step.inputs) {
-        const v = inputs.get(b.tensor) as Value;
+      for (let i = 0; i < step.inputs.length; i++) {
+        const b = step.inputs[i];
+        const v = inputs[i];
         if (v.tensor === null) continue; // an optional input nobody provided
         const dims = cfg.input.find((i) => i.name === b.member)?.dims;
         wire.push({
@@ -212,7 +246,7 @@ export class EnsembleRun {
         inputs: wire,
         outputs: this.rp.stepOutputs[step.index].map((b) => ({ name: b.member })),
         parameters: this.request.parameters,
-        signal: this.controller.signal,
+        signal: this.stepSignal,
       });
     } catch (err) {
       this.stepFailed(step, err);
@@ -269,11 +303,19 @@ export class EnsembleRun {
   ): void {
     if (decoupled && r.final && r.outputs.length === 0) return; // a flag-only final response
     const lineage = decoupled ? `${key}/${index}` : key;
-    const written: string[] = [];
-    for (const b of this.rp.stepOutputs[step.index]) {
-      const t = r.outputs.find((o) => o.name === b.member) ?? null;
+    const bindings = this.rp.stepOutputs[step.index];
+    const written = new Array<string>(bindings.length);
+    for (let i = 0; i < bindings.length; i++) {
+      const b = bindings[i];
+      let t: Tensor | null = null;
+      for (const o of r.outputs) {
+        if (o.name === b.member) {
+          t = o;
+          break;
+        }
+      }
       this.store(b.tensor, lineage, t, batchSize);
-      written.push(b.tensor);
+      written[i] = b.tensor;
     }
     this.advance(written, lineage);
   }
@@ -299,7 +341,7 @@ export class EnsembleRun {
     if (this.finished) return;
     const outputs = this.request.outputs;
     for (const o of outputs) {
-      if (this.values.get(o.name)?.has(key) !== true) return;
+      if (!this.has(o.name, key)) return;
     }
     const tensors: OutputTensor[] = [];
     try {
@@ -394,7 +436,7 @@ export class EnsembleRun {
   private fail(error: NereidError): void {
     if (this.finished) return;
     this.finished = true;
-    this.controller.abort();
+    this.controller?.abort();
     this.stream.fail(error);
     const at = process.hrtime.bigint();
     this.record.failed(at, error.code === 'CANCELLED' ? 'CANCELED' : 'OTHER');
@@ -406,7 +448,7 @@ export class EnsembleRun {
   private settle(): void {
     if (this.settled || !this.finished || this.inflight !== 0) return;
     this.settled = true;
-    this.signal?.removeEventListener('abort', this.onAbort);
+    if (this.controller) this.signal?.removeEventListener('abort', this.onAbort);
     this.onSettled();
   }
 }
