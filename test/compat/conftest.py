@@ -3,7 +3,8 @@ clients pointed at it.
 
 The server runs in explicit model-control mode with every bundled model loaded at startup, so the
 load/unload tests can use the repository API; tests that unload a model load it back before they finish.
-At the end the server gets SIGTERM and must exit with code 0.
+System shared memory is enabled (`--allow-client-shm=true`) for the shared-memory tests. At the end the
+server gets SIGTERM and must exit with code 0.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from nereid_server import ENTRY, MODEL_REPOSITORY, REPO_ROOT, NereidServer, node_executable, start_server
@@ -25,6 +27,7 @@ SERVER_FLAGS = [
     "--metrics-port=0",
     "--model-control-mode=explicit",
     "--load-model=*",
+    "--allow-client-shm=true",
 ]
 
 
@@ -51,6 +54,27 @@ def client(server: NereidServer) -> Iterator[Any]:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture(scope="session")
+def grpc(server: NereidServer) -> Iterator[Any]:
+    """A tritonclient.grpc.InferenceServerClient on the same server."""
+    port = server.wait_for("grpc", timeout=10.0)
+    assert port is not None, (
+        f"the server did not announce 'Started GRPCInferenceService'\n{server.log_tail()}"
+    )
+    c = grpcclient.InferenceServerClient(url=f"localhost:{port}")
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="session")
+def example_models(client: Any) -> dict[str, dict[str, Any]]:
+    """The server's repository index at the start of the run, by model name. Models that other work adds
+    to examples/ while the suite runs are not in it, so tests of optional models skip rather than race."""
+    return {entry["name"]: entry for entry in client.get_model_repository_index()}
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
@@ -83,3 +85,12 @@ def model_spec(name: str) -> ModelSpec:
 @cache
 def labels(model: str, filename: str) -> tuple[str, ...]:
     return tuple((MODEL_REPOSITORY / model / filename).read_text(encoding="utf-8").splitlines())
+
+
+def require_ready(index: dict[str, dict[str, Any]], model: str) -> None:
+    """Skips when `model` was not in the server's repository index at startup (an example other work has
+    not added yet); fails, with the server's reason, when it was there but did not load."""
+    entry = index.get(model)
+    if entry is None:
+        pytest.skip(f"examples/model_repository has no {model} in this tree")
+    assert entry.get("state") == "READY", f"{model} is in the repository but not ready: {entry}"

@@ -69,6 +69,13 @@ class NereidServer:
     def http_url(self) -> str:
         return f"localhost:{self.ports['http']}"
 
+    def url(self, service: str, timeout: float = 10.0) -> str:
+        """host:port of `service` ("http", "grpc" or "metrics"); raises if it was never announced."""
+        port = self.wait_for(service, timeout)
+        if port is None:
+            raise ServerStartError(f"the server did not announce its {service} endpoint\n{self.log_tail()}")
+        return f"localhost:{port}"
+
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM, wait for a graceful exit, return the exit code (SIGKILL after `timeout`)."""
         if self.process.poll() is None:

@@ -5,6 +5,8 @@ reads the statistics extension for its server-side breakdown."""
 from __future__ import annotations
 
 import csv
+import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from model_repo import require_ready
 from nereid_server import REPO_ROOT
 
 VENV_PERF_ANALYZER = REPO_ROOT / ".venv" / "bin" / "perf_analyzer"
@@ -27,9 +30,10 @@ def _perf_analyzer() -> str:
 
 
 @pytest.mark.perf_analyzer
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize(("model", "batch", "requests"), [("simple", 4, 100), ("densenet_batched", 2, 16)])
 def test_perf_analyzer_profiles_a_model(
-    server: Any, tmp_path: Path, model: str, batch: int, requests: int
+    server: Any, tmp_path: Path, model: str, batch: int, requests: int, protocol: str
 ) -> None:
     report = tmp_path / "report.csv"
     # a fixed request count instead of stability windows: this checks compatibility, not speed, and must
@@ -38,8 +42,8 @@ def test_perf_analyzer_profiles_a_model(
         _perf_analyzer(),
         "-m", model,
         "-b", str(batch),
-        "-i", "http",
-        "-u", server.http_url,
+        "-i", protocol,
+        "-u", server.url(protocol),
         "--concurrency-range", "2",
         "--request-count", str(requests),
         "-f", str(report),
@@ -57,3 +61,34 @@ def test_perf_analyzer_profiles_a_model(
     assert len(rows) == 1, rows
     assert int(rows[0]["Concurrency"]) == 2
     assert float(rows[0]["Inferences/Second"]) > 0
+
+
+@pytest.mark.perf_analyzer
+def test_perf_analyzer_streams_a_decoupled_model(
+    server: Any, tmp_path: Path, example_models: dict[str, Any]
+) -> None:
+    require_ready(example_models, "square_int32")
+    data = tmp_path / "input.json"
+    data.write_text(json.dumps({"data": [{"IN": [3]}]}), encoding="utf-8")
+    requests = 40
+    command = [
+        _perf_analyzer(),
+        "-m", "square_int32",
+        "-i", "grpc",
+        "--streaming",
+        "-u", server.url("grpc"),
+        "--input-data", str(data),
+        "--concurrency-range", "2",
+        "--request-count", str(requests),
+    ]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert f"Request count: {requests}" in output, output
+    assert f"Successful request count: {requests}" in output, output
+    # each request with IN=3 is answered three times: responses/s is three times requests/s
+    requests_per_s = re.search(r"^\s*Throughput: ([\d.]+) infer/sec", output, re.MULTILINE)
+    responses_per_s = re.search(r"Response Throughput: ([\d.]+) infer/sec", output)
+    assert requests_per_s, output
+    assert responses_per_s, output
+    assert float(responses_per_s.group(1)) == pytest.approx(3 * float(requests_per_s.group(1)), rel=0.01)
