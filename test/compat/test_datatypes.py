@@ -192,11 +192,6 @@ def test_grpc_identity(grpc_dt: Any, datatype: str) -> None:
     assert list(meta.shape) == [2, 5]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: src/frontends/http/tensor-json.ts floatsJson() writes -0.0 as 0 (JSON.stringify and "
-    "Array.join drop the sign); Triton's JSON writer prints -0.0",
-)
 @pytest.mark.parametrize("datatype", ["FP32", "FP64"])
 def test_http_json_output_keeps_negative_zero(http: Any, datatype: str) -> None:
     data = np.array([[-0.0, 0.0, -1.0]], dtype=DATATYPES[datatype])

@@ -244,3 +244,11 @@ void test('outputs: float formatting, NaN/Infinity literals, misaligned buffers,
   assert.throws(() => tensorDataToJson('O', 'BYTES', Buffer.from([9, 0, 0, 0, 1]), 1), /does not match size/);
   assert.equal(tensorDataToJson('O', 'BOOL', Buffer.from([0, 2, 1]), 3), '[false,true,true]');
 });
+
+void test('float outputs keep the sign of -0 and print NaN/Infinity as Triton does', () => {
+  const f32 = Buffer.from(new Float32Array([-0, 0, -1.5, NaN]).buffer);
+  assert.equal(tensorDataToJson('o', 'FP32', f32, 4), '[-0.0,0,-1.5,NaN]');
+  const f64 = Buffer.from(new Float64Array([-0, Infinity]).buffer);
+  assert.equal(tensorDataToJson('o', 'FP64', f64, 2), '[-0.0,Infinity]');
+  assert.equal(tensorDataToJson('o', 'FP64', Buffer.from(new Float64Array([0.25, 1]).buffer), 2), '[0.25,1]');
+});

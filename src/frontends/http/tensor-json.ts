@@ -238,10 +238,22 @@ function alignedView(data: Buffer, elementSize: number): { ab: ArrayBuffer; off:
  * null; those arrays take the slower join, which prints NaN / Infinity / -Infinity as Triton does.
  */
 function floatsJson(values: Float32Array | Float64Array): string {
+  let plain = true;
   for (let i = 0; i < values.length; i++) {
-    if (!Number.isFinite(values[i])) return '[' + values.join(',') + ']';
+    const v = values[i];
+    if (!Number.isFinite(v) || (v === 0 && 1 / v < 0)) {
+      plain = false;
+      break;
+    }
   }
-  return JSON.stringify(Array.from(values));
+  if (plain) return JSON.stringify(Array.from(values));
+  // NaN/Infinity as Triton writes them, and -0 keeps its sign (JSON.stringify and join print it as 0).
+  const parts = new Array<string>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    parts[i] = v === 0 && 1 / v < 0 ? '-0.0' : String(v);
+  }
+  return '[' + parts.join(',') + ']';
 }
 
 /**
