@@ -272,7 +272,17 @@ class _RequestState:
     model drops every reference to a request that was never answered, the host is told (and fails it)
     instead of waiting forever."""
 
-    __slots__ = ("__weakref__", "cancelled", "closed", "decoupled", "pending", "requested", "rid", "sent")
+    __slots__ = (
+        "__weakref__",
+        "cancelled",
+        "closed",
+        "decoupled",
+        "has_sender",
+        "pending",
+        "requested",
+        "rid",
+        "sent",
+    )
 
     def __init__(self, rid: int, decoupled: bool, requested: frozenset[str]) -> None:
         self.rid = rid
@@ -280,6 +290,7 @@ class _RequestState:
         self.requested = requested
         self.cancelled = False
         self.closed = False
+        self.has_sender = False
         self.sent = 0
         # Non-decoupled models may send their one response and the FINAL flag in two calls.
         self.pending: InferenceResponse | None = None
@@ -517,6 +528,7 @@ class InferenceRequest:
             )
         if self._sender is None:
             self._sender = InferenceResponseSender(self._state)
+            self._state.has_sender = True
         return self._sender
 
     def is_cancelled(self) -> bool:

@@ -52,7 +52,11 @@ def _error_json(rid: int, message: str, code: int) -> str:
 def format_exception(e: BaseException) -> str:
     """`Type: message` plus the model's frames, the way Triton reports a Python error."""
     text = f"{type(e).__name__}: {e}"
-    frames_ = [f for f in traceback.extract_tb(e.__traceback__) if "nereid_stub" not in f.filename]
+    frames_ = [
+        f
+        for f in traceback.extract_tb(e.__traceback__)
+        if "nereid_stub" not in f.filename and not f.filename.startswith("<frozen")
+    ]
     if frames_:
         text += "\n\nAt:\n" + "\n".join(f"  {f.filename}({f.lineno}): {f.name}" for f in reversed(frames_))
     return text
@@ -452,7 +456,8 @@ class Runtime:
                 return []
             errors = []
             for s in states:
-                if s.sent == 0 and s.pending is None and not s.closed:
+                # A request whose sender the model took may still be answered (from another thread).
+                if not s.has_sender and not s.closed:
                     s.closed = True
                     errors.append(
                         _error_json(

@@ -1,0 +1,152 @@
+// triton_python_backend_utils outside a stub, run by the checkout's Python: ModelConfig's checks and texts
+// (what auto_complete_config relies on), the dtype tables, the BYTES codec, Tensor construction and the
+// sender's rules, each asserted in Python and reported back as JSON.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { PACKAGE_ROOT } from './interpreter.js';
+
+const PYTHON = path.join(PACKAGE_ROOT, '.venv/bin/python');
+
+const SCRIPT = String.raw`
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import triton_python_backend_utils as pb_utils
+from nereid_stub.api import _RequestState
+
+out = {}
+def err(fn):
+    try:
+        fn()
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+cfg = pb_utils.ModelConfig(json.dumps({"name": "m", "max_batch_size": 8, "input": [{"name": "X", "data_type": "TYPE_FP32", "dims": [4]}], "output": [], "sequence_batching": {}}))
+out["mbs"] = err(lambda: cfg.set_max_batch_size(4))
+out["dyn"] = err(cfg.set_dynamic_batching)
+out["dtype"] = err(lambda: cfg.add_input({"name": "X", "data_type": "TYPE_INT32", "dims": [4]}))
+out["dims"] = err(lambda: cfg.add_input({"name": "X", "data_type": "TYPE_FP32", "dims": [5]}))
+out["extra"] = err(lambda: cfg.add_output({"name": "Y", "data_type": "TYPE_FP32", "dims": [1], "optional": True}))
+out["missing"] = err(lambda: cfg.add_output({"name": "Y", "dims": [1]}))
+cfg.add_output({"name": "Y", "data_type": "TYPE_FP32", "dims": [1]})
+cfg.set_model_transaction_policy({"decoupled": True})
+out["policy"] = err(lambda: cfg.set_model_transaction_policy({"decoupled": False}))
+out["config"] = cfg.as_dict()
+
+out["codes"] = [pb_utils.numpy_to_triton_type(t) for t in (np.bool_, np.uint8, np.int32, np.float16, np.float64, np.object_, np.bytes_)]
+out["types"] = [np.dtype(pb_utils.triton_to_numpy_type(c)).name for c in (1, 5, 9, 11)]
+out["string"] = np.dtype(pb_utils.triton_string_to_numpy("TYPE_INT16")).name
+data = np.array([b"a", b"", "\u00e9".encode()], dtype=np.object_)
+ser = pb_utils.serialize_byte_tensor(data)
+out["bytes"] = list(ser)
+out["roundtrip"] = [x.decode() for x in pb_utils.deserialize_bytes_tensor(ser)]
+out["empty"] = repr(pb_utils.serialize_byte_tensor(np.array([], dtype=np.object_)))
+out["malformed"] = err(lambda: pb_utils.deserialize_bytes_tensor(b"\x05\x00\x00\x00ab"))
+
+t = pb_utils.Tensor("T", np.array([[1, 2], [3, 4]], dtype=np.int64))
+out["tensor"] = [t.name(), t.triton_dtype(), t.shape(), t.as_numpy().tolist(), t.is_cpu()]
+out["unicode"] = pb_utils.Tensor("S", np.array(["x", "y\u00e9"])).as_numpy().tolist() == [b"x", "y\u00e9".encode()]
+out["void"] = err(lambda: pb_utils.Tensor("V", np.zeros(2, dtype=[("a", "i4")])))
+out["dlpack"] = pb_utils.Tensor.from_dlpack("D", pb_utils.Tensor("T", np.arange(3, dtype=np.float32))).as_numpy().tolist()
+
+e = pb_utils.TritonError("nope", pb_utils.TritonError.NOT_FOUND)
+out["error"] = [e.message(), int(e.code()), e.code() == pb_utils.TritonError.NOT_FOUND, int(pb_utils.TritonError("x").code())]
+
+state = _RequestState(1, False, frozenset())
+sender = pb_utils.InferenceResponseSender(state)
+out["flag"] = err(lambda: sender.send(None, 2))
+out["final_first"] = err(lambda: sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL))
+out["no_response"] = err(lambda: sender.send())
+state.closed = True
+out["params"] = err(lambda: pb_utils.InferenceResponse([], parameters={"k": 1.5}))
+out["response_params"] = pb_utils.InferenceResponse([], parameters={"k": 1, "b": True}).parameters()
+out["bls_no_stub"] = pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[]).exec().error().message()
+print(json.dumps(out))
+`;
+
+void test(
+  'triton_python_backend_utils behaves as Triton documents it',
+  { skip: !existsSync(PYTHON) && 'no .venv' },
+  () => {
+    const out = JSON.parse(
+      execFileSync(PYTHON, ['-c', SCRIPT, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
+    ) as Record<string, unknown>;
+    assert.equal(
+      out.mbs,
+      "ValueError: configuration specified max_batch_size 8, but in auto-complete-config function for model 'm' specified max_batch_size 4",
+    );
+    assert.equal(
+      out.dyn,
+      "ValueError: Configuration specified scheduling_choice as 'sequence_batching', but auto-complete-config function for model 'm' tries to set scheduling_choice as 'dynamic_batching'",
+    );
+    assert.equal(
+      out.dtype,
+      "ValueError: unable to load model 'm', configuration expects datatype TYPE_FP32 for input 'X', model provides TYPE_INT32",
+    );
+    assert.equal(
+      out.dims,
+      "ValueError: model 'm', tensor 'X': the model expects dims [5] but the model configuration specifies dims [4]",
+    );
+    assert.equal(
+      out.extra,
+      "ValueError: output 'Y' in auto-complete-config function for model 'm' contains property other than 'name', 'data_type' and 'dims'.",
+    );
+    assert.equal(
+      out.missing,
+      "ValueError: output 'Y' in auto-complete-config function for model 'm' is missing 'data_type' property.",
+    );
+    assert.equal(
+      out.policy,
+      "ValueError: trying to change decoupled property in auto-complete-config for model 'm', which is already set to 'True'.",
+    );
+    const config = out.config as { output: unknown[]; model_transaction_policy: unknown };
+    assert.deepEqual(config.output, [{ name: 'Y', data_type: 'TYPE_FP32', dims: [1] }]);
+    assert.deepEqual(config.model_transaction_policy, { decoupled: true });
+
+    assert.deepEqual(out.codes, [1, 2, 8, 10, 12, 13, 13]);
+    assert.deepEqual(out.types, ['bool', 'uint64', 'int64', 'float32']);
+    assert.equal(out.string, 'int16');
+    assert.deepEqual(out.bytes, [1, 0, 0, 0, 97, 0, 0, 0, 0, 2, 0, 0, 0, 0xc3, 0xa9]);
+    assert.deepEqual(out.roundtrip, ['a', '', '\u00e9']);
+    assert.equal(out.empty, '()');
+    assert.equal(out.malformed, 'ValueError: malformed BYTES tensor: element length exceeds the data');
+
+    assert.deepEqual(out.tensor, [
+      'T',
+      9,
+      [2, 2],
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      true,
+    ]);
+    assert.equal(out.unicode, true);
+    assert.match(
+      String(out.void),
+      /^TritonModelException: Tensor dtype used for numpy_array .* is not supported/,
+    );
+    assert.deepEqual(out.dlpack, [0, 1, 2]);
+    assert.deepEqual(out.error, ['nope', 2, true, 1]);
+
+    assert.equal(out.flag, 'TritonModelException: Unable to send response. Unsupported flag provided.');
+    assert.equal(
+      out.final_first,
+      'TritonModelException: Unable to send response. Non-decoupled model cannot send complete final before sending a response.',
+    );
+    assert.equal(
+      out.no_response,
+      'TritonModelException: Inference Response object must be provided when the response flags is set to zero.',
+    );
+    assert.equal(
+      out.params,
+      "TritonModelException: Expect parameters values to have type bool/int/str, found type <class 'float'>",
+    );
+    assert.deepEqual(JSON.parse(String(out.response_params)), { k: 1, b: true });
+    assert.equal(out.bls_no_stub, 'BLS requests need a running Nereid Python backend stub');
+  },
+);
