@@ -1,0 +1,50 @@
+"""Fixtures of the differential suite: the real Triton and Nereid, started once per run on loopback with the
+same copy of models/ and the same flags, and a `pair` that sends one request to both.
+
+Skips the whole suite when Triton is not provisioned (bash scripts/setup-triton.sh), node is missing, or
+Nereid is not built (npx tsc -p tsconfig.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from diff_servers import (
+    NEREID,
+    REPO_ROOT,
+    Pair,
+    node_executable,
+    prepare_repository,
+    start_nereid,
+    start_triton,
+    triton_available,
+)
+
+# Explicit control so a model that fails to load (broken_init, invalid_config) neither stops Triton
+# (exit-on-error) nor hides the others; --load-model=* loads everything at startup, like MODE_NONE would.
+FLAGS = ["--model-control-mode=explicit", "--load-model=*", "--exit-on-error=false"]
+
+
+@pytest.fixture(scope="session")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    if not triton_available():
+        pytest.skip("Triton is not provisioned: run `bash scripts/setup-triton.sh`")
+    if node_executable() is None:
+        pytest.skip("node is not installed")
+    if not (REPO_ROOT / "dist" / "src" / "cli" / "main.js").exists() or not NEREID.exists():
+        pytest.skip("Nereid is not built: run `npx tsc -p tsconfig.json`")
+    work: Path = tmp_path_factory.mktemp("differential")
+    repository = prepare_repository(work)
+    triton = start_triton(repository, FLAGS, work / "logs")
+    try:
+        nereid = start_nereid(repository, FLAGS, work / "logs")
+    except BaseException:
+        triton.stop()
+        raise
+    try:
+        yield Pair(triton, nereid)
+    finally:
+        nereid.stop()
+        triton.stop()

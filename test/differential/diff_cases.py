@@ -1,0 +1,371 @@
+"""The bad requests the differential suite sends to both servers, one table: each case names the request,
+the HTTP status Triton answers and a substring of Triton's error text (both checked against Triton too,
+so the table can't drift from the real server), and, where Nereid differs on purpose or by a known bug,
+why.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+
+from diff_wire import BinaryInput, infer_binary, infer_json, tensor_json
+
+FOUR = [1.0, 2.0, 3.0, 4.0]
+
+
+def _fp32(values: list[float]) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def _add_sub_json(**changes: object) -> bytes:
+    """add_sub's good JSON request with some top-level fields replaced."""
+    body: dict[str, object] = {
+        "inputs": [
+            tensor_json("INPUT0", "FP32", [4], FOUR),
+            tensor_json("INPUT1", "FP32", [4], FOUR),
+        ]
+    }
+    body.update(changes)
+    return json.dumps(body).encode()
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    path: str
+    body: bytes
+    status: int  # what Triton answers
+    triton_says: str  # a substring of Triton's error text
+    headers: dict[str, str] = field(default_factory=lambda: dict(JSON))
+    method: str = "POST"
+    # Why Nereid's wording differs, for a difference we keep; Nereid's text must then contain
+    # triton_says or nereid_says.
+    wording_differs: str = ""
+    nereid_says: str = ""
+    # Where Nereid follows a newer Triton than the 2.51 this suite runs: what the newer one answers, and
+    # the change that made it so. Nereid is checked against these instead.
+    newer_status: int = 0
+    newer_says: str = ""
+    newer_because: str = ""
+    # A Nereid bug, with where it lives: the case is an expected failure until it is fixed.
+    nereid_bug: str = ""
+
+
+def _binary(
+    delta: int = 0, raw: bytes | None = None, shape: list[int] | None = None
+) -> tuple[bytes, dict[str, str]]:
+    a = raw if raw is not None else _fp32(FOUR)
+    return infer_binary(
+        [BinaryInput("INPUT0", "FP32", shape or [4], a), BinaryInput("INPUT1", "FP32", [4], _fp32(FOUR))],
+        header_length_delta=delta,
+    )
+
+
+_short_binary, _short_binary_headers = _binary(raw=_fp32(FOUR[:3]))
+_long_header, _long_header_headers = _binary(delta=10_000)
+_cut_header, _cut_header_headers = _binary(delta=-5)
+
+# Where the bugs live (the reasons below refer to these).
+_TRAILING = (
+    "Nereid bug: src/core/inference.ts prepareRequest ends a shape error at 'got [..]'; Triton "
+    "(InferenceRequest::Normalize) always appends '. ' and then the max_batch_size note, which is empty "
+    "for a model without batching"
+)
+_STATUS_500 = (
+    "Nereid bug: Triton answers 500 (TritonJson errors are TRITONSERVER_ERROR_INTERNAL, still so in current "
+    "http_server.cc, and Triton's QA asserts it for negative dims: TRITON-FACTS A.13); Nereid throws "
+    "invalidArg (400) in src/frontends/http/infer-codec.ts / json.ts"
+)
+_JSON_WORDING = (
+    "; and Nereid's parser words the error its own way where Triton prints rapidjson's message "
+    "(src/frontends/http/json.ts parseJsonExact)"
+)
+
+CASES: list[Case] = [
+    Case(
+        "unknown model",
+        "/v2/models/nope/infer",
+        _add_sub_json(),
+        404,
+        "Request for unknown model: 'nope' is not found",
+    ),
+    Case(
+        "unknown version",
+        "/v2/models/add_sub/versions/9/infer",
+        _add_sub_json(),
+        404,
+        "Request for unknown model: 'add_sub' version 9 is not found",
+    ),
+    Case(
+        "version on disk but not in the version policy",
+        "/v2/models/cfg_versions/versions/2/infer",
+        infer_json([tensor_json("INPUT0", "UINT8", [1, 2], [1, 2])]),
+        404,
+        "Request for unknown model: 'cfg_versions' version 2 is not found",
+    ),
+    Case(
+        "model that failed to load",
+        "/v2/models/broken_init/infer",
+        infer_json([tensor_json("INPUT0", "FP32", [1], [1.0])]),
+        404,
+        "Request for unknown model: 'broken_init' has no available versions",
+    ),
+    Case(
+        "wrong shape",
+        "/v2/models/add_sub/infer",
+        infer_json([tensor_json("INPUT0", "FP32", [3], FOUR[:3]), tensor_json("INPUT1", "FP32", [4], FOUR)]),
+        400,
+        "unexpected shape for input 'INPUT0' for model 'add_sub'. Expected [4], got [3]. ",
+        nereid_bug=_TRAILING,
+    ),
+    Case(
+        "batched model without the batch dimension",
+        "/v2/models/add_sub_batched/infer",
+        infer_json(
+            [
+                tensor_json("INPUT0", "INT32", [4], [1, 2, 3, 4]),
+                tensor_json("INPUT1", "INT32", [4], [1, 2, 3, 4]),
+            ]
+        ),
+        400,
+        "' for model 'add_sub_batched'. Expected [-1,-1], got [4]. NOTE: Setting a non-zero max_batch_size",
+        wording_differs="Triton names whichever input its hash map yields first (INPUT1 here), Nereid the "
+        "first in the request; the rest of the text is the same",
+    ),
+    Case(
+        "batch larger than max_batch_size",
+        "/v2/models/add_sub_batched/infer",
+        infer_json(
+            [
+                tensor_json("INPUT0", "INT32", [9, 1], list(range(9))),
+                tensor_json("INPUT1", "INT32", [9, 1], list(range(9))),
+            ]
+        ),
+        400,
+        "inference request batch-size must be <= 8 for 'add_sub_batched'",
+    ),
+    Case(
+        "wrong dtype",
+        "/v2/models/add_sub/infer",
+        infer_json(
+            [tensor_json("INPUT0", "INT32", [4], [1, 2, 3, 4]), tensor_json("INPUT1", "FP32", [4], FOUR)]
+        ),
+        400,
+        "inference input 'INPUT0' data-type is 'INT32', but model 'add_sub' expects 'FP32'",
+    ),
+    Case(
+        "unknown datatype name",
+        "/v2/models/add_sub/infer",
+        infer_json([tensor_json("INPUT0", "FP33", [4], FOUR), tensor_json("INPUT1", "FP32", [4], FOUR)]),
+        400,
+        "invalid datatype for input INPUT0",
+        nereid_bug="Nereid bug: src/frontends/http/infer-codec.ts says \"invalid datatype 'FP33' for input "
+        "'INPUT0'\"; Triton (2.51 and current http_server.cc ReadDataFromJson) says 'invalid datatype for "
+        "input INPUT0'",
+    ),
+    Case(
+        "JSON data shorter than the shape",
+        "/v2/models/add_sub/infer",
+        infer_json([tensor_json("INPUT0", "FP32", [4], FOUR[:3]), tensor_json("INPUT1", "FP32", [4], FOUR)]),
+        500,
+        "Unable to parse 'data': Shape does not match true shape of 'data' field",
+        nereid_bug=_STATUS_500 + "; and Nereid words it 'unexpected number of elements in 'data' ...'",
+    ),
+    Case(
+        "JSON data longer than the shape",
+        "/v2/models/add_sub/infer",
+        infer_json(
+            [tensor_json("INPUT0", "FP32", [4], [*FOUR, 5.0]), tensor_json("INPUT1", "FP32", [4], FOUR)]
+        ),
+        500,
+        "Unable to parse 'data': Shape does not match true shape of 'data' field",
+        nereid_bug=_STATUS_500 + "; and Nereid words it 'unexpected number of elements in 'data' ...'",
+    ),
+    Case(
+        "JSON data of the wrong kind",
+        "/v2/models/add_sub/infer",
+        infer_json(
+            [
+                tensor_json("INPUT0", "FP32", [4], ["a", "b", "c", "d"]),
+                tensor_json("INPUT1", "FP32", [4], FOUR),
+            ]
+        ),
+        500,
+        "Unable to parse 'data': attempt to access JSON non-number as double",
+        nereid_bug=_STATUS_500 + "; and Nereid words it 'element 0 is \"a\", expected a number'",
+    ),
+    Case(
+        "binary input of the wrong byte size",
+        "/v2/models/add_sub/infer",
+        _short_binary,
+        400,
+        "input byte size mismatch for input 'INPUT0' for model 'add_sub'. Expected 16, got 12",
+        headers=_short_binary_headers,
+    ),
+    Case(
+        "missing input",
+        "/v2/models/add_sub/infer",
+        infer_json([tensor_json("INPUT0", "FP32", [4], FOUR)]),
+        400,
+        "expected 2 inputs but got 1 inputs for model 'add_sub'. Got input(s) ['INPUT0'], but missing "
+        "required input(s) ['INPUT1']. Please provide all required input(s).",
+    ),
+    Case(
+        "unknown input in place of a required one",
+        "/v2/models/add_sub/infer",
+        infer_json([tensor_json("INPUT0", "FP32", [4], FOUR), tensor_json("INPUT9", "FP32", [4], FOUR)]),
+        400,
+        "unexpected inference input 'INPUT9' for model 'add_sub'",
+    ),
+    Case(
+        "one input too many",
+        "/v2/models/add_sub/infer",
+        infer_json(
+            [
+                tensor_json("INPUT0", "FP32", [4], FOUR),
+                tensor_json("INPUT1", "FP32", [4], FOUR),
+                tensor_json("INPUT9", "FP32", [4], FOUR),
+            ]
+        ),
+        400,
+        "expected 2 inputs but got 3 inputs for model 'add_sub'. Got input(s) [",
+        wording_differs="Triton lists the inputs in hash order (and, with nothing missing, prints "
+        "'missing required input(s) ]'); only the start is compared",
+        nereid_bug="Nereid bug: src/core/inference.ts prepareRequest rejects the unknown name first "
+        "(\"unexpected inference input 'INPUT9'\"); Triton (ValidateRequestInputs, 2.51 and current core) "
+        "checks the input count first",
+    ),
+    Case(
+        "duplicate input",
+        "/v2/models/add_sub/infer",
+        infer_json(
+            [
+                tensor_json("INPUT0", "FP32", [4], FOUR),
+                tensor_json("INPUT0", "FP32", [4], FOUR),
+                tensor_json("INPUT1", "FP32", [4], FOUR),
+            ]
+        ),
+        400,
+        "input 'INPUT0' already exists in request",
+    ),
+    Case(
+        "unknown requested output",
+        "/v2/models/add_sub/infer",
+        _add_sub_json(outputs=[{"name": "OUTPUT9"}]),
+        400,
+        "unexpected inference output 'OUTPUT9' for model 'add_sub'",
+    ),
+    Case(
+        "duplicate requested output",
+        "/v2/models/add_sub/infer",
+        _add_sub_json(outputs=[{"name": "OUTPUT0"}, {"name": "OUTPUT0"}]),
+        200,
+        "",
+        newer_status=400,
+        newer_says="output 'OUTPUT0' already exists in request",
+        newer_because="Triton 2.51 answers once per name; Triton's PR #8741 (April 2026, "
+        "test_duplicate_output_names) rejects a repeated output name over HTTP and gRPC",
+    ),
+    Case(
+        "malformed JSON",
+        "/v2/models/add_sub/infer",
+        b'{"inputs": [',
+        500,
+        "failed to parse the request JSON buffer: Invalid value. at 12",
+        nereid_bug=_STATUS_500 + _JSON_WORDING + " ('Unexpected end of input')",
+    ),
+    Case(
+        "JSON that is not an object",
+        "/v2/models/add_sub/infer",
+        b"[1, 2]",
+        500,
+        "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
+        nereid_bug=_STATUS_500,
+    ),
+    Case(
+        "no inputs field",
+        "/v2/models/add_sub/infer",
+        b"{}",
+        500,
+        "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
+        nereid_bug=_STATUS_500,
+    ),
+    Case(
+        "empty body",
+        "/v2/models/add_sub/infer",
+        b"",
+        400,
+        "Raw request must only have 1 input (found 1) to be deduced but got 2 inputs in 'add_sub' model",
+        nereid_bug="Nereid bug: src/frontends/http/routes.ts infer parses an empty body as JSON ('The "
+        "document is empty'); Triton takes the header length to be the content length, 0, which makes it "
+        "a raw binary request (current http_server.cc GetInferenceHeaderLength too)",
+    ),
+    Case(
+        "binary header length past the end of the body",
+        "/v2/models/add_sub/infer",
+        _long_header,
+        400,
+        "inference header size should be in range (0, 232), got: 10200",
+        headers=_long_header_headers,
+    ),
+    Case(
+        "binary header length that cuts the JSON",
+        "/v2/models/add_sub/infer",
+        _cut_header,
+        500,
+        "failed to parse the request JSON buffer: Missing a comma or '}' after an object member. at 195",
+        headers=_cut_header_headers,
+        nereid_bug=_STATUS_500 + _JSON_WORDING + " (no quotes round '}', no full stop)",
+    ),
+    Case(
+        "binary header length not a number",
+        "/v2/models/add_sub/infer",
+        _add_sub_json(),
+        400,
+        "Raw request must only have 1 input",
+        headers={**JSON, "Inference-Header-Content-Length": "abc"},
+        newer_status=400,
+        newer_says="Unable to parse Inference-Header-Content-Length, got: abc",
+        newer_because="Triton 2.51 reads an unparsable length as 0 (a raw request); current "
+        "http_server.cc GetInferenceHeaderLength catches std::stoi's invalid_argument and says so",
+    ),
+    Case(
+        "binary header length negative",
+        "/v2/models/add_sub/infer",
+        _binary()[0],
+        400,
+        "inference header size should be in range (0, 232), got: -5",
+        headers={**_binary()[1], "Inference-Header-Content-Length": "-5"},
+        nereid_bug="Nereid bug: src/frontends/http/routes.ts parseHeaderLength refuses the sign as "
+        "'Unable to parse Inference-Header-Content-Length'; Triton parses -5 with std::stoi and then "
+        "rejects the range ('inference header size should be in range (0, <n>), got: -5')",
+    ),
+    Case(
+        "negative shape dimension",
+        "/v2/models/add_sub_batched/infer",
+        infer_json(
+            [
+                tensor_json("INPUT0", "INT32", [1, -4], [1, 2, 3, 4]),
+                tensor_json("INPUT1", "INT32", [1, 4], [1, 2, 3, 4]),
+            ]
+        ),
+        500,
+        "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+        nereid_bug=_STATUS_500,
+    ),
+    Case(
+        "ensemble input of the wrong shape",
+        "/v2/models/ensemble_add_sub/infer",
+        infer_json([tensor_json("A", "FP32", [2], FOUR[:2]), tensor_json("B", "FP32", [4], FOUR)]),
+        400,
+        "unexpected shape for input 'A' for model 'ensemble_add_sub'. Expected [4], got [2]. ",
+        nereid_bug=_TRAILING,
+    ),
+    Case("GET on infer", "/v2/models/add_sub/infer", b"", 405, "Method Not Allowed", method="GET"),
+    Case("unknown path", "/v2/nothing/here", b"", 404, "Not Found", method="GET"),
+]
