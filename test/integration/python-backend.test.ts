@@ -681,6 +681,10 @@ ${Object.entries(params)
           });
           assert.deepEqual(floats(r.outputs[0].data), [2], m);
         }
+        assert.ok(
+          !existsSync(path.join(repo, 'env_folder/1/__pycache__')),
+          'no bytecode written into the model folder',
+        );
         const unpacked = readdirSync(cache).filter((d) => !d.includes('.tmp-'));
         assert.equal(unpacked.length, 1, 'both models share one unpacked copy');
         assert.ok(existsSync(path.join(cache, unpacked[0], 'bin/python3')));
