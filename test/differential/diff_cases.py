@@ -81,6 +81,11 @@ _STATUS_500 = (
     "http_server.cc, and Triton's QA asserts it for negative dims: TRITON-FACTS A.13); Nereid throws "
     "invalidArg (400) in src/frontends/http/infer-codec.ts / json.ts"
 )
+_STATS = (
+    "Nereid bug: src/core/server.ts modelStatistics lets this.version() throw NOT_FOUND 'Request for unknown "
+    "model: ...' (404); Triton's TRITONSERVER_ServerModelStatistics answers INVALID_ARG (400) \"requested "
+    "model '<m>' is not available\" / \"requested model version is not available for model '<m>'\""
+)
 _JSON_WORDING = (
     "; and Nereid's parser words the error its own way where Triton prints rapidjson's message "
     "(src/frontends/http/json.ts parseJsonExact)"
@@ -365,6 +370,56 @@ CASES: list[Case] = [
         400,
         "unexpected shape for input 'A' for model 'ensemble_add_sub'. Expected [4], got [2]. ",
         nereid_bug=_TRAILING,
+    ),
+    Case(
+        "statistics of an unknown model",
+        "/v2/models/nope/stats",
+        b"",
+        400,
+        "requested model 'nope' is not available",
+        method="GET",
+        nereid_bug=_STATS,
+    ),
+    Case(
+        "statistics of a model that failed to load",
+        "/v2/models/broken_init/stats",
+        b"",
+        400,
+        "requested model 'broken_init' is not available",
+        method="GET",
+        nereid_bug=_STATS,
+    ),
+    Case(
+        "statistics of an unknown version",
+        "/v2/models/add_sub/versions/9/stats",
+        b"",
+        400,
+        "requested model version is not available for model 'add_sub'",
+        method="GET",
+        nereid_bug=_STATS,
+    ),
+    Case(
+        "load of a model that is not in the repository",
+        "/v2/repository/models/nope/load",
+        b"",
+        500,
+        "failed to load 'nope', failed to poll from model repository",
+        wording_differs="Nereid appends what the poll found (': failed to poll model ...: model not found in "
+        "any model repository.'); Triton only logs it",
+    ),
+    Case("unload of a model that is not loaded", "/v2/repository/models/nope/unload", b"", 200, ""),
+    Case(
+        "load with a config override that is not JSON",
+        "/v2/repository/models/invalid_config/load",
+        b'{"parameters": {"config": "{bad"}}',
+        500,
+        "failed to load 'invalid_config', failed to poll from model repository",
+        wording_differs="Nereid appends the reason (': Invalid config override: ...')",
+        nereid_bug="Nereid bug: src/core/repository/manager.ts loadByName throws "
+        "pollFailed(..., 'INVALID_ARG') (400) for an unparsable config override; Triton fails the poll, "
+        "which is INTERNAL (500), in 2.51 and in current core (InitializeModelInfo's INVALID_ARG only "
+        "reaches the log; Triton's QA test_load_oversized_file_parameter asserts 500, with a TODO that 400 "
+        "would be better)",
     ),
     Case("GET on infer", "/v2/models/add_sub/infer", b"", 405, "Method Not Allowed", method="GET"),
     Case("unknown path", "/v2/nothing/here", b"", 404, "Not Found", method="GET"),
