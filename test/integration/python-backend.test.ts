@@ -19,6 +19,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { GrpcClient, InferInput as ClientInput } from '../../src/client/index.js';
 import type { NereidError } from '../../src/common/errors.js';
 import type { InferInput, InferenceResponse, Parameters } from '../../src/core/types.js';
 import {
@@ -164,7 +165,6 @@ describe('python backend', () => {
         'repeat_int32_python',
       ].map((m) => `--load-model=${m}`),
       `--backend-config=python,python-executable=${VENV_PYTHON}`,
-      '--backend-config=python,stub-timeout-seconds=5',
       `--backend-config=python,shm-region-prefix-name=${prefix}`,
     ]);
   });
@@ -345,6 +345,34 @@ describe('python backend', () => {
     );
   });
 
+  it('streams over gRPC ModelStreamInfer', async () => {
+    assert.ok(s.running.grpc, 'the server serves gRPC');
+    const client = new GrpcClient(`127.0.0.1:${s.running.grpc.port}`);
+    try {
+      const stream = client.streamInfer();
+      stream.send({
+        model: 'repeat_int32_python',
+        requestId: 'r1',
+        inputs: [
+          new ClientInput('IN', [2], 'INT32').setData([11, 12]),
+          new ClientInput('DELAY', [2], 'UINT32').setData([1, 1]),
+          new ClientInput('WAIT', [1], 'UINT32').setData([0]),
+        ],
+      });
+      stream.end();
+      const seen: [string, number][] = [];
+      for await (const r of stream.results()) {
+        if (r.outputs.length > 0) seen.push([r.id, r.asArray('OUT', 'INT32')[0]]);
+      }
+      assert.deepEqual(seen, [
+        ['r1', 11],
+        ['r1', 12],
+      ]);
+    } finally {
+      client.close();
+    }
+  });
+
   it('runs a decoupled async def execute, and fails its requests when the coroutine raises', async () => {
     const responses = await stream('decoupled_async', [
       input('COUNT', 'INT32', [1], i32([5])),
@@ -497,22 +525,6 @@ describe('python backend', () => {
     assert.deepEqual(floats((await faults(0, [7])).outputs[0].data), [7]);
   });
 
-  it('fails a load whose initialize() hangs after stub-timeout-seconds, leaving no process', async () => {
-    const start = Date.now();
-    const loading = s.running.server.loadModel('hang_init');
-    // No instance_group in its config: one instance named after the model, `hang_init_0`.
-    await waitFor(() => stubPids('hang_init_0').length === 1);
-    await expectLoadError(
-      loading,
-      "Python stub 'hang_init_0' did not finish initialize() within 5 s",
-      'stub-timeout-seconds',
-    );
-    assert.ok(Date.now() - start >= 4500, 'the timeout was honoured');
-    await waitFor(() => stubPids('hang_init_0').length === 0);
-    const index = s.running.server.repositoryIndex(false).find((m) => m.name === 'hang_init');
-    assert.equal(index?.state, 'UNAVAILABLE');
-  });
-
   it("fails a load whose initialize() raises with the model's message", async () => {
     await expectLoadError(
       s.running.server.loadModel('init_error'),
@@ -588,6 +600,32 @@ describe('python backend transports and interpreters', () => {
       }
     });
   }
+
+  it('fails a load whose initialize() hangs after stub-timeout-seconds, leaving no process', async () => {
+    const s = await startServer([
+      `--model-repository=${PY_FIXTURES}`,
+      '--model-control-mode=explicit',
+      `--backend-config=python,python-executable=${VENV_PYTHON}`,
+      '--backend-config=python,stub-timeout-seconds=2',
+    ]);
+    try {
+      const start = Date.now();
+      const loading = s.running.server.loadModel('hang_init');
+      // No instance_group in its config: one instance named after the model, `hang_init_0`.
+      await waitFor(() => stubPids('hang_init_0').length === 1);
+      await expectLoadError(
+        loading,
+        "Python stub 'hang_init_0' did not finish initialize() within 2 s",
+        'stub-timeout-seconds',
+      );
+      assert.ok(Date.now() - start >= 1900, 'the timeout was honoured');
+      await waitFor(() => stubPids('hang_init_0').length === 0);
+      const index = s.running.server.repositoryIndex(false).find((m) => m.name === 'hang_init');
+      assert.equal(index?.state, 'UNAVAILABLE');
+    } finally {
+      await s.stop();
+    }
+  });
 
   it('leaves no stub process and no /dev/shm file after shutdown', async () => {
     const prefix = `nereid_shutdown_${process.pid}_`;

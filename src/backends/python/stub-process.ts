@@ -8,8 +8,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -22,7 +20,6 @@ import { StubShmFiles, type ShmFileOptions } from './shm.js';
 const MAX_FRAME = 0x7fffffff;
 const STDERR_TAIL_LINES = 20;
 const MAX_LOG_LINE = 16 * 1024;
-const PYCACHE_DIR = path.join(os.tmpdir(), 'nereid-pycache');
 
 export interface StubLaunchOptions {
   /** The instance name (`<model>_<group>_<index>`), or a label for the auto-complete stub. */
@@ -68,9 +65,9 @@ export class StubProcess {
           ...process.env,
           ...options.interpreter.env,
           PYTHONUNBUFFERED: '1',
-          // Compiled modules go to a cache of their own, not into the model's folder: a __pycache__ there
-          // would change the folder and make poll mode reload the model.
-          PYTHONPYCACHEPREFIX: process.env.PYTHONPYCACHEPREFIX ?? PYCACHE_DIR,
+          // No bytecode written next to model.py: a __pycache__ appearing in the model's folder would change
+          // it and make poll mode reload the model. (Installed packages keep their own compiled files.)
+          ...(process.env.PYTHONPYCACHEPREFIX === undefined ? { PYTHONDONTWRITEBYTECODE: '1' } : {}),
         },
       });
     } finally {
