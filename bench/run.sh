@@ -125,3 +125,9 @@ node dist/bench/bare-onnxruntime.js --model "$onnx" --batches "${batches// /,}" 
 "$python" bench/summarize.py "$results"
 cp "$results/summary.md" bench/results/latest.md
 say "results in $results"
+
+# (d) dynamic batching: default scheduler vs dynamic batcher, next to bare at the formed batch sizes
+# (bench/scheduling/run.sh). BENCH_SCHEDULING=0 skips it.
+if [[ ${BENCH_SCHEDULING:-1} != 0 ]]; then
+  bash bench/scheduling/run.sh
+fi

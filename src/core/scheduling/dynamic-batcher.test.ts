@@ -22,6 +22,9 @@ const MS = 1_000_000n;
 /** Time that moves only when the test says so; timers fire in order as it passes them. */
 class FakeClock implements BatcherClock {
   private t = 1_000n * MS;
+  /** The next timer fires this long before process time reaches its target (Node's loop clock can lag). */
+  lag = 0n;
+  fired = 0;
   private timers: { at: bigint; cb: () => void; live: boolean }[] = [];
   now(): bigint {
     return this.t;
@@ -40,7 +43,9 @@ class FakeClock implements BatcherClock {
       const due = this.timers.filter((t) => t.live && t.at <= end).sort((a, b) => (a.at < b.at ? -1 : 1))[0];
       if (!due) break;
       due.live = false;
-      this.t = due.at;
+      this.t = due.at - this.lag;
+      this.lag = 0n;
+      this.fired++;
       due.cb();
     }
     this.t = end;
@@ -200,6 +205,15 @@ test('dynamic batcher: waits max_queue_delay for a preferred size, then sends wh
   h.instances[0].complete();
   await flush();
   assert.deepEqual(h.answered, ['a', 'b', 'c']);
+});
+
+test('dynamic batcher: a timer that fires on a lagging clock still sends the waiting batch', () => {
+  const h = harness(model('preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 2000'));
+  h.clock.lag = 300_000n;
+  h.submit('a');
+  h.clock.advance(2n * MS);
+  assert.deepEqual(h.instances[0].batches, [['a']]);
+  assert.equal(h.clock.fired, 1, 'sent when the 2 ms timer fired, not on a second one');
 });
 
 test('dynamic batcher: a preferred size goes at once, without waiting for the delay', () => {

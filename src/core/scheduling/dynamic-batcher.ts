@@ -66,6 +66,11 @@ export class DynamicBatcher implements Scheduler {
   private timer: { at: bigint; cancel: () => void } | undefined;
   private pumping = false;
   private pumpAgain = false;
+  /**
+   * The latest time a timer was set for, once it fired: Node's timers run on a millisecond loop clock
+   * that may lag process.hrtime, and a batch whose delay has run out must not wait another tick for it.
+   */
+  private reached = 0n;
 
   constructor(options: DynamicBatcherOptions) {
     const { config, pool } = options;
@@ -125,7 +130,8 @@ export class DynamicBatcher implements Scheduler {
     this.pumping = true;
     let waitUntil: bigint | undefined;
     try {
-      const now = this.clock.now();
+      const clock = this.clock.now();
+      const now = clock > this.reached ? clock : this.reached;
       for (const item of this.queue.expire(now)) this.finish(item, TIMEOUT_EXPIRED());
       while (this.queue.size > 0) {
         const instance = this.pool.take();
@@ -162,21 +168,23 @@ export class DynamicBatcher implements Scheduler {
   private arm(waitUntil: bigint | undefined): void {
     const deadline = this.queue.nextDeadline();
     let at = waitUntil;
-    if (deadline !== undefined && (at === undefined || deadline < at)) at = deadline;
+    // A deadline is passed once now > deadline, so wake just after it.
+    if (deadline !== undefined && (at === undefined || deadline + 1000n < at)) at = deadline + 1000n;
     if (this.timer && this.timer.at === at) return;
     this.timer?.cancel();
     this.timer = undefined;
     if (at === undefined) return;
-    const delay = at - this.clock.now();
-    // A deadline is passed once now > deadline, so wake just after it.
+    const target = at;
+    const delay = target - this.clock.now();
     const cancel = this.clock.setTimer(
       () => {
         this.timer = undefined;
+        if (target > this.reached) this.reached = target;
         this.pump();
       },
-      (delay > 0n ? delay : 0n) + 1000n,
+      delay > 0n ? delay : 0n,
     );
-    this.timer = { at, cancel };
+    this.timer = { at: target, cancel };
   }
 
   private finish(item: Queued, error: NereidError): void {

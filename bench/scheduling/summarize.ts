@@ -1,0 +1,220 @@
+/**
+ * Reads one bench/scheduling/run.sh results folder and prints the dynamic-batching table: per model and
+ * concurrency, served inferences/s, the batch sizes the server formed (from /v2/models/<m>/stats before
+ * and after the point), bare onnxruntime-node at the formed batch size, the ratios, p99 latency against
+ * max_queue_delay + one batch compute + 20%, and the targets. Writes <results>/summary.md.
+ *
+ * Usage: node dist/bench/scheduling/summarize.js <results dir>
+ *        node dist/bench/scheduling/summarize.js <results dir> --formed <densenet|mlp>
+ *          (prints the batch sizes formed at any point, comma-separated, for the bare runs)
+ */
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+interface BareRecord {
+  readonly batch: number;
+  readonly imagesPerSec: number;
+  readonly meanLatencyMs: number;
+}
+
+interface BatchStat {
+  readonly batch_size: number;
+  readonly compute_infer: { readonly count: number; readonly ns: number };
+}
+
+interface Stats {
+  readonly inference_count: number;
+  readonly execution_count: number;
+  readonly batch_stats: readonly BatchStat[];
+}
+
+interface Point {
+  readonly family: string;
+  readonly dynamic: boolean;
+  readonly concurrency: number;
+  readonly perSec: number;
+  readonly p99Ms: number;
+  readonly p50Ms: number;
+  /** batch size → executions during the point */
+  readonly formed: Map<number, number>;
+  readonly mode: string;
+}
+
+const POINT = /^served-(\w+?)_(unbatched|dynamic)-c(\d+)\.csv$/;
+const TARGET_BARE_RATIO = 0.85;
+const TARGET_MLP_SPEEDUP = 2;
+const TARGET_CONCURRENCY = 32;
+
+function readJson<T>(file: string): T {
+  return JSON.parse(readFileSync(file, 'utf8')) as T;
+}
+
+function statsOf(file: string): Stats {
+  const body = readJson<{ model_stats: Stats[] }>(file);
+  return body.model_stats[0];
+}
+
+/** Executions per batch size between two stats snapshots. */
+function formedBetween(before: Stats, after: Stats): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const b of after.batch_stats) counts.set(b.batch_size, b.compute_infer.count);
+  for (const b of before.batch_stats)
+    counts.set(b.batch_size, (counts.get(b.batch_size) ?? 0) - b.compute_infer.count);
+  for (const [k, v] of counts) if (v <= 0) counts.delete(k);
+  return counts;
+}
+
+/** The batch size that carried the most rows. */
+function dominant(formed: ReadonlyMap<number, number>): number | undefined {
+  let best: number | undefined;
+  let bestRows = -1;
+  for (const [size, count] of formed) {
+    if (size * count > bestRows) {
+      best = size;
+      bestRows = size * count;
+    }
+  }
+  return best;
+}
+
+function readCsvRow(file: string): Record<string, string> {
+  const [header, row] = readFileSync(file, 'utf8').trim().split(/\r?\n/);
+  if (!header || !row) throw new Error(`${file}: no measurement row`);
+  const keys = header.split(',');
+  const values = row.split(',');
+  return Object.fromEntries(keys.map((k, i) => [k, values[i] ?? '']));
+}
+
+function readPoints(results: string): Point[] {
+  const points: Point[] = [];
+  for (const name of readdirSync(results).sort()) {
+    const m = POINT.exec(name);
+    if (!m) continue;
+    const [, family, kind, c] = m;
+    const base = path.join(results, name.replace(/\.csv$/, ''));
+    const row = readCsvRow(path.join(results, name));
+    const before = statsOf(`${base}.stats-before.json`);
+    const after = statsOf(`${base}.stats-after.json`);
+    points.push({
+      family,
+      dynamic: kind === 'dynamic',
+      concurrency: Number(c),
+      perSec: Number(row['Inferences/Second']),
+      p50Ms: Number(row['p50 latency']) / 1000,
+      p99Ms: Number(row['p99 latency']) / 1000,
+      formed: formedBetween(before, after),
+      mode: existsSync(`${base}.mode`) ? readFileSync(`${base}.mode`, 'utf8').trim() : '',
+    });
+  }
+  return points;
+}
+
+function readBare(results: string, family: string): Map<number, BareRecord> {
+  const best = new Map<number, BareRecord>();
+  for (const suffix of ['', '-after']) {
+    const file = path.join(results, `bare-${family}${suffix}.json`);
+    if (!existsSync(file)) continue;
+    for (const r of readJson<BareRecord[]>(file)) {
+      const prev = best.get(r.batch);
+      if (!prev || r.imagesPerSec > prev.imagesPerSec) best.set(r.batch, r);
+    }
+  }
+  return best;
+}
+
+const fmt = (n: number | undefined, digits = 1): string =>
+  n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits);
+
+function histogram(formed: ReadonlyMap<number, number>): string {
+  return [...formed]
+    .sort((a, b) => a[0] - b[0])
+    .map(([size, count]) => `${size}×${count}`)
+    .join(' ');
+}
+
+function summarize(results: string): string {
+  const meta = readJson<{ delayUs: number; seconds: number; cpus: number; loadavg: number; commit: string }>(
+    path.join(results, 'meta.json'),
+  );
+  const points = readPoints(results);
+  const delayMs = meta.delayUs / 1000;
+  const lines = [
+    `Dynamic batching, max_queue_delay ${meta.delayUs} µs, ${meta.seconds} s per point, ${meta.cpus} CPUs, ` +
+      `load average ${meta.loadavg} before the run, commit ${meta.commit}.`,
+    '',
+    '| model | scheduler | concurrency | served inf/s | batches formed (size×count) | bare inf/s at that size | served/bare | p50 ms | p99 ms | p99 bound ms | measurement |',
+    '|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|',
+  ];
+  const verdicts: string[] = [];
+  for (const family of [...new Set(points.map((p) => p.family))]) {
+    const bare = readBare(results, family);
+    const of = (dynamic: boolean, c: number): Point | undefined =>
+      points.find((p) => p.family === family && p.dynamic === dynamic && p.concurrency === c);
+    for (const p of points.filter((x) => x.family === family)) {
+      const size = dominant(p.formed);
+      const b = size === undefined ? undefined : bare.get(size);
+      const ratio = b ? p.perSec / b.imagesPerSec : undefined;
+      // One batch: the queue delay, then one compute of the formed size; +20% slack.
+      const bound = p.dynamic && b ? 1.2 * (delayMs + b.meanLatencyMs) : undefined;
+      lines.push(
+        `| ${family} | ${p.dynamic ? 'dynamic' : 'default'} | ${p.concurrency} | ${fmt(p.perSec)} | ` +
+          `${histogram(p.formed)} | ${fmt(b?.imagesPerSec)} | ${fmt(ratio, 2)} | ${fmt(p.p50Ms)} | ` +
+          `${fmt(p.p99Ms)} | ${fmt(bound)} | ${p.mode} |`,
+      );
+      if (p.dynamic && bound !== undefined) {
+        // With more clients than one batch holds, a request also waits for the batches ahead of it.
+        const batchesAhead = Math.max(1, Math.ceil(p.concurrency / Math.max(1, size ?? 1)));
+        const note = batchesAhead > 1 ? ` (${batchesAhead} batches per round at this concurrency)` : '';
+        verdicts.push(
+          `p99 ${family} c=${p.concurrency}: ${fmt(p.p99Ms)} ms vs bound ${fmt(bound)} ms: ` +
+            `${p.p99Ms <= bound ? 'met' : 'NOT met'}${note}`,
+        );
+      }
+    }
+    const dyn = of(true, TARGET_CONCURRENCY);
+    const plain = of(false, TARGET_CONCURRENCY);
+    if (family === 'densenet' && dyn) {
+      const size = dominant(dyn.formed);
+      const b = size === undefined ? undefined : bare.get(size);
+      const ratio = b ? dyn.perSec / b.imagesPerSec : undefined;
+      verdicts.unshift(
+        `densenet, dynamic batching at concurrency ${TARGET_CONCURRENCY}: ${fmt(ratio, 2)} of bare at batch ${size ?? '?'} ` +
+          `(target ≥ ${TARGET_BARE_RATIO}): ${ratio !== undefined && ratio >= TARGET_BARE_RATIO ? 'met' : 'NOT met'}`,
+      );
+    }
+    if (family === 'mlp' && dyn && plain) {
+      const speedup = dyn.perSec / plain.perSec;
+      verdicts.unshift(
+        `mlp, dynamic vs default scheduler at concurrency ${TARGET_CONCURRENCY}: ${fmt(speedup, 2)}× ` +
+          `(target ≥ ${TARGET_MLP_SPEEDUP}×): ${speedup >= TARGET_MLP_SPEEDUP ? 'met' : 'NOT met'}`,
+      );
+    }
+  }
+  lines.push('', ...verdicts.map((v) => `- ${v}`));
+  if (meta.loadavg > 0.25 * meta.cpus) {
+    lines.push(
+      '',
+      `Warning: the load average was ${meta.loadavg} on ${meta.cpus} CPUs before the run; other work skews these numbers.`,
+    );
+  }
+  return lines.join('\n') + '\n';
+}
+
+function main(argv: readonly string[]): void {
+  const [results, flag, family] = argv;
+  if (!results) throw new Error('usage: summarize.js <results dir> [--formed <family>]');
+  if (flag === '--formed') {
+    const sizes = new Set<number>([1]);
+    for (const p of readPoints(results)) {
+      const size = p.family === family ? dominant(p.formed) : undefined;
+      if (size !== undefined) sizes.add(size);
+    }
+    process.stdout.write([...sizes].sort((a, b) => a - b).join(',') + '\n');
+    return;
+  }
+  const table = summarize(results);
+  writeFileSync(path.join(results, 'summary.md'), table);
+  process.stdout.write(table);
+}
+
+main(process.argv.slice(2));
