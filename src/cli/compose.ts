@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { builtinTestBackends } from '../backends/builtin/index.js';
+import { JavascriptBackend } from '../backends/javascript/index.js';
 import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
 import { PythonBackend } from '../backends/python/index.js';
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
@@ -35,6 +36,8 @@ export interface RunningNereid {
   readonly grpc: Endpoint | undefined;
   /** The Prometheus endpoint (`GET /metrics`), when --allow-metrics. */
   readonly metrics: Endpoint | undefined;
+  /** What the metrics frontend reads (an embedding attaches one later with it). */
+  readonly statsRegistry: StatsRegistry;
   /** Stops accepting, lets in-flight requests finish, unloads every model. */
   stop(): Promise<void>;
 }
@@ -51,7 +54,7 @@ export function packageVersion(): string {
 }
 
 export function builtinBackends(): Backend[] {
-  return [new OnnxRuntimeBackend(), new PythonBackend(), ...builtinTestBackends()];
+  return [new OnnxRuntimeBackend(), new PythonBackend(), new JavascriptBackend(), ...builtinTestBackends()];
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
@@ -165,5 +168,5 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       await metricsFrontend?.close();
       await sharedMemory.close();
     })());
-  return { server, http, grpc, metrics, stop };
+  return { server, http, grpc, metrics, statsRegistry, stop };
 }

@@ -1,0 +1,173 @@
+/**
+ * The `javascript` backend: runs models written in JavaScript or TypeScript (`model.js`, `model.mjs` or
+ * `model.ts` in the version folder; TypeScript needs no build step) with the lifecycle of Triton's Python
+ * models. Every instance is a worker thread of its own (instance.ts), so a model that burns CPU never
+ * blocks the server and N instances use N cores. docs/javascript-models.md describes the whole design.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type {
+  AutoCompleteContext,
+  Backend,
+  InstanceHandle,
+  InstanceSpec,
+  ModelHandle,
+  ModelLoadContext,
+} from '../../backend-api/backend.js';
+import { fromConfigDataType, type DataType } from '../../common/datatype.js';
+import { invalidArg } from '../../common/errors.js';
+import { modelConfigToJson, parseModelConfigJson } from '../../model-config/index.js';
+import type { ModelConfig } from '../../model-config/model-config.js';
+import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
+import { JsInstance } from './instance.js';
+import { javascriptOptions, type JavascriptOptions } from './options.js';
+import type { WorkerInit } from './protocol.js';
+import { JsWorker } from './worker-client.js';
+
+/** Tried in this order when the config names no default_model_filename (or names the default). */
+export const MODEL_FILES: readonly string[] = ['model.js', 'model.mjs', 'model.ts', 'model.mts'];
+
+const isFile = async (p: string): Promise<boolean> =>
+  (await stat(p).catch(() => undefined))?.isFile() === true;
+
+/** `<versionDir>/<file>`; for the default `model.js`, also `model.mjs` and `model.ts`. */
+export async function resolveModelFile(modelPath: string, modelName: string): Promise<string> {
+  if (await isFile(modelPath)) return modelPath;
+  const dir = path.dirname(modelPath);
+  if (path.basename(modelPath) === MODEL_FILES[0]) {
+    for (const f of MODEL_FILES.slice(1)) if (await isFile(path.join(dir, f))) return path.join(dir, f);
+    throw invalidArg(
+      `failed to load model '${modelName}': none of ${MODEL_FILES.join(', ')} found in ${dir}`,
+    );
+  }
+  throw invalidArg(
+    `failed to load model '${modelName}': model file '${path.basename(modelPath)}' not found in ${dir}`,
+  );
+}
+
+/** Whether a model module may define autoCompleteConfig (else no worker is started to ask it). */
+export const mayAutoComplete = (source: string): boolean => source.includes('autoCompleteConfig');
+
+export class JavascriptBackend implements Backend {
+  readonly name = 'javascript';
+  readonly platforms: readonly string[] = [];
+  readonly defaultModelFilename = MODEL_FILES[0];
+  /** The loader must not insist on model.js: loadModel() also finds model.mjs and model.ts. */
+  readonly requiresModelFile = false;
+  private readonly models = new Set<JsModel>();
+
+  async autoCompleteConfig(ctx: AutoCompleteContext): Promise<ModelConfig> {
+    const file = await resolveModelFile(ctx.modelPath, ctx.config.name).catch(() => undefined);
+    if (!file) return ctx.config; // loadModel() reports the missing file
+    const source = await readFile(file, 'utf8').catch(() => '');
+    if (!mayAutoComplete(source)) return ctx.config;
+    const options = javascriptOptions(ctx.config, ctx.backendConfig);
+    const name = ctx.config.name;
+    const init: WorkerInit = {
+      mode: 'autocomplete',
+      modelPath: file,
+      configJson: JSON.stringify(modelConfigToJson(ctx.config)),
+    };
+    const { worker, configJson } = await JsWorker.start(init, {
+      label: `${name} (auto-complete)`,
+      log: ctx.log,
+      timeoutMs: options.initializeTimeoutMs,
+    });
+    await worker.terminate();
+    if (configJson === undefined) return ctx.config;
+    try {
+      return parseModelConfigJson(configJson, `autoCompleteConfig of model '${name}'`);
+    } catch (err) {
+      throw invalidArg(
+        `autoCompleteConfig of model '${name}' produced an invalid config: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+  }
+
+  async loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
+    const options = javascriptOptions(ctx.config, ctx.backendConfig);
+    const modelPath = await resolveModelFile(ctx.modelPath, ctx.modelName);
+    ctx.log.verbose(
+      `javascript model '${ctx.modelName}' version ${ctx.version}: ${modelPath}, execution timeout ${options.executionTimeoutMs} ms`,
+    );
+    const model = new JsModel(ctx, modelPath, options, () => this.models.delete(model));
+    this.models.add(model);
+    return model;
+  }
+
+  /** Custom metrics of every loaded instance, tagged with model and instance names. */
+  async customMetrics(): Promise<{ model: string; instance: string; families: MetricFamilySnapshot[] }[]> {
+    const out = [];
+    for (const m of this.models) {
+      for (const i of m.instances) {
+        out.push({ model: m.name, instance: i.name, families: await i.customMetrics().catch(() => []) });
+      }
+    }
+    return out;
+  }
+}
+
+/** A loaded model version: what its instances share. */
+class JsModel implements ModelHandle {
+  readonly instances = new Set<JsInstance>();
+  private readonly configJson: string;
+  private readonly outputTypes: ReadonlyMap<string, DataType>;
+
+  constructor(
+    private readonly ctx: ModelLoadContext,
+    private readonly modelPath: string,
+    private readonly options: JavascriptOptions,
+    private readonly onUnload: () => void,
+  ) {
+    this.configJson = JSON.stringify(modelConfigToJson(ctx.config));
+    const types = new Map<string, DataType>();
+    for (const o of ctx.config.output) {
+      const dt = fromConfigDataType(o.data_type);
+      if (dt) types.set(o.name, dt);
+    }
+    this.outputTypes = types;
+  }
+
+  get name(): string {
+    return this.ctx.modelName;
+  }
+
+  async createInstance(spec: InstanceSpec): Promise<InstanceHandle> {
+    if (spec.kind === 'KIND_GPU') {
+      this.ctx.log.warn(`instance '${spec.name}' asks for a GPU; its worker thread runs on the CPU`);
+    }
+    const decoupled = this.ctx.config.model_transaction_policy?.decoupled === true;
+    const instance = await JsInstance.create({
+      spec,
+      modelName: this.ctx.modelName,
+      init: {
+        mode: 'instance',
+        modelPath: this.modelPath,
+        configJson: this.configJson,
+        facts: {
+          modelName: this.ctx.modelName,
+          modelVersion: this.ctx.version,
+          instanceName: spec.name,
+          instanceKind: spec.kind === 'KIND_GPU' ? 'GPU' : spec.kind === 'KIND_MODEL' ? 'MODEL' : 'CPU',
+          deviceId: spec.deviceId,
+          modelDir: this.ctx.modelDir,
+          decoupled,
+        },
+      },
+      options: this.options,
+      decoupled,
+      outputTypes: this.outputTypes,
+      log: this.ctx.log,
+      serverApi: this.ctx.serverApi,
+      onClose: (i) => this.instances.delete(i),
+    });
+    this.instances.add(instance);
+    return instance;
+  }
+
+  unload(): Promise<void> {
+    // Instances own their workers and were closed before this.
+    this.onUnload();
+    return Promise.resolve();
+  }
+}

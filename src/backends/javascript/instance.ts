@@ -1,0 +1,430 @@
+/**
+ * One JavaScript model instance: a worker thread running the model, fed whole batches. execute() sends
+ * the batch and settles once the model's execute() has returned AND every request of the batch has its
+ * final response — for a decoupled model that may be long after execute() returned (the contract frees
+ * the instance only when every stream ended).
+ *
+ * Faults, each confined to this instance (other instances and models keep serving):
+ * - the model throws in execute(): the batch's requests fail with its error; the worker lives on;
+ * - the worker makes no progress for execution_timeout_ms (no response, execute() not returned — a hang
+ *   or a busy loop): the pending requests fail with UNAVAILABLE, the thread is terminated and replaced;
+ * - the worker dies (uncaught exception, process.exit(), out of memory): its requests fail with
+ *   INTERNAL, and a new worker (initialize() again) is started right away; if that fails, the next batch
+ *   tries again and fails with UNAVAILABLE if it cannot.
+ * Cancelled requests are told to the worker (request.signal, isCancelled()) within CANCEL_POLL_MS.
+ */
+import type {
+  BackendRequest,
+  InstanceHandle,
+  InstanceSpec,
+  ParameterValue,
+  ServerApi,
+} from '../../backend-api/backend.js';
+import type { DataType } from '../../common/datatype.js';
+import { NereidError, internal, unavailable } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { Tensor } from '../../common/tensor.js';
+import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
+import { BlsBridge } from './bls.js';
+import type { JavascriptOptions } from './options.js';
+import type {
+  FromWorker,
+  TransferCounters,
+  WireError,
+  WireRequest,
+  WireResponse,
+  WorkerInit,
+} from './protocol.js';
+import { checkedCoreTensor, copyToWire, newCounters } from './tensors.js';
+import { JsWorker, errorOf } from './worker-client.js';
+
+/** Request parameters the server consumes itself rather than passing to the model. */
+const RESERVED_PARAMETERS = new Set([
+  'sequence_id',
+  'sequence_start',
+  'sequence_end',
+  'priority',
+  'timeout',
+  'binary_data_output',
+]);
+
+/**
+ * How often a running batch's requests are checked for cancellation: one timer per batch instead of an
+ * 'abort' listener per request, which costs more than a small request; cancellation needs to reach the
+ * model soon, not instantly.
+ */
+const CANCEL_POLL_MS = 10;
+
+export interface JsInstanceOptions {
+  readonly spec: InstanceSpec;
+  readonly modelName: string;
+  /** workerData for this instance's workers (its facts filled in). */
+  readonly init: WorkerInit;
+  readonly options: JavascriptOptions;
+  readonly decoupled: boolean;
+  /** Output datatypes the config declares, checked against what the model sends. */
+  readonly outputTypes: ReadonlyMap<string, DataType>;
+  readonly log: Logger;
+  readonly serverApi: ServerApi | undefined;
+  /** Told when close() begins (the model forgets the instance). */
+  readonly onClose?: (instance: JsInstance) => void;
+}
+
+interface Batch {
+  readonly id: number;
+  readonly worker: JsWorker;
+  pending: number;
+  returned: boolean;
+  readonly resolve: () => void;
+  timer: NodeJS.Timeout | undefined;
+  cancelPoll: NodeJS.Timeout | undefined;
+}
+
+interface Inflight {
+  readonly request: BackendRequest;
+  readonly batch: Batch;
+  cancelSent: boolean;
+}
+
+function modelParameters(p: Readonly<Record<string, ParameterValue>>): Record<string, ParameterValue> {
+  let out: Record<string, ParameterValue> | undefined;
+  for (const k in p) {
+    if (RESERVED_PARAMETERS.has(k) || k.startsWith('triton_')) continue;
+    (out ??= {})[k] = p[k];
+  }
+  return out ?? {};
+}
+
+export class JsInstance implements InstanceHandle {
+  readonly name: string;
+  private worker: JsWorker | undefined;
+  private bls: BlsBridge | undefined;
+  private starting: Promise<JsWorker> | undefined;
+  private closed = false;
+  private nextRid = 1;
+  private nextBatch = 1;
+  private readonly inflight = new Map<number, Inflight>();
+  private readonly batches = new Map<number, Batch>();
+  private readonly counters = newCounters();
+  private restarts = 0;
+
+  private constructor(private readonly opts: JsInstanceOptions) {
+    this.name = opts.spec.name;
+  }
+
+  /** Starts the worker and runs the model's initialize(); rejects with the model's error. */
+  static async create(opts: JsInstanceOptions): Promise<JsInstance> {
+    const instance = new JsInstance(opts);
+    instance.adopt(await instance.startWorker());
+    return instance;
+  }
+
+  /** The current worker's thread id (tests). */
+  get threadId(): number | undefined {
+    return this.worker?.threadId;
+  }
+
+  /** How many times a worker was replaced after a crash or a timeout. */
+  get restartCount(): number {
+    return this.restarts;
+  }
+
+  async execute(requests: readonly BackendRequest[]): Promise<void> {
+    const live = requests.filter((r) => !r.sender.done);
+    if (live.length === 0) return;
+    let worker: JsWorker;
+    try {
+      worker = await this.ensureWorker();
+    } catch (err) {
+      const e = unavailable(
+        `JavaScript model instance '${this.name}' is not available: ${NereidError.from(err).message}`,
+      );
+      for (const r of live) r.sender.fail(e);
+      return;
+    }
+    const transfer: ArrayBuffer[] = [];
+    const wire: WireRequest[] = [];
+    for (const r of live) {
+      const inputs = [];
+      for (const t of r.inputs.values()) inputs.push(copyToWire(t, transfer, this.counters));
+      wire.push({
+        rid: this.nextRid++,
+        id: r.id,
+        correlationId: r.correlationId,
+        flags: r.flags,
+        parameters: modelParameters(r.parameters),
+        inputs,
+        outputs: [...r.requestedOutputs],
+        batchSize: r.batchSize,
+        cancelled: r.signal.aborted,
+      });
+    }
+    await new Promise<void>((resolve) => {
+      const batch: Batch = {
+        id: this.nextBatch++,
+        worker,
+        pending: live.length,
+        returned: false,
+        resolve,
+        timer: undefined,
+        cancelPoll: undefined,
+      };
+      this.batches.set(batch.id, batch);
+      live.forEach((request, i) => {
+        this.inflight.set(wire[i].rid, { request, batch, cancelSent: request.signal.aborted });
+      });
+      const timeoutMs = this.opts.options.executionTimeoutMs;
+      if (timeoutMs > 0) batch.timer = setTimeout(() => this.onTimeout(batch), timeoutMs);
+      batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
+      worker.post({ kind: 'execute', batch: batch.id, requests: wire }, transfer);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.opts.onClose?.(this);
+    const worker = this.worker ?? (await this.starting?.catch(() => undefined));
+    this.worker = undefined;
+    this.bls?.abortAll();
+    await worker?.finalizeAndStop(this.opts.options.initializeTimeoutMs);
+  }
+
+  /** The model's isReady() (true when it has none); false when the worker is down. */
+  async isReady(timeoutMs = 5000): Promise<boolean> {
+    const w = this.worker;
+    if (!w?.alive) return false;
+    try {
+      const a = await w.query('ready', timeoutMs);
+      return a.what === 'ready' && a.ready;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The model's custom metrics as its worker holds them (empty when the worker is down). */
+  async customMetrics(timeoutMs = 5000): Promise<MetricFamilySnapshot[]> {
+    const w = this.worker;
+    if (!w?.alive) return [];
+    const a = await w.query('metrics', timeoutMs);
+    return a.what === 'metrics' ? a.families : [];
+  }
+
+  /** Bytes that crossed to and from the current worker, by how they crossed (tensors.ts). */
+  async transferCounters(timeoutMs = 5000): Promise<TransferCounters> {
+    const mine = { ...this.counters };
+    const w = this.worker;
+    if (!w?.alive) return mine;
+    const a = await w.query('counters', timeoutMs);
+    if (a.what !== 'counters') return mine;
+    return {
+      ...mine,
+      outputBytesMoved: a.counters.outputBytesMoved,
+      outputBytesCopied: a.counters.outputBytesCopied,
+      outputBytesShared: a.counters.outputBytesShared,
+    };
+  }
+
+  // --- worker lifecycle ---------------------------------------------------------------------------------
+
+  private startWorker(): Promise<JsWorker> {
+    return JsWorker.start(this.opts.init, {
+      label: this.name,
+      log: this.opts.log,
+      timeoutMs: this.opts.options.initializeTimeoutMs,
+      maxOldGenerationSizeMb: this.opts.options.maxOldGenerationSizeMb,
+    }).then((s) => s.worker);
+  }
+
+  private adopt(worker: JsWorker): void {
+    this.worker = worker;
+    const bls = new BlsBridge(this.opts.serverApi, (m, t) => worker.post(m, t), this.opts.log, this.name);
+    this.bls = bls;
+    worker.onMessage = (msg) => this.onMessage(bls, msg);
+    worker.onExitOnce((unexpected) => this.onWorkerExit(worker, bls, unexpected));
+  }
+
+  private async ensureWorker(): Promise<JsWorker> {
+    if (this.closed) throw unavailable(`instance '${this.name}' is closed`);
+    if (this.worker?.alive) return this.worker;
+    this.worker = undefined;
+    this.restart();
+    const worker = await this.starting!;
+    if (this.closed) throw unavailable(`instance '${this.name}' is closed`);
+    return worker;
+  }
+
+  /** Starts a replacement worker unless one is on its way. */
+  private restart(): void {
+    if (this.starting || this.closed) return;
+    this.restarts++;
+    const starting = this.startWorker().then(
+      async (w) => {
+        if (this.closed) {
+          await w.terminate();
+          throw unavailable(`instance '${this.name}' is closed`);
+        }
+        this.adopt(w);
+        return w;
+      },
+      (err: unknown) => {
+        this.opts.log.error(
+          `failed to restart the worker of '${this.name}' (the next batch tries again): ${NereidError.from(err).message}`,
+        );
+        throw err;
+      },
+    );
+    this.starting = starting;
+    const clear = (): void => {
+      if (this.starting === starting) this.starting = undefined;
+    };
+    starting.then(clear, clear);
+  }
+
+  /** Fails whatever `worker` still held, and forgets its batches. */
+  private failWorkerRequests(worker: JsWorker, error: NereidError): void {
+    for (const [rid, f] of this.inflight) {
+      if (f.batch.worker !== worker) continue;
+      if (!f.request.sender.done) f.request.sender.fail(error);
+      this.inflight.delete(rid);
+    }
+    for (const b of this.batches.values()) {
+      if (b.worker !== worker) continue;
+      b.pending = 0;
+      b.returned = true;
+      this.settle(b);
+    }
+  }
+
+  private onWorkerExit(worker: JsWorker, bls: BlsBridge, unexpected: boolean): void {
+    bls.abortAll();
+    if (this.worker === worker) this.worker = undefined;
+    if (!unexpected) return;
+    const reason = worker.describeExit();
+    this.failWorkerRequests(
+      worker,
+      internal(
+        `JavaScript model instance '${this.name}' failed: its worker thread exited unexpectedly (${reason})`,
+      ),
+    );
+    if (this.closed) return;
+    this.opts.log.error(
+      `the worker of JavaScript model instance '${this.name}' exited (${reason}); restarting it`,
+    );
+    this.restart();
+  }
+
+  private onTimeout(batch: Batch): void {
+    if (!this.batches.has(batch.id)) return;
+    const ms = this.opts.options.executionTimeoutMs;
+    const worker = batch.worker;
+    this.opts.log.error(
+      `JavaScript model instance '${this.name}' made no progress for ${ms} ms (execution_timeout_ms); restarting its worker`,
+    );
+    if (this.worker === worker) this.worker = undefined;
+    this.failWorkerRequests(
+      worker,
+      unavailable(
+        `JavaScript model instance '${this.name}' made no progress for ${ms} ms (execution_timeout_ms); its worker was restarted`,
+      ),
+    );
+    void worker.terminate();
+    this.restart();
+  }
+
+  private pollCancellation(batch: Batch): void {
+    if (!this.batches.has(batch.id)) return;
+    for (const [rid, f] of this.inflight) {
+      if (f.batch !== batch || f.cancelSent || !f.request.signal.aborted) continue;
+      f.cancelSent = true;
+      batch.worker.post({ kind: 'cancel', rid });
+    }
+    batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
+  }
+
+  private settle(batch: Batch): void {
+    if (!batch.returned || batch.pending > 0) return;
+    clearTimeout(batch.timer);
+    clearTimeout(batch.cancelPoll);
+    this.batches.delete(batch.id);
+    batch.resolve();
+  }
+
+  // --- messages from the worker ---------------------------------------------------------------------------
+
+  private onMessage(bls: BlsBridge, msg: FromWorker): void {
+    switch (msg.kind) {
+      case 'response':
+        this.onResponse(msg.response);
+        break;
+      case 'executed':
+        this.onExecuted(msg.batch, msg.responses, msg.error);
+        break;
+      case 'bls':
+        bls.start(msg.call, msg.request);
+        break;
+      case 'bls-cancel':
+        bls.cancel(msg.call);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private onExecuted(id: number, responses: WireResponse[] | undefined, error: WireError | undefined): void {
+    const batch = this.batches.get(id);
+    if (responses) for (const r of responses) this.onResponse(r);
+    if (!batch) return;
+    if (error) {
+      const e = errorOf(error);
+      if (error.stack) this.opts.log.verbose(`execute() of '${this.name}' failed: ${error.stack}`);
+      for (const [rid, f] of this.inflight) {
+        if (f.batch !== batch) continue;
+        if (!f.request.sender.done) f.request.sender.fail(e);
+        this.inflight.delete(rid);
+        batch.pending--;
+      }
+    }
+    batch.returned = true;
+    this.settle(batch);
+  }
+
+  private onResponse(r: WireResponse): void {
+    const f = this.inflight.get(r.rid);
+    if (!f) return;
+    const batch = f.batch;
+    const sender = f.request.sender;
+    batch.timer?.refresh();
+    const end = (): void => {
+      this.inflight.delete(r.rid);
+      batch.pending--;
+      this.settle(batch);
+    };
+    if (r.error) {
+      sender.fail(errorOf(r.error));
+      end();
+      return;
+    }
+    let outputs: Tensor[];
+    try {
+      outputs = r.outputs.map((t) => this.checkOutput(t));
+    } catch (err) {
+      sender.fail(NereidError.from(err));
+      end();
+      return;
+    }
+    if (!sender.done)
+      sender.send(outputs, r.parameters ? { final: r.final, parameters: r.parameters } : { final: r.final });
+    if (r.final || sender.done) end();
+  }
+
+  private checkOutput(w: unknown): Tensor {
+    const t = checkedCoreTensor(w, `output of JavaScript model '${this.opts.modelName}'`);
+    const expected = this.opts.outputTypes.get(t.name);
+    if (expected !== undefined && expected !== t.datatype) {
+      throw internal(
+        `JavaScript model '${this.opts.modelName}' sent output '${t.name}' as ${t.datatype}, but its config declares ${expected}`,
+      );
+    }
+    return t;
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The messages between a JavaScript model instance (main thread) and its worker thread. Everything is
+ * structured-cloneable. Tensor bytes travel as Uint8Arrays whose ArrayBuffer is either moved (in the
+ * transfer list: the sender's copy is detached), or a SharedArrayBuffer (shared, never copied); see
+ * tensors.ts for who copies what.
+ */
+import type { DataType } from '../../common/datatype.js';
+import type { ErrorCode } from '../../common/errors.js';
+import type { ParameterValue } from '../../backend-api/backend.js';
+import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
+
+export interface WireTensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  data: Uint8Array;
+}
+
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  /** Where model code threw (logged by the main thread, never sent to clients). */
+  stack?: string;
+}
+
+export type WireParameters = Record<string, ParameterValue>;
+
+/** Facts the model gets in initialize(args, context). */
+export interface InstanceFacts {
+  modelName: string;
+  modelVersion: number;
+  instanceName: string;
+  instanceKind: 'CPU' | 'GPU' | 'MODEL';
+  deviceId: number;
+  modelDir: string;
+  decoupled: boolean;
+}
+
+/** workerData of a model worker. */
+export interface WorkerInit {
+  /** 'instance': import, construct, initialize, then serve; 'autocomplete': run autoCompleteConfig and exit. */
+  mode: 'instance' | 'autocomplete';
+  /** The module file (absolute path). */
+  modelPath: string;
+  /** The model config as Triton's JSON. */
+  configJson: string;
+  /** Present in 'instance' mode. */
+  facts?: InstanceFacts;
+}
+
+export interface WireRequest {
+  rid: number;
+  id: string;
+  correlationId: bigint | string;
+  flags: number;
+  parameters: WireParameters;
+  inputs: WireTensor[];
+  outputs: string[];
+  batchSize: number;
+  cancelled: boolean;
+}
+
+export interface WireResponse {
+  rid: number;
+  outputs: WireTensor[];
+  final: boolean;
+  parameters?: WireParameters;
+  error?: WireError;
+}
+
+/** A BLS request from the model. */
+export interface WireBlsRequest {
+  modelName: string;
+  modelVersion: string;
+  id: string;
+  inputs: WireTensor[];
+  outputs: string[];
+  parameters: WireParameters;
+}
+
+export interface WireBlsResult {
+  outputs: WireTensor[];
+  parameters: WireParameters;
+  modelName: string;
+  modelVersion: string;
+  id: string;
+  final: boolean;
+}
+
+/** Bytes that crossed the thread boundary, by how (see tensors.ts). */
+export interface TransferCounters {
+  /** Main → worker inputs copied once into a buffer that was then moved. */
+  inputBytesCopied: number;
+  /** Main → worker inputs in SharedArrayBuffers (no copy). */
+  inputBytesShared: number;
+  /** Worker → main outputs whose whole buffer was moved (no copy). */
+  outputBytesMoved: number;
+  /** Worker → main outputs that were views into a larger buffer and were copied out. */
+  outputBytesCopied: number;
+  /** Worker → main outputs in SharedArrayBuffers (no copy). */
+  outputBytesShared: number;
+}
+
+export type ToWorker =
+  | { kind: 'execute'; batch: number; requests: WireRequest[] }
+  | { kind: 'cancel'; rid: number }
+  | { kind: 'bls-result'; call: number; result: WireBlsResult }
+  | { kind: 'bls-error'; call: number; error: WireError }
+  | { kind: 'finalize' }
+  | { kind: 'query'; q: number; what: 'ready' | 'metrics' | 'counters' };
+
+export type QueryAnswer =
+  | { what: 'ready'; ready: boolean }
+  | { what: 'metrics'; families: MetricFamilySnapshot[] }
+  | { what: 'counters'; counters: TransferCounters };
+
+export type FromWorker =
+  | { kind: 'ready' }
+  | { kind: 'init-error'; error: WireError }
+  | { kind: 'autocompleted'; configJson: string | undefined }
+  | { kind: 'response'; response: WireResponse }
+  | { kind: 'executed'; batch: number; responses?: WireResponse[]; error?: WireError }
+  | { kind: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; message: string }
+  | { kind: 'bls'; call: number; request: WireBlsRequest }
+  | { kind: 'bls-cancel'; call: number }
+  | { kind: 'finalized'; error?: WireError }
+  | { kind: 'answer'; q: number; answer?: QueryAnswer; error?: WireError };
