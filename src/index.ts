@@ -1,13 +1,41 @@
 /**
- * The package's public entry (`import ... from 'nereid'`): start a server from tritonserver-style flags or
- * options, and the core types an application needs to talk to it in-process.
+ * The package's public entry (`import ... from 'nereid'`):
+ * - the in-process API: `Nereid.start({ modelRepository })` → NereidServer (infer, inferStream, load,
+ *   unload, listenHttp/listenGrpc/listenMetrics, close) — docs/embedding.md;
+ * - the model-author SDK (Tensor, InferenceRequest, InferenceResponse, ...), also `nereid/sdk` — what a
+ *   JavaScript/TypeScript model imports (docs/javascript-models.md);
+ * - the command line's composition: startNereid from tritonserver-style flags (parseFlags).
+ * The core's wire-level request types keep their names with a `Core` prefix where the SDK has a class of
+ * the same name.
  */
+export * from './sdk/index.js';
+export * from './sdk/embedded/index.js';
 export { startNereid, type RunningNereid, type Endpoint } from './cli/compose.js';
 export { parseFlags } from './cli/flags.js';
 export type { ServerOptions } from './cli/options.js';
 export type { InferenceServerApi } from './core/server-api.js';
-export type * from './core/types.js';
-export { NereidError, type ErrorCode } from './common/errors.js';
+export type {
+  InferenceRequest as CoreInferenceRequest,
+  InferenceResponse as CoreInferenceResponse,
+  InferInput,
+  OutputTensor,
+  RequestedOutput,
+  SharedMemoryRef,
+  TensorMetadata,
+  ModelMetadata,
+  ServerMetadata,
+  ModelVersionState,
+  RepositoryIndexEntry,
+  LoadOptions,
+  StatisticDuration,
+  InferStatistics,
+  InferBatchStatistics,
+  ModelStatistics,
+  SystemSharedMemoryRegionStatus,
+  LogSettingsView,
+  LogSettingsUpdate,
+  TraceSettings,
+  TraceSettingsUpdate,
+} from './core/types.js';
 export { Logger, type LogSettings } from './common/logger.js';
-export type { DataType } from './common/datatype.js';
-export type { Tensor } from './common/tensor.js';
+export type { Tensor as CoreTensor } from './common/tensor.js';

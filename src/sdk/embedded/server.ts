@@ -1,0 +1,212 @@
+/**
+ * Nereid inside an application: `const server = await Nereid.start({ modelRepository })` runs the whole
+ * server in this process with no socket, `server.infer()` / `server.inferStream()` call models directly
+ * (SDK Tensors in, InferenceResponse out), and HTTP, gRPC and metrics frontends can be attached and
+ * detached at any time. Built on the same composition as the `nereid` command (cli/compose.ts), so a model
+ * behaves the same whichever way it is reached. docs/embedding.md shows it end to end.
+ */
+import { startNereid, type Endpoint, type RunningNereid } from '../../cli/compose.js';
+import { parseFlags } from '../../cli/flags.js';
+import type { ServerOptions } from '../../cli/options.js';
+import { unsupported } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import type { InferenceServerApi } from '../../core/server-api.js';
+import type { ModelMetadata, ModelStatistics, RepositoryIndexEntry } from '../../core/types.js';
+import { createGrpcFrontend } from '../../frontends/grpc/index.js';
+import { createHttpFrontend } from '../../frontends/http/index.js';
+import { createMetricsFrontend } from '../../frontends/metrics/index.js';
+import type { InferenceResponse } from '../response.js';
+import { fromCoreResponse, toCoreRequest, type InferRequest } from './convert.js';
+import { loggerFor, startFlags, type ListenOptions, type NereidStartOptions } from './options.js';
+
+interface Frontend {
+  close(): Promise<void>;
+}
+
+export interface ModelLoadOptions {
+  /** A config (JSON text or object) that replaces config.pbtxt for this load. */
+  readonly config?: string | object;
+  /** `<version>/<path>` → content, loaded instead of the repository's files (needs `config`). */
+  readonly files?: Readonly<Record<string, Uint8Array | string>>;
+}
+
+export class NereidServer {
+  private readonly frontends = new Map<
+    'http' | 'grpc' | 'metrics',
+    { endpoint: Endpoint; frontend: Frontend }
+  >();
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly running: RunningNereid,
+    private readonly options: ServerOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts a server: loads the models, then serves the frontends asked for (none by default). */
+  static async start(options: NereidStartOptions): Promise<NereidServer> {
+    const { options: serverOptions } = parseFlags(startFlags(options));
+    const log = loggerFor(options.log);
+    const running = await startNereid(serverOptions, log);
+    return new NereidServer(running, serverOptions, log);
+  }
+
+  /** The whole data plane (metadata, statistics, shared memory, log and trace settings, ...). */
+  get api(): InferenceServerApi {
+    return this.running.server;
+  }
+
+  /** Where each attached frontend listens. */
+  get http(): Endpoint | undefined {
+    return this.running.http ?? this.frontends.get('http')?.endpoint;
+  }
+  get grpc(): Endpoint | undefined {
+    return this.running.grpc ?? this.frontends.get('grpc')?.endpoint;
+  }
+  get metrics(): Endpoint | undefined {
+    return this.running.metrics ?? this.frontends.get('metrics')?.endpoint;
+  }
+
+  /**
+   * Runs one request on a model that answers once (not decoupled) and resolves with its response;
+   * rejects with a NereidError (the same codes and messages HTTP and gRPC clients get).
+   */
+  async infer(request: InferRequest): Promise<InferenceResponse> {
+    const core = toCoreRequest(
+      request,
+      () => this.modelMetadata(request.model),
+      request.signal ?? freshSignal(),
+    );
+    return fromCoreResponse(await this.running.server.inferOnce(core));
+  }
+
+  /** Every response of a request (decoupled models: 0..n, the last with `final` set), as they come. */
+  async *inferStream(request: InferRequest): AsyncGenerator<InferenceResponse> {
+    const core = toCoreRequest(
+      request,
+      () => this.modelMetadata(request.model),
+      request.signal ?? freshSignal(),
+    );
+    for await (const r of this.running.server.infer(core)) yield fromCoreResponse(r);
+  }
+
+  isReady(): boolean {
+    return this.running.server.isReady();
+  }
+
+  isModelReady(name: string, version?: string | number): boolean {
+    return this.running.server.isModelReady(name, version === undefined ? undefined : String(version));
+  }
+
+  modelMetadata(name: string, version?: string | number): ModelMetadata {
+    return this.running.server.modelMetadata(name, version === undefined ? undefined : String(version));
+  }
+
+  /** The model config as Triton's JSON. */
+  modelConfig(name: string, version?: string | number): object {
+    return this.running.server.modelConfigJson(name, version === undefined ? undefined : String(version));
+  }
+
+  statistics(name?: string): ModelStatistics[] {
+    return this.running.server.modelStatistics(name);
+  }
+
+  repositoryIndex(readyOnly = false): RepositoryIndexEntry[] {
+    return this.running.server.repositoryIndex(readyOnly);
+  }
+
+  /** Loads (or reloads) a model; with --model-control-mode=explicit. */
+  load(name: string, options: ModelLoadOptions = {}): Promise<void> {
+    const load: { config?: string; files?: ReadonlyMap<string, Buffer> } = {};
+    if (options.config !== undefined) {
+      load.config = typeof options.config === 'string' ? options.config : JSON.stringify(options.config);
+    }
+    if (options.files) {
+      load.files = new Map(
+        Object.entries(options.files).map(([k, v]) => [
+          k,
+          typeof v === 'string' ? Buffer.from(v) : Buffer.from(v.buffer, v.byteOffset, v.byteLength),
+        ]),
+      );
+    }
+    return this.running.server.loadModel(name, load);
+  }
+
+  unload(name: string, options: { unloadDependents?: boolean } = {}): Promise<void> {
+    return this.running.server.unloadModel(name, options);
+  }
+
+  /** Serves KServe v2 HTTP on this server (port 0 = a free one); resolves with where it listens. */
+  async listenHttp(options: ListenOptions = {}): Promise<Endpoint> {
+    return this.attach('http', () =>
+      createHttpFrontend(this.running.server, {
+        address: options.address ?? '127.0.0.1',
+        port: options.port ?? 0,
+        maxInputSize: this.options.httpMaxInputSize,
+        log: this.log,
+      }),
+    );
+  }
+
+  async listenGrpc(options: ListenOptions = {}): Promise<Endpoint> {
+    return this.attach('grpc', () =>
+      createGrpcFrontend(this.running.server, {
+        address: options.address ?? '127.0.0.1',
+        port: options.port ?? 0,
+        log: this.log,
+      }),
+    );
+  }
+
+  async listenMetrics(options: ListenOptions = {}): Promise<Endpoint> {
+    return this.attach('metrics', () =>
+      createMetricsFrontend(this.running.statsRegistry, {
+        address: options.address ?? '127.0.0.1',
+        port: options.port ?? 0,
+        log: this.log,
+        intervalMs: this.options.metricsIntervalMs,
+        config: this.options.metricsConfig,
+        cpuMetrics: this.options.allowCpuMetrics,
+      }),
+    );
+  }
+
+  /** Stops a frontend attached with listen*() (in-flight requests finish first). */
+  async stopListening(kind: 'http' | 'grpc' | 'metrics'): Promise<void> {
+    const f = this.frontends.get(kind);
+    this.frontends.delete(kind);
+    await f?.frontend.close();
+  }
+
+  /** Stops every frontend, lets in-flight requests finish and unloads every model. Idempotent. */
+  close(): Promise<void> {
+    return (this.closing ??= (async () => {
+      await Promise.all([...this.frontends.keys()].map((k) => this.stopListening(k)));
+      await this.running.stop();
+    })());
+  }
+
+  private async attach(
+    kind: 'http' | 'grpc' | 'metrics',
+    create: () => Frontend & { listen(): Promise<Endpoint> },
+  ): Promise<Endpoint> {
+    if (this.closing) throw unsupported('the server is closing');
+    if (this.frontends.has(kind) || this.running[kind])
+      throw unsupported(`the ${kind} frontend is already listening`);
+    const frontend = create();
+    const endpoint = await frontend.listen();
+    this.frontends.set(kind, { endpoint, frontend });
+    return endpoint;
+  }
+}
+
+/**
+ * A signal per request: the core's queue adds an 'abort' listener to each request's signal, and one
+ * shared never-aborted signal would collect them all.
+ */
+const freshSignal = (): AbortSignal => new AbortController().signal;
+
+/** `Nereid.start(options)`: the entry point of the in-process API. */
+export const Nereid = {
+  start: (options: NereidStartOptions): Promise<NereidServer> => NereidServer.start(options),
+};
