@@ -141,11 +141,10 @@ class OutputArena:
                     raise OSError(errno.EIO, "no progress writing shared memory")
                 done += n
         except OSError as e:
+            # Typically ENOSPC (a full /dev/shm). The space stays off for this process — the tensor and all
+            # later ones go inline, which always works — and the host is told once how to fix it.
             self.release(offset, size)
-            if e.errno == errno.ENOSPC:
-                # Stays off for this process: the host is told once and logs how to fix it.
-                with self._lock:
-                    self.disabled_reason = os.strerror(e.errno)
-                return None
-            raise
+            with self._lock:
+                self.disabled_reason = os.strerror(e.errno or errno.EIO)
+            return None
         return offset

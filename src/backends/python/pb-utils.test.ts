@@ -150,3 +150,45 @@ void test(
     assert.equal(out.bls_no_stub, 'BLS requests need a running Nereid Python backend stub');
   },
 );
+
+const ARENA_SCRIPT = String.raw`
+import json, os, resource, signal, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+from nereid_stub.shm import OutputArena
+
+out = {}
+fd, path = tempfile.mkstemp()
+os.unlink(path)
+arena = OutputArena(fd, 256, 128)
+a = arena.write(memoryview(b"a" * 100))
+b = arena.write(memoryview(b"b" * 100))
+c = arena.write(memoryview(b"c" * 300))
+out["offsets"] = [a, b, c]
+out["content"] = os.pread(fd, 3, b).decode()
+arena.release(a, 100)
+arena.release(b, 100)
+out["reused"] = arena.write(memoryview(b"d" * 200))
+# A file that cannot grow (as on a full /dev/shm): the write reports None and the arena stays off.
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.fstat(fd).st_size, resource.RLIM_INFINITY))
+out["full"] = arena.write(memoryview(b"e" * 4096))
+out["reason"] = arena.disabled_reason
+out["after"] = arena.write(memoryview(b"f"))
+print(json.dumps(out))
+`;
+
+void test(
+  "the stub's output arena allocates first-fit, merges freed space, and gives up cleanly when it cannot grow",
+  { skip: !existsSync(PYTHON) && 'no .venv' },
+  () => {
+    const out = JSON.parse(
+      execFileSync(PYTHON, ['-c', ARENA_SCRIPT, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
+    ) as { offsets: number[]; content: string; reused: number; full: null; reason: string; after: null };
+    assert.deepEqual(out.offsets, [0, 128, 256], '64-byte aligned, grown when full');
+    assert.equal(out.content, 'bbb');
+    assert.equal(out.reused, 0, 'two freed neighbours merge into one range');
+    assert.equal(out.full, null);
+    assert.equal(out.reason, 'File too large');
+    assert.equal(out.after, null);
+  },
+);
