@@ -115,8 +115,21 @@ describe('prepareRequest', () => {
       /inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'/,
     );
     assert.throws(
-      () => prepareRequest(simple, { modelName: 'simple', inputs: [int32('NOPE', [1, 16])] }),
+      () =>
+        prepareRequest(simple, {
+          modelName: 'simple',
+          inputs: [int32('INPUT0', [1, 16]), int32('NOPE', [1, 16])],
+        }),
       /unexpected inference input 'NOPE' for model 'simple'/,
+    );
+    // Too many inputs is a count error first, as in Triton.
+    assert.throws(
+      () =>
+        prepareRequest(simple, {
+          modelName: 'simple',
+          inputs: [int32('INPUT0', [1, 16]), int32('INPUT1', [1, 16]), int32('NOPE', [1, 16])],
+        }),
+      (e: Error) => e.message.startsWith("expected 2 inputs but got 3 inputs for model 'simple'"),
     );
     const both = [int32('INPUT0', [1, 16]), int32('INPUT1', [1, 16])];
     assert.throws(

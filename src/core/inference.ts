@@ -4,7 +4,7 @@
  * sequence fields. Error texts follow Triton's (clients and Triton's own QA match on substrings).
  */
 import { dataTypeInfo, fromConfigDataType, type DataType } from '../common/datatype.js';
-import { invalidArg } from '../common/errors.js';
+import { NereidError, invalidArg } from '../common/errors.js';
 import { countBytesElements, elementCount, type Tensor } from '../common/tensor.js';
 import type { FrozenModelConfig } from '../model-config/model-config.js';
 import type { InferenceRequest, Parameters, ParameterValue } from './types.js';
@@ -82,10 +82,8 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
 
   // Inputs: known names, no duplicates, all required present.
   const seen = new Set<string>();
+  // Triton checks the input count before the names: too few or too many inputs is a count error.
   for (const input of request.inputs) {
-    if (!byName.has(input.name)) {
-      throw invalidArg(`unexpected inference input '${input.name}' for model '${model}'`);
-    }
     if (seen.has(input.name)) {
       throw invalidArg(`input '${input.name}' already exists in request`);
     }
@@ -93,7 +91,7 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
   }
   const required = config.input.filter((i) => !i.optional).map((i) => i.name);
   const missing = required.filter((n) => !seen.has(n));
-  if (missing.length > 0) {
+  if (request.inputs.length > config.input.length || request.inputs.length < required.length) {
     const total = config.input.length;
     const expected =
       required.length === total
@@ -104,6 +102,16 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
     throw invalidArg(
       `${expected} but got ${request.inputs.length} inputs for model '${model}'. Got input(s) [${got}], ` +
         `but missing required input(s) [${miss}]. Please provide all required input(s).`,
+    );
+  }
+  for (const input of request.inputs) {
+    if (!byName.has(input.name)) {
+      throw invalidArg(`unexpected inference input '${input.name}' for model '${model}'`);
+    }
+  }
+  if (missing.length > 0) {
+    throw invalidArg(
+      `missing required input(s) [${missing.map((n) => `'${n}'`).join(',')}] for model '${model}'`,
     );
   }
 
@@ -124,12 +132,13 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
     }
     const expectedDims = batching ? [-1, ...cfg.dims] : [...cfg.dims];
     if (!matchesWithWildcard(expectedDims, input.shape)) {
+      // Triton always ends the sentence with '. ', followed by the batching note when there is one.
       const note = batching
         ? '. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be ' +
           'prepended to each input shape. If you want to specify the full shape including the batch dim in ' +
           'your input dims config, try setting max_batch_size to zero. See the model configuration docs for ' +
           'more info on max_batch_size.'
-        : '';
+        : '. ';
       throw invalidArg(
         `unexpected shape for input '${input.name}' for model '${model}'. Expected ${dimsToString(expectedDims)}, got ${dimsToString(input.shape)}${note}`,
       );
@@ -218,4 +227,13 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
     timeoutUs,
     parameters: params,
   };
+}
+
+/**
+ * Triton prefixes request-validation errors with the request id (`<id_unknown>` when the request has
+ * none); clients and Triton's QA match on the text after it, tools on the prefix.
+ */
+export function withRequestId(err: unknown, id: string | undefined): unknown {
+  if (!(err instanceof NereidError)) return err;
+  return new NereidError(err.code, `[request id: ${id || '<id_unknown>'}] ${err.message}`, { cause: err });
 }

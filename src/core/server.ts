@@ -166,12 +166,17 @@ export class InferenceServer implements InferenceServerApi {
         .sort((a, b) => a.modelName.localeCompare(b.modelName) || a.version - b.version)
         .map((v) => v.stats.snapshot());
     }
-    if (version) return [this.version(name, version).stats.snapshot()];
+    // Triton's statistics API answers INVALID_ARG with its own wording, not the inference path's NOT_FOUND.
     const all = this.repository
       .loadedVersions()
       .filter((v): v is ServableVersion => isServable(v) && v.modelName === name)
       .sort((a, b) => a.version - b.version);
-    if (all.length === 0) this.version(name); // throws the right NOT_FOUND / UNAVAILABLE
+    if (all.length === 0) throw invalidArg(`requested model '${name}' is not available`);
+    if (version) {
+      const v = all.find((x) => String(x.version) === version);
+      if (!v) throw invalidArg(`requested model version is not available for model '${name}'`);
+      return [v.stats.snapshot()];
+    }
     return all.map((v) => v.stats.snapshot());
   }
 

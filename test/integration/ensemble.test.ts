@@ -377,7 +377,7 @@ describe('ensembles of test models (none mode)', () => {
     const { error } = r.json<{ error: string }>();
     assert.match(
       error,
-      /^in ensemble 'loose', step 0 \(model 'simple'\): unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[8\]/,
+      /^in ensemble 'loose', step 0 \(model 'simple'\): \[request id: [^\]]*\] unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[8\]/,
     );
     const ok = await infer('loose', {
       inputs: [

@@ -112,11 +112,9 @@ export class JobSender implements ResponseSender {
     const result: Tensor[] = [];
     for (const plan of this.request.outputs) {
       let t = byName.get(plan.name);
-      if (!t) {
-        // Decoupled models may send partial responses; a default-mode model must produce every output.
-        if (this.decoupled) continue;
-        throw internal(`output '${plan.name}' was not produced by model '${config.name}'`);
-      }
+      // A model may leave out an output (Python and JavaScript models choose what they return): like
+      // Triton, the response carries the outputs the model produced.
+      if (!t) continue;
       const cfg = config.output.find((o) => o.name === plan.name);
       if (cfg?.reshape) {
         const dims = cfg.dims;

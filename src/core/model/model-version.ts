@@ -7,7 +7,7 @@ import { fromConfigDataType } from '../../common/datatype.js';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
-import { prepareRequest } from '../inference.js';
+import { prepareRequest, withRequestId } from '../inference.js';
 import type { LoadedVersion } from '../repository/contract.js';
 import { ResponseStream } from '../response-stream.js';
 import { createScheduler } from '../scheduling/factory.js';
@@ -99,7 +99,12 @@ export class ModelVersion implements LoadedVersion {
       );
     }
     const requestStart = process.hrtime.bigint();
-    const prepared = prepareRequest(this.config, request);
+    let prepared;
+    try {
+      prepared = prepareRequest(this.config, request);
+    } catch (err) {
+      throw withRequestId(err, request.id);
+    }
     const record = this.stats.startRequest(requestStart, prepared.batchSize);
     const stream = new ResponseStream<InferenceResponse>();
     const sender = new JobSender(this.outputContext, prepared, stream, record, this.decoupled);

@@ -278,7 +278,7 @@ void test('structural errors name the field', () => {
   );
   rejects(
     () => decode({ inputs: [{ name: 'A', datatype: 'FP33', shape: [1], data: [1] }] }),
-    "invalid datatype 'FP33' for input 'A'",
+    "invalid datatype for input A (got 'FP33')",
   );
   rejects(
     () => decode({ inputs: [{ name: 'A', datatype: 'FP32', data: [1] }] }),

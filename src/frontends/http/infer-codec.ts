@@ -287,7 +287,8 @@ function decodeInput(
 
   const name = memberString(item, 'name');
   const datatypeName = memberString(item, 'datatype');
-  if (!isDataType(datatypeName)) throw invalidArg(`invalid datatype '${datatypeName}' for input '${name}'`);
+  if (!isDataType(datatypeName))
+    throw invalidArg(`invalid datatype for input ${name} (got '${datatypeName}')`);
   const datatype: DataType = datatypeName;
   const sharedMemory = readSharedMemoryRef(params, name, exact);
   const { shape, elementCount } = readShape(name, item.shape, hasData ? datatype : undefined, exact);

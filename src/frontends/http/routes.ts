@@ -169,7 +169,15 @@ async function repositoryIndex(ctx: RouteContext): Promise<Reply> {
     if (typeof doc.ready !== 'boolean') throw invalidArg("Invalid value for 'ready': expected a boolean");
     ready = doc.ready;
   }
-  return json(ctx.api.repositoryIndex(ready));
+  // Triton's JSON: a model never loaded is just {name}; `version`, `state` and `reason` appear only when set.
+  const entries = ctx.api.repositoryIndex(ready).map((e) => {
+    const out: Record<string, string> = { name: e.name };
+    if (e.version !== undefined) out.version = e.version;
+    if (e.state !== 'UNKNOWN') out.state = e.state;
+    if (e.reason) out.reason = e.reason;
+    return out;
+  });
+  return json(entries);
 }
 
 async function repositoryLoad(ctx: RouteContext): Promise<Reply> {
