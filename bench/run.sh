@@ -131,3 +131,11 @@ say "results in $results"
 if [[ ${BENCH_SCHEDULING:-1} != 0 ]]; then
   bash bench/scheduling/run.sh
 fi
+
+# JavaScript backend: JS vs ONNX identity (16 FP32 and 3x224x224, concurrency 1 and 16), the copies of a
+# large tensor, in-process infer() vs HTTP (bench/javascript.ts, docs/javascript-models.md).
+# BENCH_JAVASCRIPT=0 skips it.
+if [[ ${BENCH_JAVASCRIPT:-1} != 0 ]]; then
+  say "javascript backend"
+  node dist/bench/javascript.js --out "$results/javascript.json" | tee "$results/javascript.md"
+fi
