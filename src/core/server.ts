@@ -52,8 +52,11 @@ export interface ServerIdentity {
 /** Extensions this build supports, as advertised by GET /v2. */
 export const SUPPORTED_EXTENSIONS: readonly string[] = [
   'classification',
+  'sequence',
+  'sequence(string_id)',
   'model_repository',
   'model_repository(unload_dependents)',
+  'schedule_policy',
   'model_configuration',
   'system_shared_memory',
   'binary_tensor_data',

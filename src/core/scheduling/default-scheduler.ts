@@ -9,6 +9,7 @@ import type { Job, Scheduler } from './scheduler.js';
 
 export class DefaultScheduler implements Scheduler {
   private readonly queue: Job[] = [];
+  private readonly listeners = new Map<Job, () => void>();
   private running = 0;
   private closing = false;
   private drained: (() => void) | undefined;
@@ -28,19 +29,19 @@ export class DefaultScheduler implements Scheduler {
       return;
     }
     this.queue.push(job);
-    job.signal.addEventListener(
-      'abort',
-      () => {
-        const i = this.queue.indexOf(job);
-        if (i >= 0) {
-          this.queue.splice(i, 1);
-          job.sender.fail(cancelled('request cancelled'));
-          if (this.queue.length === 0) this.pool.idle();
-          this.checkDrained();
-        }
-      },
-      { once: true },
-    );
+    const onAbort = (): void => {
+      this.listeners.delete(job);
+      const i = this.queue.indexOf(job);
+      if (i >= 0) {
+        this.queue.splice(i, 1);
+        job.sender.fail(cancelled('request cancelled'));
+        if (this.queue.length === 0) this.pool.idle();
+        this.checkDrained();
+      }
+    };
+    // Removed again at dispatch: callers may share one long-lived signal across many requests.
+    this.listeners.set(job, onAbort);
+    job.signal.addEventListener('abort', onAbort, { once: true });
     this.pump();
   }
 
@@ -51,6 +52,11 @@ export class DefaultScheduler implements Scheduler {
       const instance = pool.take();
       if (!instance) break;
       const job = this.queue.shift()!;
+      const onAbort = this.listeners.get(job);
+      if (onAbort) {
+        job.signal.removeEventListener('abort', onAbort);
+        this.listeners.delete(job);
+      }
       this.running++;
       void pool.run(instance, [job]).then(this.onDone);
     }
