@@ -53,7 +53,6 @@ export interface ServerIdentity {
 export const SUPPORTED_EXTENSIONS: readonly string[] = [
   'classification',
   'sequence',
-  'sequence(string_id)',
   'model_repository',
   'model_repository(unload_dependents)',
   'schedule_policy',
