@@ -132,6 +132,12 @@ if [[ ${BENCH_SCHEDULING:-1} != 0 ]]; then
   bash bench/scheduling/run.sh
 fi
 
+# Transport: Nereid's HTTP and gRPC frontends on identity_fp32 next to bare node:http and @grpc/grpc-js
+# echo servers (bench/transport/run.sh, bench/README.md). BENCH_TRANSPORT=0 skips it.
+if [[ ${BENCH_TRANSPORT:-1} != 0 ]]; then
+  TRANSPORT_SKIP_BUILD=1 bash bench/transport/run.sh
+fi
+
 # JavaScript backend: JS vs ONNX identity (16 FP32 and 3x224x224, concurrency 1 and 16), the copies of a
 # large tensor, in-process infer() vs HTTP (bench/javascript.ts, docs/javascript-models.md).
 # BENCH_JAVASCRIPT=0 skips it.

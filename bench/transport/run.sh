@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Transport benchmark: what Nereid's HTTP and gRPC frontends cost next to the bare minimum a Node server
+# needs to answer the same requests. perf_analyzer drives identity_fp32 ([1,16] FP32 = 64 B, and
+# [1,153600] FP32 = 600 KB) at several concurrencies against
+#   - Nereid (node bin/nereid.js, identity_fp32 only, in onnxruntime) over HTTP and gRPC,
+#   - bench/transport/http-echo.ts, a bare node:http server echoing KServe v2 binary tensors,
+#   - bench/transport/grpc-echo.ts, a bare @grpc/grpc-js server echoing ModelInfer,
+# and prints requests/s, p50 and p99 for each, and Nereid / bare echo per protocol (target >= 60%).
+# Unless TRANSPORT_BUILTIN=0, a second Nereid serves an identity_fp32 of the same name and shapes on the
+# built-in `identity` backend (no onnxruntime, no worker thread): its column shows what the frontends and
+# the core cost without a model runtime in the way.
+# Results go to bench/results/transport-<UTC time>/ (gitignored) and bench/results/transport-latest.md.
+# See bench/README.md.
+#
+# Env: TRANSPORT_CONCURRENCY ("1 8 32"), TRANSPORT_PAYLOADS (FP32 values per request: "16 153600"),
+#      TRANSPORT_PROTOCOLS ("http grpc"), TRANSPORT_POINT_SECONDS (6: measuring time per point, three
+#      windows), TRANSPORT_GRPC_ECHO_ARGS (extra grpc-echo flags, e.g. "--codec protobufjs"),
+#      TRANSPORT_BUILTIN (1: also measure Nereid on the built-in identity backend; 0: don't),
+#      TRANSPORT_SKIP_BUILD=1 (the caller already ran tsc and scripts/setup-python.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+concurrencies=${TRANSPORT_CONCURRENCY:-"1 8 32"}
+payloads=${TRANSPORT_PAYLOADS:-"16 153600"}
+protocols=${TRANSPORT_PROTOCOLS:-"http grpc"}
+point_seconds=${TRANSPORT_POINT_SECONDS:-6}
+grpc_echo_args=${TRANSPORT_GRPC_ECHO_ARGS:-}
+builtin=${TRANSPORT_BUILTIN:-1}
+model=identity_fp32
+repository=examples/model_repository
+pa=.venv/bin/perf_analyzer
+
+say() { echo "transport: $*" >&2; }
+die() {
+  echo "transport: error: $*" >&2
+  exit 1
+}
+
+[[ -d $repository/$model ]] || die "$repository/$model not found"
+results=bench/results/transport-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$results"
+
+if [[ -z ${TRANSPORT_SKIP_BUILD:-} ]]; then
+  say "building"
+  npx tsc -p tsconfig.json >&2 || say "tsc reported errors (outputs are still written); going on"
+  bash scripts/setup-python.sh >&2
+fi
+"$pa" --version >/dev/null 2>&1 || die "perf_analyzer is not available (scripts/setup-python.sh provides it)"
+for f in dist/bench/transport/http-echo.js dist/bench/transport/grpc-echo.js bin/nereid.js; do
+  [[ -f $f ]] || die "$f missing (build first)"
+done
+
+# --- the three servers, each on port 0, all up for the whole run (an idle one costs nothing) ------------
+pids=()
+stop_all() {
+  local pid
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  pids=()
+}
+trap stop_all EXIT
+
+# wait_port <log> <regex whose last field is the port> <pid>
+wait_port() {
+  local log=$1 pattern=$2 pid=$3 port=
+  for _ in $(seq 1 1200); do
+    port=$(grep -oE "$pattern" "$log" | head -n1 | grep -oE '[0-9]+$' || true)
+    [[ -n $port ]] && break
+    kill -0 "$pid" 2>/dev/null || {
+      cat "$log" >&2
+      die "a server exited during startup ($log)"
+    }
+    sleep 0.1
+  done
+  [[ -n $port ]] || die "no port announced in $log within 120 s"
+  echo "$port"
+}
+
+say "starting nereid ($model only), http-echo and grpc-echo"
+node bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
+  --model-control-mode=explicit --load-model="$model" >"$results/nereid.log" 2>&1 &
+pids+=($!)
+nereid_pid=$!
+node dist/bench/transport/http-echo.js >"$results/http-echo.log" 2>&1 &
+pids+=($!)
+http_echo_pid=$!
+# shellcheck disable=SC2086 # word splitting of the extra flags is wanted
+node dist/bench/transport/grpc-echo.js $grpc_echo_args >"$results/grpc-echo.log" 2>&1 &
+pids+=($!)
+grpc_echo_pid=$!
+
+targets=(nereid echo)
+declare -A port
+if [[ $builtin == 1 ]]; then
+  # the same model name, shapes and batching on the built-in identity backend (no model file needed)
+  mkdir -p "$results/builtin-repository/$model/1"
+  cat >"$results/builtin-repository/$model/config.pbtxt" <<EOF
+name: "$model"
+backend: "identity"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+EOF
+  node bin/nereid.js --model-repository="$results/builtin-repository" --http-port=0 --grpc-port=0 \
+    --metrics-port=0 >"$results/builtin.log" 2>&1 &
+  pids+=($!)
+  builtin_pid=$!
+  port[builtin-http]=$(wait_port "$results/builtin.log" 'Started HTTPService at [^ ]*:[0-9]+' "$builtin_pid")
+  port[builtin-grpc]=$(wait_port "$results/builtin.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$builtin_pid")
+  targets+=(builtin)
+fi
+port[nereid-http]=$(wait_port "$results/nereid.log" 'Started HTTPService at [^ ]*:[0-9]+' "$nereid_pid")
+port[nereid-grpc]=$(wait_port "$results/nereid.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$nereid_pid")
+port[echo-http]=$(wait_port "$results/http-echo.log" 'listening on [0-9]+' "$http_echo_pid")
+port[echo-grpc]=$(wait_port "$results/grpc-echo.log" 'listening on [0-9]+' "$grpc_echo_pid")
+say "ports: nereid http ${port[nereid-http]} grpc ${port[nereid-grpc]}, echo http ${port[echo-http]} grpc ${port[echo-grpc]}"
+
+# the echo servers must give correct answers, or their numbers mean nothing
+.venv/bin/python bench/transport/check_echo.py --http "127.0.0.1:${port[echo-http]}" \
+  --grpc "127.0.0.1:${port[echo-grpc]}" >&2
+
+cat >"$results/meta.json" <<EOF
+{"model": "$model", "seconds": $point_seconds, "cpus": $(nproc), "loadavg_before": $(cut -d' ' -f1 /proc/loadavg),
+ "grpc_echo_args": "$grpc_echo_args", "builtin": $builtin,
+ "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)",
+ "perf_analyzer": "$("$pa" --version 2>&1 | head -n1 | tr -d '"')"}
+EOF
+
+# measure <target> <protocol> <payload> <concurrency>: one perf_analyzer point into $results.
+# Three stable time windows (-s 15), retried with -s 50 on a noisy machine, and at last one fixed-count
+# run (marked "unstable") rather than no number. The fixed count is the median rate of the windows the
+# failed attempts saw (-v prints them) times the point time: perf_analyzer divides a fixed count by at
+# least one second, so a count that is too small would understate a fast server.
+measure() {
+  local target=$1 protocol=$2 payload=$3 c=$4
+  local point=$results/$target-$protocol-$payload-c$c
+  local window_ms=$((point_seconds * 1000 / 3))
+  local common=(-m "$model" -i "$protocol" -u "127.0.0.1:${port[$target-$protocol]}" --shape "INPUT0:$payload"
+    --concurrency-range "$c" --warmup-request-count "$((4 * c))" -f "$point.csv")
+  local windows=(--measurement-mode time_windows -p "$window_ms" --max-trials 6 -v)
+  if "$pa" "${common[@]}" "${windows[@]}" -s 15 >"$point.txt" 2>&1; then
+    echo "stable within 15%" >"$point.mode"
+  elif cp "$point.txt" "$point.try1.txt" &&
+    "$pa" "${common[@]}" "${windows[@]}" -s 50 >"$point.txt" 2>&1; then
+    echo "stable within 50%" >"$point.mode"
+  else
+    cat "$point.txt" >>"$point.try1.txt"
+    local count
+    count=$(grep -ohE 'Pass \[[0-9]+\] throughput: [0-9.]+' "$point.try1.txt" | awk '{print $NF}' | sort -g |
+      awk -v s="$point_seconds" -v c="$c" '{ v[NR] = $1 }
+        END { r = NR ? v[int((NR + 1) / 2)] : 0; n = int(r * s); if (n < 50 * c) n = 50 * c; print n }')
+    "$pa" "${common[@]}" --request-count "$count" >"$point.txt" 2>&1 || {
+      cat "$point.txt" >&2
+      die "perf_analyzer failed: $target $protocol payload $payload concurrency $c"
+    }
+    echo "unstable: one run of $count requests" >"$point.mode"
+  fi
+  say "  $target: $(grep -E '^\s*Throughput:' "$point.txt" | head -n1 | sed 's/^ *//') ($(cat "$point.mode"))"
+}
+
+# Nereid and its bare counterpart are measured back to back for each point, alternating which goes first,
+# so that load from other work on the machine drifts over both sides of a ratio alike (the built-in
+# backend variant, a diagnostic, comes last).
+flip=0
+for payload in $payloads; do
+  for protocol in $protocols; do
+    for c in $concurrencies; do
+      say "$protocol, $payload FP32 values, concurrency $c"
+      if ((flip % 2 == 0)); then order=("${targets[@]}"); else order=(echo nereid "${targets[@]:2}"); fi
+      for target in "${order[@]}"; do measure "$target" "$protocol" "$payload" "$c"; done
+      flip=$((flip + 1))
+    done
+  done
+done
+stop_all
+
+.venv/bin/python - "$results/meta.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+meta = json.load(open(path))
+meta["loadavg_after"] = float(open("/proc/loadavg").read().split()[0])
+json.dump(meta, open(path, "w"))
+PY
+.venv/bin/python bench/transport/summarize.py "$results"
+cp "$results/summary.md" bench/results/transport-latest.md
+say "results in $results"
