@@ -70,8 +70,17 @@ function isTypedArray(v: unknown): v is TypedArray {
   return ArrayBuffer.isView(v) && !(v instanceof DataView);
 }
 
-function bytesOf(a: ArrayBufferView): Uint8Array {
-  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+const MOVED =
+  'its buffer was already sent in a response (outputs are moved, not copied; build a new array for each response)';
+
+function bytesOf(a: ArrayBufferView, name = 'tensor'): Uint8Array {
+  try {
+    return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  } catch (err) {
+    // The only way a typed array's own buffer cannot be viewed: it was moved to another thread.
+    if (err instanceof TypeError) throw invalidArg(`tensor '${name}': ${MOVED}`);
+    throw err;
+  }
 }
 
 const utf8 = new TextEncoder();
@@ -175,7 +184,7 @@ export class Tensor {
       const detached = data.buffer.byteLength === 0 && count > 0;
       throw invalidArg(
         detached
-          ? `tensor '${name}': its buffer was already sent in a response (outputs are moved, not copied; build a new array for each response)`
+          ? `tensor '${name}': ${MOVED}`
           : `tensor '${name}': ${data.byteLength} bytes do not fit ${datatype} [${this.shape.join(',')}] (${count * size} expected)`,
       );
     }
@@ -199,7 +208,7 @@ export class Tensor {
       if (!compatible) {
         throw invalidArg(`tensor '${name}': a ${values.constructor.name} cannot hold ${datatype} values`);
       }
-      return new Tensor(name, datatype, shape, bytesOf(values));
+      return new Tensor(name, datatype, shape, bytesOf(values, name));
     }
     const list = values as readonly unknown[];
     const first = list[0];

@@ -328,6 +328,9 @@ describe('javascript backend', () => {
         code: 'INTERNAL',
         message: /sent output 'OUT' as FP32, but its config declares INT32/,
       });
+      await assert.rejects(infer('faults_js', [bytes('MODE', ['moved'])]), {
+        message: /output 'OUT': its buffer was already sent in a response/,
+      });
       const ok = await infer('faults_js', [bytes('MODE', ['ok'])]);
       assert.deepEqual(readInt32(ok, 'OUT'), [1]);
     });

@@ -13,14 +13,16 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 # Same order as tokenizer_ts/1/vocab.ts (id = position).
-VOCABULARY = (
-    ["[PAD]", "[UNK]"]
-    + "the a an this that it is was and but i you very so movie film book food not".split()
-    + "good great love excellent fun wonderful best nice".split()
-    + "bad terrible hate boring awful worst poor dull".split()
-)
-POSITIVE = {"good": 1.0, "great": 2.0, "love": 2.0, "excellent": 2.0, "fun": 1.0, "wonderful": 2.0, "best": 2.0, "nice": 1.0}
-NEGATIVE = {"bad": 1.0, "terrible": 2.0, "hate": 2.0, "boring": 1.0, "awful": 2.0, "worst": 2.0, "poor": 1.0, "dull": 1.0}
+VOCABULARY = [
+    "[PAD]",
+    "[UNK]",
+    *("the", "a", "an", "this", "that", "it", "is", "was", "and", "but", "i", "you", "very", "so"),
+    *("movie", "film", "book", "food", "not"),
+    *("good", "great", "love", "excellent", "fun", "wonderful", "best", "nice"),
+    *("bad", "terrible", "hate", "boring", "awful", "worst", "poor", "dull"),
+]
+POSITIVE = {"good": 1, "great": 2, "love": 2, "excellent": 2, "fun": 1, "wonderful": 2, "best": 2, "nice": 1}
+NEGATIVE = {"bad": 1, "terrible": 2, "hate": 2, "boring": 1, "awful": 2, "worst": 2, "poor": 1, "dull": 1}
 
 
 def main() -> None:
@@ -41,7 +43,9 @@ def main() -> None:
             numpy_helper.from_array(np.array([1], dtype=np.int64), "axes"),
         ],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="nereid-examples")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="nereid-examples"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     out = Path(__file__).resolve().parent / "1" / "model.onnx"

@@ -37,7 +37,8 @@ export default class StreamModel {
       }
       sender.send(undefined, RESPONSE_COMPLETE_FINAL);
     } catch (err) {
-      if (!sender.done) sender.send({ error: err instanceof Error ? err : String(err) }, RESPONSE_COMPLETE_FINAL);
+      if (!sender.done)
+        sender.send({ error: err instanceof Error ? err : String(err) }, RESPONSE_COMPLETE_FINAL);
     }
   }
 }

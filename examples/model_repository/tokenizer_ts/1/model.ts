@@ -7,7 +7,10 @@ const IDS = new Map(VOCABULARY.map((word, id) => [word, BigInt(id)]));
 
 export function tokenize(text: string, into: BigInt64Array): void {
   into.fill(PAD_ID);
-  const words = text.toLowerCase().split(/[^a-z']+/).filter((w) => w !== '');
+  const words = text
+    .toLowerCase()
+    .split(/[^a-z']+/)
+    .filter((w) => w !== '');
   for (let i = 0; i < words.length && i < SEQUENCE_LENGTH; i++) into[i] = IDS.get(words[i]) ?? UNKNOWN_ID;
 }
 
@@ -16,7 +19,9 @@ export default class Tokenizer {
     return requests.map((request) => {
       const texts = request.input('TEXT')!.strings();
       const ids = new BigInt64Array(texts.length * SEQUENCE_LENGTH);
-      texts.forEach((text, row) => tokenize(text, ids.subarray(row * SEQUENCE_LENGTH, (row + 1) * SEQUENCE_LENGTH)));
+      texts.forEach((text, row) =>
+        tokenize(text, ids.subarray(row * SEQUENCE_LENGTH, (row + 1) * SEQUENCE_LENGTH)),
+      );
       return { outputs: [Tensor.from('INPUT_IDS', ids, { shape: [texts.length, SEQUENCE_LENGTH] })] };
     });
   }
