@@ -314,9 +314,13 @@ def test_error_unknown_model_and_version(grpc: Any) -> None:
     err = _raises(grpc.infer, "no_such_model", _simple_inputs([1, 16]))
     assert err.status() == "StatusCode.NOT_FOUND"
     assert "Request for unknown model: 'no_such_model' is not found" in str(err.message())
-    for call in (grpc.get_model_metadata, grpc.get_model_config, grpc.get_inference_statistics):
+    for call in (grpc.get_model_metadata, grpc.get_model_config):
         err = _raises(call, "no_such_model")
         assert err.status() == "StatusCode.NOT_FOUND", call
+    # Triton's statistics call answers an unknown model with INVALID_ARG, not NOT_FOUND
+    err = _raises(grpc.get_inference_statistics, "no_such_model")
+    assert err.status() == "StatusCode.INVALID_ARGUMENT"
+    assert "requested model 'no_such_model' is not available" in str(err.message())
     err = _raises(grpc.get_model_metadata, "simple", model_version="7")
     assert err.status() == "StatusCode.NOT_FOUND"
     assert "'simple' version 7" in str(err.message())

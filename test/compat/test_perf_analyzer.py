@@ -29,6 +29,14 @@ def _perf_analyzer() -> str:
     return found
 
 
+def _server_count(output: str, label: str) -> int:
+    """A count from perf_analyzer's "Server:" block."""
+    server_block = output.split("Server:", 1)[-1]
+    match = re.search(rf"{label}: (\d+)", server_block)
+    assert match, f"no '{label}' in perf_analyzer's server block:\n{output}"
+    return int(match.group(1))
+
+
 @pytest.mark.perf_analyzer
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize(("model", "batch", "requests"), [("simple", 4, 100), ("densenet_batched", 2, 16)])
@@ -53,9 +61,14 @@ def test_perf_analyzer_profiles_a_model(
     assert run.returncode == 0, output
     assert f"Request count: {requests}" in output
     assert "Throughput:" in output
-    # perf_analyzer's server-side block is the delta of the statistics extension over the run
-    assert f"Inference count: {requests * batch}" in output, output
-    assert f"Successful request count: {requests}" in output, output
+    # perf_analyzer's server-side block is the delta of the statistics extension over the run. Nereid
+    # counts an execution only after the backend's execute() settles (src/core/scheduling/instance-pool.ts,
+    # finish()), which can be after the response reached the client, so the statistics read right after
+    # the last response may miss the last `concurrency` requests; no more, and nothing else.
+    concurrency = 2
+    succeeded = _server_count(output, "Successful request count")
+    assert requests - concurrency <= succeeded <= requests, output
+    assert _server_count(output, "Inference count") == succeeded * batch, output
     with report.open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 1, rows
@@ -85,7 +98,7 @@ def test_perf_analyzer_streams_a_decoupled_model(
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
     assert f"Request count: {requests}" in output, output
-    assert f"Successful request count: {requests}" in output, output
+    assert requests - 2 <= _server_count(output, "Successful request count") <= requests, output
     # each request with IN=3 is answered three times: responses/s is three times requests/s
     requests_per_s = re.search(r"^\s*Throughput: ([\d.]+) infer/sec", output, re.MULTILINE)
     responses_per_s = re.search(r"Response Throughput: ([\d.]+) infer/sec", output)
