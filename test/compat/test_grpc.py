@@ -342,3 +342,26 @@ def test_error_cuda_shared_memory_unimplemented(grpc: Any) -> None:
 def test_server_live_after_errors(grpc: Any) -> None:
     assert grpc.is_server_live() is True
     assert grpc.is_server_ready() is True
+
+
+def test_every_loaded_model_config_matches_http(
+    grpc: Any, client: Any, example_models: dict[str, dict[str, Any]]
+) -> None:
+    """Sequence, ensemble, decoupled and python models carry config fields the bundled seven do not
+    (sequence_batching, ensemble_scheduling, model_transaction_policy, parameters): gRPC must encode those
+    the same way too."""
+    mismatches: dict[str, list[str]] = {}
+    compared = set()
+    for model, entry in sorted(example_models.items()):
+        if entry.get("state") != "READY":
+            continue
+        compared.add(model)
+        from_http = json_format.ParseDict(client.get_model_config(model), model_config_pb2.ModelConfig())
+        from_grpc = grpc.get_model_config(model).config
+        if from_grpc != from_http:
+            mismatches[model] = _diff(
+                json_format.MessageToDict(from_grpc, preserving_proto_field_name=True),
+                json_format.MessageToDict(from_http, preserving_proto_field_name=True),
+            )
+    assert not mismatches, mismatches
+    assert set(BUNDLED_MODELS) <= compared
