@@ -2,7 +2,9 @@
 // typed infer() and inferStream(), model control, errors as NereidErrors, frontends attached later and
 // detached, shared-memory tensors reaching a JavaScript model without a copy.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { cpSync } from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Nereid, NereidError, Tensor, type NereidServer } from '../../src/index.js';
@@ -167,5 +169,21 @@ describe('in-process API', () => {
     await Promise.all([other.close(), other.close()]);
     assert.equal(other.isReady(), false);
     assert.deepEqual(other.repositoryIndex(true), []);
+  });
+
+  it('the documented example (examples/embedding/embed.js) runs and gets the right answers', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [path.join(ROOT, 'examples/embedding/embed.js')],
+      {
+        cwd: ROOT,
+        timeout: 120_000,
+      },
+    );
+    assert.match(stdout, /simple OUTPUT0: 10 11 12 .* 25\n/);
+    assert.match(stdout, /"I love this great movie" -> positive/);
+    assert.match(stdout, /"a boring and terrible film" -> negative/);
+    assert.match(stdout, /stream_ts tokens: streamed \| word \| by \| word/);
+    assert.match(stdout, /HTTP on port \d+: 200 \[0,2\]/);
   });
 });
