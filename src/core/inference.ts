@@ -75,7 +75,25 @@ function correlationIdOf(v: ParameterValue | undefined): bigint | string {
   throw invalidArg(`parameter 'sequence_id' must be an unsigned integer or a string`);
 }
 
+/**
+ * Duplicate tensor names. Triton finds these while the frontend builds the request (before the core's
+ * validation), so their messages carry no request-id prefix.
+ */
+export function rejectDuplicateTensors(request: InferenceRequest): void {
+  const inputs = new Set<string>();
+  for (const input of request.inputs) {
+    if (inputs.has(input.name)) throw invalidArg(`input '${input.name}' already exists in request`);
+    inputs.add(input.name);
+  }
+  const outputs = new Set<string>();
+  for (const output of request.outputs ?? []) {
+    if (outputs.has(output.name)) throw invalidArg(`output '${output.name}' already exists in request`);
+    outputs.add(output.name);
+  }
+}
+
 export function prepareRequest(config: FrozenModelConfig, request: InferenceRequest): PreparedRequest {
+  rejectDuplicateTensors(request);
   const model = config.name;
   const batching = config.max_batch_size > 0;
   const byName = new Map(config.input.map((i) => [i.name, i]));

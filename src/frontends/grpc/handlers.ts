@@ -162,7 +162,8 @@ export const COLD_RPCS: ReadonlyMap<string, ColdRpc> = new Map<string, ColdRpc>(
         models: api.repositoryIndex(r.ready).map((e) => ({
           name: e.name,
           version: e.version ?? '',
-          state: e.state,
+          // A model never loaded has no state in Triton's index (empty on the wire), as over HTTP.
+          state: e.state === 'UNKNOWN' ? '' : e.state,
           reason: e.reason,
         })),
       };
