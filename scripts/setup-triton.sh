@@ -4,11 +4,13 @@
 # test/differential/triton-pins.txt), plus a venv with numpy that the backend's stub runs models in.
 # Writes .venv-triton/bin/tritonserver, a wrapper that points the server at its backends and the stub at
 # the venv. Idempotent: a stamp keyed by the pin file, this script and the interpreter makes a repeat run
-# return at once. If the download fails (no registry, wrong platform) it says so and exits 0 without a
-# stamp, and the suite skips.
+# return at once. When Triton can't be had here (no registry or network, not x86_64 Linux, glibc < 2.35, a
+# Python the wheel has no stub for) it prints `setup-triton: skipped: <why>` and exits 0 without installing,
+# and the suite skips; anything else that goes wrong is an error (exit 1).
 #
 # Needs x86_64 Linux with glibc >= 2.35 (the wheel is manylinux_2_35), bash, and a CPython 3.8-3.13 with a
-# shared libpython (the stub links libpython3.X.so.1.0).
+# shared libpython (the stub links libpython3.X.so.1.0); as root on Debian/Ubuntu, a distribution Python's
+# missing libpython3.X package is installed with apt.
 #
 # Env: PYTHON (interpreter for the venv, default python3), NEREID_TRITON_VENV (default .venv-triton).
 set -euo pipefail
@@ -32,6 +34,11 @@ skip() {
 }
 
 [[ $(uname -s) == Linux && $(uname -m) == x86_64 ]] || skip "PyTriton's tritonserver is built for x86_64 Linux only"
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null || true)
+glibc=${glibc#glibc }
+if [[ ! $glibc =~ ^2\.([0-9]+) ]] || ((BASH_REMATCH[1] < 35)); then
+  skip "the wheel is built for glibc >= 2.35, this system has ${glibc:-no glibc}"
+fi
 
 pyinfo=$("$python" - <<'PY'
 import sys, sysconfig
@@ -39,10 +46,11 @@ print(f"{sys.version_info[0]}.{sys.version_info[1]}")
 print(sysconfig.get_config_var("Py_ENABLE_SHARED") or 0)
 print(sysconfig.get_config_var("LIBDIR") or "")
 print(sysconfig.get_config_var("INSTSONAME") or "")
+print(sys.base_prefix)
 PY
 ) || die "cannot run $python"
 mapfile -t py <<<"$pyinfo"
-pyver=${py[0]} shared=${py[1]} libdir=${py[2]} soname=${py[3]}
+pyver=${py[0]} shared=${py[1]} libdir=${py[2]} soname=${py[3]} base_prefix=${py[4]}
 case $pyver in 3.8 | 3.9 | 3.10 | 3.11 | 3.12 | 3.13) ;; *) skip "the wheel has backend stubs for Python 3.8-3.13, not $pyver" ;; esac
 
 key=$(cat "$pins" "$self" | sha256sum | cut -d' ' -f1)-$pyver-$(command -v "$python")
@@ -52,7 +60,14 @@ if [[ -f $stamp && "$(cat "$stamp")" == "$key" && -x $venv/bin/tritonserver ]]; 
 fi
 
 # The stub dlopens libpython through the dynamic loader: it must be the interpreter the venv was made from,
-# found via LD_LIBRARY_PATH (or the system's default path for a distribution Python).
+# found via LD_LIBRARY_PATH (or the system's default path for a distribution Python). Debian's python3.X
+# does not pull in its shared library package; as root it is installed here.
+if [[ $shared == 1 && -n $soname && ! -e $libdir/$soname && $base_prefix == /usr && $(id -u) == 0 ]] &&
+  command -v apt-get >/dev/null; then
+  say "installing libpython$pyver (apt) for the backend stub"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "libpython$pyver" >/dev/null || skip "could not install libpython$pyver with apt"
+fi
 if [[ $shared != 1 || ! -e $libdir/$soname ]]; then
   die "$python ($pyver) has no shared libpython (Py_ENABLE_SHARED=$shared); set PYTHON to one that has"
 fi
@@ -64,8 +79,6 @@ if [[ ! -x $venv/bin/python ]]; then
   say "creating $venv with $("$python" --version 2>&1)"
   "$python" -m venv "$venv" || die "$python -m venv failed (Debian: apt-get install python3-venv)"
 fi
-# Nothing in it belongs in git.
-echo '*' >"$venv/.gitignore"
 if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "$numpy_pin"; then
   skip "could not install $numpy_pin into $venv"
 fi

@@ -2,11 +2,14 @@
 same copy of models/ and the same flags, and a `pair` that sends one request to both.
 
 Skips the whole suite when Triton is not provisioned (bash scripts/setup-triton.sh), node is missing, or
-Nereid is not built (npx tsc -p tsconfig.json).
+Nereid is not built (npx tsc -p tsconfig.json). With NEREID_DIFF_REQUIRE_TRITON=1 (scripts/test.sh sets it
+unless setup-triton skipped) a missing Triton is an error instead: a broken provisioning must not pass as
+a skip.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 from diff_servers import (
     NEREID,
     REPO_ROOT,
+    TRITON,
     Pair,
     node_executable,
     prepare_repository,
@@ -30,7 +34,10 @@ FLAGS = ["--model-control-mode=explicit", "--load-model=*", "--exit-on-error=fal
 @pytest.fixture(scope="session")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     if not triton_available():
-        pytest.skip("Triton is not provisioned: run `bash scripts/setup-triton.sh`")
+        message = f"Triton is not provisioned ({TRITON} is missing): run `bash scripts/setup-triton.sh`"
+        if os.environ.get("NEREID_DIFF_REQUIRE_TRITON") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     if node_executable() is None:
         pytest.skip("node is not installed")
     if not (REPO_ROOT / "dist" / "src" / "cli" / "main.js").exists() or not NEREID.exists():

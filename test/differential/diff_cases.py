@@ -1,7 +1,7 @@
 """The bad requests the differential suite sends to both servers, one table: each case names the request,
 the HTTP status Triton answers and a substring of Triton's error text (both checked against Triton too,
-so the table can't drift from the real server), and, where Nereid differs on purpose or by a known bug,
-why.
+so the table can't drift from the real server), and, where Nereid differs on purpose (status, wording, a
+newer Triton) or by a known bug, why.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ class Case:
     # triton_says or nereid_says.
     wording_differs: str = ""
     nereid_says: str = ""
+    # Where Nereid answers another status on purpose: that status, and why.
+    nereid_status: int = 0
+    status_differs: str = ""
     # Where Nereid follows a newer Triton than the 2.51 this suite runs: what the newer one answers, and
     # the change that made it so. Nereid is checked against these instead.
     newer_status: int = 0
@@ -70,25 +73,42 @@ _short_binary, _short_binary_headers = _binary(raw=_fp32(FOUR[:3]))
 _long_header, _long_header_headers = _binary(delta=10_000)
 _cut_header, _cut_header_headers = _binary(delta=-5)
 
-# Where the bugs live (the reasons below refer to these).
-_TRAILING = (
-    "Nereid bug: src/core/inference.ts prepareRequest ends a shape error at 'got [..]'; Triton "
-    "(InferenceRequest::Normalize) always appends '. ' and then the max_batch_size note, which is empty "
-    "for a model without batching"
+# Intended: a request body that is not JSON, or JSON that does not fit the request schema, is the client's
+# fault, so Nereid answers 400 (docs/http.md, "Limits"). Triton answers 500 only because its TritonJson
+# errors are TRITONSERVER_ERROR_INTERNAL (still so in current http_server.cc; Triton's QA asserts the 500
+# for negative dims: TRITON-FACTS A.13).
+_JSON_400 = (
+    "Nereid answers 400 for a body that is not valid request JSON, on purpose (docs/http.md); Triton's "
+    "500 comes from TritonJson errors being INTERNAL"
 )
-_STATUS_500 = (
-    "Nereid bug: Triton answers 500 (TritonJson errors are TRITONSERVER_ERROR_INTERNAL, still so in current "
-    "http_server.cc, and Triton's QA asserts it for negative dims: TRITON-FACTS A.13); Nereid throws "
-    "invalidArg (400) in src/frontends/http/infer-codec.ts / json.ts"
+
+_COUNT_WORDING = (
+    "Nereid gives the counts instead of TritonJson's 'Shape does not match true shape' (docs/http.md, "
+    "'Tensor data in JSON')"
 )
-_STATS = (
-    "Nereid bug: src/core/server.ts modelStatistics lets this.version() throw NOT_FOUND 'Request for unknown "
-    "model: ...' (404); Triton's TRITONSERVER_ServerModelStatistics answers INVALID_ARG (400) \"requested "
-    "model '<m>' is not available\" / \"requested model version is not available for model '<m>'\""
+
+# Where the bugs live (the reasons below, and test_diff_grpc.py's, refer to these).
+PREFIX_ON_DUPLICATE = (
+    "Nereid bug: src/core/inference.ts rejectDuplicateTensors (called first in "
+    "src/core/model/model-version.ts infer, outside withRequestId) leaves out the '[request id: <id>] ' "
+    "prefix; Triton 2.51 puts it on \"input '<name>' already exists in request\", over HTTP and gRPC alike"
+)
+PREFIX_ON_LOOKUP = (
+    "Nereid bug: src/core/model/model-version.ts infer wraps every prepareRequest error in withRequestId "
+    "(src/core/inference.ts), so 'unexpected inference input/output ...' gets the '[request id: <id>] ' "
+    "prefix; Triton's InferenceRequest::Normalize returns Model::GetInput/GetOutput's error as is, "
+    "without it"
+)
+_ENSEMBLE_PREFIX = (
+    "Nereid bug: src/core/ensemble/ensemble-version.ts calls prepareRequest without withRequestId "
+    "(src/core/inference.ts), so an ensemble's request-validation errors lack the '[request id: <id>] ' "
+    "prefix Triton puts on them"
 )
 _JSON_WORDING = (
-    "; and Nereid's parser words the error its own way where Triton prints rapidjson's message "
-    "(src/frontends/http/json.ts parseJsonExact)"
+    "Nereid bug: src/frontends/http/json.ts parseJsonExact imitates rapidjson's messages but not exactly "
+    "(Triton prints GetParseError_En: each message ends in a full stop and quotes '}' / ']'; at the end of "
+    "the input rapidjson reports what it expected, e.g. 'Invalid value.', where Nereid says 'Unexpected "
+    "end of input')"
 )
 
 CASES: list[Case] = [
@@ -126,7 +146,6 @@ CASES: list[Case] = [
         infer_json([tensor_json("INPUT0", "FP32", [3], FOUR[:3]), tensor_json("INPUT1", "FP32", [4], FOUR)]),
         400,
         "unexpected shape for input 'INPUT0' for model 'add_sub'. Expected [4], got [3]. ",
-        nereid_bug=_TRAILING,
     ),
     Case(
         "batched model without the batch dimension",
@@ -169,9 +188,7 @@ CASES: list[Case] = [
         infer_json([tensor_json("INPUT0", "FP33", [4], FOUR), tensor_json("INPUT1", "FP32", [4], FOUR)]),
         400,
         "invalid datatype for input INPUT0",
-        nereid_bug="Nereid bug: src/frontends/http/infer-codec.ts says \"invalid datatype 'FP33' for input "
-        "'INPUT0'\"; Triton (2.51 and current http_server.cc ReadDataFromJson) says 'invalid datatype for "
-        "input INPUT0'",
+        wording_differs="Nereid appends the datatype it got (\" (got 'FP33')\") to Triton's text",
     ),
     Case(
         "JSON data shorter than the shape",
@@ -179,7 +196,10 @@ CASES: list[Case] = [
         infer_json([tensor_json("INPUT0", "FP32", [4], FOUR[:3]), tensor_json("INPUT1", "FP32", [4], FOUR)]),
         500,
         "Unable to parse 'data': Shape does not match true shape of 'data' field",
-        nereid_bug=_STATUS_500 + "; and Nereid words it 'unexpected number of elements in 'data' ...'",
+        nereid_status=400,
+        status_differs=_JSON_400,
+        wording_differs=_COUNT_WORDING,
+        nereid_says="unexpected number of elements in 'data' for input 'INPUT0': shape [4] has 4 elements",
     ),
     Case(
         "JSON data longer than the shape",
@@ -189,7 +209,10 @@ CASES: list[Case] = [
         ),
         500,
         "Unable to parse 'data': Shape does not match true shape of 'data' field",
-        nereid_bug=_STATUS_500 + "; and Nereid words it 'unexpected number of elements in 'data' ...'",
+        nereid_status=400,
+        status_differs=_JSON_400,
+        wording_differs=_COUNT_WORDING,
+        nereid_says="unexpected number of elements in 'data' for input 'INPUT0': shape [4] has 4 elements",
     ),
     Case(
         "JSON data of the wrong kind",
@@ -202,7 +225,10 @@ CASES: list[Case] = [
         ),
         500,
         "Unable to parse 'data': attempt to access JSON non-number as double",
-        nereid_bug=_STATUS_500 + "; and Nereid words it 'element 0 is \"a\", expected a number'",
+        nereid_status=400,
+        status_differs=_JSON_400,
+        wording_differs="Nereid names the input and the element and says what it expected",
+        nereid_says="Unable to parse 'data' for input 'INPUT0': element 0 is \"a\", expected a number",
     ),
     Case(
         "binary input of the wrong byte size",
@@ -226,6 +252,7 @@ CASES: list[Case] = [
         infer_json([tensor_json("INPUT0", "FP32", [4], FOUR), tensor_json("INPUT9", "FP32", [4], FOUR)]),
         400,
         "unexpected inference input 'INPUT9' for model 'add_sub'",
+        nereid_bug=PREFIX_ON_LOOKUP,
     ),
     Case(
         "one input too many",
@@ -241,9 +268,6 @@ CASES: list[Case] = [
         "expected 2 inputs but got 3 inputs for model 'add_sub'. Got input(s) [",
         wording_differs="Triton lists the inputs in hash order (and, with nothing missing, prints "
         "'missing required input(s) ]'); only the start is compared",
-        nereid_bug="Nereid bug: src/core/inference.ts prepareRequest rejects the unknown name first "
-        "(\"unexpected inference input 'INPUT9'\"); Triton (ValidateRequestInputs, 2.51 and current core) "
-        "checks the input count first",
     ),
     Case(
         "duplicate input",
@@ -257,6 +281,7 @@ CASES: list[Case] = [
         ),
         400,
         "input 'INPUT0' already exists in request",
+        nereid_bug=PREFIX_ON_DUPLICATE,
     ),
     Case(
         "unknown requested output",
@@ -264,6 +289,7 @@ CASES: list[Case] = [
         _add_sub_json(outputs=[{"name": "OUTPUT9"}]),
         400,
         "unexpected inference output 'OUTPUT9' for model 'add_sub'",
+        nereid_bug=PREFIX_ON_LOOKUP,
     ),
     Case(
         "duplicate requested output",
@@ -282,7 +308,9 @@ CASES: list[Case] = [
         b'{"inputs": [',
         500,
         "failed to parse the request JSON buffer: Invalid value. at 12",
-        nereid_bug=_STATUS_500 + _JSON_WORDING + " ('Unexpected end of input')",
+        nereid_status=400,
+        status_differs=_JSON_400,
+        nereid_bug=_JSON_WORDING,
     ),
     Case(
         "JSON that is not an object",
@@ -290,7 +318,8 @@ CASES: list[Case] = [
         b"[1, 2]",
         500,
         "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
-        nereid_bug=_STATUS_500,
+        nereid_status=400,
+        status_differs=_JSON_400,
     ),
     Case(
         "no inputs field",
@@ -298,7 +327,8 @@ CASES: list[Case] = [
         b"{}",
         500,
         "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
-        nereid_bug=_STATUS_500,
+        nereid_status=400,
+        status_differs=_JSON_400,
     ),
     Case(
         "empty body",
@@ -325,7 +355,9 @@ CASES: list[Case] = [
         500,
         "failed to parse the request JSON buffer: Missing a comma or '}' after an object member. at 195",
         headers=_cut_header_headers,
-        nereid_bug=_STATUS_500 + _JSON_WORDING + " (no quotes round '}', no full stop)",
+        nereid_status=400,
+        status_differs=_JSON_400,
+        nereid_bug=_JSON_WORDING,
     ),
     Case(
         "binary header length not a number",
@@ -361,7 +393,8 @@ CASES: list[Case] = [
         ),
         500,
         "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
-        nereid_bug=_STATUS_500,
+        nereid_status=400,
+        status_differs=_JSON_400,
     ),
     Case(
         "ensemble input of the wrong shape",
@@ -369,7 +402,7 @@ CASES: list[Case] = [
         infer_json([tensor_json("A", "FP32", [2], FOUR[:2]), tensor_json("B", "FP32", [4], FOUR)]),
         400,
         "unexpected shape for input 'A' for model 'ensemble_add_sub'. Expected [4], got [2]. ",
-        nereid_bug=_TRAILING,
+        nereid_bug=_ENSEMBLE_PREFIX,
     ),
     Case(
         "statistics of an unknown model",
@@ -378,7 +411,6 @@ CASES: list[Case] = [
         400,
         "requested model 'nope' is not available",
         method="GET",
-        nereid_bug=_STATS,
     ),
     Case(
         "statistics of a model that failed to load",
@@ -387,7 +419,6 @@ CASES: list[Case] = [
         400,
         "requested model 'broken_init' is not available",
         method="GET",
-        nereid_bug=_STATS,
     ),
     Case(
         "statistics of an unknown version",
@@ -396,7 +427,6 @@ CASES: list[Case] = [
         400,
         "requested model version is not available for model 'add_sub'",
         method="GET",
-        nereid_bug=_STATS,
     ),
     Case(
         "load of a model that is not in the repository",

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from diff_cases import PREFIX_ON_DUPLICATE, PREFIX_ON_LOOKUP
 from diff_servers import Pair
 from tritonclient.utils import InferenceServerException
 
@@ -23,7 +24,6 @@ LOADED = [
     "cfg_versions",
     "ensemble_add_sub",
 ]
-PREFIX = "[request id: <id_unknown>] "
 A = np.array([1.0, 2.5, -3.0, 4.25], dtype=np.float32)
 A_INT = A.astype(np.int32)
 NINE = np.zeros((9, 1), np.int32)
@@ -50,8 +50,7 @@ def _outcome(call: Callable[[Any], Any], client: Any) -> tuple[str, Any]:
     try:
         return "OK", call(client)
     except InferenceServerException as err:
-        message = str(err.message())
-        return str(err.status()), message[len(PREFIX) :] if message.startswith(PREFIX) else message
+        return str(err.status()), str(err.message())
 
 
 def test_server_metadata(clients: tuple[Any, Any]) -> None:
@@ -129,8 +128,6 @@ def test_inference_bytes(clients: tuple[Any, Any]) -> None:
     assert nereid.as_numpy("OUTPUT0").tolist() == triton.as_numpy("OUTPUT0").tolist() == data.tolist()
 
 
-_TRAILING = "Nereid bug: src/core/inference.ts prepareRequest shape message lacks Triton's trailing '. '"
-
 ERRORS: list[Any] = [
     ("unknown model", lambda c: c.infer("nope", [_input("INPUT0", "FP32", A)]), ""),
     ("unknown version", lambda c: c.infer("add_sub", [_input("INPUT0", "FP32", A)], model_version="9"), ""),
@@ -138,7 +135,7 @@ ERRORS: list[Any] = [
     (
         "wrong shape",
         lambda c: c.infer("add_sub", [_input("INPUT0", "FP32", A[:3]), _input("INPUT1", "FP32", A)]),
-        _TRAILING,
+        "",
     ),
     (
         "wrong dtype",
@@ -146,6 +143,27 @@ ERRORS: list[Any] = [
         "",
     ),
     ("missing input", lambda c: c.infer("add_sub", [_input("INPUT0", "FP32", A)]), ""),
+    (
+        "duplicate input",
+        lambda c: c.infer(
+            "add_sub", [_input("INPUT0", "FP32", A), _input("INPUT0", "FP32", A), _input("INPUT1", "FP32", A)]
+        ),
+        PREFIX_ON_DUPLICATE,
+    ),
+    (
+        "unknown input",
+        lambda c: c.infer("add_sub", [_input("INPUT0", "FP32", A), _input("INPUT9", "FP32", A)]),
+        PREFIX_ON_LOOKUP,
+    ),
+    (
+        "unknown requested output",
+        lambda c: c.infer(
+            "add_sub",
+            [_input("INPUT0", "FP32", A), _input("INPUT1", "FP32", A)],
+            outputs=[grpcclient.InferRequestedOutput("OUTPUT9")],
+        ),
+        PREFIX_ON_LOOKUP,
+    ),
     (
         "batch larger than max_batch_size",
         lambda c: c.infer(
@@ -159,9 +177,7 @@ ERRORS: list[Any] = [
     (
         "statistics of an unknown model",
         lambda c: c.get_inference_statistics("nope"),
-        'Nereid bug: src/core/server.ts modelStatistics answers NOT_FOUND "Request for unknown model: '
-        "'nope' is not found\"; Triton (TRITONSERVER_ServerModelStatistics, 2.51 and current core) "
-        "answers INVALID_ARG \"requested model 'nope' is not available\"",
+        "",
     ),
 ]
 
@@ -181,7 +197,8 @@ def test_error(clients: tuple[Any, Any], call: Callable[[Any], Any], bug: str) -
 
 def test_duplicate_output(clients: tuple[Any, Any]) -> None:
     """Triton 2.51 accepts a repeated output name; Nereid refuses it as newer Triton does (PR #8741,
-    INVALID_ARGUMENT "output '<name>' already exists in request")."""
+    INVALID_ARGUMENT "output '<name>' already exists in request"; Triton's QA matches that substring, so
+    the '[request id: <id>] ' prefix is not compared)."""
 
     def call(c: Any) -> Any:
         outputs = [grpcclient.InferRequestedOutput("OUTPUT0"), grpcclient.InferRequestedOutput("OUTPUT0")]
@@ -189,4 +206,5 @@ def test_duplicate_output(clients: tuple[Any, Any]) -> None:
 
     triton, nereid = (_outcome(call, c) for c in clients)
     assert triton[0] == "OK"
-    assert nereid == ("StatusCode.INVALID_ARGUMENT", "output 'OUTPUT0' already exists in request")
+    assert nereid[0] == "StatusCode.INVALID_ARGUMENT"
+    assert "output 'OUTPUT0' already exists in request" in nereid[1]

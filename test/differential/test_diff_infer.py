@@ -254,13 +254,9 @@ def test_non_utf8_bytes_output(pair: Pair) -> None:
     assert b'"data":["\\u0000\xff","xyz"]' in triton.body
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Nereid bug: src/core/model/job-sender.ts selectOutputs answers 500 \"output 'OUTPUT1' was not "
-    "produced by model 'cfg_io'\" when a (non-decoupled) model leaves out a requested output; Triton's "
-    "Python backend sends the outputs the model made and leaves the others out (200)",
-)
 def test_requested_output_not_produced(pair: Pair) -> None:
+    """A requested output the model does not make (cfg_io makes no OUTPUT1 without INPUT1): Triton's Python
+    backend sends the outputs the model made and leaves the others out (200); so does Nereid."""
     body, headers = infer_binary(
         [
             BinaryInput("INPUT0", "FP16", [1, 2, 2], np.array([1, 2, 3, 4], dtype=np.float16).tobytes()),

@@ -45,11 +45,6 @@ def test_server_claims_no_extension_triton_lacks(pair: Pair) -> None:
 NOT_OFFERED = {"cuda_shared_memory", "trace"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Nereid bug: src/core/server.ts SUPPORTED_EXTENSIONS omits 'sequence' and 'schedule_policy', "
-    "which the sequence batcher and the dynamic batcher's queue policies now implement",
-)
 def test_server_lists_the_extensions_it_implements(pair: Pair) -> None:
     triton, nereid = pair.send("GET", "/v2")
     missing = set(triton.json()["extensions"]) - set(nereid.json()["extensions"]) - NOT_OFFERED
@@ -102,13 +97,8 @@ def test_repository_index_ready_filter(pair: Pair) -> None:
     assert names_n == names_t
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Nereid bug: src/frontends/http/routes.ts repositoryIndex sends RepositoryIndexEntry as is, with "
-    '"reason": "" on every READY entry; Triton adds \'reason\' only when it is not empty '
-    "(TRITONSERVER_ServerModelIndex)",
-)
 def test_repository_index_entries_are_byte_identical_for_ready_models(pair: Pair) -> None:
+    """Triton writes only the fields that are set ('reason' only when it is not empty)."""
     triton, nereid = pair.send("POST", "/v2/repository/index", b"{}")
     t, n = _index(triton.json()), _index(nereid.json())
     for key, entry in t.items():
