@@ -61,10 +61,10 @@ def test_perf_analyzer_profiles_a_model(
     assert run.returncode == 0, output
     assert f"Request count: {requests}" in output
     assert "Throughput:" in output
-    # perf_analyzer's server-side block is the delta of the statistics extension over the run. Nereid
-    # counts an execution only after the backend's execute() settles (src/core/scheduling/instance-pool.ts,
-    # finish()), which can be after the response reached the client, so the statistics read right after
-    # the last response may miss the last `concurrency` requests; no more, and nothing else.
+    # perf_analyzer's server-side block is the delta of the statistics extension over the run. In
+    # --request-count mode perf_analyzer can read the final statistics while its last requests are still
+    # in flight: it reports 99 of 100 now and then even against bench/transport/http-echo.ts, which counts
+    # a request before it can read another. So up to `concurrency` requests may be missing; no more.
     concurrency = 2
     succeeded = _server_count(output, "Successful request count")
     assert requests - concurrency <= succeeded <= requests, output
