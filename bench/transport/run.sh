@@ -16,6 +16,7 @@
 #      TRANSPORT_PROTOCOLS ("http grpc"), TRANSPORT_POINT_SECONDS (6: measuring time per point, three
 #      windows), TRANSPORT_GRPC_ECHO_ARGS (extra grpc-echo flags, e.g. "--codec protobufjs"),
 #      TRANSPORT_BUILTIN (1: also measure Nereid on the built-in identity backend; 0: don't),
+#      TRANSPORT_PA_MEMORY_BYTES (4000000000: what one perf_analyzer run may keep in responses),
 #      TRANSPORT_SKIP_BUILD=1 (the caller already ran tsc and scripts/setup-python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -126,36 +127,60 @@ cat >"$results/meta.json" <<EOF
  "perf_analyzer": "$("$pa" --version 2>&1 | head -n1 | tr -d '"')"}
 EOF
 
+# perf_analyzer keeps every response of a run in memory until it exits (about 1.1 MB per request at
+# 600 KB, measured: a 12k-request run reached 14 GB and longer ones were OOM-killed). So the requests of
+# one perf_analyzer run are capped at pa_budget_bytes / (2 x payload bytes): a short probe estimates the
+# rate from its mean latency (concurrency / latency; its throughput line is unreliable, as perf_analyzer
+# divides a small fixed count by at least one second), and the windows are shortened to fit the cap.
+# ulimit -v backs the cap up, so a misjudged run fails on its own instead of starving the machine.
+pa_budget_bytes=${TRANSPORT_PA_MEMORY_BYTES:-4000000000}
+
 # measure <target> <protocol> <payload> <concurrency>: one perf_analyzer point into $results.
 # Three stable time windows (-s 15), retried with -s 50 on a noisy machine, and at last one fixed-count
 # run (marked "unstable") rather than no number. The fixed count is the median rate of the windows the
-# failed attempts saw (-v prints them) times the point time: perf_analyzer divides a fixed count by at
-# least one second, so a count that is too small would understate a fast server.
+# failed attempts saw (-v prints them) times the point time (within the memory cap).
 measure() {
   local target=$1 protocol=$2 payload=$3 c=$4
   local point=$results/$target-$protocol-$payload-c$c
-  local window_ms=$((point_seconds * 1000 / 3))
-  local common=(-m "$model" -i "$protocol" -u "127.0.0.1:${port[$target-$protocol]}" --shape "INPUT0:$payload"
-    --concurrency-range "$c" --warmup-request-count "$((4 * c))" -f "$point.csv")
-  local windows=(--measurement-mode time_windows -p "$window_ms" --max-trials 6 -v)
-  if "$pa" "${common[@]}" "${windows[@]}" -s 15 >"$point.txt" 2>&1; then
+  local window_ms=$((point_seconds * 1000 / 3)) trials=6
+  local url=127.0.0.1:${port[$target-$protocol]}
+  local budget=$((pa_budget_bytes / (8 * payload)))
+  local common=(-m "$model" -i "$protocol" -u "$url" --shape "INPUT0:$payload" --concurrency-range "$c")
+  if ((budget < 100000)); then
+    local probe_us
+    probe_us=$("$pa" "${common[@]}" --request-count "$((10 * c))" 2>&1 |
+      grep -oE 'Avg latency: [0-9]+' | head -n1 | grep -oE '[0-9]+$' || true)
+    if [[ -n $probe_us ]] && ((probe_us > 0)); then
+      # requests in one run <= budget: (warm-up + trials windows) x rate x window
+      local fit=$((budget * probe_us / (c * (trials + 1))))
+      fit=$((fit / 1000)) # us -> ms
+      ((fit < window_ms)) && window_ms=$((fit < 200 ? 200 : fit))
+    fi
+  fi
+  common+=(--warmup-request-count "$((4 * c))" -f "$point.csv")
+  local windows=(--measurement-mode time_windows -p "$window_ms" --max-trials "$trials" -v)
+  # address space for the budget plus 2 GB for perf_analyzer itself
+  local vmem_kb=$(((pa_budget_bytes + 2000000000) / 1024))
+  run_pa() { (ulimit -v "$vmem_kb" && "$pa" "$@"); }
+  echo "window ${window_ms} ms" >"$point.window"
+  if run_pa "${common[@]}" "${windows[@]}" -s 15 >"$point.txt" 2>&1; then
     echo "stable within 15%" >"$point.mode"
   elif cp "$point.txt" "$point.try1.txt" &&
-    "$pa" "${common[@]}" "${windows[@]}" -s 50 >"$point.txt" 2>&1; then
+    run_pa "${common[@]}" "${windows[@]}" -s 50 >"$point.txt" 2>&1; then
     echo "stable within 50%" >"$point.mode"
   else
     cat "$point.txt" >>"$point.try1.txt"
     local count
     count=$(grep -ohE 'Pass \[[0-9]+\] throughput: [0-9.]+' "$point.try1.txt" | awk '{print $NF}' | sort -g |
-      awk -v s="$point_seconds" -v c="$c" '{ v[NR] = $1 }
-        END { r = NR ? v[int((NR + 1) / 2)] : 0; n = int(r * s); if (n < 50 * c) n = 50 * c; print n }')
-    "$pa" "${common[@]}" --request-count "$count" >"$point.txt" 2>&1 || {
+      awk -v s="$point_seconds" -v c="$c" -v b="$budget" '{ v[NR] = $1 }
+        END { r = NR ? v[int((NR + 1) / 2)] : 0; n = int(r * s); if (n > b) n = b; if (n < 50 * c) n = 50 * c; print n }')
+    run_pa "${common[@]}" --request-count "$count" >"$point.txt" 2>&1 || {
       cat "$point.txt" >&2
       die "perf_analyzer failed: $target $protocol payload $payload concurrency $c"
     }
     echo "unstable: one run of $count requests" >"$point.mode"
   fi
-  say "  $target: $(grep -E '^\s*Throughput:' "$point.txt" | head -n1 | sed 's/^ *//') ($(cat "$point.mode"))"
+  say "  $target: $(grep -E '^\s*Throughput:' "$point.txt" | head -n1 | sed 's/^ *//') ($(cat "$point.mode"), windows of $window_ms ms)"
 }
 
 # Nereid and its bare counterpart are measured back to back for each point, alternating which goes first,
