@@ -75,16 +75,19 @@ function correlationIdOf(v: ParameterValue | undefined): bigint | string {
   throw invalidArg(`parameter 'sequence_id' must be an unsigned integer or a string`);
 }
 
+/** Errors Triton raises without the request-id prefix (name lookups done while the request is built). */
+const UNPREFIXED = new WeakSet<NereidError>();
+function plainInvalidArg(message: string): NereidError {
+  const err = invalidArg(message);
+  UNPREFIXED.add(err);
+  return err;
+}
+
 /**
- * Duplicate tensor names. Triton finds these while the frontend builds the request (before the core's
- * validation), so their messages carry no request-id prefix.
+ * A requested output named twice. Triton finds it while the frontend builds the request, before the
+ * core's validation, so this check runs first and its message carries no request-id prefix.
  */
-export function rejectDuplicateTensors(request: InferenceRequest): void {
-  const inputs = new Set<string>();
-  for (const input of request.inputs) {
-    if (inputs.has(input.name)) throw invalidArg(`input '${input.name}' already exists in request`);
-    inputs.add(input.name);
-  }
+export function rejectDuplicateOutputs(request: InferenceRequest): void {
   const outputs = new Set<string>();
   for (const output of request.outputs ?? []) {
     if (outputs.has(output.name)) throw invalidArg(`output '${output.name}' already exists in request`);
@@ -93,7 +96,7 @@ export function rejectDuplicateTensors(request: InferenceRequest): void {
 }
 
 export function prepareRequest(config: FrozenModelConfig, request: InferenceRequest): PreparedRequest {
-  rejectDuplicateTensors(request);
+  rejectDuplicateOutputs(request);
   const model = config.name;
   const batching = config.max_batch_size > 0;
   const byName = new Map(config.input.map((i) => [i.name, i]));
@@ -124,7 +127,7 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
   }
   for (const input of request.inputs) {
     if (!byName.has(input.name)) {
-      throw invalidArg(`unexpected inference input '${input.name}' for model '${model}'`);
+      throw plainInvalidArg(`unexpected inference input '${input.name}' for model '${model}'`);
     }
   }
   if (missing.length > 0) {
@@ -204,7 +207,7 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
     const requested = new Set<string>();
     for (const out of request.outputs) {
       if (!outputNames.has(out.name)) {
-        throw invalidArg(`unexpected inference output '${out.name}' for model '${model}'`);
+        throw plainInvalidArg(`unexpected inference output '${out.name}' for model '${model}'`);
       }
       if (requested.has(out.name)) {
         throw invalidArg(`output '${out.name}' already exists in request`);
@@ -252,6 +255,6 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
  * none); clients and Triton's QA match on the text after it, tools on the prefix.
  */
 export function withRequestId(err: unknown, id: string | undefined): unknown {
-  if (!(err instanceof NereidError)) return err;
+  if (!(err instanceof NereidError) || UNPREFIXED.has(err)) return err;
   return new NereidError(err.code, `[request id: ${id || '<id_unknown>'}] ${err.message}`, { cause: err });
 }

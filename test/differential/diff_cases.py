@@ -88,22 +88,6 @@ _COUNT_WORDING = (
 )
 
 # Where the bugs live (the reasons below, and test_diff_grpc.py's, refer to these).
-PREFIX_ON_DUPLICATE = (
-    "Nereid bug: src/core/inference.ts rejectDuplicateTensors (called first in "
-    "src/core/model/model-version.ts infer, outside withRequestId) leaves out the '[request id: <id>] ' "
-    "prefix; Triton 2.51 puts it on \"input '<name>' already exists in request\", over HTTP and gRPC alike"
-)
-PREFIX_ON_LOOKUP = (
-    "Nereid bug: src/core/model/model-version.ts infer wraps every prepareRequest error in withRequestId "
-    "(src/core/inference.ts), so 'unexpected inference input/output ...' gets the '[request id: <id>] ' "
-    "prefix; Triton's InferenceRequest::Normalize returns Model::GetInput/GetOutput's error as is, "
-    "without it"
-)
-_ENSEMBLE_PREFIX = (
-    "Nereid bug: src/core/ensemble/ensemble-version.ts calls prepareRequest without withRequestId "
-    "(src/core/inference.ts), so an ensemble's request-validation errors lack the '[request id: <id>] ' "
-    "prefix Triton puts on them"
-)
 _JSON_WORDING = (
     "Nereid bug: src/frontends/http/json.ts parseJsonExact imitates rapidjson's messages but not exactly "
     "(Triton prints GetParseError_En: each message ends in a full stop and quotes '}' / ']'; at the end of "
@@ -252,7 +236,6 @@ CASES: list[Case] = [
         infer_json([tensor_json("INPUT0", "FP32", [4], FOUR), tensor_json("INPUT9", "FP32", [4], FOUR)]),
         400,
         "unexpected inference input 'INPUT9' for model 'add_sub'",
-        nereid_bug=PREFIX_ON_LOOKUP,
     ),
     Case(
         "one input too many",
@@ -281,7 +264,6 @@ CASES: list[Case] = [
         ),
         400,
         "input 'INPUT0' already exists in request",
-        nereid_bug=PREFIX_ON_DUPLICATE,
     ),
     Case(
         "unknown requested output",
@@ -289,7 +271,6 @@ CASES: list[Case] = [
         _add_sub_json(outputs=[{"name": "OUTPUT9"}]),
         400,
         "unexpected inference output 'OUTPUT9' for model 'add_sub'",
-        nereid_bug=PREFIX_ON_LOOKUP,
     ),
     Case(
         "duplicate requested output",
@@ -402,7 +383,6 @@ CASES: list[Case] = [
         infer_json([tensor_json("A", "FP32", [2], FOUR[:2]), tensor_json("B", "FP32", [4], FOUR)]),
         400,
         "unexpected shape for input 'A' for model 'ensemble_add_sub'. Expected [4], got [2]. ",
-        nereid_bug=_ENSEMBLE_PREFIX,
     ),
     Case(
         "statistics of an unknown model",

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
-from diff_cases import PREFIX_ON_DUPLICATE, PREFIX_ON_LOOKUP
 from diff_servers import Pair
 from tritonclient.utils import InferenceServerException
 
@@ -148,12 +147,12 @@ ERRORS: list[Any] = [
         lambda c: c.infer(
             "add_sub", [_input("INPUT0", "FP32", A), _input("INPUT0", "FP32", A), _input("INPUT1", "FP32", A)]
         ),
-        PREFIX_ON_DUPLICATE,
+        "",
     ),
     (
         "unknown input",
         lambda c: c.infer("add_sub", [_input("INPUT0", "FP32", A), _input("INPUT9", "FP32", A)]),
-        PREFIX_ON_LOOKUP,
+        "",
     ),
     (
         "unknown requested output",
@@ -162,7 +161,7 @@ ERRORS: list[Any] = [
             [_input("INPUT0", "FP32", A), _input("INPUT1", "FP32", A)],
             outputs=[grpcclient.InferRequestedOutput("OUTPUT9")],
         ),
-        PREFIX_ON_LOOKUP,
+        "",
     ),
     (
         "batch larger than max_batch_size",

@@ -6,7 +6,7 @@
  */
 import { unavailable } from '../../common/errors.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
-import { prepareRequest } from '../inference.js';
+import { prepareRequest, withRequestId } from '../inference.js';
 import { modelMetadataOf } from '../model/model-version.js';
 import { ResponseStream } from '../response-stream.js';
 import { ModelStats } from '../stats/model-stats.js';
@@ -106,7 +106,12 @@ export class EnsembleVersion implements ServableVersion {
       );
     }
     const requestStart = process.hrtime.bigint();
-    const prepared = prepareRequest(this.config, request);
+    let prepared;
+    try {
+      prepared = prepareRequest(this.config, request);
+    } catch (err) {
+      throw withRequestId(err, request.id);
+    }
     const record = this.stats.startRequest(requestStart, prepared.batchSize);
     // No queue of its own: the request is "executing" once it reaches the step graph (as in Triton).
     record.computeStart = record.queueStart;

@@ -7,7 +7,7 @@ import { fromConfigDataType } from '../../common/datatype.js';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
-import { prepareRequest, rejectDuplicateTensors, withRequestId } from '../inference.js';
+import { prepareRequest, rejectDuplicateOutputs, withRequestId } from '../inference.js';
 import type { LoadedVersion } from '../repository/contract.js';
 import { ResponseStream } from '../response-stream.js';
 import { createScheduler } from '../scheduling/factory.js';
@@ -99,7 +99,7 @@ export class ModelVersion implements LoadedVersion {
       );
     }
     const requestStart = process.hrtime.bigint();
-    rejectDuplicateTensors(request);
+    rejectDuplicateOutputs(request);
     let prepared;
     try {
       prepared = prepareRequest(this.config, request);
