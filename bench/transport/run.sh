@@ -127,10 +127,10 @@ cat >"$results/meta.json" <<EOF
  "perf_analyzer": "$("$pa" --version 2>&1 | head -n1 | tr -d '"')"}
 EOF
 
-# perf_analyzer keeps every response of a run in memory until it exits (about 1.1 MB per request at
-# 600 KB, measured: a 12k-request run reached 14 GB and longer ones were OOM-killed). So the requests of
-# one perf_analyzer run are capped at pa_budget_bytes / (2 x payload bytes): a short probe estimates the
-# rate from its mean latency (concurrency / latency; its throughput line is unreliable, as perf_analyzer
+# perf_analyzer keeps every request's data until it exits (measured over HTTP at 600 KB: 0.9 GB after
+# 500 requests, 3.2 GB after 1500, i.e. over 2 MB per request; longer runs were OOM-killed at 23 GB). So
+# the requests of one perf_analyzer run are capped at pa_budget_bytes / (4 x payload bytes): a short
+# probe estimates the rate from its mean latency (concurrency / latency; its throughput line is unreliable, as perf_analyzer
 # divides a small fixed count by at least one second), and the windows are shortened to fit the cap.
 # ulimit -v backs the cap up, so a misjudged run fails on its own instead of starving the machine.
 pa_budget_bytes=${TRANSPORT_PA_MEMORY_BYTES:-4000000000}
@@ -144,7 +144,7 @@ measure() {
   local point=$results/$target-$protocol-$payload-c$c
   local window_ms=$((point_seconds * 1000 / 3)) trials=6
   local url=127.0.0.1:${port[$target-$protocol]}
-  local budget=$((pa_budget_bytes / (8 * payload)))
+  local budget=$((pa_budget_bytes / (16 * payload)))
   local common=(-m "$model" -i "$protocol" -u "$url" --shape "INPUT0:$payload" --concurrency-range "$c")
   if ((budget < 100000)); then
     local probe_us
@@ -159,8 +159,8 @@ measure() {
   fi
   common+=(--warmup-request-count "$((4 * c))" -f "$point.csv")
   local windows=(--measurement-mode time_windows -p "$window_ms" --max-trials "$trials" -v)
-  # address space for the budget plus 2 GB for perf_analyzer itself
-  local vmem_kb=$(((pa_budget_bytes + 2000000000) / 1024))
+  # address space for the budget plus 3 GB for perf_analyzer itself
+  local vmem_kb=$(((pa_budget_bytes + 3000000000) / 1024))
   run_pa() { (ulimit -v "$vmem_kb" && "$pa" "$@"); }
   echo "window ${window_ms} ms" >"$point.window"
   if run_pa "${common[@]}" "${windows[@]}" -s 15 >"$point.txt" 2>&1; then
