@@ -76,6 +76,7 @@ describe('javascript backend', () => {
     }
     for (const m of [
       'simple',
+      'add_sub_python',
       'stream_ts',
       'tokenizer_ts',
       'text_classifier_onnx',
@@ -290,6 +291,24 @@ describe('javascript backend', () => {
         a.map((v) => v - 3),
       );
       assert.deepEqual(readStrings(r, 'ECHO'), ['one|two|three']);
+    });
+
+    it('a TypeScript model calls a Python model (add_sub_python) through the server', async () => {
+      const res = await post(`${s.url}/v2/models/bls_ts/infer`, {
+        inputs: [
+          { name: 'A', datatype: 'INT32', shape: [1, 16], data: a },
+          { name: 'B', datatype: 'INT32', shape: [1, 16], data: b },
+        ],
+        outputs: [{ name: 'PY' }],
+      });
+      assert.equal(res.status, 200, res.body.toString());
+      const out = res.json<{ outputs: { name: string; shape: number[]; data: number[] }[] }>().outputs;
+      assert.deepEqual(
+        out.map((o) => o.name),
+        ['PY'],
+      );
+      assert.deepEqual(out[0].shape, [1, 4]);
+      assert.deepEqual(out[0].data, [3, 4, 5, 6]);
     });
 
     it('BLS errors reach the caller with the target’s code and message', async () => {
