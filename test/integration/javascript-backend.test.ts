@@ -18,6 +18,7 @@ import {
   parseModelConfigText,
 } from '../../src/model-config/index.js';
 import type { InferInput, InferenceResponse, Parameters } from '../../src/core/types.js';
+import { GrpcClient, InferInput as ClientInput } from '../../src/client/index.js';
 import {
   EXAMPLES,
   ROOT,
@@ -223,6 +224,32 @@ describe('javascript backend', () => {
         { token: ['three'], index: [2], final: false },
         { token: [], index: [], final: true },
       ]);
+    });
+
+    it('gRPC ModelStreamInfer: stream_ts streams its tokens, then the final flag', async () => {
+      const client = new GrpcClient(`127.0.0.1:${s.running.grpc!.port}`);
+      try {
+        const stream = client.streamInfer();
+        stream.send({
+          model: 'stream_ts',
+          inputs: [new ClientInput('PROMPT', [1], 'BYTES').setData(['red green'])],
+          requestId: 'g',
+          // The flag-only final response reaches a gRPC client only when it asks for it, as in Triton.
+          enableEmptyFinalResponse: true,
+        });
+        stream.end();
+        const seen: [string[], boolean][] = [];
+        for await (const r of stream.results()) {
+          seen.push([r.outputs.length > 0 ? (r.asArray('TOKEN') as string[]) : [], r.final]);
+        }
+        assert.deepEqual(seen, [
+          [['red'], false],
+          [['green'], false],
+          [[], true],
+        ]);
+      } finally {
+        client.close();
+      }
     });
 
     it('HTTP generate_stream: the tokens arrive as server-sent events, as they are made', async () => {
