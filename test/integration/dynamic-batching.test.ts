@@ -22,8 +22,8 @@ import {
 } from './harness.js';
 import { busyModel } from './tiny-onnx.js';
 
-/** Keeps an instance busy for about 2-3 s on an idle 2-core machine (longer when loaded). */
-const BUSY = 2800;
+/** Keeps an instance busy for about 3 s on an idle 2-core AVX-512 machine (4·k³ flops; longer when loaded). */
+const BUSY = 4800;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function identityConfig(name: string, maxBatch: number, dynamicBatching: string, instances = 1): string {
