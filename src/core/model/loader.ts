@@ -4,6 +4,7 @@
  * instance_group entry × count, and reads label files. Implements the repository's VersionLoader.
  * Ensembles (`platform: "ensemble"`) have no backend: their versions come from core/ensemble.
  */
+import { pathExists } from '../../common/fs.js';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Backend, InstanceHandle, ServerApi } from '../../backend-api/backend.js';
@@ -40,15 +41,6 @@ export interface LoaderOptions {
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
 
-async function exists(p: string): Promise<boolean> {
-  try {
-    await stat(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export class ModelLoader implements VersionLoader {
   constructor(private readonly options: LoaderOptions) {}
 
@@ -82,7 +74,7 @@ export class ModelLoader implements VersionLoader {
       for (const b of backends) {
         if (b.requiresModelFile === false) continue; // its 'file' would be the version folder itself
         const file = config.default_model_filename || b.defaultModelFilename;
-        if (await exists(path.join(location.modelDir, String(latest), file))) return b;
+        if (await pathExists(path.join(location.modelDir, String(latest), file))) return b;
       }
     }
     throw invalidArg(
@@ -136,7 +128,7 @@ export class ModelLoader implements VersionLoader {
       location.versionDir,
       config.default_model_filename || backend.defaultModelFilename,
     );
-    if (backend.requiresModelFile !== false && !(await exists(modelPath))) {
+    if (backend.requiresModelFile !== false && !(await pathExists(modelPath))) {
       throw invalidArg(
         `failed to load model '${location.modelName}' version ${location.version}: model file '${path.basename(modelPath)}' not found in ${location.versionDir}`,
       );

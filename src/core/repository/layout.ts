@@ -6,6 +6,7 @@
  * regular files under a size cap, walks are bounded in depth and entry count and are loop-safe.
  * Symlinks are followed (deployments mount models and ConfigMaps through them), as Triton does.
  */
+import { pathExists } from '../../common/fs.js';
 import { constants as fsc, readdirSync, statSync, type BigIntStats, type Dirent } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -164,20 +165,11 @@ export async function listVersionFolders(modelDir: string): Promise<VersionFolde
   return { versions, ignored };
 }
 
-async function exists(p: string): Promise<boolean> {
-  try {
-    await stat(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** `configs/<name>.pbtxt` when a config name is set and that file exists, else `config.pbtxt`. */
 export async function configFilePath(modelDir: string, modelConfigName: string): Promise<string> {
   if (modelConfigName !== '') {
     const custom = path.join(modelDir, CONFIGS_FOLDER, `${modelConfigName}.pbtxt`);
-    if (await exists(custom)) return custom;
+    if (await pathExists(custom)) return custom;
   }
   return path.join(modelDir, CONFIG_FILE);
 }
