@@ -74,6 +74,14 @@ export interface BackendRequest {
    * the caller keeps no statistics.
    */
   readonly reportTiming?: (timings: PhaseTimings) => void;
+  /**
+   * Optional: hands the request back to the scheduler instead of ending it (Triton's
+   * TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, for `sequence_batching { iterative_sequence: true }` models).
+   * Call it before execute() settles and do not end the request's stream in that execute(); the core queues
+   * the same request (same inputs, same sender) for a later execution. Absent when the model's scheduler
+   * cannot reschedule; a backend must then fail the request with a clear error.
+   */
+  readonly reschedule?: () => void;
 }
 
 export interface InstanceSpec {
@@ -92,8 +100,36 @@ export interface InstanceHandle {
   close(): Promise<void>;
 }
 
+export type CustomMetricKind = 'counter' | 'gauge' | 'histogram';
+
+/** One labelled series of a model-defined metric, as the model holds it right now. */
+export interface CustomMetricSample {
+  readonly labels: Readonly<Record<string, string>>;
+  /** Counter/gauge value; for a histogram, the sum of observations. */
+  readonly value: number;
+  /** Histograms: upper bounds and the cumulative count at each (same length), plus the total count. */
+  readonly buckets?: readonly number[];
+  readonly bucketCounts?: readonly number[];
+  readonly count?: number;
+}
+
+/** A metric family a model defined (pb_utils.MetricFamily, the JavaScript SDK's MetricFamily). */
+export interface CustomMetricFamily {
+  readonly name: string;
+  readonly description: string;
+  readonly kind: CustomMetricKind;
+  readonly metrics: readonly CustomMetricSample[];
+}
+
 export interface ModelHandle {
   createInstance(spec: InstanceSpec): Promise<InstanceHandle>;
+  /**
+   * Optional: the model's own readiness (a JavaScript model's isReady()). The core polls it while the
+   * model is loaded; false makes the model report not ready without unloading it.
+   */
+  isReady?(): Promise<boolean>;
+  /** Optional: the metric families the model's instances defined, merged per family name and labels. */
+  customMetrics?(): Promise<readonly CustomMetricFamily[]>;
   /** Called after every instance was closed. */
   unload(): Promise<void>;
 }
@@ -134,6 +170,16 @@ export interface ServerInferResponse {
 export interface ServerApi {
   /** Same semantics as the server's own infer(): 0..n responses, the last final; errors reject. */
   infer(request: ServerInferRequest): AsyncIterable<ServerInferResponse>;
+  /**
+   * Repository control from a model (pb_utils.load_model / unload_model / is_model_ready). Optional: an
+   * embedding may offer inference only. Same rules as the repository API (explicit model control only).
+   */
+  loadModel?(
+    name: string,
+    options?: { config?: string; files?: Readonly<Record<string, Buffer>> },
+  ): Promise<void>;
+  unloadModel?(name: string, options?: { unloadDependents?: boolean }): Promise<void>;
+  isModelReady?(name: string, version?: string): boolean;
 }
 
 export interface ModelLoadContext extends BackendContext {
