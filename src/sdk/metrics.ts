@@ -1,29 +1,17 @@
 /**
  * Custom metrics from model code, shaped like pb_utils.MetricFamily / Metric: counters, gauges and
  * histograms with labels. Values live in the thread that records them (a model's worker keeps its own
- * registry, which the server reads with JsInstance.customMetrics() / JavascriptBackend.customMetrics());
- * they are not yet published on the Prometheus endpoint.
+ * registry); the server reads every instance's registry at scrape time, merges the instances of a model
+ * and publishes the families on the Prometheus endpoint with exactly the labels the model gave
+ * (docs/metrics.md, "Custom metrics").
  */
+import type { CustomMetricFamily, CustomMetricKind, CustomMetricSample } from '../backend-api/backend.js';
 import { invalidArg, unsupported } from '../common/errors.js';
 
-export type MetricKind = 'counter' | 'gauge' | 'histogram';
-
-export interface MetricSnapshot {
-  readonly labels: Readonly<Record<string, string>>;
-  /** Counter/gauge value; for a histogram, the sum of observations. */
-  readonly value: number;
-  /** Histograms: upper bounds and the cumulative count at each, then the total count. */
-  readonly buckets?: readonly number[];
-  readonly bucketCounts?: readonly number[];
-  readonly count?: number;
-}
-
-export interface MetricFamilySnapshot {
-  readonly name: string;
-  readonly description: string;
-  readonly kind: MetricKind;
-  readonly metrics: readonly MetricSnapshot[];
-}
+/** The snapshot types are the backend contract's, so a worker's answer goes to the server as it is. */
+export type MetricKind = CustomMetricKind;
+export type MetricSnapshot = CustomMetricSample;
+export type MetricFamilySnapshot = CustomMetricFamily;
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;

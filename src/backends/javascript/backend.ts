@@ -9,6 +9,7 @@ import path from 'node:path';
 import type {
   AutoCompleteContext,
   Backend,
+  CustomMetricFamily,
   InstanceHandle,
   InstanceSpec,
   ModelHandle,
@@ -20,6 +21,7 @@ import { modelConfigToJson, parseModelConfigJson } from '../../model-config/inde
 import type { ModelConfig } from '../../model-config/model-config.js';
 import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
 import { JsInstance } from './instance.js';
+import { mergeMetricFamilies } from './metrics-merge.js';
 import { javascriptOptions, type JavascriptOptions } from './options.js';
 import type { WorkerInit } from './protocol.js';
 import { JsWorker } from './worker-client.js';
@@ -107,6 +109,13 @@ export class JavascriptBackend implements Backend {
   }
 }
 
+/**
+ * How long one instance may take to answer a readiness or metrics question. The core bounds its polls
+ * and scrapes on its own; these keep forgotten queries from piling up in a stuck worker.
+ */
+const READY_QUERY_MS = 5000;
+const METRICS_QUERY_MS = 1000;
+
 /** A loaded model version: what its instances share. */
 class JsModel implements ModelHandle {
   readonly instances = new Set<JsInstance>();
@@ -163,6 +172,22 @@ class JsModel implements ModelHandle {
     });
     this.instances.add(instance);
     return instance;
+  }
+
+  /** Ready when every instance is: its worker is up and the model's isReady() (if any) says so. */
+  async isReady(): Promise<boolean> {
+    const instances = [...this.instances];
+    if (instances.length === 0) return false;
+    const answers = await Promise.all(instances.map((i) => i.isReady(READY_QUERY_MS)));
+    return answers.every(Boolean);
+  }
+
+  /** Every instance's families merged (metrics-merge.ts); an instance that cannot answer adds nothing. */
+  async customMetrics(): Promise<readonly CustomMetricFamily[]> {
+    const lists = await Promise.all(
+      [...this.instances].map((i) => i.customMetrics(METRICS_QUERY_MS).catch(() => [])),
+    );
+    return mergeMetricFamilies(lists);
   }
 
   unload(): Promise<void> {

@@ -36,7 +36,7 @@ import type {
   WorkerInit,
 } from './protocol.js';
 import { checkedCoreTensor, copyToWire, newCounters } from './tensors.js';
-import { JsWorker, errorOf } from './worker-client.js';
+import { JsWorker, errorOf, type WorkerStarted } from './worker-client.js';
 
 /** Request parameters the server consumes itself rather than passing to the model. */
 const RESERVED_PARAMETERS = new Set([
@@ -107,6 +107,10 @@ export class JsInstance implements InstanceHandle {
   private readonly batches = new Map<number, Batch>();
   private readonly counters = newCounters();
   private restarts = 0;
+  /** The current worker's model defines isReady() (else a live worker is ready). */
+  private definesIsReady = false;
+  /** The last metrics snapshot the worker answered with, kept for a busy worker (see customMetrics()). */
+  private lastMetrics: { worker: JsWorker; families: MetricFamilySnapshot[] } | undefined;
 
   private constructor(private readonly opts: JsInstanceOptions) {
     this.name = opts.spec.name;
@@ -189,10 +193,15 @@ export class JsInstance implements InstanceHandle {
     await worker?.finalizeAndStop(this.opts.options.initializeTimeoutMs);
   }
 
-  /** The model's isReady() (true when it has none); false when the worker is down. */
+  /**
+   * The model's isReady() (true when it has none, without asking the worker); false when the worker is
+   * down or isReady() throws or does not answer in time (a worker busy in a synchronous execute() answers
+   * only when it returns).
+   */
   async isReady(timeoutMs = 5000): Promise<boolean> {
     const w = this.worker;
     if (!w?.alive) return false;
+    if (!this.definesIsReady) return true;
     try {
       const a = await w.query('ready', timeoutMs);
       return a.what === 'ready' && a.ready;
@@ -201,12 +210,23 @@ export class JsInstance implements InstanceHandle {
     }
   }
 
-  /** The model's custom metrics as its worker holds them (empty when the worker is down). */
+  /**
+   * The model's custom metrics as its worker holds them (empty when the worker is down: a restarted
+   * worker starts from zero). A worker that does not answer within `timeoutMs` — busy in a synchronous
+   * execute() — is represented by its last answer, so its counters do not vanish from a scrape.
+   */
   async customMetrics(timeoutMs = 5000): Promise<MetricFamilySnapshot[]> {
     const w = this.worker;
     if (!w?.alive) return [];
-    const a = await w.query('metrics', timeoutMs);
-    return a.what === 'metrics' ? a.families : [];
+    try {
+      const a = await w.query('metrics', timeoutMs);
+      const families = a.what === 'metrics' ? a.families : [];
+      this.lastMetrics = { worker: w, families };
+      return families;
+    } catch (err) {
+      if (w.alive && this.lastMetrics?.worker === w) return this.lastMetrics.families;
+      throw err;
+    }
   }
 
   /** Bytes that crossed to and from the current worker, by how they crossed (tensors.ts). */
@@ -226,17 +246,20 @@ export class JsInstance implements InstanceHandle {
 
   // --- worker lifecycle ---------------------------------------------------------------------------------
 
-  private startWorker(): Promise<JsWorker> {
+  private startWorker(): Promise<WorkerStarted> {
     return JsWorker.start(this.opts.init, {
       label: this.name,
       log: this.opts.log,
       timeoutMs: this.opts.options.initializeTimeoutMs,
       maxOldGenerationSizeMb: this.opts.options.maxOldGenerationSizeMb,
-    }).then((s) => s.worker);
+    });
   }
 
-  private adopt(worker: JsWorker): void {
+  private adopt(started: WorkerStarted): void {
+    const worker = started.worker;
     this.worker = worker;
+    this.definesIsReady = started.definesIsReady === true;
+    this.lastMetrics = undefined;
     const bls = new BlsBridge(this.opts.serverApi, (m, t) => worker.post(m, t), this.opts.log, this.name);
     this.bls = bls;
     worker.onMessage = (msg) => this.onMessage(bls, msg);
@@ -258,13 +281,13 @@ export class JsInstance implements InstanceHandle {
     if (this.starting || this.closed) return;
     this.restarts++;
     const starting = this.startWorker().then(
-      async (w) => {
+      async (started) => {
         if (this.closed) {
-          await w.terminate();
+          await started.worker.terminate();
           throw unavailable(`instance '${this.name}' is closed`);
         }
-        this.adopt(w);
-        return w;
+        this.adopt(started);
+        return started.worker;
       },
       (err: unknown) => {
         this.opts.log.error(

@@ -115,7 +115,8 @@ export type QueryAnswer =
   | { what: 'counters'; counters: TransferCounters };
 
 export type FromWorker =
-  | { kind: 'ready' }
+  /** initialize() returned; `definesIsReady`: the model has an isReady() worth asking. */
+  | { kind: 'ready'; definesIsReady: boolean }
   | { kind: 'init-error'; error: WireError }
   | { kind: 'autocompleted'; configJson: string | undefined }
   | { kind: 'response'; response: WireResponse }

@@ -21,6 +21,14 @@ export interface WorkerStartOptions {
   readonly maxOldGenerationSizeMb?: number;
 }
 
+export interface WorkerStarted {
+  readonly worker: JsWorker;
+  /** autocomplete mode: the completed config JSON (undefined = the model left it as it was). */
+  readonly configJson?: string;
+  /** instance mode: the model defines isReady(). */
+  readonly definesIsReady?: boolean;
+}
+
 export const errorOf = (e: WireError): NereidError => new NereidError(e.code, e.message);
 
 export class JsWorker {
@@ -57,10 +65,7 @@ export class JsWorker {
    * Starts a worker and resolves once it reported `ready` (instance mode: module imported, model built,
    * initialize() returned) or `autocompleted` (then with the config JSON, and the worker is ended).
    */
-  static async start(
-    init: WorkerInit,
-    options: WorkerStartOptions,
-  ): Promise<{ worker: JsWorker; configJson?: string }> {
+  static async start(init: WorkerInit, options: WorkerStartOptions): Promise<WorkerStarted> {
     let raw: Worker;
     try {
       raw = new Worker(WORKER_URL, {
@@ -77,7 +82,7 @@ export class JsWorker {
     const what = init.mode === 'autocomplete' ? 'autoCompleteConfig()' : 'initialize()';
     let timer: NodeJS.Timeout | undefined;
     try {
-      return await new Promise<{ worker: JsWorker; configJson?: string }>((resolve, reject) => {
+      return await new Promise<WorkerStarted>((resolve, reject) => {
         if (options.timeoutMs > 0) {
           timer = setTimeout(
             () =>
@@ -86,7 +91,7 @@ export class JsWorker {
           );
         }
         w.onMessage = (msg) => {
-          if (msg.kind === 'ready') resolve({ worker: w });
+          if (msg.kind === 'ready') resolve({ worker: w, definesIsReady: msg.definesIsReady });
           else if (msg.kind === 'autocompleted') resolve({ worker: w, configJson: msg.configJson });
           else if (msg.kind === 'init-error') {
             if (msg.error.stack)

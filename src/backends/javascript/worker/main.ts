@@ -342,7 +342,7 @@ async function serve(): Promise<void> {
     throw new Error(`the model in '${init.modelPath}' has no execute() method`);
   await model.initialize?.(args, context);
   port.on('message', onMessage);
-  post({ kind: 'ready' });
+  post({ kind: 'ready', definesIsReady: typeof model.isReady === 'function' });
 }
 
 (init.mode === 'autocomplete' ? autocomplete() : serve()).catch((err: unknown) => {
