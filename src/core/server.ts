@@ -7,7 +7,12 @@ import type { Logger } from '../common/logger.js';
 import type { JsonObject } from '../model-config/json.js';
 import { modelConfigToJson } from '../model-config/index.js';
 import { isServable, type ServableVersion } from './ensemble/servable.js';
-import { modelMetadataOf } from './model/model-version.js';
+import {
+  collectCustomMetrics,
+  DEFAULT_CUSTOM_METRICS_TIMEOUT_MS,
+  type ModelCustomMetrics,
+} from './model/custom-metrics.js';
+import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
 import type { InferenceServerApi } from './server-api.js';
 import { TraceSettingsStore } from './trace-settings.js';
@@ -182,8 +187,36 @@ export class InferenceServer implements InferenceServerApi {
     return all.map((v) => v.stats.snapshot());
   }
 
+  /**
+   * The repository's index, where a READY version whose model reports itself not ready (model-health.ts)
+   * shows as UNAVAILABLE with that reason, and is left out of a ready-only index.
+   */
   repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[] {
-    return this.repository.index(readyOnly);
+    const entries = this.repository.index(readyOnly);
+    const notReady = new Map<string, string>();
+    for (const v of this.repository.loadedVersions()) {
+      const reason = v instanceof ModelVersion ? v.notReadyReason() : undefined;
+      if (reason !== undefined) notReady.set(`${v.modelName}\0${v.version}`, reason);
+    }
+    if (notReady.size === 0) return entries;
+    return entries.flatMap((e) => {
+      const reason =
+        e.state === 'READY' && e.version !== undefined ? notReady.get(`${e.name}\0${e.version}`) : undefined;
+      if (reason === undefined) return [e];
+      return readyOnly ? [] : [{ ...e, state: 'UNAVAILABLE' as const, reason }];
+    });
+  }
+
+  /**
+   * The metric families every READY model version defined itself (ModelHandle.customMetrics), ordered by
+   * model and version. Each version gets `timeoutMs` to answer; one that does not (or fails) comes back
+   * with no families and an `error`, so a scrape never waits longer than that.
+   */
+  customMetrics(timeoutMs = DEFAULT_CUSTOM_METRICS_TIMEOUT_MS): Promise<ModelCustomMetrics[]> {
+    const versions = this.repository
+      .loadedVersions()
+      .filter((v): v is ModelVersion => v instanceof ModelVersion);
+    return collectCustomMetrics(versions, timeoutMs);
   }
 
   loadModel(name: string, options?: LoadOptions): Promise<void> {

@@ -20,6 +20,7 @@ import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-co
 import { isEnsembleConfig, loadEnsembleVersion, type VersionLookup } from '../ensemble/index.js';
 import type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
 import type { ModelRateLimit, RateLimiter } from '../scheduling/rate-limiter.js';
+import type { ReadinessPollOptions } from '../model-health.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import { ModelVersion } from './model-version.js';
 
@@ -37,6 +38,8 @@ export interface LoaderOptions {
   readonly rateLimiter?: RateLimiter;
   /** Handed to backends so their models can call other models (Python BLS). */
   readonly serverApi?: ServerApi;
+  /** How loaded models' own readiness is polled (ModelHandle.isReady); default every 5 s. */
+  readonly readinessPoll?: ReadinessPollOptions;
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
@@ -186,6 +189,7 @@ export class ModelLoader implements VersionLoader {
         statsRegistry: this.options.statsRegistry,
         loadDurationNs: Number(process.hrtime.bigint() - loadStart),
         rateLimit,
+        readinessPoll: this.options.readinessPoll,
       });
     } catch (err) {
       await Promise.allSettled(instances.map((i) => i.close()));

@@ -1,13 +1,18 @@
 /**
  * One loaded model version: its frozen config, its instances, its scheduler and statistics. It accepts
  * requests while READY, and unload() lets every accepted request finish before the instances go away.
+ * When the backend can tell the model's own readiness (ModelHandle.isReady), it is polled while READY
+ * (model-health.ts): a model that says it is not ready makes isReady() false — readiness probes, the
+ * repository index and strict server readiness follow — but requests are still accepted, as a readiness
+ * probe only steers traffic (Triton's model-ready endpoint is such a probe).
  */
-import type { InstanceHandle, ModelHandle } from '../../backend-api/backend.js';
+import type { CustomMetricFamily, InstanceHandle, ModelHandle } from '../../backend-api/backend.js';
 import { fromConfigDataType } from '../../common/datatype.js';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { prepareRequest, rejectDuplicateOutputs, withRequestId } from '../inference.js';
+import { DEFAULT_READINESS_POLL, ModelHealthMonitor, type ReadinessPollOptions } from '../model-health.js';
 import type { LoadedVersion } from '../repository/contract.js';
 import { ResponseStream } from '../response-stream.js';
 import { createScheduler } from '../scheduling/factory.js';
@@ -36,6 +41,8 @@ export interface ModelVersionParts {
   readonly loadDurationNs?: number;
   /** The instances' registration with the server's rate limiter (when --rate-limit is on). */
   readonly rateLimit?: ModelRateLimit;
+  /** How the model's own readiness is polled (when its handle has isReady); default every 5 s. */
+  readonly readinessPoll?: ReadinessPollOptions;
 }
 
 export function modelMetadataOf(config: FrozenModelConfig, versions: readonly string[]): ModelMetadata {
@@ -67,6 +74,7 @@ export class ModelVersion implements LoadedVersion {
   private readonly decoupled: boolean;
   private unloading: Promise<void> | undefined;
   private readonly detachStats: (() => void) | undefined;
+  private readonly health: ModelHealthMonitor | undefined;
 
   constructor(private readonly parts: ModelVersionParts) {
     this.config = parts.config;
@@ -85,10 +93,41 @@ export class ModelVersion implements LoadedVersion {
       labels: parts.labels,
       stats: this.stats,
     };
+    const handle = parts.handle;
+    if (handle.isReady) {
+      this.health = new ModelHealthMonitor(
+        () => handle.isReady!(),
+        parts.readinessPoll ?? DEFAULT_READINESS_POLL,
+        parts.log,
+        `model '${this.modelName}' version ${this.version}`,
+      );
+      this.health.start();
+    }
   }
 
+  /** Loaded, not unloading, and the model does not say otherwise. */
   isReady(): boolean {
-    return this.state === 'READY';
+    return this.state === 'READY' && this.health?.ready !== false;
+  }
+
+  /** Why a READY version is not ready (the model said so); undefined otherwise. */
+  notReadyReason(): string | undefined {
+    return this.state === 'READY' ? this.health?.reason : undefined;
+  }
+
+  /** The readiness poller, if the model has one (tests). */
+  get healthMonitor(): ModelHealthMonitor | undefined {
+    return this.health;
+  }
+
+  /**
+   * The families the model's instances defined (empty when its backend has none). Only while READY: a
+   * reload's old version draining next to the new one must not add a second copy of the same series.
+   */
+  async customMetrics(): Promise<readonly CustomMetricFamily[]> {
+    const handle = this.parts.handle;
+    if (this.state !== 'READY' || !handle.customMetrics) return [];
+    return handle.customMetrics();
   }
 
   /** Validates and enqueues; validation errors throw synchronously (nothing was accepted). */
@@ -129,6 +168,7 @@ export class ModelVersion implements LoadedVersion {
 
   private async doUnload(): Promise<void> {
     this.state = 'UNLOADING';
+    this.health?.stop();
     await this.scheduler.drain();
     // Every accepted request has ended: the statistics are final and can leave the metrics series.
     this.detachStats?.();
