@@ -91,7 +91,7 @@ export class ModelHealthMonitor {
     try {
       probing = this.probe();
     } catch (err) {
-      probing = Promise.reject(err);
+      probing = Promise.reject(NereidError.from(err));
     }
     const answer = probing.then(
       (ready) => (ready === true ? undefined : REASON_MODEL_NOT_READY),
