@@ -101,21 +101,25 @@ export class InstancePool {
   /**
    * Executes `jobs` as one batch on `instance` (taken with take()). With `order` (preserve_ordering) the
    * responses go out through it. Resolves (never rejects) after every job's response stream has ended
-   * and the instance is free again.
+   * and the instance is free again — except a job the backend handed back (BackendRequest.reschedule, only
+   * offered for jobs that carry Job.reschedule): that one is given to its scheduler again, and counted in
+   * the statistics of the execution that ends it.
    */
   run(instance: InstanceHandle, jobs: readonly Job[], order?: ResponseOrder): Promise<void> {
     const start = process.hrtime.bigint();
-    const records: RequestRecord[] = [];
+    const recordOf: (RequestRecord | undefined)[] = [];
     const senders: ResponseSender[] = [];
-    const requests: BackendRequest[] = jobs.map((job) => {
+    /** Requests the backend handed back for a later execution (iterative sequences). */
+    const handedBack: boolean[] = jobs.map(() => false);
+    const requests: BackendRequest[] = jobs.map((job, i) => {
       let record: RequestRecord | undefined;
       // A request that already ended (counted when it did) is not counted again with this execution.
       const tracked = jobSenderOf(job.sender);
       if (tracked && !tracked.done) {
         tracked.dispatched(start);
         record = tracked.record;
-        records.push(record);
       }
+      recordOf.push(record);
       const sender = order ? order.enter(job.sender) : job.sender;
       senders.push(sender);
       const r = job.request;
@@ -130,18 +134,32 @@ export class InstancePool {
         signal: job.signal,
         sender,
         reportTiming: record?.reportTiming,
+        reschedule: job.reschedule
+          ? (): void => {
+              handedBack[i] = true;
+            }
+          : undefined,
       };
     });
     const finish = (error?: unknown): Promise<void> => {
       const end = process.hrtime.bigint();
+      const records: RequestRecord[] = [];
       jobs.forEach((job, i) => {
         const sender = senders[i];
-        if (sender.done) return;
-        if (error !== undefined) {
-          sender.fail(NereidError.from(error));
-        } else {
-          sender.fail(internal(`backend returned without a response for request '${job.request.id}'`));
+        const record = recordOf[i];
+        if (!sender.done) {
+          if (error === undefined && handedBack[i]) {
+            // Queued again (Triton's TRITONSERVER_REQUEST_RELEASE_RESCHEDULE); the scheduler may refuse it
+            // at once (its sequence is gone), and then it ended here after all.
+            job.reschedule!();
+            if (!sender.done) return;
+          } else if (error !== undefined) {
+            sender.fail(NereidError.from(error));
+          } else {
+            sender.fail(internal(`backend returned without a response for request '${job.request.id}'`));
+          }
         }
+        if (record) records.push(record);
       });
       this.tickets.get(instance)?.release(true);
       this.free.push(instance);

@@ -12,6 +12,12 @@ export interface Job {
   readonly signal: AbortSignal;
   /** process.hrtime.bigint() when accepted. */
   readonly acceptedAt: bigint;
+  /**
+   * Present when the scheduler can run this job again (a request of an iterative sequence): the instance
+   * pool calls it after an execution in which the backend handed the request back
+   * (BackendRequest.reschedule) instead of ending it.
+   */
+  readonly reschedule?: () => void;
 }
 
 export interface Scheduler {

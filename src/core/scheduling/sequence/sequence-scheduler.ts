@@ -13,6 +13,14 @@
  * - oldest: each instance batches dynamically over the next request of its candidate sequences (at most
  *   one request of a sequence in flight), oldest first, up to max_batch_size; no padding.
  *
+ * Iterative sequences (`iterative_sequence: true`, Triton's IterativeSequencer): a request without a
+ * correlation id gets one of its own and the START flag, so each request is a sequence. A backend may hand
+ * such a request back instead of ending it (BackendRequest.reschedule, Triton's
+ * TRITONSERVER_REQUEST_RELEASE_RESCHEDULE): it is queued again in its sequence, flags cleared (neither
+ * START nor END), same inputs and response stream, and runs in a later batch on the same slot. When an
+ * execution ends the request, its sequence ends too and the slot is released. A request carrying END
+ * cannot be handed back (Triton offers no reschedule for it either).
+ *
  * The "what runs now" rules live in policy.ts; this class owns the queues, the slots and the timers.
  */
 import type { InstanceHandle } from '../../../backend-api/backend.js';
@@ -76,8 +84,10 @@ interface Slot {
   run: Run | undefined;
   /** The bound sequence takes no more requests (END queued, idle, cancelled): release once drained. */
   ended: boolean;
-  /** Oldest strategy: a request of this slot is executing. */
+  /** Oldest strategy, and direct for iterative sequences: a request of this slot is executing. */
   inFlight: boolean;
+  /** Iterative sequences: the request that ran in the current batch was handed back to the queue. */
+  handedBack: boolean;
   /** Oldest strategy: when the slot's head became a candidate for a batch. */
   waitingSinceUs: number;
 }
@@ -122,6 +132,9 @@ export class SequenceBatchScheduler implements Scheduler {
   private readonly log: Logger;
   private readonly clock: SequenceClock;
   private readonly strategy: 'direct' | 'oldest';
+  private readonly iterative: boolean;
+  /** The next correlation id given to an iterative-sequence request that came without one. */
+  private nextSequenceId = 1n;
   private readonly direct: DirectPolicy;
   private readonly oldest: OldestPolicy;
   private readonly idleUs: number;
@@ -158,6 +171,7 @@ export class SequenceBatchScheduler implements Scheduler {
     const sb = config.sequence_batching!;
     const maxBatchSize = Math.max(1, config.max_batch_size);
     this.strategy = sb.oldest ? 'oldest' : 'direct';
+    this.iterative = sb.iterative_sequence === true;
     this.direct = {
       maxBatchSize,
       maxQueueDelayUs: sb.direct?.max_queue_delay_microseconds ?? 0,
@@ -193,6 +207,7 @@ export class SequenceBatchScheduler implements Scheduler {
           run: undefined,
           ended: false,
           inFlight: false,
+          handedBack: false,
           waitingSinceUs: 0,
         });
       }
@@ -211,6 +226,22 @@ export class SequenceBatchScheduler implements Scheduler {
 
   enqueue(job: Job): void {
     if (this.closing) throw unavailable('model is unloading');
+    const id = job.request.correlationId;
+    if (this.iterative && (id === 0n || id === '')) {
+      // Triton's IterativeSequencer: the request becomes a sequence of its own. The key keeps these ids
+      // apart from the ones clients choose.
+      const own = this.nextSequenceId++;
+      this.accept(
+        { ...job, request: { ...job.request, correlationId: own, flags: SEQUENCE_START } },
+        `n:${own.toString(10)}`,
+      );
+      return;
+    }
+    this.accept(job, correlationKey(id));
+  }
+
+  /** Queues a job of the sequence `key` (a new request, or one handed back by its backend). */
+  private accept(job: Job, key: string): void {
     const model = this.config.name;
     const r = job.request;
     const id = r.correlationId;
@@ -230,7 +261,6 @@ export class SequenceBatchScheduler implements Scheduler {
       );
       return;
     }
-    const key = correlationKey(id);
     const idText = typeof id === 'string' ? id : id.toString(10);
     const start = (r.flags & SEQUENCE_START) !== 0;
     const end = (r.flags & SEQUENCE_END) !== 0;
@@ -489,6 +519,8 @@ export class SequenceBatchScheduler implements Scheduler {
       }
       slot.queue.shift();
       this.forget(head);
+      // An iterative sequence keeps its slot while its request runs: it may come back.
+      if (this.iterative) slot.inFlight = true;
       const prepared = this.prepare(head, slot);
       template ??= prepared;
       jobs.push(prepared);
@@ -522,6 +554,7 @@ export class SequenceBatchScheduler implements Scheduler {
   private onBatchDone(lane: Lane, slots: readonly Slot[]): void {
     lane.busy = false;
     for (const slot of slots) {
+      if (this.iterative) this.afterIteration(slot);
       if (!slot.inFlight) continue;
       slot.inFlight = false;
       this.maybeRelease(slot);
@@ -529,6 +562,33 @@ export class SequenceBatchScheduler implements Scheduler {
     }
     this.pump(lane);
     this.checkDrained();
+  }
+
+  /**
+   * Iterative sequences: a request that was not handed back has ended, and with it its sequence (Triton
+   * releases the sequence when the request is released without RESCHEDULE).
+   */
+  private afterIteration(slot: Slot): void {
+    if (slot.handedBack) {
+      slot.handedBack = false;
+      return;
+    }
+    const run = slot.run;
+    if (!run) return;
+    if (this.sequences.get(run.key) === slot) this.sequences.delete(run.key);
+    this.lastSeen.delete(run.key);
+    slot.ended = true;
+  }
+
+  /**
+   * The backend handed the request back: queue it again in its sequence as Triton does (flags cleared).
+   * If the sequence is gone meanwhile (idle timeout, cancellation), the request fails as a request
+   * without START would.
+   */
+  private handBack(job: Job, slot: Slot, key: string): void {
+    // Unlike a new request this one is already accepted, so a model being unloaded still finishes it.
+    this.accept({ ...job, request: { ...job.request, flags: 0 } }, key);
+    slot.handedBack = !job.sender.done;
   }
 
   /** Inputs the model cannot join across rows (not ragged) must have equal shapes. */
@@ -552,6 +612,7 @@ export class SequenceBatchScheduler implements Scheduler {
     const r = job.request;
     const start = (r.flags & SEQUENCE_START) !== 0;
     const end = (r.flags & SEQUENCE_END) !== 0;
+    const reschedule = this.iterative && !end ? (): void => this.handBack(job, slot, run.key) : undefined;
     const inputs = new Map<string, Tensor>(r.inputs);
     for (const t of controlTensors(this.controls, {
       start,
@@ -561,7 +622,7 @@ export class SequenceBatchScheduler implements Scheduler {
     })) {
       inputs.set(t.name, t);
     }
-    if (this.states.length === 0) return { ...job, request: { ...r, inputs } };
+    if (this.states.length === 0) return { ...job, request: { ...r, inputs }, reschedule };
     // A START (also one that restarts a sequence still open) begins from the initial state.
     if (start || !run.states) run.states = initialStates(this.states);
     for (const [name, t] of run.states) inputs.set(name, t);
@@ -571,6 +632,7 @@ export class SequenceBatchScheduler implements Scheduler {
       ...job,
       request: { ...r, inputs, outputs },
       sender: new StateKeepingSender(job.sender, this.states, run.states),
+      reschedule,
     };
   }
 
