@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { silentLogger } from '../../common/logger.js';
+import { Logger, silentLogger } from '../../common/logger.js';
 import { freezeModelConfig, normalizeModelConfig, parseModelConfigText } from '../../model-config/index.js';
 import { ModelStats } from '../../core/stats/model-stats.js';
 import { StatsRegistry } from '../../core/stats/registry.js';
@@ -82,6 +82,67 @@ describe('metrics endpoint options', () => {
       await b.close();
     } finally {
       await a.close();
+    }
+  });
+});
+
+describe('metrics endpoint with custom metrics', () => {
+  it('custom families come between the nv_* and the process families, with problems logged once', async () => {
+    const warnings: string[] = [];
+    const log = new Logger({ logInfo: false }, (line) => warnings.push(line));
+    const frontend = createMetricsFrontend(new StatsRegistry(), {
+      address: '127.0.0.1',
+      port: 0,
+      log,
+      cpuMetrics: false,
+      customMetrics: () =>
+        Promise.resolve([
+          {
+            model: 'm',
+            version: '1',
+            families: [
+              { name: 'my_total', description: 'Mine', kind: 'counter', metrics: [{ labels: {}, value: 4 }] },
+              { name: 'nv_mine', description: '', kind: 'counter', metrics: [{ labels: {}, value: 1 }] },
+            ],
+          },
+          { model: 'slow', version: '2', families: [], error: 'no answer within 2000 ms' },
+        ]),
+    });
+    try {
+      const text = await frontend.scrape();
+      await frontend.scrape();
+      assert.match(
+        text,
+        /# TYPE nv_pinned_memory_pool_used_bytes gauge\n[^]*# HELP my_total Mine\n# TYPE my_total counter\nmy_total 4\n# HELP process_/,
+      );
+      assert.doesNotMatch(text, /nv_mine/);
+      assert.equal(warnings.filter((w) => w.includes("'nv_mine'")).length, 1);
+      assert.equal(
+        warnings.filter((w) => w.includes("model 'slow' version 2 left out: no answer")).length,
+        1,
+      );
+    } finally {
+      await frontend.close();
+    }
+  });
+
+  it('a source that never answers delays the scrape by at most its timeout and a grace period', async () => {
+    const frontend = createMetricsFrontend(new StatsRegistry(), {
+      address: '127.0.0.1',
+      port: 0,
+      log: silentLogger(),
+      cpuMetrics: false,
+      customMetricsTimeoutMs: 50,
+      customMetrics: () => new Promise(() => undefined),
+    });
+    try {
+      const start = Date.now();
+      const text = await frontend.scrape();
+      const took = Date.now() - start;
+      assert.ok(took < 3000, `took ${took} ms`);
+      assert.match(text, /^process_cpu_user_seconds_total /m);
+    } finally {
+      await frontend.close();
     }
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The metrics endpoint: `GET /metrics` on its own port (Triton's 8002) in Prometheus text format — Triton's
- * nv_* families first, then the Node process metrics of prom-client under their standard `process_` and
- * `nodejs_` names. Everything model-related is read from the core at scrape time, host values come from a
+ * nv_* families first, then the families models defined themselves (custom.ts), then the Node process
+ * metrics of prom-client under their standard `process_` and `nodejs_` names. Everything model-related is read from the core at scrape time, host values come from a
  * poller running every --metrics-interval-ms, and per-request observers exist only while summaries or
  * histograms are switched on.
  */
@@ -10,9 +10,12 @@ import type { AddressInfo } from 'node:net';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import type { ModelCustomMetrics } from '../../core/model/custom-metrics.js';
 import type { MetricsSource } from '../../core/stats/registry.js';
 import { metricsSettings, type MetricsSettings } from './config.js';
+import { ReservedNames, renderCustomMetrics } from './custom.js';
 import { CONTENT_TYPE } from './exposition.js';
+import { FAMILIES } from './families.js';
 import { LatencyTracker } from './latency.js';
 import { renderMetrics } from './render.js';
 import { SystemPoller } from './system.js';
@@ -30,7 +33,19 @@ export interface MetricsFrontendOptions {
   readonly cpuMetrics?: boolean;
   /** Directory read for host metrics (tests); default /proc. */
   readonly procRoot?: string;
+  /**
+   * The metric families models defined (InferenceServer.customMetrics), asked at every scrape; each model
+   * gets `customMetricsTimeoutMs` to answer. Absent: no custom families.
+   */
+  readonly customMetrics?: (timeoutMs: number) => Promise<readonly ModelCustomMetrics[]>;
+  /** Bound on how long a scrape waits for a model's custom metrics; default 2000 ms. */
+  readonly customMetricsTimeoutMs?: number;
 }
+
+/** Distinct problems logged per frontend, at most: a model inventing names cannot grow the log or memory. */
+const MAX_LOGGED_PROBLEMS = 1000;
+/** Beyond the per-model timeout, how long the custom-metrics source itself may take. */
+const SOURCE_GRACE_MS = 500;
 
 export interface MetricsFrontend {
   readonly settings: MetricsSettings;
@@ -57,10 +72,51 @@ export function createMetricsFrontend(
     options.cpuMetrics === false ? undefined : new SystemPoller(options.intervalMs ?? 2000, options.procRoot);
   const processRegistry = new Registry();
   collectDefaultMetrics({ register: processRegistry });
+  const reserved = new ReservedNames([
+    ...Object.values(FAMILIES).map((f) => f.name),
+    ...processRegistry.getMetricsAsArray().map((m) => m.name),
+  ]);
+  const logged = new Set<string>();
+  const warnOnce = (message: string): void => {
+    if (logged.has(message) || logged.size >= MAX_LOGGED_PROBLEMS) return;
+    logged.add(message);
+    log.warn(message);
+  };
+  const customTimeoutMs = options.customMetricsTimeoutMs ?? 2000;
+
+  const customText = async (): Promise<string> => {
+    if (!options.customMetrics) return '';
+    let models: readonly ModelCustomMetrics[];
+    let timer: NodeJS.Timeout | undefined;
+    // The source bounds each model by the timeout; this bounds the source itself, should it not.
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer within ${customTimeoutMs + SOURCE_GRACE_MS} ms`)),
+        customTimeoutMs + SOURCE_GRACE_MS,
+      );
+    });
+    try {
+      models = await Promise.race([options.customMetrics(customTimeoutMs), late]);
+    } catch (err) {
+      warnOnce(`custom metrics could not be collected: ${String(err)}`);
+      return '';
+    } finally {
+      clearTimeout(timer);
+    }
+    for (const m of models) {
+      if (m.error !== undefined) {
+        warnOnce(`custom metrics of model '${m.model}' version ${m.version} left out: ${m.error}`);
+      }
+    }
+    const { text, problems } = renderCustomMetrics(models, reserved);
+    for (const p of problems) warnOnce(p);
+    return text;
+  };
 
   const scrape = async (): Promise<string> => {
+    const custom = customText();
     const nv = renderMetrics({ series: source.metricSeries(), settings, latency, system: poller?.values });
-    return nv + (await processRegistry.metrics());
+    return nv + (await custom) + (await processRegistry.metrics());
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
