@@ -79,6 +79,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     ensembleMembers,
     rateLimiter,
     serverApi,
+    readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
   });
   const repository = new ModelRepositoryManager(
     {
@@ -146,6 +147,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         intervalMs: options.metricsIntervalMs,
         config: options.metricsConfig,
         cpuMetrics: options.allowCpuMetrics,
+        customMetrics: (timeoutMs) => server.customMetrics(timeoutMs),
       });
       metrics = await metricsFrontend.listen();
       log.info(`Started Metrics Service at ${metrics.address}:${metrics.port}`);

@@ -21,6 +21,10 @@ export interface ServerOptions {
   readonly loadModels: readonly string[];
   readonly modelConfigName: string;
   readonly strictReadiness: boolean;
+  /** `--model-readiness-poll-ms`: pause between polls of a loaded model's own readiness (0 = never poll). */
+  readonly modelReadinessPollMs: number;
+  /** `--model-readiness-timeout-ms`: a readiness poll that takes longer counts as not ready. */
+  readonly modelReadinessTimeoutMs: number;
   readonly exitOnError: boolean;
   readonly exitTimeoutSecs: number;
   readonly disableAutoCompleteConfig: boolean;

@@ -27,6 +27,11 @@ export interface NereidStartOptions {
   readonly loadModels?: readonly string[];
   /** Fail start() when a model fails to load (default true, as tritonserver). */
   readonly exitOnError?: boolean;
+  /**
+   * How often a loaded model's own readiness (a JavaScript model's isReady()) is asked, in ms; 0 = never
+   * (`--model-readiness-poll-ms`, default 5000).
+   */
+  readonly modelReadinessPollMs?: number;
   /** `--backend-config` settings: backend → key → value, e.g. `{ javascript: { 'execution-timeout-ms': '5000' } }`. */
   readonly backendConfig?: Readonly<Record<string, Readonly<Record<string, string>>>>;
   /**
@@ -68,6 +73,7 @@ export function startFlags(o: NereidStartOptions): string[] {
   if (o.modelControlMode) flags.push(`--model-control-mode=${o.modelControlMode}`);
   for (const m of o.loadModels ?? []) flags.push(`--load-model=${m}`);
   if (o.exitOnError !== undefined) flags.push(`--exit-on-error=${o.exitOnError}`);
+  if (o.modelReadinessPollMs !== undefined) flags.push(`--model-readiness-poll-ms=${o.modelReadinessPollMs}`);
   for (const [backend, settings] of Object.entries(o.backendConfig ?? {})) {
     for (const [k, v] of Object.entries(settings)) flags.push(`--backend-config=${backend},${k}=${v}`);
   }

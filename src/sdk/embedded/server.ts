@@ -167,6 +167,7 @@ export class NereidServer {
         intervalMs: this.options.metricsIntervalMs,
         config: this.options.metricsConfig,
         cpuMetrics: this.options.allowCpuMetrics,
+        customMetrics: (timeoutMs) => this.running.server.customMetrics(timeoutMs),
       }),
     );
   }
