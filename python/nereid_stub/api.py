@@ -280,6 +280,7 @@ class _RequestState:
         "has_sender",
         "pending",
         "requested",
+        "returned",
         "rid",
         "sent",
     )
@@ -291,6 +292,8 @@ class _RequestState:
         self.cancelled = False
         self.closed = False
         self.has_sender = False
+        # execute() has returned this request to the host: too late to reschedule it.
+        self.returned = False
         self.sent = 0
         # Non-decoupled models may send their one response and the FINAL flag in two calls.
         self.pending: InferenceResponse | None = None
@@ -535,12 +538,19 @@ class InferenceRequest:
         return self._state is not None and _cancelled(self._state)
 
     def set_release_flags(self, flags: int) -> None:
-        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+        """TRITONSERVER_REQUEST_RELEASE_RESCHEDULE hands the request back to the server for another
+        execute() (iterative sequences); it must be set before execute returns."""
+        if flags is None:
+            raise TypeError("set_release_flags(): flags must not be None")
+        if self._state is not None and self._state.returned:
             raise TritonModelException(
-                "request rescheduling (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) is not supported "
-                "by Nereid yet"
+                "Unable to set the release flags: execute() has already returned this request to the "
+                "server; set TRITONSERVER_REQUEST_RELEASE_RESCHEDULE before execute returns"
             )
         self._release_flags = int(flags)
+
+    def _rescheduled(self) -> bool:
+        return self._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 
     # BLS ------------------------------------------------------------------------------------------------
 

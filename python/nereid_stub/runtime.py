@@ -425,20 +425,29 @@ class Runtime:
             requests, states = self._build_requests(frame)
             result = self._model.execute(requests)
             if inspect.iscoroutine(result):
-                future = self._run_coroutine(result)
                 if self._decoupled:
-                    self._watch_background(future, states)
+                    # The coroutine runs on after this EXECUTE_DONE: it is too late to reschedule from it.
+                    for s in states:
+                        s.returned = True
+                    self._watch_background(self._run_coroutine(result), states)
                     result = None
                 else:
-                    result = future.result()
-            entries = self._returned(requests, states, result, blobs)
+                    result = self._run_coroutine(result).result()
+            entries, handed_back = self._returned(requests, states, result, blobs)
         except BaseException as e:
             for s in states:
                 s.closed = True
+                s.returned = True
             self.send(frames.EXECUTE_DONE, {"b": batch, "e": self._failure(e)})
             return
-        text = f'{{"b":{batch},"rs":[{",".join(entries)}]}}' if entries else f'{{"b":{batch}}}'
-        self._writer.send_text(frames.EXECUTE_DONE, text, blobs)
+        for s in states:
+            s.returned = True
+        text = f'{{"b":{batch}'
+        if entries:
+            text += f',"rs":[{",".join(entries)}]'
+        if handed_back:
+            text += f',"rr":[{",".join(map(str, handed_back))}]'
+        self._writer.send_text(frames.EXECUTE_DONE, text + "}", blobs)
 
     def _failure(self, e: BaseException) -> str:
         return f"Failed to process the request(s) for model '{self._name}', message: {format_exception(e)}"
@@ -449,15 +458,20 @@ class Runtime:
         states: list[api._RequestState],
         result: Any,
         blobs: list[memoryview],
-    ) -> list[str]:
-        """What execute returned -> the response entries of EXECUTE_DONE (default mode answers in it)."""
+    ) -> tuple[list[str], list[int]]:
+        """What execute returned -> the response entries of EXECUTE_DONE (default mode answers in it) and
+        the requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)."""
+        handed_back: list[int] = []
         if result is None:
-            if self._decoupled:
-                return []
             errors = []
-            for s in states:
+            for request, s in zip(requests, states, strict=True):
+                if s.closed:
+                    continue  # ended already (a final response), so there is nothing to reschedule
+                if request._rescheduled():
+                    s.closed = True
+                    handed_back.append(s.rid)
                 # A request whose sender the model took may still be answered (from another thread).
-                if not s.has_sender and not s.closed:
+                elif not self._decoupled and not s.has_sender:
                     s.closed = True
                     errors.append(
                         _error_json(
@@ -466,7 +480,7 @@ class Runtime:
                             _INTERNAL,
                         )
                     )
-            return errors
+            return errors, handed_back
         if self._decoupled:
             raise api.TritonModelException(
                 f"Python model '{self._name}' is using the decoupled mode and the execute function must "
@@ -481,14 +495,19 @@ class Runtime:
                 "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
                 f"InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) size is:{len(result)}"
             )
-        for response in result:
+        for request, response in zip(requests, result, strict=True):
+            if response is not None and request._rescheduled():
+                raise api.TritonModelException(
+                    "Expected a None object in the execute function return list for reschduled request, "
+                    f"found type '{type(response)}'."
+                )
             if response is not None and not isinstance(response, api.InferenceResponse):
                 raise api.TritonModelException(
                     "Expected an 'InferenceResponse' object in the execute function return list, found type "
                     f"'{type(response)}'."
                 )
         out: list[str] = []
-        for state, response in zip(states, result, strict=True):
+        for request, state, response in zip(requests, states, result, strict=True):
             if state.closed:
                 if response is not None:
                     raise api.TritonModelException(
@@ -496,18 +515,21 @@ class Runtime:
                     )
                 continue
             state.closed = True
-            if response is None:
+            if response is not None:
+                out.append(self._response_json(state.rid, True, response, state.requested, blobs))
+            elif request._rescheduled():
+                handed_back.append(state.rid)
+            else:
                 out.append(
                     _error_json(
                         state.rid,
                         "execute() returned None for this request: return an InferenceResponse for every "
-                        "request (rescheduling is not supported by Nereid yet)",
+                        "request, or reschedule it first with request.set_release_flags("
+                        "pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)",
                         _INTERNAL,
                     )
                 )
-            else:
-                out.append(self._response_json(state.rid, True, response, state.requested, blobs))
-        return out
+        return out, handed_back
 
     def _watch_background(self, future: Future[Any], states: list[api._RequestState]) -> None:
         """A decoupled `async def execute` runs on after execute returns; if it raises, every request of

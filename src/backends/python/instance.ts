@@ -8,6 +8,10 @@
  * decoupled ones as RESPONSE frames. A request whose AbortSignal fired is reported to the stub with a
  * CANCEL frame (request.is_cancelled() in Python) within CANCEL_POLL_MS.
  *
+ * A request the model rescheduled (request.set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE),
+ * listed in EXECUTE_DONE) is handed back to the scheduler through BackendRequest.reschedule, or fails with
+ * Triton's error where the scheduler cannot take it back.
+ *
  * Faults: if the stub dies, every request it held fails with "Stub process '<name>' is not healthy" and the
  * reason, and a new stub is started right away (initialize runs again); the next batch waits for it. If
  * restarting fails, batches fail with UNAVAILABLE and each new batch tries again.
@@ -18,7 +22,7 @@ import type {
   InstanceSpec,
   ParameterValue,
 } from '../../backend-api/backend.js';
-import { NereidError, internal, unavailable } from '../../common/errors.js';
+import { NereidError, internal, invalidArg, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { BlsService, type ServerInfer } from './bls.js';
 import type { Frame } from './frames.js';
@@ -87,6 +91,11 @@ interface Batch {
  * cancellation only needs to reach request.is_cancelled() soon, not instantly.
  */
 const CANCEL_POLL_MS = 10;
+
+/** Triton's words when a request is rescheduled on a model whose scheduler cannot take it back. */
+export const RESCHEDULE_UNSUPPORTED =
+  'Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to ' +
+  'handle such a flag.';
 
 /** A parameter value as JSON text (bigints exactly, as JSON numbers). */
 function parameterJson(v: ParameterValue): string {
@@ -361,8 +370,21 @@ export class PythonInstance implements InstanceHandle {
         this.finish(rid, f);
       }
     }
+    if (Array.isArray(h.rr)) for (const rid of h.rr) this.handBack(rid);
     batch.pythonReturned = true;
     this.settle(batch, false);
+  }
+
+  /** The model rescheduled the request: the scheduler runs it again later, or it fails here. */
+  private handBack(rid: unknown): void {
+    const f = typeof rid === 'number' ? this.inflight.get(rid) : undefined;
+    if (!f) return;
+    const r = f.request;
+    if (!r.sender.done) {
+      if (r.reschedule) r.reschedule();
+      else r.sender.fail(invalidArg(RESCHEDULE_UNSUPPORTED));
+    }
+    this.finish(rid as number, f);
   }
 
   private async onResponses(

@@ -84,6 +84,8 @@ export interface ExecuteDoneHeader {
   readonly e?: string;
   /** default-mode responses returned by execute */
   readonly rs?: readonly WireResponse[];
+  /** requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) */
+  readonly rr?: readonly number[];
 }
 
 export interface BlsRequestHeader {
