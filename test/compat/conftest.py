@@ -3,8 +3,9 @@ clients pointed at it.
 
 The server runs in explicit model-control mode with every bundled model loaded at startup, so the
 load/unload tests can use the repository API; tests that unload a model load it back before they finish.
-System shared memory is enabled (`--allow-client-shm=true`) for the shared-memory tests. At the end the
-server gets SIGTERM and must exit with code 0.
+System shared memory is enabled (`--allow-client-shm=true`) for the shared-memory tests. A second repository,
+written at startup by model_repo.write_test_models, adds the suite's own Python models (python_raises) without
+touching examples/. At the end the server gets SIGTERM and must exit with code 0.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
+from model_repo import write_test_models
 from nereid_server import ENTRY, MODEL_REPOSITORY, REPO_ROOT, NereidServer, node_executable, start_server
 
 SERVER_FLAGS = [
@@ -38,7 +40,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NereidServer]:
     if not ENTRY.exists():
         pytest.fail(f"{ENTRY} does not exist")
     log_path: Path = tmp_path_factory.mktemp("nereid") / "server.log"
-    running = start_server(SERVER_FLAGS, log_path)
+    test_models = write_test_models(tmp_path_factory.mktemp("test_models"))
+    running = start_server([*SERVER_FLAGS, f"--model-repository={test_models}"], log_path)
     try:
         yield running
     finally:

@@ -94,3 +94,58 @@ def require_ready(index: dict[str, dict[str, Any]], model: str) -> None:
     if entry is None:
         pytest.skip(f"examples/model_repository has no {model} in this tree")
     assert entry.get("state") == "READY", f"{model} is in the repository but not ready: {entry}"
+
+
+# --- Python models the suite adds ---------------------------------------------------------------------------
+# Written into a temporary repository at session start (conftest.py serves it next to examples/, which stays
+# as shipped). Each entry: model name -> (config.pbtxt, 1/model.py).
+
+PYTHON_RAISES_MESSAGE = "python_raises refuses negative input"
+PYTHON_RAISES_ERROR_MESSAGE = "python_raises takes no NaN"
+
+_PYTHON_RAISES_CONFIG = """\
+name: "python_raises"
+backend: "python"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+# OUTPUT0 = 2 * INPUT0. A negative value makes execute raise (every request of the batch fails and the stub
+# must live on); a NaN fails just that request through a TritonError response with code INVALID_ARG.
+_PYTHON_RAISES_MODEL = f'''\
+import numpy as np
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            data = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            if (data < 0).any():
+                raise ValueError("{PYTHON_RAISES_MESSAGE}: " + str(float(data.min())))
+            if np.isnan(data).any():
+                code = pb_utils.TritonError.INVALID_ARG
+                error = pb_utils.TritonError("{PYTHON_RAISES_ERROR_MESSAGE}", code)
+                responses.append(pb_utils.InferenceResponse(error=error))
+                continue
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", data * 2)]))
+        return responses
+'''
+
+TEST_PYTHON_MODELS: dict[str, tuple[str, str]] = {
+    "python_raises": (_PYTHON_RAISES_CONFIG, _PYTHON_RAISES_MODEL),
+}
+
+
+def write_test_models(root: Path) -> Path:
+    """Writes TEST_PYTHON_MODELS under `root` as a Triton model repository; returns `root`."""
+    for name, (config, model) in TEST_PYTHON_MODELS.items():
+        version = root / name / "1"
+        version.mkdir(parents=True, exist_ok=True)
+        (root / name / "config.pbtxt").write_text(config, encoding="utf-8")
+        (version / "model.py").write_text(model, encoding="utf-8")
+    return root
