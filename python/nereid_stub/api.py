@@ -739,16 +739,75 @@ class MetricFamily:
 # --- model control from inside a model ---------------------------------------------------------------------
 
 
+def _control(what: str, header: dict[str, Any], blobs: Sequence[bytes | memoryview] = ()) -> dict[str, Any]:
+    """Runs one repository operation on the server; its error becomes TritonModelException("<what>: ...")
+    as Triton's stub words it."""
+    ch = _channel.current()
+    if ch is None:
+        raise TritonModelException(
+            f"{what}: the model loading API needs a running Nereid Python backend stub"
+        )
+    reply = ch.model_control(header, blobs)
+    err = reply.get("e")
+    if err is not None:
+        raise TritonModelException(f"{what}: {err.get('m', '')}")
+    return reply
+
+
 def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
-    raise TritonModelException("pb_utils.load_model is not supported by Nereid yet")
+    """Loads (or reloads) a model in explicit model control mode and returns once it is ready. `config`
+    is a model configuration in JSON that replaces the model's own; `files` maps `file:<version>/<path>`
+    names to their contents and then forms the whole model folder (needs `config`)."""
+    if model_name is None:
+        raise TypeError("load_model(): model_name must not be None")
+    if config is None:
+        raise TypeError("load_model(): config must not be None")
+    name = str(model_name)
+    descs: list[tuple[str, int, int]] = []
+    blobs: list[bytes | memoryview] = []
+    if files is not None:
+        if not isinstance(files, dict):
+            raise TritonModelException(
+                f"failed to load model '{name}', files should be a dictionary of file paths and file contents"
+            )
+        offset = 0
+        for key, value in files.items():
+            if not isinstance(key, str) or not isinstance(value, (bytes, bytearray, memoryview)):
+                raise TritonModelException(
+                    f"failed to load model '{name}', files should be a dictionary of file paths and file "
+                    "contents"
+                )
+            data = memoryview(value).cast("B")
+            descs.append((key, offset, data.nbytes))
+            blobs.append(data)
+            offset += data.nbytes
+    _control("Failed to load model", {"op": "load", "m": name, "c": str(config), "f": descs}, blobs)
 
 
 def unload_model(model_name: str, unload_dependents: bool = False) -> None:
-    raise TritonModelException("pb_utils.unload_model is not supported by Nereid yet")
+    """Starts unloading a model in explicit model control mode. As in Triton it does not wait for the
+    model to be unloaded: it returns once the model stopped being ready (so a model may unload itself)."""
+    if model_name is None:
+        raise TypeError("unload_model(): model_name must not be None")
+    if unload_dependents is None:
+        raise TypeError("unload_model(): unload_dependents must not be None")
+    _control("Failed to unload model", {"op": "unload", "m": str(model_name), "d": bool(unload_dependents)})
 
 
 def is_model_ready(model_name: str, model_version: str = "") -> bool:
-    raise TritonModelException("pb_utils.is_model_ready is not supported by Nereid yet")
+    """Whether the model (that version, or any version when "") is loaded and ready."""
+    if model_name is None:
+        raise TypeError("is_model_ready(): model_name must not be None")
+    if model_version is None:
+        raise TypeError("is_model_ready(): model_version must not be None")
+    version = str(model_version)
+    if version and not version.isdigit():
+        raise TritonModelException(
+            "Failed to check model readiness: failed to get model version from specified version string "
+            f"'{version}', version should be an integral value > 0"
+        )
+    reply = _control("Failed to check model readiness", {"op": "ready", "m": str(model_name), "v": version})
+    return bool(reply.get("r"))
 
 
 _model_dir = ""

@@ -5,7 +5,8 @@ own unit tests importing triton_python_backend_utils) there is none, and calls t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .api import InferenceRequest, InferenceResponse, ResponseQueue
@@ -23,6 +24,10 @@ class Channel(Protocol):
     def log(self, level: int, message: str, filename: str, line: int) -> None: ...
 
     def poll(self) -> None: ...
+
+    def model_control(
+        self, header: dict[str, Any], blobs: Sequence[bytes | memoryview]
+    ) -> dict[str, Any]: ...
 
 
 _current: Channel | None = None

@@ -77,6 +77,10 @@ class Runtime:
         self._bls: dict[int, api.ResponseQueue] = {}
         self._bls_lock = threading.Lock()
         self._next_bls = 1
+        self._controls: dict[int, dict[str, Any] | None] = {}
+        self._next_control = 1
+        # Which model method runs now: the model loading API is refused in auto_complete_config and finalize.
+        self._phase = "starting"
         self._name = "python"
         self._model_name = ""
         self._model_version = 0
@@ -131,6 +135,10 @@ class Runtime:
                     del self._bls[int(h["q"])]
             if call is not None:
                 call.put(self._bls_response(h, frame.blob), bool(h.get("f")))
+        elif t == frames.MODEL_CONTROL_DONE:
+            q = int(h["q"])
+            if q in self._controls:
+                self._controls[q] = h
         elif t in (frames.INIT, frames.AUTOCOMPLETE, frames.EXECUTE, frames.FINALIZE):
             self._commands.append(frame)
         elif t == frames.FREE and self._outputs is not None:
@@ -198,6 +206,26 @@ class Runtime:
 
     def bls_cancel(self, call_id: int) -> None:
         self.send(frames.BLS_CANCEL, {"q": call_id})
+
+    def model_control(self, header: dict[str, Any], blobs: Sequence[bytes | memoryview]) -> dict[str, Any]:
+        if self._phase in ("auto_complete_config", "finalize"):
+            raise api.TritonModelException(
+                f"the model loading API is not supported in {self._phase}; use it in initialize or execute"
+            )
+        with self._dispatch.lock:
+            q = self._next_control
+            self._next_control += 1
+            self._controls[q] = None
+        try:
+            self.send(frames.MODEL_CONTROL, {**header, "q": q}, blobs)
+            self._dispatch.wait_for(lambda: self._controls.get(q) is not None)
+            with self._dispatch.lock:
+                reply = self._controls.pop(q)
+        finally:
+            with self._dispatch.lock:
+                self._controls.pop(q, None)
+        assert reply is not None
+        return reply
 
     # --- tensors -----------------------------------------------------------------------------------------
 
@@ -322,6 +350,7 @@ class Runtime:
         return cls
 
     def _initialize(self, h: dict[str, Any]) -> bool:
+        self._phase = "initialize"
         self._name = str(h.get("name", self._name))
         self._model_name = str(h["args"].get("model_name", ""))
         self._model_version = int(h["args"].get("model_version", "0") or 0)
@@ -346,12 +375,14 @@ class Runtime:
         except BaseException as e:
             self.send(frames.INIT_DONE, {"e": format_exception(e)})
             return False
+        self._phase = "execute"
         self.send(frames.INIT_DONE, {})
         return True
 
     def _auto_complete(self, h: dict[str, Any]) -> None:
         import triton_python_backend_utils as pb_utils
 
+        self._phase = "auto_complete_config"
         try:
             cls = self._load_class(h)
             config = pb_utils.ModelConfig(str(h["config"]))
@@ -368,6 +399,7 @@ class Runtime:
             self.send(frames.AUTOCOMPLETE_DONE, {"e": format_exception(e)})
 
     def _finalize(self) -> None:
+        self._phase = "finalize"
         try:
             fn = getattr(self._model, "finalize", None)
             if fn is not None:

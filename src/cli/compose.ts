@@ -66,9 +66,23 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   const ensembleMembers: VersionLookup = {
     getVersion: (name, version): LoadedVersion => repository.getVersion(name, version),
   };
-  // Python models call other models (BLS) through the server built below; no model runs before it exists.
+  // Python models call other models (BLS) and control the repository (pb_utils.load_model, unload_model,
+  // is_model_ready) through the server built below; no model runs before it exists. Repository control
+  // takes the repository API's own path, so it has its rules (explicit model control mode only).
   const serverApi: ServerApi = {
     infer: (request): AsyncIterable<ServerInferResponse> => server.infer(request),
+    loadModel: (name, options = {}): Promise<void> => {
+      // `file:<version>/<path>` names as Triton's load parameters take them (the prefix is optional here).
+      const files = options.files
+        ? new Map(Object.entries(options.files).map(([k, v]) => [k.replace(/^file:/, ''), v] as const))
+        : undefined;
+      return server.loadModel(name, {
+        ...(options.config !== undefined && { config: options.config }),
+        ...(files && { files }),
+      });
+    },
+    unloadModel: (name, options): Promise<void> => server.unloadModel(name, options),
+    isModelReady: (name, version): boolean => server.isModelReady(name, version),
   };
   const loader = new ModelLoader({
     backends: builtinBackends(),

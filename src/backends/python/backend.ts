@@ -166,6 +166,7 @@ class PythonModel implements ModelHandle {
       shmThreshold: this.options.shmThreshold,
       log: this.log,
       serverInfer: this.ctx.serverApi ? (request) => this.ctx.serverApi!.infer(request) : undefined,
+      serverApi: this.ctx.serverApi,
     });
   }
 

@@ -21,11 +21,13 @@ import type {
   InstanceHandle,
   InstanceSpec,
   ParameterValue,
+  ServerApi,
 } from '../../backend-api/backend.js';
 import { NereidError, internal, invalidArg, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { BlsService, type ServerInfer } from './bls.js';
 import type { Frame } from './frames.js';
+import { ModelControlService } from './model-control.js';
 import {
   MessageType,
   errorCodeOf,
@@ -59,6 +61,8 @@ export interface PythonInstanceOptions {
   readonly shmThreshold: number;
   readonly log: Logger;
   readonly serverInfer: ServerInfer | undefined;
+  /** Repository control for pb_utils.load_model and friends (the ModelLoadContext's serverApi). */
+  readonly serverApi?: ServerApi;
 }
 
 export interface InitTemplate {
@@ -138,6 +142,9 @@ export class PythonInstance implements InstanceHandle {
   private readonly inflight = new Map<number, Inflight>();
   private readonly batches = new Map<number, Batch>();
   private bls: BlsService | undefined;
+  private control: ModelControlService | undefined;
+  /** The stub being started is running the model's initialize(). */
+  private initializing: StubProcess | undefined;
   private frameChain: Promise<void> = Promise.resolve();
 
   private constructor(private readonly opts: PythonInstanceOptions) {
@@ -235,6 +242,12 @@ export class PythonInstance implements InstanceHandle {
     stub.onFrame = (frame) => this.onFrame(stub, frame);
     stub.onExitOnce((reason, expected) => this.onStubExit(stub, reason, expected));
     this.bls = new BlsService(stub, this.opts.serverInfer, this.opts.shmThreshold, this.opts.log);
+    this.control = new ModelControlService(stub, {
+      api: this.opts.serverApi,
+      modelName: this.opts.modelName,
+      initializing: () => this.initializing === stub,
+      log: this.opts.log,
+    });
     const t = this.opts.init;
     const header = {
       name: spec.name,
@@ -253,11 +266,15 @@ export class PythonInstance implements InstanceHandle {
         model_name: this.opts.modelName,
       },
     };
+    this.initializing = stub;
     const reply = await stub
       .call(MessageType.Init, header, MessageType.InitDone, this.opts.timeoutMs, 'initialize()')
       .catch((err: unknown) => {
         stub.kill();
         throw err;
+      })
+      .finally(() => {
+        if (this.initializing === stub) this.initializing = undefined;
       });
     const e = (reply.header as { e?: unknown }).e;
     if (e !== undefined) {
@@ -329,6 +346,9 @@ export class PythonInstance implements InstanceHandle {
       case MessageType.BlsRequest:
       case MessageType.BlsCancel:
         this.bls?.onFrame(frame);
+        break;
+      case MessageType.ModelControl:
+        this.control?.onFrame(frame);
         break;
       case MessageType.Log:
         this.onLog(frame.header as LogHeader);

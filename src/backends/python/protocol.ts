@@ -16,6 +16,8 @@ export const MessageType = {
   BlsResponse: 5,
   Free: 6,
   Finalize: 7,
+  ModelControlDone: 8,
+  MetricsQuery: 9,
   // stub -> host
   Hello: 20,
   InitDone: 21,
@@ -27,6 +29,8 @@ export const MessageType = {
   Log: 27,
   FinalizeDone: 28,
   Fatal: 29,
+  ModelControl: 30,
+  Metrics: 31,
 } as const;
 export type MessageType = (typeof MessageType)[keyof typeof MessageType];
 
@@ -102,6 +106,22 @@ export interface BlsRequestHeader {
   readonly p: string;
   readonly o: readonly string[];
   readonly t: readonly WireTensor[];
+}
+
+/** pb_utils.load_model / unload_model / is_model_ready. */
+export interface ModelControlHeader {
+  readonly q: number;
+  readonly op: 'load' | 'unload' | 'ready';
+  /** model name */
+  readonly m: string;
+  /** load: the config override JSON ('' = none) */
+  readonly c?: string;
+  /** load: the `file:` overrides as [name, offset, size] in the frame's blob */
+  readonly f?: readonly (readonly [string, number, number])[];
+  /** unload: unload_dependents */
+  readonly d?: boolean;
+  /** ready: the version ('' = any) */
+  readonly v?: string;
 }
 
 export interface LogHeader {
