@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 npx tsc -p tsconfig.json
 [[ -x .venv/bin/python ]] || NEREID_SKIP_PERF_ANALYZER=1 bash scripts/setup-python.sh
-exec node bin/nereid.js --model-repository=examples/model_repository "$@"
+exec bin/nereid.js --model-repository=examples/model_repository "$@"

@@ -52,7 +52,7 @@ trap stop_server EXIT
 
 say "starting nereid (default scheduler and dynamic batching, max_queue_delay ${delay_us} us)"
 # No auto-complete: it would give every batchable model a dynamic batcher, the unbatched ones included.
-node bin/nereid.js --model-repository="$repo" --http-port=0 --grpc-port=0 --metrics-port=0 \
+bin/nereid.js --model-repository="$repo" --http-port=0 --grpc-port=0 --metrics-port=0 \
   --disable-auto-complete-config --model-control-mode=explicit "${load_args[@]}" >"$results/server.log" 2>&1 &
 server_pid=$!
 port=

@@ -2,7 +2,7 @@
 # Transport benchmark: what Nereid's HTTP and gRPC frontends cost next to the bare minimum a Node server
 # needs to answer the same requests. perf_analyzer drives identity_fp32 ([1,16] FP32 = 64 B, and
 # [1,153600] FP32 = 600 KB) at several concurrencies against
-#   - Nereid (node bin/nereid.js, identity_fp32 only, in onnxruntime) over HTTP and gRPC,
+#   - Nereid (bin/nereid.js, identity_fp32 only, in onnxruntime) over HTTP and gRPC,
 #   - bench/transport/http-echo.ts, a bare node:http server echoing KServe v2 binary tensors,
 #   - bench/transport/grpc-echo.ts, a bare @grpc/grpc-js server echoing ModelInfer,
 # and prints requests/s, p50 and p99 for each, and Nereid / bare echo per protocol (target >= 60%).
@@ -78,7 +78,7 @@ wait_port() {
 }
 
 say "starting nereid ($model only), http-echo and grpc-echo"
-node bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
+bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
   --model-control-mode=explicit --load-model="$model" >"$results/nereid.log" 2>&1 &
 pids+=($!)
 nereid_pid=$!
@@ -102,7 +102,7 @@ max_batch_size: 8
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 EOF
-  node bin/nereid.js --model-repository="$results/builtin-repository" --http-port=0 --grpc-port=0 \
+  bin/nereid.js --model-repository="$results/builtin-repository" --http-port=0 --grpc-port=0 \
     --metrics-port=0 >"$results/builtin.log" 2>&1 &
   pids+=($!)
   builtin_pid=$!
