@@ -62,7 +62,7 @@ stop_server() {
 trap stop_server EXIT
 
 say "starting nereid with $model only"
-node bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
+bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
   --model-control-mode=explicit --load-model="$model" >"$results/server.log" 2>&1 &
 server_pid=$!
 port=
@@ -144,4 +144,12 @@ fi
 if [[ ${BENCH_JAVASCRIPT:-1} != 0 ]]; then
   say "javascript backend"
   node dist/bench/javascript.js --out "$results/javascript.json" | tee "$results/javascript.md"
+fi
+
+# Python backend: Python vs ONNX identity (16 FP32 and 3x224x224, concurrency 1 and 16), the bytes a large
+# tensor moves through /dev/shm per request (/proc/<pid>/io, strace when installed) (bench/python.ts,
+# docs/python-backend.md). BENCH_PYTHON=0 skips it.
+if [[ ${BENCH_PYTHON:-1} != 0 ]]; then
+  say "python backend"
+  node dist/bench/python.js --out "$results/python.json" | tee "$results/python.md"
 fi
