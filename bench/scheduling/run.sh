@@ -7,7 +7,7 @@
 # bench/results/scheduling-<UTC time>/ (gitignored); the table is printed and kept in summary.md there.
 #
 # Env: BENCH_SCHED_DELAY_US (2000), BENCH_SCHED_CONCURRENCY ("1 8 32"), BENCH_POINT_SECONDS (10),
-#      BENCH_SCHED_MODELS ("densenet mlp").
+#      BENCH_SCHED_MODELS ("densenet mlp"), BENCH_SCHED_PROTOCOL (grpc; or http).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -15,6 +15,7 @@ delay_us=${BENCH_SCHED_DELAY_US:-2000}
 concurrencies=${BENCH_SCHED_CONCURRENCY:-"1 8 32"}
 point_seconds=${BENCH_POINT_SECONDS:-10}
 families=${BENCH_SCHED_MODELS:-"densenet mlp"}
+protocol=${BENCH_SCHED_PROTOCOL:-grpc}
 
 say() { echo "bench/scheduling: $*" >&2; }
 die() {
@@ -35,7 +36,7 @@ node dist/bench/scheduling/repo.js --out "$repo" --delay-us "$delay_us"
 
 cat >"$results/meta.json" <<EOF
 {"delayUs": $delay_us, "seconds": $point_seconds, "cpus": $(nproc), "loadavg": $(cut -d' ' -f1 /proc/loadavg),
- "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)"}
+ "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)", "protocol": "$protocol"}
 EOF
 
 load_args=()
@@ -66,7 +67,15 @@ for _ in $(seq 1 1200); do
   sleep 0.1
 done
 [[ -n $port ]] || die "the server did not announce its HTTP port within 120 s (log: $results/server.log)"
-say "server on port $port"
+grpc_port=$(grep -oE 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$results/server.log" | grep -oE '[0-9]+$' | head -n1 || true)
+[[ -n $grpc_port ]] || die "the server did not announce its gRPC port (log: $results/server.log)"
+# perf_analyzer's protocol: grpc (the issue's setting) or http; statistics are always read over HTTP.
+case $protocol in
+  grpc) target=localhost:$grpc_port ;;
+  http) target=localhost:$port ;;
+  *) die "BENCH_SCHED_PROTOCOL must be grpc or http, not '$protocol'" ;;
+esac
+say "server on port $port (HTTP), $grpc_port (gRPC); perf_analyzer over $protocol"
 
 stats() { curl -sf "http://localhost:$port/v2/models/$1/stats" >"$2" || die "statistics of $1"; }
 
@@ -79,10 +88,10 @@ for f in $families; do
       # Windows of at least 3 s: a batch of 8 densenet images can take a second on a busy machine.
       window_ms=$((point_seconds * 1000 / 3))
       ((window_ms >= 3000)) || window_ms=3000
-      common=(-m "$model" -b 1 -i http -u "localhost:$port" --concurrency-range "$c"
+      common=(-m "$model" -b 1 -i "$protocol" -u "$target" --concurrency-range "$c"
         --warmup-request-count "$((2 * c))" -f "$point.csv")
       # The warm-up requests are counted in the statistics too; take the snapshot after a short warm-up run.
-      .venv/bin/perf_analyzer -m "$model" -b 1 -i http -u "localhost:$port" --concurrency-range "$c" \
+      .venv/bin/perf_analyzer -m "$model" -b 1 -i "$protocol" -u "$target" --concurrency-range "$c" \
         --request-count "$((4 * c))" >/dev/null 2>&1 || true
       stats "$model" "$point.stats-before.json"
       windows=(--measurement-mode time_windows -p "$window_ms")

@@ -133,13 +133,19 @@ function histogram(formed: ReadonlyMap<number, number>): string {
 }
 
 function summarize(results: string): string {
-  const meta = readJson<{ delayUs: number; seconds: number; cpus: number; loadavg: number; commit: string }>(
-    path.join(results, 'meta.json'),
-  );
+  const meta = readJson<{
+    delayUs: number;
+    seconds: number;
+    cpus: number;
+    loadavg: number;
+    commit: string;
+    protocol?: string;
+  }>(path.join(results, 'meta.json'));
   const points = readPoints(results);
   const delayMs = meta.delayUs / 1000;
   const lines = [
-    `Dynamic batching, max_queue_delay ${meta.delayUs} µs, ${meta.seconds} s per point, ${meta.cpus} CPUs, ` +
+    `Dynamic batching, max_queue_delay ${meta.delayUs} µs, perf_analyzer over ${meta.protocol ?? 'http'}, ` +
+      `${meta.seconds} s per point, ${meta.cpus} CPUs, ` +
       `load average ${meta.loadavg} before the run, commit ${meta.commit}.`,
     '',
     '| model | scheduler | concurrency | served inf/s | batches formed (size×count) | bare inf/s at that size | served/bare | p50 ms | p99 ms | p99 bound ms | measurement |',
