@@ -1,7 +1,8 @@
 """The objects a Triton `model.py` works with, re-exported by `triton_python_backend_utils`: Tensor,
 InferenceRequest (incoming, and outgoing for BLS), InferenceResponse, InferenceResponseSender,
 ResponseIterator, TritonError, TritonModelException, Logger, MetricFamily/Metric, PreferredMemory and
-InferenceTrace. Names, signatures, error texts and semantics follow Triton's python_backend.
+InferenceTrace (metrics.py holds the metric classes). Names, signatures, error texts and semantics follow
+Triton's python_backend.
 
 Input tensors are numpy views over the bytes the host delivered (a /dev/shm mapping or the frame that
 carried them): valid while the request is being answered; copy what you keep longer.
@@ -33,18 +34,17 @@ from .dtypes import (
     triton_to_numpy_type,
 )
 
+# Defined in modules of their own, exported from here with the rest of the model-facing API.
+from .errors import TritonModelException as TritonModelException
+from .metrics import Metric as Metric
+from .metrics import MetricFamily as MetricFamily
+from .metrics import MetricKind as MetricKind
+
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 TRITONSERVER_REQUEST_RELEASE_ALL = 1
 TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
-
-
-class TritonModelException(Exception):
-    """Raised to fail a whole batch (or initialize / finalize); also what the API raises on misuse."""
-
-    def message(self) -> str:
-        return str(self)
 
 
 class TritonError:
@@ -647,93 +647,6 @@ class Logger:
     @staticmethod
     def log_verbose(message: str) -> None:
         Logger._emit(message, Logger.LogLevel.VERBOSE, 2)
-
-
-# --- metrics -----------------------------------------------------------------------------------------------
-
-
-class MetricKind(enum.IntEnum):
-    COUNTER = 0
-    GAUGE = 1
-    HISTOGRAM = 2
-
-
-class Metric:
-    """One labelled series. Values are kept in the stub process: Nereid does not yet export custom
-    metrics on /metrics, but models that create and update them work unchanged."""
-
-    def __init__(self, kind: MetricKind, labels: dict[str, str], buckets: list[float] | None) -> None:
-        self._kind = kind
-        self._labels = labels
-        self._buckets = buckets
-        self._value = 0.0
-        self._count = 0
-        self._bucket_counts = [0] * (len(buckets) if buckets else 0)
-        self._lock = threading.Lock()
-
-    def increment(self, value: float) -> None:
-        if self._kind == MetricKind.HISTOGRAM:
-            raise TritonModelException("increment() is not supported for a histogram; use observe()")
-        if self._kind == MetricKind.COUNTER and value < 0:
-            raise TritonModelException("a counter cannot be incremented by a negative value")
-        with self._lock:
-            self._value += float(value)
-
-    def set(self, value: float) -> None:
-        if self._kind != MetricKind.GAUGE:
-            raise TritonModelException("set() is only supported for a gauge")
-        with self._lock:
-            self._value = float(value)
-
-    def observe(self, value: float) -> None:
-        if self._kind != MetricKind.HISTOGRAM:
-            raise TritonModelException("observe() is only supported for a histogram")
-        with self._lock:
-            self._value += float(value)
-            self._count += 1
-            for i, bound in enumerate(self._buckets or []):
-                if value <= bound:
-                    self._bucket_counts[i] += 1
-
-    def value(self) -> float:
-        if self._kind == MetricKind.HISTOGRAM:
-            raise TritonModelException("value() is not supported for a histogram")
-        with self._lock:
-            return self._value
-
-
-class MetricFamily:
-    COUNTER = MetricKind.COUNTER
-    GAUGE = MetricKind.GAUGE
-    HISTOGRAM = MetricKind.HISTOGRAM
-
-    _registry: dict[str, tuple[str, MetricKind]] = {}  # noqa: RUF012 - one registry per process, on purpose
-
-    def __init__(self, name: str, description: str, kind: MetricKind) -> None:
-        if not isinstance(name, str) or not name:
-            raise TritonModelException("metric family name must be a non-empty string")
-        kind = MetricKind(int(kind))
-        known = MetricFamily._registry.get(name)
-        if known is not None and known != (description, kind):
-            raise TritonModelException(
-                f"metric family '{name}' already exists with a different description or kind"
-            )
-        MetricFamily._registry[name] = (description, kind)
-        self._name = name
-        self._kind = kind
-        self._metrics: dict[tuple[tuple[str, str], ...], Metric] = {}
-
-    def Metric(self, labels: dict[str, str] | None = None, buckets: list[float] | None = None) -> Metric:
-        if self._kind == MetricKind.HISTOGRAM and buckets is None:
-            raise TritonModelException("a histogram metric needs buckets")
-        if self._kind != MetricKind.HISTOGRAM and buckets is not None:
-            raise TritonModelException("buckets are only allowed for histogram metrics")
-        key = tuple(sorted((labels or {}).items()))
-        metric = self._metrics.get(key)
-        if metric is None:
-            metric = Metric(self._kind, dict(labels or {}), list(buckets) if buckets is not None else None)
-            self._metrics[key] = metric
-        return metric
 
 
 # --- model control from inside a model ---------------------------------------------------------------------

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from . import api, frames
+from . import api, frames, metrics
 from . import channel as _channel
 from .dispatch import Dispatcher
 from .shm import InputArena, OutputArena
@@ -135,6 +135,8 @@ class Runtime:
                     del self._bls[int(h["q"])]
             if call is not None:
                 call.put(self._bls_response(h, frame.blob), bool(h.get("f")))
+        elif t == frames.METRICS_QUERY:
+            self.send(frames.METRICS, {"q": h.get("q"), "f": metrics.snapshot()})
         elif t == frames.MODEL_CONTROL_DONE:
             q = int(h["q"])
             if q in self._controls:

@@ -10,6 +10,7 @@ import path from 'node:path';
 import type {
   AutoCompleteContext,
   Backend,
+  CustomMetricFamily,
   InstanceHandle,
   InstanceSpec,
   ModelHandle,
@@ -21,10 +22,17 @@ import { modelConfigToJson, parseModelConfigJson } from '../../model-config/inde
 import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
 import { PythonInstance, type InitTemplate } from './instance.js';
 import { chooseInterpreter, type Interpreter } from './interpreter.js';
+import { mergeInstanceMetrics } from './metrics.js';
 import { pythonBackendOptions, type PythonBackendOptions } from './options.js';
 import { MessageType } from './protocol.js';
 import type { ShmFileOptions } from './shm.js';
 import { StubProcess } from './stub-process.js';
+
+/**
+ * How long a scrape waits for a stub's metrics; a busy one is represented by its last answer (the core
+ * bounds a whole model's answer by its own, longer timeout).
+ */
+const METRICS_QUERY_MS = 500;
 
 function executionEnvPath(config: ModelConfig | FrozenModelConfig): string | undefined {
   const v = config.parameters?.EXECUTION_ENV_PATH?.string_value;
@@ -127,6 +135,7 @@ export class PythonBackend implements Backend {
 
 class PythonModel implements ModelHandle {
   private readonly init: InitTemplate;
+  private readonly instances = new Set<PythonInstance>();
 
   constructor(
     private readonly ctx: ModelLoadContext,
@@ -151,7 +160,7 @@ class PythonModel implements ModelHandle {
     if (spec.kind === 'KIND_GPU') {
       this.log.warn(`instance '${spec.name}' asks for a GPU; its Python stub runs without one`);
     }
-    return PythonInstance.create({
+    const instance = await PythonInstance.create({
       spec,
       modelName: this.ctx.modelName,
       launch: {
@@ -168,9 +177,22 @@ class PythonModel implements ModelHandle {
       serverInfer: this.ctx.serverApi ? (request) => this.ctx.serverApi!.infer(request) : undefined,
       serverApi: this.ctx.serverApi,
     });
+    this.instances.add(instance);
+    return instance;
   }
 
-  async unload(): Promise<void> {
+  /** pb_utils.MetricFamily / Metric series of every instance's stub, merged (metrics.ts says how). */
+  async customMetrics(): Promise<readonly CustomMetricFamily[]> {
+    for (const i of this.instances) if (i.isClosed) this.instances.delete(i);
+    const lists = await Promise.all(
+      [...this.instances].map((i) => i.customMetrics(METRICS_QUERY_MS).catch(() => [])),
+    );
+    return mergeInstanceMetrics(lists);
+  }
+
+  unload(): Promise<void> {
     // Instances own their stubs and were closed before this; nothing is shared between them.
+    this.instances.clear();
+    return Promise.resolve();
   }
 }

@@ -27,6 +27,7 @@ import { NereidError, internal, invalidArg, unavailable } from '../../common/err
 import type { Logger } from '../../common/logger.js';
 import { BlsService, type ServerInfer } from './bls.js';
 import type { Frame } from './frames.js';
+import { parseMetricsReply, type StubFamily } from './metrics.js';
 import { ModelControlService } from './model-control.js';
 import {
   MessageType,
@@ -145,6 +146,10 @@ export class PythonInstance implements InstanceHandle {
   private control: ModelControlService | undefined;
   /** The stub being started is running the model's initialize(). */
   private initializing: StubProcess | undefined;
+  private nextMetricsQuery = 1;
+  private readonly metricsQueries = new Map<number, (families: StubFamily[] | undefined) => void>();
+  /** The last metrics a stub answered with, kept for when it is too busy to answer. */
+  private lastMetrics: { stub: StubProcess; families: StubFamily[] } | undefined;
   private frameChain: Promise<void> = Promise.resolve();
 
   private constructor(private readonly opts: PythonInstanceOptions) {
@@ -156,6 +161,37 @@ export class PythonInstance implements InstanceHandle {
     const instance = new PythonInstance(opts);
     instance.stub = await instance.startStub();
     return instance;
+  }
+
+  /** close() was called. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * The model's metric families as this instance's stub holds them. The stub answers whenever it reads its
+   * socket (at once when idle); one busy in a long execute() that does not answer within `timeoutMs` is
+   * represented by its last answer. A stub that is down has none (a restarted stub starts from zero).
+   */
+  async customMetrics(timeoutMs: number): Promise<StubFamily[]> {
+    const stub = this.stub;
+    if (!stub?.alive) return [];
+    const q = this.nextMetricsQuery++;
+    const answer = await new Promise<StubFamily[] | undefined>((resolve) => {
+      const timer = setTimeout(() => done(undefined), timeoutMs);
+      const done = (families: StubFamily[] | undefined): void => {
+        clearTimeout(timer);
+        this.metricsQueries.delete(q);
+        resolve(families);
+      };
+      this.metricsQueries.set(q, done);
+      stub.send(MessageType.MetricsQuery, { q });
+    });
+    if (answer) {
+      this.lastMetrics = { stub, families: answer };
+      return answer;
+    }
+    return stub.alive && this.lastMetrics?.stub === stub ? this.lastMetrics.families : [];
   }
 
   /** The stub's process id (tests kill it from outside). */
@@ -307,6 +343,7 @@ export class PythonInstance implements InstanceHandle {
 
   private onStubExit(stub: StubProcess, _reason: string, expected: boolean): void {
     this.bls?.abortAll();
+    for (const done of [...this.metricsQueries.values()]) done(undefined);
     if (this.inflight.size > 0) {
       const error = this.unhealthy(stub);
       for (const [rid, f] of this.inflight) {
@@ -350,6 +387,11 @@ export class PythonInstance implements InstanceHandle {
       case MessageType.ModelControl:
         this.control?.onFrame(frame);
         break;
+      case MessageType.Metrics: {
+        const q = (frame.header as { q?: unknown }).q;
+        if (typeof q === 'number') this.metricsQueries.get(q)?.(parseMetricsReply(frame.header));
+        break;
+      }
       case MessageType.Log:
         this.onLog(frame.header as LogHeader);
         break;

@@ -192,3 +192,97 @@ void test(
     assert.equal(out.after, null);
   },
 );
+
+const METRICS_SCRIPT = String.raw`
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+import triton_python_backend_utils as pb_utils
+from nereid_stub import metrics
+
+out = {}
+def err(fn):
+    try:
+        fn()
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+F = pb_utils.MetricFamily
+c = F("c_total", "requests", F.COUNTER)
+g = F("g", "a gauge", F.GAUGE)
+h = F("h", "a histogram", F.HISTOGRAM)
+out["errors"] = [
+    err(lambda: F("bad name", "x", F.COUNTER)),
+    err(lambda: F("g", "now a counter", F.COUNTER)),
+    err(lambda: c.Metric(labels=["a"])),
+    err(lambda: c.Metric(buckets=[1.0])),
+    err(lambda: h.Metric()),
+    err(lambda: h.Metric(buckets=(1.0,))),
+    err(lambda: h.Metric(buckets=[2.0, 1.0])),
+    err(lambda: c.Metric(labels={"a": 1})),
+    err(lambda: c.Metric().increment(-1)),
+    err(lambda: c.Metric().set(1)),
+    err(lambda: c.Metric().observe(1)),
+    err(lambda: g.Metric().observe(1)),
+    err(lambda: h.Metric(buckets=[1.0]).increment(1)),
+    err(lambda: h.Metric(buckets=[1.0]).set(1)),
+    err(lambda: h.Metric(buckets=[1.0]).value()),
+]
+kept = c.Metric(labels={"k": "v"})
+same = F("c_total", "another description", F.COUNTER).Metric(labels={"k": "v"})
+kept.increment(2)
+same.increment(3)
+out["shared"] = [kept.value(), same.value()]
+gauge = g.Metric()
+gauge.increment(5)
+gauge.set(float("inf"))
+hist = h.Metric(labels={"m": "x"}, buckets=[1.0, 10.0])
+for v in (0.5, 3, 30):
+    hist.observe(v)
+c.Metric(labels={"k": "dropped"}).increment(1)
+gc.collect()
+snap = metrics.snapshot()
+for family in snap:
+    for m in family["m"]:
+        m.pop("s", None)
+out["snapshot"] = snap
+print(json.dumps(out))
+`;
+
+void test(
+  'MetricFamily / Metric raise Triton’s errors, share series, and snapshot only the series a model holds',
+  { skip: !existsSync(PYTHON) && 'no .venv' },
+  () => {
+    const out = JSON.parse(
+      execFileSync(PYTHON, ['-c', METRICS_SCRIPT, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
+    ) as { errors: string[]; shared: number[]; snapshot: unknown };
+    assert.deepEqual(out.errors, [
+      "TritonModelException: Error when creating MetricFamily: Invalid metric name 'bad name'",
+      "TritonModelException: Error when creating MetricFamily: metric family 'g' already exists with another kind",
+      'TritonModelException: Failed to create metric. Labels must be a dictionary.',
+      'TritonModelException: Failed to create metric. Unexpected buckets found.',
+      'TritonModelException: Failed to create metric. Missing required buckets.',
+      'TritonModelException: Failed to create metric. Buckets must be a list.',
+      'TritonModelException: Error when creating Metric: Bucket Boundaries must be strictly sorted',
+      'TritonModelException: Error when creating Metric: Parameter [a] must have a type of TRITONSERVER_PARAMETER_STRING to be added as a label.',
+      'TritonModelException: Failed to increment metric value: TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by non-negative values.',
+      'TritonModelException: Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set',
+      'TritonModelException: Failed to observe metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Observe',
+      'TritonModelException: Failed to observe metric value: TRITONSERVER_METRIC_KIND_GAUGE does not support Observe',
+      'TritonModelException: Failed to increment metric value: TRITONSERVER_METRIC_KIND_HISTOGRAM does not support Increment',
+      'TritonModelException: Failed to set metric value: TRITONSERVER_METRIC_KIND_HISTOGRAM does not support Set',
+      'TritonModelException: Failed to get metric value: TRITONSERVER_METRIC_KIND_HISTOGRAM does not support Value',
+    ]);
+    assert.deepEqual(out.shared, [5, 5]);
+    assert.deepEqual(out.snapshot, [
+      { n: 'c_total', d: 'requests', k: 'counter', m: [{ l: { k: 'v' }, v: 5 }] },
+      { n: 'g', d: 'a gauge', k: 'gauge', m: [{ l: {}, v: '+Inf' }] },
+      {
+        n: 'h',
+        d: 'a histogram',
+        k: 'histogram',
+        m: [{ l: { m: 'x' }, v: 33.5, b: [1, 10], bc: [1, 2], c: 3 }],
+      },
+    ]);
+  },
+);
