@@ -473,7 +473,10 @@ void describe('off the main thread', () => {
       `the slow model must actually be slow for this test to mean anything (took ${took.toFixed(0)} ms)`,
     );
     t.diagnostic(`max event-loop lag ${maxLag.toFixed(1)} ms during a ${took.toFixed(0)} ms run`);
-    assert.ok(maxLag < 100, `event loop lag ${maxLag.toFixed(1)} ms during a ${took.toFixed(0)} ms run`);
+    // A run on the main thread would stall the loop for the whole run. A busy machine can delay a timer
+    // too, but not by half a run that itself slowed down with the load.
+    const bound = Math.max(100, took / 2);
+    assert.ok(maxLag < bound, `event loop lag ${maxLag.toFixed(1)} ms during a ${took.toFixed(0)} ms run`);
   });
 
   void test('two instances run at the same time', async (ctx) => {
