@@ -148,7 +148,9 @@ measure() {
   local common=(-m "$model" -i "$protocol" -u "$url" --shape "INPUT0:$payload" --concurrency-range "$c")
   if ((budget < 100000)); then
     local probe_us
-    probe_us=$("$pa" "${common[@]}" --request-count "$((10 * c))" 2>&1 |
+    # A timeout: perf_analyzer once waited forever on its last gRPC responses (600 KB, concurrency 32,
+    # a fresh connection; not reproduced in 30 retries). A hung probe only costs the window estimate.
+    probe_us=$(timeout 120 "$pa" "${common[@]}" --request-count "$((10 * c))" 2>&1 |
       grep -oE 'Avg latency: [0-9]+' | head -n1 | grep -oE '[0-9]+$' || true)
     if [[ -n $probe_us ]] && ((probe_us > 0)); then
       # requests in one run <= budget: (warm-up + trials windows) x rate x window
@@ -161,7 +163,7 @@ measure() {
   local windows=(--measurement-mode time_windows -p "$window_ms" --max-trials "$trials" -v)
   # address space for the budget plus 3 GB for perf_analyzer itself
   local vmem_kb=$(((pa_budget_bytes + 3000000000) / 1024))
-  run_pa() { (ulimit -v "$vmem_kb" && "$pa" "$@"); }
+  run_pa() { (ulimit -v "$vmem_kb" && timeout "$((point_seconds * 20 + 120))" "$pa" "$@"); }
   echo "window ${window_ms} ms" >"$point.window"
   if run_pa "${common[@]}" "${windows[@]}" -s 15 >"$point.txt" 2>&1; then
     echo "stable within 15%" >"$point.mode"
