@@ -12,6 +12,12 @@
  *   own batch dimension). For each request the backend must end the response stream exactly once: either
  *   `sender.send(outputs, { final: true })` (possibly after earlier non-final sends, decoupled models only)
  *   or `sender.fail(error)`. If execute() rejects, the core fails every request whose stream has not ended.
+ * - The instance is free again when execute() settles. Models that are not decoupled must have ended every
+ *   request by then (the core fails any still open). A decoupled model's request may stay open after
+ *   execute() resolved, as in Triton, where a decoupled backend's execute returns while other threads keep
+ *   sending: the backend ends it later (final send or fail), and must fail it if the instance that owns it
+ *   crashes or closes. Senders stay usable until the request ended; its AbortSignal still reports
+ *   cancellation. The core counts the execution when execute() settles and each request when it ends.
  * - Input tensors belong to the core and stay valid until execute() settles; outputs handed to send()
  *   belong to the core from then on (the backend must not reuse their Buffers).
  * - Work must not block the event loop: CPU-bound execution happens off the main thread.
@@ -30,11 +36,21 @@ export interface SendOptions {
   parameters?: Readonly<Record<string, ParameterValue>>;
 }
 
+export interface FailOptions {
+  /**
+   * How the request counts in the statistics. 'failure' (the default): a failed request
+   * (inference_stats.fail). 'success': the model ran the request and this error is its answer (a Python
+   * model's `InferenceResponse(error=TritonError(...))`), which Triton's backend reports as a successful
+   * inference (success, inference_count). The client gets the error either way.
+   */
+  readonly countAs?: 'success' | 'failure';
+}
+
 export interface ResponseSender {
   /** Sends a response; `outputs` may be empty (e.g. a final-only flag for decoupled models). */
   send(outputs: readonly Tensor[], options: SendOptions): void;
   /** Ends the request with an error. */
-  fail(error: NereidError): void;
+  fail(error: NereidError, options?: FailOptions): void;
   /** True once the stream has ended (final sent, failed, or cancelled). */
   readonly done: boolean;
 }
@@ -93,9 +109,21 @@ export interface InstanceSpec {
   readonly deviceId: number;
 }
 
+/** What execute() may resolve with; resolving with nothing is the same as `{}`. */
+export interface ExecuteResult {
+  /**
+   * Whether the model ran this batch, for the statistics (execution_count, batch_stats). true: count it
+   * even if every request failed (Triton's Python backend reports the batch once its stub answered, also
+   * when the model's execute raised). false: do not count it. Absent: counted when a request succeeded
+   * or is still being answered (a decoupled stream) — the onnxruntime backend's rule, where a batch whose
+   * run failed is not an execution.
+   */
+  readonly executed?: boolean;
+}
+
 export interface InstanceHandle {
   readonly name: string;
-  execute(requests: readonly BackendRequest[]): Promise<void>;
+  execute(requests: readonly BackendRequest[]): Promise<ExecuteResult | void>;
   /** Releases the instance (threads, sessions, processes). Called after the last execute() settled. */
   close(): Promise<void>;
 }

@@ -4,7 +4,7 @@
  * request ended (and why) in its statistics record, and pushes the result into the request's response
  * stream.
  */
-import type { ResponseSender, SendOptions } from '../../backend-api/backend.js';
+import type { FailOptions, ResponseSender, SendOptions } from '../../backend-api/backend.js';
 import { internal, type NereidError } from '../../common/errors.js';
 import type { Tensor } from '../../common/tensor.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
@@ -47,6 +47,10 @@ export class JobSender implements ResponseSender {
     return this.stream.done;
   }
 
+  get requestId(): string {
+    return this.request.id;
+  }
+
   send(outputs: readonly Tensor[], options: SendOptions): void {
     if (this.stream.done) return;
     if (!this.decoupled && (!options.final || this.sentAny)) {
@@ -81,22 +85,25 @@ export class JobSender implements ResponseSender {
 
   /**
    * Ends the request with an error. A backend's failure counts as BACKEND; before any instance took the
-   * request (a scheduler refusing or timing it out) as REJECTED; a cancellation as CANCELED.
+   * request (a scheduler refusing or timing it out) as REJECTED; a cancellation as CANCELED. A backend may
+   * say the error is its model's answer (`countAs: 'success'`), which the statistics count as a success.
    */
-  fail(error: NereidError): void {
-    this.end(error, this.record.dispatched ? 'BACKEND' : 'REJECTED');
+  fail(error: NereidError, options?: FailOptions): void {
+    const answered = options?.countAs === 'success' && this.record.dispatched;
+    this.end(error, this.record.dispatched ? 'BACKEND' : 'REJECTED', 0n, answered);
   }
 
-  private end(error: NereidError, reason: FailureReason, outputStart = 0n): void {
+  private end(error: NereidError, reason: FailureReason, outputStart = 0n, answered = false): void {
     if (this.stream.done) return;
     this.stream.fail(error);
     const at = process.hrtime.bigint();
     const cancelled = error.code === 'CANCELLED';
-    this.record.failed(at, cancelled ? 'CANCELED' : reason);
+    if (answered) this.record.succeed(at);
+    else this.record.failed(at, cancelled ? 'CANCELED' : reason);
     if (!this.sentAny) this.ctx.stats.recordFirstResponse(this.record, at);
     if (this.decoupled && this.record.dispatched)
       this.responseDone(cancelled ? 'cancel' : 'fail', outputStart, at);
-    // After dispatch the instance pool records the whole execution at once; before it nobody else will.
+    // After dispatch the instance pool records the request with its execution; before it nobody else will.
     if (!this.record.dispatched) this.ctx.stats.recordEarlyFailure(this.record);
   }
 

@@ -1,6 +1,7 @@
 /**
  * One loaded model version: its frozen config, its instances, its scheduler and statistics. It accepts
- * requests while READY, and unload() lets every accepted request finish before the instances go away.
+ * requests while READY, and unload() lets every accepted request finish (a decoupled model's open response
+ * streams included) before the instances go away.
  * When the backend can tell the model's own readiness (ModelHandle.isReady), it is polled while READY
  * (model-health.ts): a model that says it is not ready makes isReady() false — readiness probes, the
  * repository index and strict server readiness follow — but requests are still accepted, as a readiness
@@ -82,11 +83,13 @@ export class ModelVersion implements LoadedVersion {
     this.version = parts.version;
     this.metadata = modelMetadataOf(parts.config, [String(parts.version)]);
     this.stats = new ModelStats(this.modelName, String(this.version));
-    this.pool = new InstancePool(parts.instances, this.stats, parts.log, parts.rateLimit);
+    this.decoupled = parts.config.model_transaction_policy?.decoupled === true;
+    this.pool = new InstancePool(parts.instances, this.stats, parts.log, parts.rateLimit, {
+      decoupled: this.decoupled,
+    });
     this.scheduler = createScheduler({ config: parts.config, pool: this.pool, log: parts.log });
     this.stats.pendingSource = () => this.scheduler.queued;
     this.detachStats = parts.statsRegistry?.attach(this.stats, parts.config, parts.loadDurationNs);
-    this.decoupled = parts.config.model_transaction_policy?.decoupled === true;
     this.outputContext = {
       config: parts.config,
       version: String(parts.version),
@@ -170,6 +173,8 @@ export class ModelVersion implements LoadedVersion {
     this.state = 'UNLOADING';
     this.health?.stop();
     await this.scheduler.drain();
+    // Executions are over; a decoupled model's streams may still be open (their clients may cancel them).
+    await this.pool.whenStreamsEnded();
     // Every accepted request has ended: the statistics are final and can leave the metrics series.
     this.detachStats?.();
     await this.pool.close();

@@ -3,18 +3,27 @@
  * rate limiter when it is on), executes, records timings, and fails whatever a backend left unanswered.
  * One execute() per instance at a time.
  *
+ * An instance is free again when its execute() settles. A decoupled model's request may outlive that (its
+ * backend answers it later, from other threads, as in Triton): the pool keeps such open requests, counts
+ * each when it ends, lets unload wait for them (whenStreamsEnded) and fails any left when it closes.
+ *
  * Schedulers call take() when they have work, give an instance they did not use back with putBack(), and
  * call idle() when their queue is empty; onAvailable() tells them when take() may succeed again (an
  * instance finished, or the rate limiter granted one).
  */
-import type { BackendRequest, InstanceHandle, ResponseSender } from '../../backend-api/backend.js';
-import { NereidError, internal } from '../../common/errors.js';
+import type {
+  BackendRequest,
+  ExecuteResult,
+  InstanceHandle,
+  ResponseSender,
+} from '../../backend-api/backend.js';
+import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { JobSender } from '../model/job-sender.js';
 import type { ModelStats } from '../stats/model-stats.js';
 import type { RequestRecord } from '../stats/request-record.js';
 import type { ModelRateLimit, RateLimitTicket } from './rate-limiter.js';
-import type { OrderedSender, ResponseOrder } from './response-order.js';
+import type { ResponseOrder } from './response-order.js';
 import type { Job } from './scheduler.js';
 
 /**
@@ -27,8 +36,17 @@ function jobSenderOf(sender: ResponseSender): JobSender | undefined {
   return inner instanceof JobSender ? inner : undefined;
 }
 
+export interface InstancePoolOptions {
+  /** The model is decoupled: its requests may stay open after execute() settled. */
+  readonly decoupled?: boolean;
+}
+
 export class InstancePool {
   private readonly free: InstanceHandle[];
+  /** Requests that outlived their execution (decoupled streams, answers held for ordering). */
+  private readonly open = new Set<JobSender>();
+  private streamsEnded: (() => void) | undefined;
+  private readonly decoupled: boolean;
   /** Instances the rate limiter let run that no batch took yet. */
   private readonly granted: InstanceHandle[] = [];
   /** The instance waiting for the rate limiter (one at a time per model keeps claims honest). */
@@ -41,7 +59,9 @@ export class InstancePool {
     private readonly stats: ModelStats,
     private readonly log: Logger,
     private readonly rateLimit?: ModelRateLimit,
+    options: InstancePoolOptions = {},
   ) {
+    this.decoupled = options.decoupled === true;
     this.free = [...instances];
     if (rateLimit) instances.forEach((inst, i) => this.tickets.set(inst, rateLimit.tickets[i]));
   }
@@ -100,10 +120,11 @@ export class InstancePool {
 
   /**
    * Executes `jobs` as one batch on `instance` (taken with take()). With `order` (preserve_ordering) the
-   * responses go out through it. Resolves (never rejects) after every job's response stream has ended
-   * and the instance is free again — except a job the backend handed back (BackendRequest.reschedule, only
-   * offered for jobs that carry Job.reschedule): that one is given to its scheduler again, and counted in
-   * the statistics of the execution that ends it.
+   * responses go out through it. Resolves (never rejects) when execute() has settled and the instance is
+   * free again. By then every request has ended, except a decoupled model's open streams and answers held
+   * for ordering (each is counted when it ends; whenStreamsEnded() waits for them) and a job the backend
+   * handed back (BackendRequest.reschedule, only offered for jobs that carry Job.reschedule): that one is
+   * given to its scheduler again, and counted in the statistics of the execution that ends it.
    */
   run(instance: InstanceHandle, jobs: readonly Job[], order?: ResponseOrder): Promise<void> {
     const start = process.hrtime.bigint();
@@ -141,9 +162,10 @@ export class InstancePool {
           : undefined,
       };
     });
-    const finish = (error?: unknown): Promise<void> => {
+    const finish = (error: unknown, result: ExecuteResult | void): void => {
       const end = process.hrtime.bigint();
       const records: RequestRecord[] = [];
+      let streaming = false;
       jobs.forEach((job, i) => {
         const sender = senders[i];
         const record = recordOf[i];
@@ -155,43 +177,79 @@ export class InstancePool {
             if (!sender.done) return;
           } else if (error !== undefined) {
             sender.fail(NereidError.from(error));
+          } else if (this.decoupled) {
+            // The backend answers it later (Triton's decoupled backends return while threads send on).
+            streaming ||= record !== undefined;
           } else {
             sender.fail(internal(`backend returned without a response for request '${job.request.id}'`));
           }
         }
-        if (record) records.push(record);
+        if (!record) return;
+        records.push(record);
+        const tracked = jobSenderOf(job.sender);
+        if (tracked && !tracked.done) this.keepOpen(tracked);
       });
       this.tickets.get(instance)?.release(true);
       this.free.push(instance);
+      // An execute() that resolved with nothing said nothing about whether its model ran.
+      const executed = (result as ExecuteResult | undefined)?.executed;
+      this.stats.recordExecution(records, start, end, { executed, streaming });
       this.listener?.();
-      const record = (): void => this.stats.recordExecution(records, start, end);
-      if (!order) {
-        // Every request has ended now, so the whole execution can be counted at once.
-        record();
-        return Promise.resolve();
-      }
-      // Responses held for ordering end their requests later; count the execution once they did.
-      return Promise.all(senders.map((s) => (s as OrderedSender).settled)).then(record);
     };
-    let pending: Promise<void>;
+    let pending: Promise<ExecuteResult | void>;
     try {
       pending = instance.execute(requests);
     } catch (err) {
-      return finish(err);
+      finish(err, undefined);
+      return Promise.resolve();
     }
     return pending.then(
-      () => finish(),
+      (result) => finish(undefined, result),
       (err: unknown) => {
         if (!(err instanceof NereidError)) this.log.error(`instance ${instance.name} failed: ${String(err)}`);
-        return finish(err);
+        finish(err, undefined);
       },
     );
   }
 
-  /** Closes every instance (call after the scheduler drained) and leaves the rate limiter. */
+  /** Requests still open after their execution settled (decoupled streams, answers held for ordering). */
+  get openCount(): number {
+    return this.open.size;
+  }
+
+  private keepOpen(sender: JobSender): void {
+    this.open.add(sender);
+    sender.record.whenEnded(() => {
+      this.open.delete(sender);
+      if (this.open.size === 0) this.streamsEnded?.();
+    });
+  }
+
+  /** Resolves once every request that outlived its execution has ended (unload waits for it). */
+  whenStreamsEnded(): Promise<void> {
+    if (this.open.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const previous = this.streamsEnded;
+      this.streamsEnded = (): void => {
+        this.streamsEnded = undefined;
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  /**
+   * Closes every instance (call after the scheduler drained and, normally, after whenStreamsEnded()) and
+   * leaves the rate limiter. A request still open then (its backend lost track of it) fails: nothing is
+   * left to answer it.
+   */
   async close(): Promise<void> {
     this.idle();
     this.rateLimit?.unregister();
     await Promise.allSettled(this.instances.map((i) => i.close()));
+    const model = `'${this.stats.modelName}' version ${this.stats.version}`;
+    for (const sender of [...this.open]) {
+      sender.fail(unavailable(`model ${model} was unloaded before request '${sender.requestId}' ended`));
+    }
   }
 }

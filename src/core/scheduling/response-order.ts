@@ -4,13 +4,13 @@
  * sends for a request that is not at the head waits (in order) until every earlier request has ended.
  * Triton reserves the place when a request joins a batch (DelegateResponse), which this follows.
  */
-import type { ResponseSender, SendOptions } from '../../backend-api/backend.js';
+import type { FailOptions, ResponseSender, SendOptions } from '../../backend-api/backend.js';
 import type { NereidError } from '../../common/errors.js';
 import type { Tensor } from '../../common/tensor.js';
 
 type Event =
   | { readonly kind: 'send'; readonly outputs: readonly Tensor[]; readonly options: SendOptions }
-  | { readonly kind: 'fail'; readonly error: NereidError };
+  | { readonly kind: 'fail'; readonly error: NereidError; readonly options?: FailOptions };
 
 export class ResponseOrder {
   private readonly line: OrderedSender[] = [];
@@ -66,8 +66,8 @@ export class OrderedSender implements ResponseSender {
     this.event({ kind: 'send', outputs, options }, options.final);
   }
 
-  fail(error: NereidError): void {
-    this.event({ kind: 'fail', error }, true);
+  fail(error: NereidError, options?: FailOptions): void {
+    this.event({ kind: 'fail', error, options }, true);
   }
 
   private event(e: Event, final: boolean): void {
@@ -96,6 +96,6 @@ export class OrderedSender implements ResponseSender {
 
   private deliver(e: Event): void {
     if (e.kind === 'send') this.target.send(e.outputs, e.options);
-    else this.target.fail(e.error);
+    else this.target.fail(e.error, e.options);
   }
 }

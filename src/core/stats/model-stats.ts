@@ -3,7 +3,8 @@
  * Prometheus metrics. Durations are kept in nanoseconds as Triton reports them, and the counting rules
  * follow Triton's InferenceStatsAggregator: a request counts once in success or fail; queue and compute
  * phases are counted for successful requests only; inference_count is batch-expanded and counts successes;
- * an execution (and last_inference) counts when at least one of its requests succeeded.
+ * an execution (and last_inference) counts when the backend says its model ran, or else when at least one
+ * of its requests succeeded or was still being answered when execute() returned (recordExecution).
  */
 import type { PhaseTimings } from '../../backend-api/backend.js';
 import type { InferBatchStatistics, ModelStatistics, StatisticDuration } from '../types.js';
@@ -26,6 +27,14 @@ export interface InferResponseStatistics {
 }
 
 export type ResponseOutcome = 'success' | 'fail' | 'empty' | 'cancel';
+
+/** What the instance pool knows about an execution beyond its requests' records. */
+export interface ExecutionFacts {
+  /** The backend's word on whether the model ran the batch (ExecuteResult.executed); absent: it did not say. */
+  readonly executed?: boolean;
+  /** A request of the batch is still being answered by the backend (a decoupled stream). */
+  readonly streaming?: boolean;
+}
 
 /** The latencies of one successful request, in nanoseconds (what latency summaries observe). */
 export interface SuccessSample {
@@ -154,10 +163,18 @@ export class ModelStats {
   }
 
   /**
-   * One execution on an instance finished (execute() settled, every request ended). Records each request
-   * by its outcome, then the execution itself when any request succeeded.
+   * One execution on an instance finished: execute() settled. Records each request that has ended by its
+   * outcome; a request still open (a decoupled stream, or an answer held for preserve_ordering) is recorded
+   * when it ends, with this execution's timings. The execution itself (execution_count, batch_stats,
+   * last_inference) counts when `facts.executed` says so, or, when the backend did not say, once any of
+   * its requests succeeded or while the backend is still answering one (a decoupled stream).
    */
-  recordExecution(records: readonly RequestRecord[], start: bigint, end: bigint): void {
+  recordExecution(
+    records: readonly RequestRecord[],
+    start: bigint,
+    end: bigint,
+    facts: ExecutionFacts = {},
+  ): void {
     let coreOutputNs = 0;
     let reported: PhaseTimings | undefined;
     let batchSize = 0;
@@ -172,27 +189,43 @@ export class ModelStats {
         ? { input: t.computeInputNs, infer: t.computeInferNs, output: t.computeOutputNs + coreOutputNs }
         : { input: 0, infer: Math.max(0, wall - coreOutputNs), output: coreOutputNs };
     const batch = triple(reported);
-    let succeeded = false;
-    for (const r of records) {
-      if (r.outcome === 'success') {
-        succeeded = true;
-        this.addSuccess(r, r.timing ? triple(r.timing) : batch);
-      } else {
-        // A request a backend never ended is failed by the pool before this call, so it is never pending.
-        this.addFailure(r);
+    let counted = false;
+    const countExecution = (): void => {
+      counted = true;
+      this.executionCount++;
+      this.lastInference = Math.max(this.lastInference, Date.now());
+      let b = this.batches.get(batchSize);
+      if (!b) {
+        b = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
+        this.batches.set(batchSize, b);
       }
+      add(b.compute_input, 1, batch.input);
+      add(b.compute_infer, 1, batch.infer);
+      add(b.compute_output, 1, batch.output);
+    };
+    const recordRequest = (r: RequestRecord): boolean => {
+      if (r.outcome !== 'success') {
+        this.addFailure(r);
+        return false;
+      }
+      this.addSuccess(r, r.timing ? triple(r.timing) : batch);
+      return true;
+    };
+    let succeeded = false;
+    const open: RequestRecord[] = [];
+    for (const r of records) {
+      if (r.ended) succeeded = recordRequest(r) || succeeded;
+      else open.push(r);
     }
-    if (!succeeded) return;
-    this.executionCount++;
-    this.lastInference = Math.max(this.lastInference, Date.now());
-    let b = this.batches.get(batchSize);
-    if (!b) {
-      b = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
-      this.batches.set(batchSize, b);
+    const executed = facts.executed;
+    if (executed === true || (executed === undefined && (succeeded || facts.streaming === true))) {
+      countExecution();
     }
-    add(b.compute_input, 1, batch.input);
-    add(b.compute_infer, 1, batch.infer);
-    add(b.compute_output, 1, batch.output);
+    for (const r of open) {
+      r.whenEnded(() => {
+        if (recordRequest(r) && !counted && executed === undefined) countExecution();
+      });
+    }
   }
 
   /**

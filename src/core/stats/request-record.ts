@@ -24,6 +24,7 @@ export class RequestRecord {
   outputNs = 0;
   /** Phase timings the backend reported, if any. */
   timing: PhaseTimings | undefined;
+  private onEnd: (() => void) | undefined;
 
   constructor(
     /** When the core first saw the request (before validation). */
@@ -52,14 +53,40 @@ export class RequestRecord {
     };
   };
 
+  /**
+   * Calls `listener` once the request has ended (at once if it has): requests that outlive their
+   * execution (decoupled streams) are counted then.
+   */
+  whenEnded(listener: () => void): void {
+    if (this.ended) {
+      listener();
+      return;
+    }
+    const previous = this.onEnd;
+    this.onEnd = previous
+      ? (): void => {
+          previous();
+          listener();
+        }
+      : listener;
+  }
+
   succeed(at: bigint): void {
-    this.outcome = 'success';
-    this.end = at;
+    this.close('success', at);
   }
 
   failed(at: bigint, reason: FailureReason): void {
-    this.outcome = 'failure';
-    this.end = at;
+    if (this.ended) return;
     this.reason = reason;
+    this.close('failure', at);
+  }
+
+  private close(outcome: RequestOutcome, at: bigint): void {
+    if (this.ended) return;
+    this.outcome = outcome;
+    this.end = at;
+    const listener = this.onEnd;
+    this.onEnd = undefined;
+    listener?.();
   }
 }

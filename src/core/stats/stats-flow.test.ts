@@ -38,11 +38,19 @@ function config(extra = '') {
 }
 
 function version(script: Script, extra = '', registry?: StatsRegistry): ModelVersion {
-  const instance: InstanceHandle = {
-    name: 'm_0',
-    async execute(requests) {
+  return versionOf(
+    async (requests) => {
       for (const r of requests) await script(r);
     },
+    extra,
+    registry,
+  );
+}
+
+function versionOf(execute: InstanceHandle['execute'], extra = '', registry?: StatsRegistry): ModelVersion {
+  const instance: InstanceHandle = {
+    name: 'm_0',
+    execute,
     close: () => Promise.resolve(),
   };
   const handle: ModelHandle = {
@@ -188,6 +196,105 @@ describe('statistics along the request path', () => {
     assert.equal(rs['2'].empty_response.count, 1);
     assert.equal(rs['2'].success.count, 0);
     assert.equal(v.stats.snapshot().inference_stats.success.count, 1);
+  });
+
+  it('a decoupled request open after execute() returned: the instance is free, each counted once', async () => {
+    const DECOUPLED = 'model_transaction_policy { decoupled: true }';
+    const open: BackendRequest[] = [];
+    let executions = 0;
+    const v = versionOf((requests) => {
+      executions++;
+      open.push(...requests);
+      return Promise.resolve();
+    }, DECOUPLED);
+    const first = drain(v.infer(request(1)));
+    const second = drain(v.infer(request(2)));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(executions, 2, 'the one instance took the second request while the first was open');
+    let s = v.stats.snapshot();
+    assert.equal(s.execution_count, 2, 'executions count when execute() returns');
+    assert.equal(s.inference_stats.success.count, 0, 'requests count when they end');
+    open[1].sender.send([out(2)], { final: false });
+    open[1].sender.send([], { final: true });
+    open[0].sender.fail(invalidArg('late failure'));
+    assert.equal((await second).length, 2);
+    await assert.rejects(first, /late failure/);
+    s = v.stats.snapshot();
+    assert.equal(s.execution_count, 2);
+    assert.equal(s.inference_count, 2);
+    assert.equal(s.inference_stats.success.count, 1);
+    assert.equal(s.inference_stats.fail.count, 1);
+    assert.equal(s.inference_stats.compute_infer.count, 1);
+    assert.deepEqual(
+      s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
+      [
+        [1, 1],
+        [2, 1],
+      ],
+    );
+  });
+
+  it('unload waits for a decoupled stream that is still open, then closes the instances', async () => {
+    let sender: BackendRequest['sender'] | undefined;
+    const v = versionOf((requests) => {
+      sender = requests[0].sender;
+      return Promise.resolve();
+    }, 'model_transaction_policy { decoupled: true }');
+    const stream = drain(v.infer(request(1)));
+    await new Promise((resolve) => setImmediate(resolve));
+    let unloaded = false;
+    const unloading = v.unload().then(() => (unloaded = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(unloaded, false);
+    assert.equal(v.isReady(), false);
+    sender!.send([out(1)], { final: true });
+    assert.equal((await stream).length, 1);
+    await unloading;
+    assert.equal(unloaded, true);
+  });
+
+  it('a model that is not decoupled cannot leave a request open: it fails when execute() returns', async () => {
+    const v = versionOf(() => Promise.resolve());
+    await assert.rejects(drain(v.infer(request(1))), /backend returned without a response/);
+    assert.equal(v.stats.snapshot().execution_count, 0);
+  });
+
+  it('executed: true counts an execution whose requests all failed (a raising Python execute)', async () => {
+    const v = versionOf((requests) => {
+      for (const r of requests) r.sender.fail(invalidArg('raised'));
+      return Promise.resolve({ executed: true });
+    });
+    await assert.rejects(drain(v.infer(request(3))), /raised/);
+    const s = v.stats.snapshot();
+    assert.equal(s.execution_count, 1);
+    assert.deepEqual(
+      s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
+      [[3, 1]],
+    );
+    assert.equal(s.inference_stats.fail.count, 1);
+    assert.equal(s.inference_stats.success.count, 0);
+    assert.equal(s.inference_count, 0);
+  });
+
+  it('executed: false keeps an execution out of the counts even when its request succeeded', async () => {
+    const v = versionOf((requests) => {
+      for (const r of requests) echo(r);
+      return Promise.resolve({ executed: false });
+    });
+    await drain(v.infer(request(1)));
+    const s = v.stats.snapshot();
+    assert.equal(s.execution_count, 0);
+    assert.equal(s.inference_stats.success.count, 1);
+  });
+
+  it("an error that is the model's answer (countAs: 'success') fails the request but counts a success", async () => {
+    const v = version((r) => r.sender.fail(invalidArg('the model says no'), { countAs: 'success' }));
+    await assert.rejects(drain(v.infer(request(2))), /the model says no/);
+    const s = v.stats.snapshot();
+    assert.equal(s.inference_stats.success.count, 1);
+    assert.equal(s.inference_stats.fail.count, 0);
+    assert.equal(s.inference_count, 2);
+    assert.equal(s.execution_count, 1);
   });
 
   it('joins the metrics registry while loaded, with its load time and per-request observations', async () => {

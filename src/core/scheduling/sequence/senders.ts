@@ -3,7 +3,7 @@
  * sequence's state outputs before passing the response on (the request's own sender then drops every
  * output the client did not ask for), and one that swallows the answers of padding rows.
  */
-import type { ResponseSender, SendOptions } from '../../../backend-api/backend.js';
+import type { FailOptions, ResponseSender, SendOptions } from '../../../backend-api/backend.js';
 import type { NereidError } from '../../../common/errors.js';
 import type { Tensor } from '../../../common/tensor.js';
 import { captureStates, type SequenceStates, type StateSpec } from './state.js';
@@ -29,8 +29,8 @@ export class StateKeepingSender implements ResponseSender {
     this.inner.send(outputs, options);
   }
 
-  fail(error: NereidError): void {
-    this.inner.fail(error);
+  fail(error: NereidError, options?: FailOptions): void {
+    this.inner.fail(error, options);
   }
 }
 

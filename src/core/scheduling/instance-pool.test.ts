@@ -1,0 +1,137 @@
+// The instance pool with decoupled models: an instance is free when execute() settles while its requests
+// stay open; whenStreamsEnded() waits for them; close() fails what a backend left open; a model that is
+// not decoupled still cannot leave a request open.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { BackendRequest, InstanceHandle } from '../../backend-api/backend.js';
+import type { NereidError } from '../../common/errors.js';
+import { silentLogger } from '../../common/logger.js';
+import {
+  freezeModelConfig,
+  normalizeModelConfig,
+  parseModelConfigText,
+  validateModelConfig,
+} from '../../model-config/index.js';
+import { prepareRequest } from '../inference.js';
+import { JobSender } from '../model/job-sender.js';
+import { ResponseStream } from '../response-stream.js';
+import { ModelStats } from '../stats/model-stats.js';
+import type { InferenceResponse } from '../types.js';
+import { InstancePool } from './instance-pool.js';
+import type { Job } from './scheduler.js';
+
+function config(decoupled: boolean) {
+  const c = normalizeModelConfig(
+    parseModelConfigText(
+      `name: "m"
+       backend: "scripted"
+       max_batch_size: 0
+       input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+       output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+       model_transaction_policy { decoupled: ${decoupled} }`,
+      'config.pbtxt',
+    ),
+    { backend: 'scripted' },
+  );
+  validateModelConfig(c);
+  return freezeModelConfig(c);
+}
+
+interface Setup {
+  readonly pool: InstancePool;
+  readonly instance: InstanceHandle;
+  readonly stats: ModelStats;
+  readonly seen: BackendRequest[];
+  job(): { job: Job; stream: ResponseStream<InferenceResponse> };
+}
+
+function setup(decoupled: boolean): Setup {
+  const cfg = config(decoupled);
+  const stats = new ModelStats('m', '1');
+  const seen: BackendRequest[] = [];
+  const instance: InstanceHandle = {
+    name: 'm_0',
+    execute: (requests) => {
+      seen.push(...requests);
+      return Promise.resolve();
+    },
+    close: () => Promise.resolve(),
+  };
+  const pool = new InstancePool([instance], stats, silentLogger(), undefined, { decoupled });
+  let n = 0;
+  const job = () => {
+    const prepared = prepareRequest(cfg, {
+      modelName: 'm',
+      id: `r${n++}`,
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: Buffer.alloc(4) }],
+    });
+    const stream = new ResponseStream<InferenceResponse>();
+    const record = stats.startRequest(process.hrtime.bigint(), 1);
+    const sender = new JobSender(
+      { config: cfg, version: '1', labels: new Map(), stats },
+      prepared,
+      stream,
+      record,
+      decoupled,
+    );
+    const j: Job = {
+      request: prepared,
+      sender,
+      signal: new AbortController().signal,
+      acceptedAt: record.queueStart,
+    };
+    return { job: j, stream };
+  };
+  return { pool, instance, stats, seen, job };
+}
+
+async function drain(stream: ResponseStream<InferenceResponse>): Promise<InferenceResponse[]> {
+  const got: InferenceResponse[] = [];
+  for await (const r of stream) got.push(r);
+  return got;
+}
+
+const OUT = { name: 'OUT', datatype: 'INT32' as const, shape: [1], data: Buffer.alloc(4) };
+
+describe('instance pool', () => {
+  it('frees a decoupled instance when execute() settles; the open request ends later', async () => {
+    const t = setup(true);
+    const a = t.job();
+    const taken = t.pool.take()!;
+    await t.pool.run(taken, [a.job]);
+    assert.equal(t.pool.freeCount, 1, 'the instance is free again');
+    assert.equal(t.pool.openCount, 1);
+    let ended = false;
+    const quiet = t.pool.whenStreamsEnded().then(() => (ended = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(ended, false);
+    t.seen[0].sender.send([OUT], { final: false });
+    t.seen[0].sender.send([], { final: true });
+    assert.equal((await drain(a.stream)).length, 2);
+    await quiet;
+    assert.equal(t.pool.openCount, 0);
+    assert.equal(t.stats.snapshot().inference_stats.success.count, 1);
+  });
+
+  it('close() fails a request its backend left open, with the reason', async () => {
+    const t = setup(true);
+    const a = t.job();
+    await t.pool.run(t.pool.take()!, [a.job]);
+    await t.pool.close();
+    await assert.rejects(drain(a.stream), (e: NereidError) => {
+      assert.equal(e.code, 'UNAVAILABLE');
+      assert.equal(e.message, "model 'm' version 1 was unloaded before request 'r0' ended");
+      return true;
+    });
+    assert.equal(t.pool.openCount, 0);
+    assert.equal(t.stats.snapshot().inference_stats.fail.count, 1);
+  });
+
+  it('a model that is not decoupled gets its open request failed when execute() settles', async () => {
+    const t = setup(false);
+    const a = t.job();
+    await t.pool.run(t.pool.take()!, [a.job]);
+    assert.equal(t.pool.openCount, 0);
+    await assert.rejects(drain(a.stream), /backend returned without a response for request 'r0'/);
+  });
+});
