@@ -63,18 +63,38 @@ export class RecordingSender implements ResponseSender {
   readonly sent: Recorded[] = [];
   error: NereidError | undefined;
   done = false;
+  /** performance.now() when the stream ended. */
+  endedAt = 0;
+  private resolveEnded!: () => void;
+  /** Resolves when the stream has ended (a decoupled backend may end it after execute() returned). */
+  readonly ended = new Promise<void>((resolve) => (this.resolveEnded = resolve));
 
   send(outputs: readonly Tensor[], options: SendOptions): void {
     if (this.done) throw new Error('send() after the stream ended');
     this.sent.push({ outputs, options, at: performance.now() });
-    if (options.final) this.done = true;
+    if (options.final) this.end();
   }
 
   fail(error: NereidError): void {
     if (this.done) throw new Error('fail() after the stream ended');
     this.error = error;
-    this.done = true;
+    this.end();
   }
+
+  private end(): void {
+    this.done = true;
+    this.endedAt = performance.now();
+    this.resolveEnded();
+  }
+}
+
+/** Runs one execute() and waits until every request's stream has ended too. */
+export async function executeAll(
+  instance: InstanceHandle,
+  requests: readonly (BackendRequest & { sender: RecordingSender })[],
+): Promise<void> {
+  await instance.execute(requests);
+  await Promise.all(requests.map((r) => r.sender.ended));
 }
 
 export function tensor(name: string, datatype: 'INT32' | 'UINT32' | 'FP32', values: number[]): Tensor {

@@ -1,11 +1,12 @@
 // The repeat backend against Triton's behaviour: one response per IN element after its DELAY, IDX counting
-// up, a flag-only final response, WAIT as the least time execute() holds the request, and cancellation.
+// up, a flag-only final response, execute() returning after WAIT while responses go on, and cancellation.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RepeatBackend } from './repeat.js';
 import {
   activeTimers,
   configOf,
+  executeAll,
   instanceOf,
   loadContext,
   requestOf,
@@ -69,7 +70,7 @@ describe('repeat backend', () => {
     const instance = await instanceOf(backend, configOf(CONFIG, 'repeat'));
     const r = repeatRequest([4, -5, 6], [40, 40, 40], 0);
     const start = performance.now();
-    await instance.execute([r]);
+    await executeAll(instance, [r]);
     const sent = r.sender.sent;
     assert.equal(sent.length, 4);
     assert.deepEqual(
@@ -92,7 +93,7 @@ describe('repeat backend', () => {
   it('answers an empty IN with the final flag alone', async () => {
     const instance = await instanceOf(backend, configOf(CONFIG, 'repeat'));
     const r = repeatRequest([], [], 0);
-    await instance.execute([r]);
+    await executeAll(instance, [r]);
     assert.equal(r.sender.sent.length, 1);
     assert.equal(r.sender.sent[0].options.final, true);
     assert.deepEqual(r.sender.sent[0].outputs, []);
@@ -107,10 +108,41 @@ describe('repeat backend', () => {
     assert.ok(performance.now() - start >= 110, 'execute() settles after WAIT');
   });
 
+  it('returns from execute() after WAIT while the responses go on, as Triton releases the request', async () => {
+    const instance = await instanceOf(backend, configOf(CONFIG, 'repeat'));
+    const r = repeatRequest([1, 2, 3], [60, 60, 60], 10);
+    const start = performance.now();
+    await instance.execute([r]);
+    const returned = performance.now() - start;
+    assert.ok(returned < 50, `execute() returned after ${returned} ms`);
+    assert.equal(r.sender.done, false, 'the stream is still open');
+    // A second request on the same instance runs while the first one streams.
+    const second = repeatRequest([9], [0], 0);
+    await executeAll(instance, [second]);
+    assert.equal(valueOf(second.sender.sent[0], 'OUT'), 9);
+    assert.equal(r.sender.done, false);
+    await r.sender.ended;
+    assert.deepEqual(
+      r.sender.sent.map((s) => (s.options.final ? 'final' : valueOf(s, 'OUT'))),
+      [1, 2, 3, 'final'],
+    );
+    assert.ok(r.sender.endedAt - start >= 170, 'the responses kept their delays');
+  });
+
+  it('waits for the longest WAIT of a batch', async () => {
+    const instance = await instanceOf(backend, configOf(CONFIG, 'repeat'));
+    const a = repeatRequest([1], [0], 20);
+    const b = repeatRequest([2], [0], 120);
+    const start = performance.now();
+    await instance.execute([a, b]);
+    assert.ok(performance.now() - start >= 110);
+    assert.equal(a.sender.done && b.sender.done, true);
+  });
+
   it('fails a request whose IN and DELAY shapes differ', async () => {
     const instance = await instanceOf(backend, configOf(CONFIG, 'repeat'));
     const r = repeatRequest([1, 2, 3], [1, 2], 0);
-    await instance.execute([r]);
+    await executeAll(instance, [r]);
     assert.equal(r.sender.error?.code, 'INVALID_ARG');
     assert.equal(r.sender.error?.message, 'expected IN and DELAY shape to match, got [3] and [2]');
   });
@@ -121,11 +153,11 @@ describe('repeat backend', () => {
     const controller = new AbortController();
     const r = repeatRequest([1, 2, 3], [10, 5000, 5000], 5000, controller.signal);
     const start = performance.now();
-    const running = instance.execute([r]);
+    const running = executeAll(instance, [r]);
     while (r.sender.sent.length === 0) await new Promise((res) => setTimeout(res, 5));
     controller.abort();
     await running;
-    assert.ok(performance.now() - start < 1000, 'execute() settles promptly after the abort');
+    assert.ok(performance.now() - start < 1000, 'execute() and the stream end promptly after the abort');
     assert.equal(r.sender.sent.length, 1);
     assert.equal(r.sender.error?.code, 'CANCELLED');
     assert.equal(activeTimers(), before);

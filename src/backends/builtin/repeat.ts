@@ -1,9 +1,10 @@
 /**
  * Triton's `repeat` test backend (decoupled): for a request with IN INT32[n], DELAY UINT32[n] and WAIT
  * UINT32[1] it sends n responses, the i-th after waiting DELAY[i] ms, with OUT = IN[i] and IDX = i, then a
- * flag-only final response. WAIT is how long Triton holds the request before releasing it; here execute()
- * settles after WAIT or after the last response, whichever is later (the core frees an instance only when
- * execute() settles, so responses cannot outlive it). A cancelled request stops at once and ends CANCELLED.
+ * flag-only final response. As in Triton, execute() returns after WAIT ms (the longest WAIT of the batch),
+ * whether or not the responses are done: the instance then takes its next request while the earlier ones
+ * keep streaming, so with one instance the responses of several requests interleave. A cancelled request
+ * stops at once and ends CANCELLED (Triton's backend does not look).
  */
 import type {
   Backend,
@@ -12,7 +13,7 @@ import type {
   ModelHandle,
   ModelLoadContext,
 } from '../../backend-api/backend.js';
-import { cancelled, invalidArg } from '../../common/errors.js';
+import { NereidError, cancelled, invalidArg } from '../../common/errors.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import {
   expectCount,
@@ -75,17 +76,21 @@ async function respond(r: BackendRequest, values: Int32Array, delays: Uint32Arra
   else r.sender.send([], { final: true });
 }
 
-async function runRequest(r: BackendRequest): Promise<void> {
+/**
+ * Checks the request and starts its responses (they run on after execute() returns); resolves after the
+ * request's WAIT, or at once for a request that failed.
+ */
+function startRequest(r: BackendRequest): Promise<unknown> {
   const wait = r.inputs.get('WAIT');
   const inT = r.inputs.get('IN');
   const delay = r.inputs.get('DELAY');
   if (wait === undefined || wait.data.length !== 4) {
     r.sender.fail(invalidArg('unexpected size for WAIT input'));
-    return;
+    return Promise.resolve();
   }
   if (inT === undefined || delay === undefined) {
     r.sender.fail(invalidArg('repeat backend requires inputs IN and DELAY'));
-    return;
+    return Promise.resolve();
   }
   if (shapeToString(inT.shape) !== shapeToString(delay.shape)) {
     r.sender.fail(
@@ -93,10 +98,12 @@ async function runRequest(r: BackendRequest): Promise<void> {
         `expected IN and DELAY shape to match, got ${shapeToString(inT.shape)} and ${shapeToString(delay.shape)}`,
       ),
     );
-    return;
+    return Promise.resolve();
   }
-  const released = sleep(wait.data.readUInt32LE(0), r.signal);
-  await Promise.all([released, respond(r, readInt32s(inT), readUint32s(delay))]);
+  respond(r, readInt32s(inT), readUint32s(delay)).catch((err: unknown) => {
+    if (!r.sender.done) r.sender.fail(NereidError.from(err));
+  });
+  return sleep(wait.data.readUInt32LE(0), r.signal);
 }
 
 export class RepeatBackend implements Backend {
@@ -111,7 +118,7 @@ export class RepeatBackend implements Backend {
       return simpleModelHandle((spec): InstanceHandle => ({
         name: spec.name,
         execute: async (requests) => {
-          await Promise.all(requests.map(runRequest));
+          await Promise.all(requests.map(startRequest));
         },
         close: () => Promise.resolve(),
       }));

@@ -3,7 +3,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SquareBackend, squareSettings } from './square.js';
-import { configOf, instanceOf, loadContext, requestOf, tensor, valueOf } from './builtin.testkit.js';
+import {
+  configOf,
+  executeAll,
+  instanceOf,
+  loadContext,
+  requestOf,
+  tensor,
+  valueOf,
+} from './builtin.testkit.js';
 
 const CONFIG = `
 name: "square_int32"
@@ -24,7 +32,7 @@ describe('square backend', () => {
   it('sends n responses with OUT = n, then the final flag', async () => {
     const instance = await instanceOf(backend, configOf(CONFIG, 'square'));
     const r = squareRequest(5);
-    await instance.execute([r]);
+    await executeAll(instance, [r]);
     assert.equal(r.sender.sent.length, 6);
     for (const s of r.sender.sent.slice(0, 5)) {
       assert.equal(valueOf(s, 'OUT'), 5);
@@ -34,10 +42,23 @@ describe('square backend', () => {
     assert.equal(r.sender.sent[5].options.final, true);
   });
 
+  it('returns from execute() at once while the responses go on, as Triton releases the request', async () => {
+    const config = configOf(CONFIG + param('CUSTOM_INFER_DELAY_NS', '40000000'), 'square');
+    const instance = await instanceOf(backend, config);
+    const r = squareRequest(2);
+    const start = performance.now();
+    await instance.execute([r]);
+    assert.ok(performance.now() - start < 30, 'execute() did not wait for the responses');
+    assert.equal(r.sender.sent.length, 0);
+    await r.sender.ended;
+    assert.equal(r.sender.sent.length, 3);
+    assert.ok(r.sender.endedAt - start >= 70);
+  });
+
   it('sends no response for 0, only the final flag', async () => {
     const instance = await instanceOf(backend, configOf(CONFIG, 'square'));
     const r = squareRequest(0);
-    await instance.execute([r]);
+    await executeAll(instance, [r]);
     assert.equal(r.sender.sent.length, 1);
     assert.equal(r.sender.sent[0].options.final, true);
     assert.deepEqual(r.sender.sent[0].outputs, []);
@@ -46,7 +67,7 @@ describe('square backend', () => {
   it('refuses a negative count', async () => {
     const instance = await instanceOf(backend, configOf(CONFIG, 'square'));
     const r = squareRequest(-1);
-    await instance.execute([r]);
+    await executeAll(instance, [r]);
     assert.equal(r.sender.error?.code, 'INVALID_ARG');
     assert.equal(r.sender.sent.length, 0);
   });
@@ -86,7 +107,7 @@ describe('square backend', () => {
     const instance = await instanceOf(backend, config);
     const r = squareRequest(3);
     const start = performance.now();
-    await instance.execute([r]);
+    await executeAll(instance, [r]);
     assert.equal(r.sender.sent.length, 3, 'two responses and the final flag');
     assert.ok(r.sender.sent[0].at - start >= 25);
     assert.ok(r.sender.sent[1].at - r.sender.sent[0].at >= 25);
@@ -98,7 +119,7 @@ describe('square backend', () => {
     const instance = await instanceOf(backend, config);
     const controller = new AbortController();
     const r = squareRequest(100, controller.signal);
-    const running = instance.execute([r]);
+    const running = executeAll(instance, [r]);
     while (r.sender.sent.length === 0) await new Promise((res) => setTimeout(res, 5));
     controller.abort();
     await running;
@@ -111,7 +132,7 @@ describe('square backend', () => {
     const r = squareRequest(20000);
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);
-    await instance.execute([r]);
+    await executeAll(instance, [r]);
     clearInterval(timer);
     assert.equal(r.sender.sent.length, 20001);
     assert.ok(ticks > 0, 'timers ran while the responses were produced');

@@ -6,6 +6,8 @@
  * CUSTOM_EMPTY_COUNT / CUSTOM_FAIL_COUNT make the last responses produce nothing (a response carrying an
  * error cannot continue a stream in this core, so "failed" responses are skipped like empty ones).
  * Cancellation is checked before each response, as the original does; the request then ends CANCELLED.
+ * As in Triton, execute() returns once the requests' responses have started (Triton spawns a thread per
+ * request and releases it): the instance takes its next batch while earlier requests keep streaming.
  */
 import type {
   Backend,
@@ -14,7 +16,7 @@ import type {
   ModelHandle,
   ModelLoadContext,
 } from '../../backend-api/backend.js';
-import { cancelled, invalidArg } from '../../common/errors.js';
+import { NereidError, cancelled, invalidArg } from '../../common/errors.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import {
   expectCount,
@@ -107,8 +109,13 @@ export class SquareBackend implements Backend {
       }
       return simpleModelHandle((spec): InstanceHandle => ({
         name: spec.name,
-        execute: async (requests) => {
-          await Promise.all(requests.map((r) => runRequest(r, settings)));
+        execute: (requests) => {
+          for (const r of requests) {
+            runRequest(r, settings).catch((err: unknown) => {
+              if (!r.sender.done) r.sender.fail(NereidError.from(err));
+            });
+          }
+          return Promise.resolve();
         },
         close: () => Promise.resolve(),
       }));
