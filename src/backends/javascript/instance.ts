@@ -1,16 +1,19 @@
 /**
  * One JavaScript model instance: a worker thread running the model, fed whole batches. execute() sends
- * the batch and settles once the model's execute() has returned AND every request of the batch has its
- * final response — for a decoupled model that may be long after execute() returned (the contract frees
- * the instance only when every stream ended).
+ * the batch and settles once the model's execute() has returned; for a default-mode model also every
+ * request of the batch has its response by then. A decoupled model's requests may stay open after that
+ * (senders work after execute() returned, as in Triton): the instance takes its next batch meanwhile, and
+ * the open requests end when the model sends their final flag.
  *
  * Faults, each confined to this instance (other instances and models keep serving):
  * - the model throws in execute(): the batch's requests fail with its error; the worker lives on;
  * - the worker makes no progress for execution_timeout_ms (no response, execute() not returned — a hang
  *   or a busy loop): the pending requests fail with UNAVAILABLE, the thread is terminated and replaced;
- * - the worker dies (uncaught exception, process.exit(), out of memory): its requests fail with
- *   INTERNAL, and a new worker (initialize() again) is started right away; if that fails, the next batch
- *   tries again and fails with UNAVAILABLE if it cannot.
+ *   after execute() returned, a batch whose open streams send nothing for that long fails just those
+ *   requests (the worker answered: it is not hung, the streams were forgotten or stalled);
+ * - the worker dies (uncaught exception, process.exit(), out of memory): its requests (open streams of
+ *   earlier batches included) fail with INTERNAL, and a new worker (initialize() again) is started right
+ *   away; if that fails, the next batch tries again and fails with UNAVAILABLE if it cannot.
  * Cancelled requests are told to the worker (request.signal, isCancelled()) within CANCEL_POLL_MS.
  */
 import type {
@@ -74,7 +77,9 @@ interface Batch {
   readonly id: number;
   readonly worker: JsWorker;
   pending: number;
+  /** The model's execute() returned (or threw) for this batch. */
   returned: boolean;
+  /** Settles execute(): when the model's execute() returned, and (default mode) every request ended. */
   readonly resolve: () => void;
   timer: NodeJS.Timeout | undefined;
   cancelPoll: NodeJS.Timeout | undefined;
@@ -191,6 +196,13 @@ export class JsInstance implements InstanceHandle {
     this.worker = undefined;
     this.bls?.abortAll();
     await worker?.finalizeAndStop(this.opts.options.initializeTimeoutMs);
+    // Streams still open now have nobody left to answer them.
+    if (worker) {
+      this.failWorkerRequests(
+        worker,
+        unavailable(`JavaScript model instance '${this.name}' was closed before the request ended`),
+      );
+    }
   }
 
   /**
@@ -340,6 +352,10 @@ export class JsInstance implements InstanceHandle {
     if (!this.batches.has(batch.id)) return;
     const ms = this.opts.options.executionTimeoutMs;
     const worker = batch.worker;
+    if (batch.returned) {
+      this.failStalledStreams(batch, ms);
+      return;
+    }
     this.opts.log.error(
       `JavaScript model instance '${this.name}' made no progress for ${ms} ms (execution_timeout_ms); restarting its worker`,
     );
@@ -354,6 +370,31 @@ export class JsInstance implements InstanceHandle {
     this.restart();
   }
 
+  /**
+   * A decoupled batch whose model returned and whose open streams sent nothing for `ms`: the worker went on
+   * serving (or would be caught by a later batch's timer), so only these requests fail; the model sees them
+   * cancelled and their senders closed.
+   */
+  private failStalledStreams(batch: Batch, ms: number): void {
+    this.opts.log.error(
+      `JavaScript model instance '${this.name}': ${batch.pending} response stream(s) sent nothing for ${ms} ms after execute() returned (execution_timeout_ms); failing them`,
+    );
+    for (const [rid, f] of this.inflight) {
+      if (f.batch !== batch) continue;
+      this.inflight.delete(rid);
+      if (!f.request.sender.done) {
+        f.request.sender.fail(
+          unavailable(
+            `JavaScript model instance '${this.name}' sent nothing for request '${f.request.id}' for ${ms} ms after execute() returned (execution_timeout_ms)`,
+          ),
+        );
+      }
+      if (batch.worker.alive) batch.worker.post({ kind: 'drop', rid });
+    }
+    batch.pending = 0;
+    this.settle(batch);
+  }
+
   private pollCancellation(batch: Batch): void {
     if (!this.batches.has(batch.id)) return;
     for (const [rid, f] of this.inflight) {
@@ -365,7 +406,10 @@ export class JsInstance implements InstanceHandle {
   }
 
   private settle(batch: Batch): void {
-    if (!batch.returned || batch.pending > 0) return;
+    if (!batch.returned) return;
+    // A decoupled model's instance is free once its execute() returned; its streams may go on.
+    if (this.opts.decoupled) batch.resolve();
+    if (batch.pending > 0) return;
     clearTimeout(batch.timer);
     clearTimeout(batch.cancelPoll);
     this.batches.delete(batch.id);
@@ -408,6 +452,8 @@ export class JsInstance implements InstanceHandle {
       }
     }
     batch.returned = true;
+    // Open streams get a whole execution_timeout_ms from here.
+    batch.timer?.refresh();
     this.settle(batch);
   }
 

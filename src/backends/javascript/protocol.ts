@@ -104,6 +104,8 @@ export interface TransferCounters {
 export type ToWorker =
   | { kind: 'execute'; batch: number; requests: WireRequest[] }
   | { kind: 'cancel'; rid: number }
+  /** The main thread failed the request (its stream stalled): cancel it and close its sender. */
+  | { kind: 'drop'; rid: number }
   | { kind: 'bls-result'; call: number; result: WireBlsResult }
   | { kind: 'bls-error'; call: number; error: WireError }
   | { kind: 'finalize' }

@@ -274,6 +274,12 @@ function onMessage(msg: ToWorker): void {
     case 'cancel':
       live.get(msg.rid)?.controller.abort();
       break;
+    case 'drop': {
+      const l = live.get(msg.rid);
+      l?.controller.abort();
+      l?.sender.close();
+      break;
+    }
     case 'bls-result': {
       const r = msg.result;
       blsCalls.get(msg.call)?.push({
