@@ -50,7 +50,8 @@ def _error_json(rid: int, message: str, code: int) -> str:
 
 
 def format_exception(e: BaseException) -> str:
-    """`Type: message` plus the model's frames, the way Triton reports a Python error."""
+    """`Type: message` plus the model's frames, the way Triton reports a Python error (pybind11's
+    error_already_set::what(): every frame line ends with a newline, the last one included)."""
     text = f"{type(e).__name__}: {e}"
     frames_ = [
         f
@@ -58,7 +59,7 @@ def format_exception(e: BaseException) -> str:
         if "nereid_stub" not in f.filename and not f.filename.startswith("<frozen")
     ]
     if frames_:
-        text += "\n\nAt:\n" + "\n".join(f"  {f.filename}({f.lineno}): {f.name}" for f in reversed(frames_))
+        text += "\n\nAt:\n" + "".join(f"  {f.filename}({f.lineno}): {f.name}\n" for f in reversed(frames_))
     return text
 
 
@@ -308,7 +309,8 @@ class Runtime:
             return head + "}"
         err = response.error()
         if err is not None:
-            return head + f',"e":{{"c":{int(err.code())},"m":{json.dumps(err.message())}}}}}'
+            # "a": the model answered with this error (Triton counts the request as a success).
+            return head + f',"e":{{"c":{int(err.code())},"m":{json.dumps(err.message())},"a":1}}}}'
         tensors = ",".join(self._describe_tensors(response.output_tensors(), requested, blobs))
         params = response.parameters()
         extra = f',"p":{json.dumps(params)}' if params and params != "{}" else ""

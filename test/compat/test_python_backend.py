@@ -425,12 +425,6 @@ def test_execute_raising_fails_the_request_and_the_model_serves_on(
     assert f"Stub process '{RAISES_INSTANCE}' is unhealthy" not in server.log_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Nereid's stub ends the traceback after the last frame; Triton's text (pybind11's "
-    "error_already_set::what()) ends every frame line with a newline, so the whole message ends in "
-    "'execute\\n' over HTTP and gRPC alike (seen against Triton 2.51 with this model)",
-)
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_execute_raising_text_is_tritons_whole(protocol: str, client: Any, grpc: Any) -> None:
     module, c = _api(protocol, client, grpc)
@@ -600,12 +594,6 @@ def test_statistics_count_a_raising_execute_as_failed(client: Any) -> None:
     assert (delta["fail"], delta["success"], delta["inference_count"]) == (1, 0, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Nereid does not count an execute that raised as an execution; Triton's Python backend reports "
-    "the batch's statistics whatever execute did (PbMetricReporter.SetBatchStatistics), so Triton 2.51 moves "
-    "execution_count and batch_stats by 1 for it (and fail by 1, success and inference_count by 0)",
-)
 def test_statistics_count_a_raising_execute_as_an_execution(client: Any) -> None:
     before = _stats(client, "python_raises")
     _raises(client.infer, "python_raises", _raises_input(httpclient, [-1.0]))
@@ -613,12 +601,6 @@ def test_statistics_count_a_raising_execute_as_an_execution(client: Any) -> None
     assert _delta_when(client, "python_raises", before, expected) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Nereid counts a request answered with a pb_utils.TritonError response as failed and not "
-    "executed; Triton 2.51's Python backend sent a response for it, so it reports the request as a success: "
-    "inference_count, execution_count, batch_stats and success each move by 1, fail by 0",
-)
 def test_statistics_count_a_triton_error_response_as_triton_does(client: Any) -> None:
     before = _stats(client, "python_raises")
     _raises(client.infer, "python_raises", _raises_input(httpclient, [float("nan")]))

@@ -424,6 +424,51 @@ describe('python backend', () => {
     assert.deepEqual(floats((await faults(0)).outputs[0].data), [1, 2, 3], 'the model still serves');
   });
 
+  it("counts statistics as Triton's Python backend: a raising execute runs, an error response succeeds", async () => {
+    type Counts = Record<'executions' | 'inferences' | 'success' | 'fail' | 'batches', number>;
+    const counts = (model: string): Counts => {
+      const st = s.running.server.modelStatistics(model)[0];
+      return {
+        executions: st.execution_count,
+        inferences: st.inference_count,
+        success: st.inference_stats.success.count,
+        fail: st.inference_stats.fail.count,
+        batches: st.batch_stats.reduce((n, b) => n + b.compute_infer.count, 0),
+      };
+    };
+    // The client has its answer a moment before the execution is recorded (when execute() settles).
+    const moved = async (model: string, before: Counts, expected: Counts): Promise<void> => {
+      const delta = (): Counts => {
+        const now = counts(model);
+        return {
+          executions: now.executions - before.executions,
+          inferences: now.inferences - before.inferences,
+          success: now.success - before.success,
+          fail: now.fail - before.fail,
+          batches: now.batches - before.batches,
+        };
+      };
+      await waitFor(() => delta().executions >= expected.executions).catch(() => undefined);
+      assert.deepEqual(delta(), expected);
+    };
+    const raising = counts('faults');
+    await expectError(faults(2), 'INTERNAL', 'mode 2 raises on purpose');
+    await moved('faults', raising, { executions: 1, inferences: 0, success: 0, fail: 1, batches: 1 });
+    const answered = counts('per_request_errors');
+    await expectError(
+      infer('per_request_errors', [input('X', 'FP32', [1, 1], f32([-1]))]),
+      'INVALID_ARG',
+      'negative input',
+    );
+    await moved('per_request_errors', answered, {
+      executions: 1,
+      inferences: 1,
+      success: 1,
+      fail: 0,
+      batches: 1,
+    });
+  });
+
   it("rejects wrong return values from execute with Triton's messages", async () => {
     await expectError(
       faults(3),

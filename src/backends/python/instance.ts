@@ -2,11 +2,15 @@
  * One Python model instance: a stub process running the model's TritonPythonModel, fed whole batches.
  *
  * execute() writes the batch's inputs (inline or into /dev/shm), sends one EXECUTE frame and settles when
- * the model's execute has returned AND every request of the batch has its final response — for a
- * decoupled model that may be long after execute returned, from other threads (the contract frees the
- * instance only after every stream ended). Default-mode responses come back in the EXECUTE_DONE frame;
- * decoupled ones as RESPONSE frames. A request whose AbortSignal fired is reported to the stub with a
- * CANCEL frame (request.is_cancelled() in Python) within CANCEL_POLL_MS.
+ * the stub reports the model's execute returned (EXECUTE_DONE), and for a default-mode model every request
+ * of the batch has its response. A decoupled model's requests may stay open after that, answered from
+ * other threads as in Triton: the instance takes its next batch meanwhile. Default-mode responses come back
+ * in the EXECUTE_DONE frame; decoupled ones as RESPONSE frames. A request whose AbortSignal fired is
+ * reported to the stub with a CANCEL frame (request.is_cancelled() in Python) within CANCEL_POLL_MS.
+ *
+ * Statistics as Triton's Python backend reports them: a batch the stub answered for is an execution, also
+ * when execute raised; a request the model answered with an error response
+ * (`InferenceResponse(error=...)`) counts as a success.
  *
  * A request the model rescheduled (request.set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE),
  * listed in EXECUTE_DONE) is handed back to the scheduler through BackendRequest.reschedule, or fails with
@@ -18,6 +22,7 @@
  */
 import type {
   BackendRequest,
+  ExecuteResult,
   InstanceHandle,
   InstanceSpec,
   ParameterValue,
@@ -34,6 +39,7 @@ import {
   errorCodeOf,
   type ExecuteDoneHeader,
   type LogHeader,
+  type WireError,
   type WireRequest,
   type WireResponse,
 } from './protocol.js';
@@ -85,9 +91,13 @@ interface Inflight {
 interface Batch {
   readonly id: number;
   pending: number;
+  /** EXECUTE_DONE arrived: the model's execute returned or raised. */
   pythonReturned: boolean;
-  readonly resolve: () => void;
+  /** Settles execute() (see the module comment for when). */
+  readonly resolve: (result: ExecuteResult) => void;
   cancelPoll: NodeJS.Timeout | undefined;
+  /** Frees the batch's space in the host->stub file (once every request of it has ended). */
+  readonly unpin: () => void;
 }
 
 /**
@@ -199,9 +209,9 @@ export class PythonInstance implements InstanceHandle {
     return this.stub?.pid;
   }
 
-  async execute(requests: readonly BackendRequest[]): Promise<void> {
+  async execute(requests: readonly BackendRequest[]): Promise<ExecuteResult> {
     const live = requests.filter((r) => !r.sender.done);
-    if (live.length === 0) return;
+    if (live.length === 0) return {};
     let stub: StubProcess;
     try {
       stub = await this.ensureStub();
@@ -209,40 +219,54 @@ export class PythonInstance implements InstanceHandle {
       const e = NereidError.from(err);
       for (const r of live)
         r.sender.fail(unavailable(`Python model instance '${this.name}' is not available: ${e.message}`));
-      return;
+      return {};
     }
-    if (this.bls?.idle !== false) stub.files?.toStub.reset();
-    const sink = { arena: stub.files?.toStub, threshold: this.opts.shmThreshold };
+    const arena = stub.files?.toStub;
+    // Nothing in the host->stub file is read any more when no request of this instance is open and no BLS
+    // call runs; otherwise this batch's inputs go around what earlier (decoupled) requests still read.
+    if (this.batches.size === 0 && this.bls?.idle !== false) arena?.reset();
+    const pin = arena?.pin();
+    const unpin = (): void => {
+      if (pin !== undefined) arena?.unpin(pin);
+    };
+    const sink = { arena, threshold: this.opts.shmThreshold, pin };
     const blob = new BlobBuilder();
     const wire: WireRequest[] = [];
-    for (const r of live) {
-      const rid = this.nextRid++;
-      const corr = r.correlationId;
-      wire.push({
-        i: rid,
-        id: r.id,
-        c: String(corr),
-        ct: typeof corr === 'string' ? 1 : 0,
-        fl: r.flags,
-        p: parametersJson(r.parameters),
-        o: [...r.requestedOutputs],
-        t: await describeTensors(r.inputs.values(), sink, blob),
-        ...(r.signal.aborted ? { x: 1 as const } : {}),
-      });
+    try {
+      for (const r of live) {
+        const rid = this.nextRid++;
+        const corr = r.correlationId;
+        wire.push({
+          i: rid,
+          id: r.id,
+          c: String(corr),
+          ct: typeof corr === 'string' ? 1 : 0,
+          fl: r.flags,
+          p: parametersJson(r.parameters),
+          o: [...r.requestedOutputs],
+          t: await describeTensors(r.inputs.values(), sink, blob),
+          ...(r.signal.aborted ? { x: 1 as const } : {}),
+        });
+      }
+    } catch (err) {
+      unpin();
+      throw err;
     }
     if (!stub.alive) {
+      unpin();
       const e = this.unhealthy(stub);
       for (const r of live) r.sender.fail(e);
-      return;
+      return {};
     }
     const id = this.nextBatch++;
-    await new Promise<void>((resolve) => {
+    return new Promise<ExecuteResult>((resolve) => {
       const batch: Batch = {
         id,
         pending: live.length,
         pythonReturned: false,
         resolve,
         cancelPoll: undefined,
+        unpin,
       };
       this.batches.set(id, batch);
       live.forEach((request, i) => {
@@ -268,6 +292,19 @@ export class PythonInstance implements InstanceHandle {
     const stub = this.stub ?? (await this.starting?.catch(() => undefined));
     this.stub = undefined;
     await stub?.stop(this.opts.timeoutMs);
+    // Streams still open now have nobody left to answer them.
+    this.failInflight(
+      unavailable(`Python model instance '${this.name}' was closed before the request ended`),
+    );
+  }
+
+  /** Fails every request this instance still holds and settles its batches. */
+  private failInflight(error: NereidError): void {
+    for (const [rid, f] of this.inflight) {
+      if (!f.request.sender.done) f.request.sender.fail(error);
+      this.finish(rid, f);
+    }
+    for (const b of [...this.batches.values()]) this.settle(b, true);
   }
 
   // --- stub lifecycle ---------------------------------------------------------------------------------------
@@ -344,14 +381,8 @@ export class PythonInstance implements InstanceHandle {
   private onStubExit(stub: StubProcess, _reason: string, expected: boolean): void {
     this.bls?.abortAll();
     for (const done of [...this.metricsQueries.values()]) done(undefined);
-    if (this.inflight.size > 0) {
-      const error = this.unhealthy(stub);
-      for (const [rid, f] of this.inflight) {
-        if (!f.request.sender.done) f.request.sender.fail(error);
-        this.finish(rid, f);
-      }
-      for (const b of [...this.batches.values()]) this.settle(b, true);
-    }
+    // Every request of the instance fails, open decoupled streams of earlier batches included.
+    if (this.inflight.size > 0 || this.batches.size > 0) this.failInflight(this.unhealthy(stub));
     if (this.stub === stub) this.stub = undefined;
     if (expected || this.closed) return;
     this.opts.log.error(
@@ -473,8 +504,12 @@ export class PythonInstance implements InstanceHandle {
         continue;
       }
       if (r.e !== undefined) {
-        const e = typeof r.e === 'object' && r.e !== null ? r.e : { c: 1, m: String(r.e) };
-        f.request.sender.fail(new NereidError(errorCodeOf(e.c), String(e.m)));
+        const e: WireError = typeof r.e === 'object' && r.e !== null ? r.e : { c: 1, m: String(r.e) };
+        // The model's own error response counts as a success (Triton's backend sent a response for it);
+        // errors the stub raised for the model (no final response, a raising coroutine) as failures.
+        const error = new NereidError(errorCodeOf(e.c), String(e.m));
+        if (e.a === 1) f.request.sender.fail(error, { countAs: 'success' });
+        else f.request.sender.fail(error);
         this.finish(r.i, f);
         continue;
       }
@@ -492,9 +527,14 @@ export class PythonInstance implements InstanceHandle {
   }
 
   private settle(batch: Batch, force: boolean): void {
+    // Triton reports a batch's statistics once the stub answered for it, whatever execute did.
+    const result: ExecuteResult = { executed: batch.pythonReturned };
+    // A decoupled model's instance is free once its execute returned; its streams may go on.
+    if (batch.pythonReturned && this.opts.decoupled) batch.resolve(result);
     if (!force && !(batch.pythonReturned && batch.pending <= 0)) return;
     if (!this.batches.delete(batch.id)) return;
     clearTimeout(batch.cancelPoll);
-    batch.resolve();
+    batch.unpin();
+    batch.resolve(result);
   }
 }

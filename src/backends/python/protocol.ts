@@ -55,6 +55,8 @@ export interface WireError {
   /** TRITONSERVER_Error_Code */
   readonly c: number;
   readonly m: string;
+  /** 1: the model answered with this error (an InferenceResponse carrying a TritonError) */
+  readonly a?: 1;
 }
 
 export interface WireRequest {

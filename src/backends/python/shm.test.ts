@@ -74,3 +74,48 @@ void test('a failed write (a full /dev/shm) switches to inline once, with a warn
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+void test('space pinned by an open batch is never reused; it is once the batch ends', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-shm-'));
+  try {
+    const files = StubShmFiles.create(
+      { prefix: 'p_', initialSize: 256, growth: 256, dir },
+      quiet([]),
+      'm_0_0',
+    );
+    assert.ok(files);
+    files.unlink();
+    const arena = files.toStub;
+    const first = arena.pin(); // a decoupled batch whose requests stay open
+    assert.equal(await arena.write(Buffer.alloc(100), first), 0);
+    const second = arena.pin(); // the next batch while the first one streams
+    assert.equal(await arena.write(Buffer.alloc(100), second), 128);
+    // The file is full: the third batch's input may not overwrite either open batch, so the file grows.
+    const third = arena.pin();
+    assert.equal(await arena.write(Buffer.alloc(100), third), 256);
+    assert.equal(arena.fileSize, 512);
+    arena.unpin(first);
+    arena.unpin(third);
+    // The first batch ended: its space at the start is used again, the second's still is not.
+    const fourth = arena.pin();
+    assert.equal(await arena.write(Buffer.alloc(100), fourth), 384, 'after the last write while it fits');
+    assert.equal(
+      await arena.write(Buffer.alloc(100), fourth),
+      0,
+      'then the start, which the first batch freed',
+    );
+    assert.equal(await arena.write(Buffer.alloc(64), fourth), 256, 'then after a region in use');
+    // A BLS result (no pin) stays until every batch open now has ended.
+    const bls = await arena.write(Buffer.alloc(64));
+    assert.equal(bls, 320);
+    arena.unpin(fourth);
+    assert.notEqual(await arena.write(Buffer.alloc(64), second), 320, 'still kept by the second batch');
+    arena.unpin(second);
+    arena.reset();
+    assert.equal(await arena.write(Buffer.alloc(1)), 0);
+    assert.equal(arena.fileSize, 512, 'no growth while space was free');
+    files.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

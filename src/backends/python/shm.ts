@@ -5,8 +5,10 @@
  * moves bytes with positional reads and writes on the descriptors (one system call, one copy per tensor),
  * while the stub maps the host->stub file and hands models numpy views over it (no copy on that side).
  *
- * The host->stub file is a bump allocator reset at the start of every execute (the core never overlaps
- * executes on an instance, and an execute ends only after every request in it has its final response).
+ * The host->stub file is a bump allocator. Each batch pins what is written while it is open (its inputs,
+ * and BLS results its model asked for meanwhile) until every request of the batch has ended: a decoupled
+ * model's requests outlive their execute, and its threads or coroutines may still read their inputs. Space
+ * whose batches all ended is reused; when nothing is pinned, the whole file is (reset).
  * When /dev/shm is missing, read-only or full, tensors travel inline on the control socket instead: slower
  * for big tensors, never broken, and the log says once how to get the fast path back.
  */
@@ -117,10 +119,24 @@ export class StubShmFiles {
   }
 }
 
-/** Host writes into the host->stub file: bump allocation, reset per execute, grows on demand. */
+/** Space in the host->stub file that the stub may still read. */
+interface Region {
+  readonly start: number;
+  readonly end: number;
+  /** The batches (pins) that keep it; empty = written while none was open, kept until the next reset. */
+  readonly pins: Set<number>;
+}
+
+/**
+ * Host writes into the host->stub file: bump allocation that skips space still pinned by open batches,
+ * wraps to the start when it can, and grows the file on demand.
+ */
 export class HostToStubArena {
   private used = 0;
   private disabled = false;
+  private nextPin = 1;
+  private readonly pins = new Set<number>();
+  private regions: Region[] = [];
 
   constructor(
     readonly fd: number,
@@ -130,15 +146,56 @@ export class HostToStubArena {
     private readonly label: string,
   ) {}
 
+  /** Frees everything: call only when the stub reads nothing from the file any more. */
   reset(): void {
     this.used = 0;
+    this.regions = [];
   }
 
-  /** Copies `data` into the file; its offset, or undefined when it must travel inline instead. */
-  async write(data: Buffer): Promise<number | undefined> {
+  /** A batch's hold on what is written for it (and while it is open) until unpin(): while any of its requests is open. */
+  pin(): number {
+    const id = this.nextPin++;
+    this.pins.add(id);
+    return id;
+  }
+
+  /** The batch ended: space only it kept is free again. */
+  unpin(id: number): void {
+    if (!this.pins.delete(id)) return;
+    this.regions = this.regions.filter((r) => {
+      if (r.pins.size === 0) return true;
+      r.pins.delete(id);
+      return r.pins.size > 0;
+    });
+  }
+
+  /** Bytes the file spans now (tests). */
+  get fileSize(): number {
+    return this.size;
+  }
+
+  /** Where `length` bytes go: after the last write, at the start, or after a region in use, else past all. */
+  private place(length: number): number {
+    const free = (at: number): boolean =>
+      at + length <= this.size && this.regions.every((r) => at + length <= r.start || at >= r.end);
+    if (free(this.used)) return this.used;
+    if (free(0)) return 0;
+    for (const r of this.regions) if (free(r.end)) return r.end;
+    let end = this.used;
+    for (const r of this.regions) end = Math.max(end, r.end);
+    return end;
+  }
+
+  /**
+   * Copies `data` into the file; its offset, or undefined when it must travel inline instead. It stays
+   * until `pin` is released — without one (a BLS result: which request asked is not known), until every
+   * batch open now is.
+   */
+  async write(data: Buffer, pin?: number): Promise<number | undefined> {
     if (this.disabled) return undefined;
-    const offset = this.used;
-    const end = offset + align(Math.max(data.length, 1));
+    const length = align(Math.max(data.length, 1));
+    const offset = this.place(length);
+    const end = offset + length;
     try {
       if (end > this.size) {
         const size = align(Math.max(end, this.size + this.growth));
@@ -146,6 +203,8 @@ export class HostToStubArena {
         this.size = size;
       }
       this.used = end;
+      const pins = pin !== undefined && this.pins.has(pin) ? new Set([pin]) : new Set(this.pins);
+      this.regions.push({ start: offset, end, pins });
       let done = 0;
       while (done < data.length) {
         const chunk = Math.min(data.length - done, MAX_SINGLE_TRANSFER);

@@ -27,12 +27,14 @@ export interface TensorSink {
   readonly arena: HostToStubArena | undefined;
   /** Tensors of at least this many bytes go through the arena. */
   readonly threshold: number;
+  /** The batch that keeps what is written (HostToStubArena.pin); absent: every open batch keeps it. */
+  readonly pin?: number;
 }
 
 export async function describeTensor(t: Tensor, sink: TensorSink, blob: BlobBuilder): Promise<WireTensor> {
   const base = { n: t.name, d: t.datatype, s: t.shape };
   if (t.data.length >= sink.threshold && sink.arena) {
-    const offset = await sink.arena.write(t.data);
+    const offset = await sink.arena.write(t.data, sink.pin);
     if (offset !== undefined) return { ...base, k: 1, o: offset, z: t.data.length };
   }
   return { ...base, k: 0, o: blob.add(t.data), z: t.data.length };
