@@ -1,7 +1,8 @@
 /**
  * Request bodies and content codings: reads a body into one Buffer (sized from Content-Length, no copy
- * when it arrives in one chunk), enforces --http-max-input-size before and while reading and again after
- * decompression, and picks / applies the response coding from Accept-Encoding the way Triton does.
+ * when it arrives in one chunk, shared memory when large), enforces --http-max-input-size before and
+ * while reading and again after decompression, and picks / applies the response coding from
+ * Accept-Encoding the way Triton does.
  */
 import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
@@ -9,6 +10,13 @@ import * as zlib from 'node:zlib';
 import { cancelled, invalidArg, NereidError, unsupported } from '../../common/errors.js';
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Bodies from this size on are read into a SharedArrayBuffer. It costs the same as an ordinary buffer, and a
+ * JavaScript model's worker thread then sees the request's tensors (views into the body) without a copy;
+ * backends that need memory of their own (onnxruntime, Python's /dev/shm files) copy once either way.
+ */
+const SHARED_BODY_MIN_BYTES = 64 * 1024;
 
 const tooLargeErrors = new WeakSet<NereidError>();
 
@@ -25,6 +33,17 @@ export function bodyTooLarge(size: number | undefined, limit: number): NereidErr
 /** True for errors made by bodyTooLarge. */
 export function isBodyTooLarge(err: unknown): boolean {
   return err instanceof NereidError && tooLargeErrors.has(err);
+}
+
+/**
+ * A body buffer in shared memory, placed so that the binary tensor data after the JSON inference header
+ * starts 8-byte aligned: a model can then view it as Float64Array/BigInt64Array and smaller types without
+ * copying it into place first.
+ */
+function sharedBody(req: IncomingMessage, size: number): Buffer {
+  const header = Number(req.headers['inference-header-content-length']);
+  const pad = Number.isSafeInteger(header) && header >= 0 && header <= size ? (8 - (header % 8)) % 8 : 0;
+  return Buffer.from(new SharedArrayBuffer(size + pad), pad, size);
 }
 
 /** The declared Content-Length, or undefined (chunked). Node's parser has already validated the digits. */
@@ -66,7 +85,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
           single = chunk; // the common small-body case: keep the chunk itself
         } else {
           if (whole === undefined) {
-            whole = Buffer.allocUnsafe(expected);
+            whole =
+              expected >= SHARED_BODY_MIN_BYTES ? sharedBody(req, expected) : Buffer.allocUnsafe(expected);
             if (single !== undefined) single.copy(whole, 0);
             single = undefined;
           }
