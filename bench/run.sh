@@ -143,7 +143,7 @@ fi
 # BENCH_JAVASCRIPT=0 skips it.
 if [[ ${BENCH_JAVASCRIPT:-1} != 0 ]]; then
   say "javascript backend"
-  node dist/bench/javascript.js --out "$results/javascript.json" | tee "$results/javascript.md"
+  node --initial-heap-size=128 dist/bench/javascript.js --out "$results/javascript.json" | tee "$results/javascript.md"
 fi
 
 # Python backend: Python vs ONNX identity (16 FP32 and 3x224x224, concurrency 1 and 16), the bytes a large
@@ -151,5 +151,5 @@ fi
 # docs/python-backend.md). BENCH_PYTHON=0 skips it.
 if [[ ${BENCH_PYTHON:-1} != 0 ]]; then
   say "python backend"
-  node dist/bench/python.js --out "$results/python.json" | tee "$results/python.md"
+  node --initial-heap-size=128 dist/bench/python.js --out "$results/python.json" | tee "$results/python.md"
 fi
