@@ -35,23 +35,7 @@ def without_intended_differences(triton: dict[str, Any], nereid: dict[str, Any])
     return n
 
 
-@pytest.mark.parametrize(
-    "model",
-    [
-        pytest.param(
-            m,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="Nereid bug: src/core/ensemble/load.ts sets model_transaction_policy only when the "
-                "decoupled-ness it computes differs from the declared one; Triton (ensemble_utils.cc) "
-                "always writes model_transaction_policy {decoupled: <computed>} into an ensemble's config",
-            ),
-        )
-        if m == "ensemble_add_sub"
-        else m
-        for m in MODELS
-    ],
-)
+@pytest.mark.parametrize("model", MODELS)
 def test_config_json_matches(pair: Pair, model: str) -> None:
     triton, nereid = pair.send("GET", f"/v2/models/{model}/config")
     assert (triton.status, nereid.status) == (200, 200), f"Triton {triton}, Nereid {nereid}"

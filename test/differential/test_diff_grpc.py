@@ -74,22 +74,7 @@ def test_model_metadata(clients: tuple[Any, Any], model: str) -> None:
     assert nereid == triton
 
 
-@pytest.mark.parametrize(
-    "model",
-    [
-        pytest.param(
-            m,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="Nereid bug: src/core/ensemble/load.ts leaves model_transaction_policy out of an "
-                "ensemble's config (Triton always sets it; see test_diff_config.py)",
-            ),
-        )
-        if m == "ensemble_add_sub"
-        else m
-        for m in LOADED
-    ],
-)
+@pytest.mark.parametrize("model", LOADED)
 def test_model_config(clients: tuple[Any, Any], model: str) -> None:
     triton, nereid = (c.get_model_config(model, as_json=True)["config"] for c in clients)
     # ModelEnsembling.max_inflight_requests is newer than Triton 2.51 (see test_diff_config.py); it is 0

@@ -84,6 +84,17 @@ const request = (values = [1, 2, 3, 4], extra: Partial<Parameters<EnsembleVersio
 });
 
 describe('EnsembleVersion: data flow', () => {
+  it('writes the decoupled-ness it computed into its config, as Triton does, even when undeclared', () => {
+    const { ensemble } = setup(fork, {
+      left: { config: unary('left'), behaviour: adder(1) },
+      right: { config: unary('right'), behaviour: adder(2) },
+      join: { config: binary('join'), behaviour: multiply },
+      copy: { config: unary('copy'), behaviour: adder(0) },
+    });
+    assert.deepEqual(ensemble.config.model_transaction_policy, { decoupled: false });
+    assert.ok(Object.isFrozen(ensemble.config.model_transaction_policy));
+  });
+
   it('chains steps, returns only what was asked for, and passes id and parameters to each step', async () => {
     const { ensemble, m } = setup(fork, {
       left: { config: unary('left'), behaviour: adder(1) },

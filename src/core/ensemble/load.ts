@@ -50,11 +50,12 @@ export function loadEnsembleVersion(
     return member.config;
   });
   const check = checkMembers(config, plan, memberConfigs);
-  const declared = config.model_transaction_policy?.decoupled === true;
-  const effective =
-    declared === check.decoupled
-      ? config
-      : freezeModelConfig({ ...config, model_transaction_policy: { decoupled: check.decoupled } });
+  // Triton (ensemble_utils.cc) always writes the decoupled-ness it computes into an ensemble's config, so
+  // the config a client reads says `model_transaction_policy { decoupled: ... }` even when undeclared.
+  const effective = freezeModelConfig({
+    ...config,
+    model_transaction_policy: { decoupled: check.decoupled },
+  });
   return new EnsembleVersion({
     config: effective,
     version: options.version,
