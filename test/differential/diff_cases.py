@@ -87,13 +87,43 @@ _COUNT_WORDING = (
     "'Tensor data in JSON')"
 )
 
-# Where the bugs live (the reasons below, and test_diff_grpc.py's, refer to these).
-_JSON_WORDING = (
-    "Nereid bug: src/frontends/http/json.ts parseJsonExact imitates rapidjson's messages but not exactly "
-    "(Triton prints GetParseError_En: each message ends in a full stop and quotes '}' / ']'; at the end of "
-    "the input rapidjson reports what it expected, e.g. 'Invalid value.', where Nereid says 'Unexpected "
-    "end of input')"
+_TOO_BIG = (
+    b'{"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 1e400]}, '
+    b'{"name": "INPUT1", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]}]}'
 )
+
+# rapidjson's (1.1.0) refusals, each with its GetParseError_En text and byte offset.
+_MALFORMED_JSON: list[tuple[str, bytes, str]] = [
+    ("end inside an object", b'{"a": 1', "Missing a comma or '}' after an object member. at 7"),
+    ("trailing comma", b'{"a": [1,]}', "Invalid value. at 9"),
+    ("member without a name", b'{"a": 1,}', "Missing a name for object member. at 8"),
+    ("member without a colon", b'{"a" 1}', "Missing a colon after a name of object member. at 5"),
+    ("end inside a string", b'{"a": "xy', "Missing a closing quotation mark in string. at 9"),
+    ("control character in a string", b'{"a": "x\ny"}', "Invalid escape character in string. at 8"),
+    ("bad escape", b'{"a": "x\\q"}', "Invalid escape character in string. at 8"),
+    ("bad hex escape", b'{"a": "\\u00g0"}', "Incorrect hex digit after \\u escape in string. at 7"),
+    ("unpaired high surrogate", b'{"a": "\\ud800"}', "The surrogate pair in string is invalid. at 7"),
+    ("misspelled literal", b'{"a": tru}', "Invalid value. at 9"),
+    ("fraction without digits", b'{"a": 1.}', "Miss fraction part in number. at 8"),
+    ("exponent without digits", b'{"a": 1e+}', "Miss exponent in number. at 9"),
+    # Nereid's JSON.parse fast path takes it as Infinity; FP tensor data sends it to the exact parser.
+    (
+        "number too big for a double in FP32 data",
+        _TOO_BIG,
+        f"Number too big to be stored in double. at {_TOO_BIG.index(b'1e400')}",
+    ),
+    ("offset in bytes", '{"\u00e9": x}'.encode(), "Invalid value. at 7"),
+    ("value after the root", b"{} {}", "The document root must not be followed by other values. at 3"),
+    ("whitespace only", b" \n", "The document is empty. at 2"),
+]
+
+# What rapidjson takes beyond JSON (and JSON.parse does not): Triton then looks for `inputs`.
+_RAPIDJSON_TAKES: list[tuple[str, bytes]] = [
+    ("byte order mark", b"\xef\xbb\xbf{}"),
+    ("NUL byte after the document", b"{}\x00 junk"),
+    ("NaN and Infinity", b'{"a": [NaN, -Infinity, Inf, -NaN]}'),
+    ("lone low surrogate", b'{"a": "\\udc00"}'),
+]
 
 CASES: list[Case] = [
     Case(
@@ -291,8 +321,31 @@ CASES: list[Case] = [
         "failed to parse the request JSON buffer: Invalid value. at 12",
         nereid_status=400,
         status_differs=_JSON_400,
-        nereid_bug=_JSON_WORDING,
     ),
+    *[
+        Case(
+            f"malformed JSON: {label}",
+            "/v2/models/add_sub/infer",
+            body,
+            500,
+            f"failed to parse the request JSON buffer: {says}",
+            nereid_status=400,
+            status_differs=_JSON_400,
+        )
+        for label, body, says in _MALFORMED_JSON
+    ],
+    *[
+        Case(
+            f"JSON rapidjson takes: {label}",
+            "/v2/models/add_sub/infer",
+            body,
+            500,
+            "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
+            nereid_status=400,
+            status_differs=_JSON_400,
+        )
+        for label, body in _RAPIDJSON_TAKES
+    ],
     Case(
         "JSON that is not an object",
         "/v2/models/add_sub/infer",
@@ -338,7 +391,6 @@ CASES: list[Case] = [
         headers=_cut_header_headers,
         nereid_status=400,
         status_differs=_JSON_400,
-        nereid_bug=_JSON_WORDING,
     ),
     Case(
         "binary header length not a number",

@@ -296,7 +296,18 @@ void test('structural errors name the field', () => {
     () => decode({ inputs: [], outputs: [{ name: 'O', parameters: { classification: -2 } }] }),
     "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer",
   );
-  rejects(() => decode('{"inputs": [1,]}'), /^failed to parse the request JSON buffer: .* at 14$/);
+  rejects(() => decode('{"inputs": [1,]}'), 'failed to parse the request JSON buffer: Invalid value. at 14');
+});
+
+void test('a number too big for a double in FP data is refused as Triton does, where JSON.parse took it', () => {
+  const text = '{"inputs":[{"name":"A","datatype":"FP32","shape":[2],"data":[1,1e400]}]}';
+  rejects(
+    () => decode(text),
+    `failed to parse the request JSON buffer: Number too big to be stored in double. at ${text.indexOf('1e400')}`,
+  );
+  // Infinity spelled as rapidjson's literal is data.
+  const { request } = decode('{"inputs":[{"name":"A","datatype":"FP32","shape":[2],"data":[1,-Infinity]}]}');
+  assert.deepEqual(request.inputs[0].data, f32(1, -Infinity));
 });
 
 void test('shape: negative dims, element count overflow, byte size overflow (A.13 messages)', () => {

@@ -401,13 +401,13 @@ export function decodeInferRequest(
         'bytes. Use --http-max-input-size to increase the limit.',
     );
   }
-  const text = body.toString('utf8', 0, jsonLength);
+  const json = body.subarray(0, jsonLength);
   try {
-    return decodeDocument(parseJson(text), body, jsonLength, headerLength !== undefined, opts, false);
+    return decodeDocument(parseJson(json), body, jsonLength, headerLength !== undefined, opts, false);
   } catch (err) {
-    // Rare: an integer beyond 2^53 where exactness matters. Parse again, keeping such integers as bigint.
+    // Rare: an integer beyond 2^53 or a number too big for a double where it matters. Parse again exactly.
     if (!isRoundedIntegerError(err)) throw err;
-    return decodeDocument(parseJsonExact(text), body, jsonLength, headerLength !== undefined, opts, true);
+    return decodeDocument(parseJsonExact(json), body, jsonLength, headerLength !== undefined, opts, true);
   }
 }
 

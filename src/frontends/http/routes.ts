@@ -46,7 +46,7 @@ async function readJsonBody(ctx: RouteContext): Promise<JsonIn | undefined> {
   const raw = await readBody(ctx.req, ctx.maxInputSize);
   const body = await decodeContentEncoding(raw, ctx.req.headers['content-encoding'], ctx.maxInputSize);
   if (body.length === 0) return undefined;
-  return parseJson(body.toString('utf8'));
+  return parseJson(body);
 }
 
 function parametersOf(doc: JsonIn | undefined): JsonInObject | undefined {

@@ -10,7 +10,13 @@ import type { DataType } from '../../common/datatype.js';
 import { byteSizeOf } from '../../common/datatype.js';
 import { internal, invalidArg, type NereidError } from '../../common/errors.js';
 import { splitBytesElements } from '../../common/tensor.js';
-import { describeJson, isRoundedInteger, roundedIntegerError, type JsonIn } from './json.js';
+import {
+  describeJson,
+  isOverflowedNumber,
+  isRoundedInteger,
+  roundedIntegerError,
+  type JsonIn,
+} from './json.js';
 
 /** Triton's HTTP_MAX_JSON_NESTING_DEPTH: the `data` array is depth 0; nothing may sit at depth 100. */
 export const MAX_JSON_NESTING_DEPTH = 100;
@@ -89,7 +95,8 @@ export interface JsonTensorSpec {
 /**
  * Converts JSON tensor data to its wire bytes (BYTES: length-prefixed UTF-8 elements). The element count
  * must equal the shape's; the byte size must not exceed `maxInputSize`. Unless `exact` (the data came from
- * the exact parser), an INT64/UINT64 element beyond 2^53 throws a roundedIntegerError.
+ * the exact parser), an INT64/UINT64 element beyond 2^53, or an FP32/FP64 one JSON.parse made Infinity,
+ * throws a roundedIntegerError.
  */
 export function jsonToTensorData(
   spec: JsonTensorSpec,
@@ -126,8 +133,12 @@ export function jsonToTensorData(
       const out = datatype === 'FP32' ? new Float32Array(ab) : new Float64Array(ab);
       visit = (v) => {
         let x: number;
-        if (typeof v === 'number') x = v;
-        else if (typeof v === 'bigint') x = Number(v);
+        if (typeof v === 'number') {
+          // Infinity from JSON.parse was a number too big for a double, which Triton refuses.
+          if (!exact && isOverflowedNumber(v))
+            throw roundedIntegerError(elementError(name, i, v, 'a number'));
+          x = v;
+        } else if (typeof v === 'bigint') x = Number(v);
         else badElement(name, i, v, 'a number');
         if (i < elementCount) out[i] = x;
         i++;
