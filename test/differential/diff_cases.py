@@ -370,9 +370,17 @@ CASES: list[Case] = [
         b"",
         400,
         "Raw request must only have 1 input (found 1) to be deduced but got 2 inputs in 'add_sub' model",
-        nereid_bug="Nereid bug: src/frontends/http/routes.ts infer parses an empty body as JSON ('The "
-        "document is empty'); Triton takes the header length to be the content length, 0, which makes it "
-        "a raw binary request (current http_server.cc GetInferenceHeaderLength too)",
+    ),
+    Case(
+        "empty body to a one-input model",
+        "/v2/models/cfg_batching/infer",
+        b"",
+        400,
+        "input byte size mismatch for input 'raw_input' for model 'cfg_batching'. Expected 12, got 0",
+        wording_differs="In a raw request Triton's per-input checks name the input by the frontend's "
+        "placeholder 'raw_input'; Nereid names the model's input (docs/http.md, 'Raw binary requests')",
+        nereid_says="[request id: <id_unknown>] input byte size mismatch for input 'INPUT0' for model "
+        "'cfg_batching'. Expected 12, got 0",
     ),
     Case(
         "binary header length past the end of the body",
@@ -411,9 +419,31 @@ CASES: list[Case] = [
         400,
         "inference header size should be in range (0, 232), got: -5",
         headers={**_binary()[1], "Inference-Header-Content-Length": "-5"},
-        nereid_bug="Nereid bug: src/frontends/http/routes.ts parseHeaderLength refuses the sign as "
-        "'Unable to parse Inference-Header-Content-Length'; Triton parses -5 with std::stoi and then "
-        "rejects the range ('inference header size should be in range (0, <n>), got: -5')",
+    ),
+    Case(
+        "binary header length followed by text",
+        "/v2/models/add_sub/infer",
+        _binary()[0],
+        200,
+        "",
+        headers={
+            **_binary()[1],
+            "Inference-Header-Content-Length": _binary()[1]["Inference-Header-Content-Length"] + "abc",
+        },
+    ),
+    Case(
+        "binary header length beyond int",
+        "/v2/models/add_sub/infer",
+        _binary()[0],
+        400,
+        "inference header size should be in range (0, 232), got: 99999999999",
+        headers={**_binary()[1], "Inference-Header-Content-Length": "99999999999"},
+        newer_status=400,
+        newer_says="Unable to parse Inference-Header-Content-Length, value is out of range "
+        "[ -2147483648, 2147483647 ], got: 99999999999",
+        newer_because="Triton 2.51's std::atoi wraps the value to an int (here one out of range, but "
+        "4294967296 would be 0, a raw request); current http_server.cc GetInferenceHeaderLength catches "
+        "std::stoi's out_of_range and says so (QA test_inference_header_content_length_out_of_range)",
     ),
     Case(
         "negative shape dimension",

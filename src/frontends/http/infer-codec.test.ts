@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { NereidError, type ErrorCode } from '../../common/errors.js';
 import { joinBytesElements, type Tensor } from '../../common/tensor.js';
 import type { InferenceResponse } from '../../core/types.js';
-import { decodeInferRequest, encodeInferResponse, type OutputFormat } from './infer-codec.js';
+import {
+  decodeInferRequest,
+  encodeInferResponse,
+  inferenceHeaderLength,
+  type OutputFormat,
+} from './infer-codec.js';
 
 const OPTS = { modelName: 'm', modelVersion: '', maxInputSize: 1 << 26 };
 
@@ -535,4 +540,33 @@ void test('an output written to shared memory has parameters and neither data no
     },
     { name: 'Z', datatype: 'FP32', shape: [1], parameters: { binary_data_size: 4 } },
   ]);
+});
+
+void test('Inference-Header-Content-Length is read as Triton reads it (std::stoi, then 0..body length)', () => {
+  // Absent: the whole body is JSON, and an empty body is a raw request (header length = content length 0).
+  assert.equal(inferenceHeaderLength(undefined, 13), undefined);
+  assert.equal(inferenceHeaderLength(undefined, 0), 0);
+  assert.equal(inferenceHeaderLength('13', 13), 13);
+  assert.equal(inferenceHeaderLength('0', 13), 0);
+  assert.equal(inferenceHeaderLength('-0', 13), 0);
+  assert.equal(inferenceHeaderLength('+5', 13), 5);
+  assert.equal(inferenceHeaderLength('5abc', 13), 5);
+  assert.equal(inferenceHeaderLength('0000000000000000000007', 13), 7);
+  const range = (got: string) => `inference header size should be in range (0, 13), got: ${got}`;
+  rejects(() => inferenceHeaderLength('-5', 13), range('-5'));
+  rejects(() => inferenceHeaderLength('14', 13), range('14'));
+  rejects(() => inferenceHeaderLength('2147483647', 13), range('2147483647'));
+  rejects(() => inferenceHeaderLength('-2147483648', 13), range('-2147483648'));
+  const outOfInt = (got: string) =>
+    'Unable to parse Inference-Header-Content-Length, value is out of range [ -2147483648, 2147483647 ], ' +
+    `got: ${got}`;
+  rejects(() => inferenceHeaderLength('2147483648', 13), outOfInt('2147483648'));
+  rejects(() => inferenceHeaderLength('-99999999999', 13), outOfInt('-99999999999'));
+  rejects(() => inferenceHeaderLength('9'.repeat(400), 13), outOfInt('9'.repeat(400)));
+  for (const bad of ['abc', '', '-', '+', 'x5']) {
+    rejects(
+      () => inferenceHeaderLength(bad, 13),
+      `Unable to parse Inference-Header-Content-Length, got: ${bad}`,
+    );
+  }
 });

@@ -385,6 +385,36 @@ function decodeOutputs(raw: JsonIn, binary: Map<string, boolean>, exact: boolean
   return outputs;
 }
 
+/** std::stoi's reading: leading whitespace, a sign, then the digits up to the first other character. */
+const STOI = /^[ \t\n\v\f\r]*([+-]?)0*(\d+)/;
+
+/**
+ * Inference-Header-Content-Length as Triton reads it: std::stoi (so `5abc` is 5 and `-5` is -5), then
+ * 0..body length. Without the header the JSON is the whole body, and an empty body (header length 0) is a
+ * raw binary request, as in Triton. Unparsable or out-of-int range values are refused with current
+ * Triton's messages (2.51's std::atoi took them as 0 or wrapped them).
+ */
+export function inferenceHeaderLength(
+  value: string | string[] | undefined,
+  bodyLength: number,
+): number | undefined {
+  if (value === undefined) return bodyLength === 0 ? 0 : undefined;
+  const text = Array.isArray(value) ? value.join(',') : value.trim();
+  const m = STOI.exec(text);
+  if (m === null) throw invalidArg(`Unable to parse Inference-Header-Content-Length, got: ${text}`);
+  const n = m[2].length > 10 ? Infinity : Number(m[1] + m[2]);
+  if (n < -2147483648 || n > 2147483647) {
+    throw invalidArg(
+      'Unable to parse Inference-Header-Content-Length, value is out of range ' +
+        `[ -2147483648, 2147483647 ], got: ${text}`,
+    );
+  }
+  if (n < 0 || n > bodyLength) {
+    throw invalidArg(`inference header size should be in range (0, ${bodyLength}), got: ${text}`);
+  }
+  return n === 0 ? 0 : n;
+}
+
 /**
  * Decodes a JSON (+ binary) inference request body. `headerLength` is the Inference-Header-Content-Length
  * value (1..body.length), or undefined when the header is absent and the whole body is JSON.

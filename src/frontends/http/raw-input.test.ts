@@ -45,11 +45,11 @@ void test('BYTES: shape [1], the body becomes one length-prefixed element', () =
 void test('Triton error texts (L0_http raw binary tests)', () => {
   rejects(
     () => deduceRawInput(cfg(0, [['INPUT0', 'TYPE_STRING', [-1]]]), 'm', Buffer.from('427')),
-    "For BYTE datatype raw input 'INPUT0', the model must have input shape [1]",
+    "[request id: <id_unknown>] For BYTE datatype raw input 'INPUT0', the model must have input shape [1]",
   );
   rejects(
     () => deduceRawInput(cfg(0, [['INPUT0', 'TYPE_FP16', [-1, -1]]]), 'm', Buffer.alloc(8)),
-    "The shape of the raw input 'INPUT0' can not be deduced because there are more than one variable-sized dimension",
+    "[request id: <id_unknown>] The shape of the raw input 'INPUT0' can not be deduced because there are more than one variable-sized dimension",
   );
   rejects(
     () =>
@@ -62,6 +62,6 @@ void test('Triton error texts (L0_http raw binary tests)', () => {
         'three',
         Buffer.alloc(96),
       ),
-    "Raw request must only have 1 input (found 1) to be deduced but got 3 inputs in 'three' model configuration",
+    "[request id: <id_unknown>] Raw request must only have 1 input (found 1) to be deduced but got 3 inputs in 'three' model configuration",
   );
 });

@@ -8,6 +8,14 @@ import { internal, invalidArg } from '../../common/errors.js';
 import type { InferInput } from '../../core/types.js';
 import type { JsonObject, JsonValue } from '../../model-config/json.js';
 
+/**
+ * Triton deduces the raw input in its core's request normalisation, whose errors start with the request's
+ * id; a raw request has none.
+ */
+function refuse(message: string): never {
+  throw invalidArg(`[request id: <id_unknown>] ${message}`);
+}
+
 function asInt(v: JsonValue | undefined): number | undefined {
   if (typeof v === 'number') return v;
   if (typeof v === 'string' && /^-?\d+$/.test(v)) return Number(v);
@@ -18,7 +26,7 @@ function asInt(v: JsonValue | undefined): number | undefined {
 export function deduceRawInput(config: JsonObject, modelName: string, body: Buffer): InferInput {
   const inputs = Array.isArray(config.input) ? config.input : [];
   if (inputs.length !== 1) {
-    throw invalidArg(
+    refuse(
       `Raw request must only have 1 input (found 1) to be deduced but got ${inputs.length} inputs in ` +
         `'${modelName}' model configuration`,
     );
@@ -40,7 +48,7 @@ export function deduceRawInput(config: JsonObject, modelName: string, body: Buff
     if (d === undefined) throw internal(`model '${modelName}' input '${name}' has malformed dims`);
     if (d === -1) {
       if (dynamicAxis !== -1) {
-        throw invalidArg(
+        refuse(
           `The shape of the raw input '${name}' can not be deduced because there are more than one variable-sized dimension`,
         );
       }
@@ -53,7 +61,7 @@ export function deduceRawInput(config: JsonObject, modelName: string, body: Buff
 
   if (datatype === 'BYTES') {
     if (dynamicAxis !== -1 || elementCount !== 1) {
-      throw invalidArg(`For BYTE datatype raw input '${name}', the model must have input shape [1]`);
+      refuse(`For BYTE datatype raw input '${name}', the model must have input shape [1]`);
     }
     // The body is one element; BYTES tensors carry a 4-byte length prefix, so this is one copy.
     const data = Buffer.allocUnsafe(4 + body.length);

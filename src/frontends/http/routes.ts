@@ -9,7 +9,12 @@ import type { LoadOptions } from '../../core/types.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
 import { generate } from './generate.js';
-import { decodeInferRequest, encodeInferResponse, type DecodedInferRequest } from './infer-codec.js';
+import {
+  decodeInferRequest,
+  encodeInferResponse,
+  inferenceHeaderLength,
+  type DecodedInferRequest,
+} from './infer-codec.js';
 import { isJsonObject, parseJson, type JsonIn, type JsonInObject } from './json.js';
 import { deduceRawInput } from './raw-input.js';
 import type { RouteMatch, RouteName } from './router.js';
@@ -88,19 +93,6 @@ function loadOptions(params: JsonInObject | undefined): LoadOptions | undefined 
   return { ...(config !== undefined && { config }), ...(files !== undefined && { files }) };
 }
 
-function parseHeaderLength(value: string | string[] | undefined, bodyLength: number): number | undefined {
-  if (value === undefined) return undefined;
-  const text = Array.isArray(value) ? value.join(',') : value.trim();
-  if (text.length === 0 || text.length > 16 || !/^\d+$/.test(text)) {
-    throw invalidArg(`Unable to parse Inference-Header-Content-Length, got: ${text}`);
-  }
-  const n = Number(text);
-  if (n > bodyLength) {
-    throw invalidArg(`inference header size should be in range (0, ${bodyLength}), got: ${text}`);
-  }
-  return n;
-}
-
 async function infer(ctx: RouteContext): Promise<Reply> {
   const { api, req, res } = ctx;
   const model = ctx.match.model!;
@@ -110,7 +102,7 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   }
   const raw = await readBody(req, ctx.maxInputSize);
   const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
-  const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.length);
+  const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
 
   let decoded: DecodedInferRequest;
   if (headerLength === 0) {

@@ -367,7 +367,8 @@ void test('raw binary request (Inference-Header-Content-Length: 0)', async () =>
   });
   assert.equal(many.status, 400);
   assert.deepEqual(json(many), {
-    error: "For BYTE datatype raw input 'INPUT0', the model must have input shape [1]",
+    error:
+      "[request id: <id_unknown>] For BYTE datatype raw input 'INPUT0', the model must have input shape [1]",
   });
   const multi = await send('POST', '/v2/models/three_inputs/infer', {
     headers: { 'Inference-Header-Content-Length': 0 },
@@ -376,7 +377,14 @@ void test('raw binary request (Inference-Header-Content-Length: 0)', async () =>
   assert.equal(multi.status, 400);
   assert.match(
     (json(multi) as { error: string }).error,
-    /Raw request must only have 1 input \(found 1\) to be deduced but got 3 inputs in/,
+    /^\[request id: <id_unknown>\] Raw request must only have 1 input \(found 1\) to be deduced but got 3 inputs in/,
+  );
+  // An empty body without the header is one too: its header length is its content length, 0.
+  const empty = await send('POST', '/v2/models/three_inputs/infer', { body: '' });
+  assert.equal(empty.status, 400);
+  assert.match(
+    (json(empty) as { error: string }).error,
+    /^\[request id: <id_unknown>\] Raw request must only have 1 input/,
   );
 });
 
@@ -489,9 +497,21 @@ void test('bad requests get 400 with a clear message and the server stays live a
     ],
     [
       'header length out of range',
+      { headers: { 'Inference-Header-Content-Length': '14' }, body: '{"inputs":[]}' },
+      400,
+      'inference header size should be in range (0, 13), got: 14',
+    ],
+    [
+      'header length negative',
+      { headers: { 'Inference-Header-Content-Length': '-5' }, body: '{"inputs":[]}' },
+      400,
+      'inference header size should be in range (0, 13), got: -5',
+    ],
+    [
+      'header length beyond int',
       { headers: { 'Inference-Header-Content-Length': '99999999999' }, body: '{"inputs":[]}' },
       400,
-      'inference header size should be in range (0, 13), got: 99999999999',
+      'Unable to parse Inference-Header-Content-Length, value is out of range [ -2147483648, 2147483647 ], got: 99999999999',
     ],
     [
       'header length not a number',
