@@ -507,11 +507,11 @@ CASES: list[Case] = [
         500,
         "failed to load 'invalid_config', failed to poll from model repository",
         wording_differs="Nereid appends the reason (': Invalid config override: ...')",
-        nereid_bug="Nereid bug: src/core/repository/manager.ts loadByName throws "
-        "pollFailed(..., 'INVALID_ARG') (400) for an unparsable config override; Triton fails the poll, "
-        "which is INTERNAL (500), in 2.51 and in current core (InitializeModelInfo's INVALID_ARG only "
-        "reaches the log; Triton's QA test_load_oversized_file_parameter asserts 500, with a TODO that 400 "
-        "would be better)",
+        nereid_status=400,
+        status_differs="Intended (docs/model-repository.md, 'Load and reload'): a load request whose own "
+        "parameters are wrong is INVALID_ARG. Triton fails the poll, which is INTERNAL (500), in 2.51 and "
+        "in current core (InitializeModelInfo's INVALID_ARG only reaches the log); its QA "
+        "test_load_oversized_file_parameter asserts the 500 with a TODO that 400 would be better",
     ),
     Case("GET on infer", "/v2/models/add_sub/infer", b"", 405, "Method Not Allowed", method="GET"),
     Case("unknown path", "/v2/nothing/here", b"", 404, "Not Found", method="GET"),
