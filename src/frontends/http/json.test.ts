@@ -161,3 +161,42 @@ void test('describeJson is short and handles bigint', () => {
   assert.equal(describeJson('x'.repeat(100)).length, 40);
   assert.equal(describeJson(undefined), 'nothing');
 });
+
+void test('the fast path and the exact parser agree on mutated documents (seeded)', () => {
+  const base = Buffer.from(
+    '{"inputs":[{"name":"I\\u00e9","datatype":"FP32","shape":[2],"data":[1.5e3,-0]}],' +
+      '"id":"x\\n\\ud83d\\ude00","p":[true,false,null,{"a":{}},[],"é",12345]}',
+  );
+  const bytes = Buffer.from(' \t\n\r\0\x01"\\/{}[],:-+.09eEnulltrfsaNIiy\x7f\x80\xc3\xff', 'latin1');
+  let seed = 12345;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const outcome = (parse: (b: Buffer) => unknown, b: Buffer): unknown => {
+    try {
+      return { value: parse(b) };
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+  };
+  let accepted = 0;
+  for (let i = 0; i < 3000; i++) {
+    const k = next(base.length);
+    const c = bytes.subarray(next(bytes.length)).subarray(0, 1);
+    const op = next(4);
+    const doc =
+      op === 0
+        ? Buffer.concat([base.subarray(0, k), c, base.subarray(k + 1)])
+        : op === 1
+          ? Buffer.concat([base.subarray(0, k), c, base.subarray(k)])
+          : op === 2
+            ? Buffer.concat([base.subarray(0, k), base.subarray(k + 1)])
+            : base.subarray(0, k);
+    const fast = outcome(parseJson, doc);
+    assert.deepEqual(fast, outcome(parseJsonExact, doc), doc.toString('latin1'));
+    if ('value' in (fast as object)) accepted++;
+  }
+  // Both kinds of outcome were exercised.
+  assert.ok(accepted > 300 && accepted < 2700, String(accepted));
+});
