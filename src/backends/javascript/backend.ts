@@ -19,9 +19,8 @@ import { fromConfigDataType, type DataType } from '../../common/datatype.js';
 import { invalidArg } from '../../common/errors.js';
 import { modelConfigToJson, parseModelConfigJson } from '../../model-config/index.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
-import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
+import { mergeInstanceMetrics } from '../custom-metrics.js';
 import { JsInstance } from './instance.js';
-import { mergeMetricFamilies } from './metrics-merge.js';
 import { javascriptOptions, type JavascriptOptions } from './options.js';
 import type { WorkerInit } from './protocol.js';
 import { JsWorker } from './worker-client.js';
@@ -56,7 +55,6 @@ export class JavascriptBackend implements Backend {
   readonly defaultModelFilename = MODEL_FILES[0];
   /** The loader must not insist on model.js: loadModel() also finds model.mjs and model.ts. */
   readonly requiresModelFile = false;
-  private readonly models = new Set<JsModel>();
 
   async autoCompleteConfig(ctx: AutoCompleteContext): Promise<ModelConfig> {
     const file = await resolveModelFile(ctx.modelPath, ctx.config.name).catch(() => undefined);
@@ -92,20 +90,7 @@ export class JavascriptBackend implements Backend {
     ctx.log.verbose(
       `javascript model '${ctx.modelName}' version ${ctx.version}: ${modelPath}, execution timeout ${options.executionTimeoutMs} ms`,
     );
-    const model = new JsModel(ctx, modelPath, options, () => this.models.delete(model));
-    this.models.add(model);
-    return model;
-  }
-
-  /** Custom metrics of every loaded instance, tagged with model and instance names. */
-  async customMetrics(): Promise<{ model: string; instance: string; families: MetricFamilySnapshot[] }[]> {
-    const out = [];
-    for (const m of this.models) {
-      for (const i of m.instances) {
-        out.push({ model: m.name, instance: i.name, families: await i.customMetrics().catch(() => []) });
-      }
-    }
-    return out;
+    return new JsModel(ctx, modelPath, options);
   }
 }
 
@@ -126,7 +111,6 @@ class JsModel implements ModelHandle {
     private readonly ctx: ModelLoadContext,
     private readonly modelPath: string,
     private readonly options: JavascriptOptions,
-    private readonly onUnload: () => void,
   ) {
     this.configJson = JSON.stringify(modelConfigToJson(ctx.config));
     const types = new Map<string, DataType>();
@@ -135,10 +119,6 @@ class JsModel implements ModelHandle {
       if (dt) types.set(o.name, dt);
     }
     this.outputTypes = types;
-  }
-
-  get name(): string {
-    return this.ctx.modelName;
   }
 
   async createInstance(spec: InstanceSpec): Promise<InstanceHandle> {
@@ -182,17 +162,21 @@ class JsModel implements ModelHandle {
     return answers.every(Boolean);
   }
 
-  /** Every instance's families merged (metrics-merge.ts); an instance that cannot answer adds nothing. */
+  /**
+   * Every instance's families merged (../custom-metrics.ts), gauges summed too: a gauge moved with
+   * increment() then equals Triton's shared gauge; for set(), whose latest setter a snapshot cannot tell,
+   * the sum (e.g. the model's total queue depth) is the meaningful whole. An instance that cannot answer
+   * adds nothing.
+   */
   async customMetrics(): Promise<readonly CustomMetricFamily[]> {
     const lists = await Promise.all(
       [...this.instances].map((i) => i.customMetrics(METRICS_QUERY_MS).catch(() => [])),
     );
-    return mergeMetricFamilies(lists);
+    return mergeInstanceMetrics(lists);
   }
 
   unload(): Promise<void> {
     // Instances own their workers and were closed before this.
-    this.onUnload();
     return Promise.resolve();
   }
 }

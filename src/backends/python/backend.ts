@@ -22,7 +22,7 @@ import { modelConfigToJson, parseModelConfigJson } from '../../model-config/inde
 import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
 import { PythonInstance, type InitTemplate } from './instance.js';
 import { chooseInterpreter, type Interpreter } from './interpreter.js';
-import { mergeInstanceMetrics } from './metrics.js';
+import { mergeStubMetrics } from './metrics.js';
 import { pythonBackendOptions, type PythonBackendOptions } from './options.js';
 import { MessageType } from './protocol.js';
 import type { ShmFileOptions } from './shm.js';
@@ -187,7 +187,7 @@ class PythonModel implements ModelHandle {
     const lists = await Promise.all(
       [...this.instances].map((i) => i.customMetrics(METRICS_QUERY_MS).catch(() => [])),
     );
-    return mergeInstanceMetrics(lists);
+    return mergeStubMetrics(lists);
   }
 
   unload(): Promise<void> {

@@ -3,7 +3,7 @@
 // the first description, other kinds and other bucket bounds left out.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mergeInstanceMetrics, parseMetricsReply, type StubFamily } from './metrics.js';
+import { mergeStubMetrics, parseMetricsReply, type StubFamily } from './metrics.js';
 
 test('parses what the stub writes and drops what is malformed', () => {
   const families = parseMetricsReply({
@@ -30,14 +30,14 @@ test('parses what the stub writes and drops what is malformed', () => {
       name: 'c',
       description: 'a counter',
       kind: 'counter',
-      series: [{ labels: { a: 'x' }, value: 2, setAt: 0 }],
+      metrics: [{ labels: { a: 'x' }, value: 2, setAt: 0 }],
     },
-    { name: 'g', description: 'a gauge', kind: 'gauge', series: [{ labels: {}, value: NaN, setAt: 17 }] },
+    { name: 'g', description: 'a gauge', kind: 'gauge', metrics: [{ labels: {}, value: NaN, setAt: 17 }] },
     {
       name: 'h',
       description: 'a histogram',
       kind: 'histogram',
-      series: [{ labels: {}, value: 4.5, buckets: [1, Infinity], bucketCounts: [1, 3], count: 3, setAt: 0 }],
+      metrics: [{ labels: {}, value: 4.5, buckets: [1, Infinity], bucketCounts: [1, 3], count: 3, setAt: 0 }],
     },
   ]);
   assert.deepEqual(parseMetricsReply({ q: 1 }), []);
@@ -50,15 +50,15 @@ test('merges the instances as one shared series per family and labels', () => {
       name: 'req',
       description: 'first',
       kind: 'counter',
-      series: [{ labels: { m: 'x', i: '0' }, value: 2, setAt: 0 }],
+      metrics: [{ labels: { m: 'x', i: '0' }, value: 2, setAt: 0 }],
     },
-    { name: 'moved', description: 'g', kind: 'gauge', series: [{ labels: {}, value: 3, setAt: 0 }] },
-    { name: 'last', description: 'g', kind: 'gauge', series: [{ labels: {}, value: 10, setAt: 500 }] },
+    { name: 'moved', description: 'g', kind: 'gauge', metrics: [{ labels: {}, value: 3, setAt: 0 }] },
+    { name: 'last', description: 'g', kind: 'gauge', metrics: [{ labels: {}, value: 10, setAt: 500 }] },
     {
       name: 'lat',
       description: 'h',
       kind: 'histogram',
-      series: [{ labels: {}, value: 3, buckets: [1, 5], bucketCounts: [1, 2], count: 2, setAt: 0 }],
+      metrics: [{ labels: {}, value: 3, buckets: [1, 5], bucketCounts: [1, 2], count: 2, setAt: 0 }],
     },
   ];
   const b: StubFamily[] = [
@@ -67,15 +67,15 @@ test('merges the instances as one shared series per family and labels', () => {
       name: 'req',
       description: 'second',
       kind: 'counter',
-      series: [{ labels: { i: '0', m: 'x' }, value: 5, setAt: 0 }],
+      metrics: [{ labels: { i: '0', m: 'x' }, value: 5, setAt: 0 }],
     },
-    { name: 'moved', description: 'g', kind: 'gauge', series: [{ labels: {}, value: -1, setAt: 0 }] },
-    { name: 'last', description: 'g', kind: 'gauge', series: [{ labels: {}, value: 20, setAt: 400 }] },
+    { name: 'moved', description: 'g', kind: 'gauge', metrics: [{ labels: {}, value: -1, setAt: 0 }] },
+    { name: 'last', description: 'g', kind: 'gauge', metrics: [{ labels: {}, value: 20, setAt: 400 }] },
     {
       name: 'lat',
       description: 'h',
       kind: 'histogram',
-      series: [{ labels: {}, value: 7, buckets: [1, 5], bucketCounts: [0, 1], count: 2, setAt: 0 }],
+      metrics: [{ labels: {}, value: 7, buckets: [1, 5], bucketCounts: [0, 1], count: 2, setAt: 0 }],
     },
   ];
   const c: StubFamily[] = [
@@ -83,17 +83,17 @@ test('merges the instances as one shared series per family and labels', () => {
       name: 'req',
       description: 'third',
       kind: 'gauge',
-      series: [{ labels: { m: 'x', i: '0' }, value: 100, setAt: 0 }],
+      metrics: [{ labels: { m: 'x', i: '0' }, value: 100, setAt: 0 }],
     },
-    { name: 'last', description: 'g', kind: 'gauge', series: [{ labels: {}, value: 1, setAt: 0 }] },
+    { name: 'last', description: 'g', kind: 'gauge', metrics: [{ labels: {}, value: 1, setAt: 0 }] },
     {
       name: 'lat',
       description: 'h',
       kind: 'histogram',
-      series: [{ labels: {}, value: 50, buckets: [2, 5], bucketCounts: [0, 0], count: 1, setAt: 0 }],
+      metrics: [{ labels: {}, value: 50, buckets: [2, 5], bucketCounts: [0, 0], count: 1, setAt: 0 }],
     },
   ];
-  assert.deepEqual(mergeInstanceMetrics([a, b, c]), [
+  assert.deepEqual(mergeStubMetrics([a, b, c]), [
     {
       name: 'last',
       description: 'g',
@@ -114,5 +114,5 @@ test('merges the instances as one shared series per family and labels', () => {
       metrics: [{ labels: { m: 'x', i: '0' }, value: 7 }],
     },
   ]);
-  assert.deepEqual(mergeInstanceMetrics([]), []);
+  assert.deepEqual(mergeStubMetrics([]), []);
 });

@@ -1,18 +1,18 @@
 /**
  * A Python model's custom metrics (pb_utils.MetricFamily / Metric) for ModelHandle.customMetrics: the
  * METRICS frame each stub answers a METRICS_QUERY with (python/nereid_stub/metrics.py writes it), checked
- * as hostile input, and the merge of a model's instances. In Triton every instance's series with the same
- * family and labels is one prometheus-cpp series in the server, so the merge computes what that shared
- * series would hold:
+ * as hostile input, and the merge of a model's instances (../custom-metrics.ts groups them). In Triton
+ * every instance's series with the same family and labels is one prometheus-cpp series in the server, so
+ * the merge computes what that shared series would hold:
  *
  * - counters and histograms: summed (histograms only with the same bucket bounds; others are left out);
  * - gauges: summed while no instance has called set() on the series (increments from every instance add
  *   up, as on a shared gauge); once one has, the value of the instance that set it most recently (set()
  *   overwrites a shared gauge; that instance's own later increments are included, other instances'
- *   increments are not);
- * - the first instance's description wins; a family whose kind differs from the first one's is left out.
+ *   increments are not).
  */
 import type { CustomMetricFamily, CustomMetricKind, CustomMetricSample } from '../../backend-api/backend.js';
+import { mergeInstanceMetrics, sumSeries, type InstanceMetricFamily } from '../custom-metrics.js';
 
 /** One series as one stub holds it. */
 export interface StubSeries extends CustomMetricSample {
@@ -20,12 +20,7 @@ export interface StubSeries extends CustomMetricSample {
   readonly setAt: number;
 }
 
-export interface StubFamily {
-  readonly name: string;
-  readonly description: string;
-  readonly kind: CustomMetricKind;
-  readonly series: readonly StubSeries[];
-}
+export type StubFamily = InstanceMetricFamily<StubSeries>;
 
 const KINDS: ReadonlySet<string> = new Set(['counter', 'gauge', 'histogram']);
 /** How many families and series one stub may report (a runaway model must not flood a scrape). */
@@ -98,65 +93,22 @@ export function parseMetricsReply(header: unknown): StubFamily[] {
       series.push(s);
       total++;
     }
-    out.push({ name, description, kind: kind as CustomMetricKind, series });
+    out.push({ name, description, kind: kind as CustomMetricKind, metrics: series });
   }
   return out;
 }
 
-/** A label set's identity, whatever order the labels came in. */
-function labelKey(labels: Readonly<Record<string, string>>): string {
-  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-}
-
-const sameBounds = (a: readonly number[] | undefined, b: readonly number[] | undefined): boolean =>
-  a !== undefined && b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
-
+/** A series of several instances: a gauge someone set() is the latest setter's value; the rest sum up. */
 function mergeSeries(kind: CustomMetricKind, samples: readonly StubSeries[]): CustomMetricSample {
-  const first = samples[0];
-  if (kind === 'gauge') {
-    const setters = samples.filter((s) => s.setAt > 0);
-    if (setters.length > 0) {
-      const last = setters.reduce((a, b) => (b.setAt > a.setAt ? b : a));
-      return { labels: first.labels, value: last.value };
-    }
-    return { labels: first.labels, value: samples.reduce((sum, s) => sum + s.value, 0) };
-  }
-  if (kind === 'counter') {
-    return { labels: first.labels, value: samples.reduce((sum, s) => sum + s.value, 0) };
-  }
-  const same = samples.filter((s) => sameBounds(s.buckets, first.buckets));
-  const counts = first.bucketCounts!.map((_, i) => same.reduce((sum, s) => sum + s.bucketCounts![i], 0));
-  return {
-    labels: first.labels,
-    value: same.reduce((sum, s) => sum + s.value, 0),
-    buckets: first.buckets,
-    bucketCounts: counts,
-    count: same.reduce((sum, s) => sum + (s.count ?? 0), 0),
-  };
+  const setters = kind === 'gauge' ? samples.filter((s) => s.setAt > 0) : [];
+  if (setters.length === 0) return sumSeries(kind, samples);
+  const last = setters.reduce((a, b) => (b.setAt > a.setAt ? b : a));
+  return { labels: samples[0].labels, value: last.value };
 }
 
 /** The instances' families merged into the model's, in name order. */
-export function mergeInstanceMetrics(instances: readonly (readonly StubFamily[])[]): CustomMetricFamily[] {
-  const byName = new Map<string, { family: StubFamily; series: Map<string, StubSeries[]> }>();
-  for (const families of instances) {
-    for (const f of families) {
-      let merged = byName.get(f.name);
-      if (!merged) byName.set(f.name, (merged = { family: f, series: new Map() }));
-      else if (merged.family.kind !== f.kind) continue;
-      for (const s of f.series) {
-        const key = labelKey(s.labels);
-        const list = merged.series.get(key);
-        if (list) list.push(s);
-        else merged.series.set(key, [s]);
-      }
-    }
-  }
-  return [...byName.values()]
-    .sort((a, b) => (a.family.name < b.family.name ? -1 : a.family.name > b.family.name ? 1 : 0))
-    .map(({ family, series }) => ({
-      name: family.name,
-      description: family.description,
-      kind: family.kind,
-      metrics: [...series.values()].map((samples) => mergeSeries(family.kind, samples)),
-    }));
+export function mergeStubMetrics(instances: readonly (readonly StubFamily[])[]): CustomMetricFamily[] {
+  return mergeInstanceMetrics(instances, mergeSeries).sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CustomMetricFamily } from '../../backend-api/backend.js';
-import { labelKey, mergeMetricFamilies } from './metrics-merge.js';
+import type { CustomMetricFamily } from '../backend-api/backend.js';
+import { labelKey, mergeInstanceMetrics } from './custom-metrics.js';
 
 const counter = (value: number, labels: Record<string, string> = {}): CustomMetricFamily => ({
   name: 'requests_total',
@@ -22,7 +22,7 @@ test('counters and gauges of the same family and labels are summed; other label 
     kind: 'gauge',
     metrics: [{ labels: { q: 'x' }, value: v }],
   });
-  const merged = mergeMetricFamilies([
+  const merged = mergeInstanceMetrics([
     [counter(3, { model: 'm', route: 'a' }), gauge(2)],
     [counter(4, { route: 'a', model: 'm' }), counter(1, { model: 'm', route: 'b' }), gauge(5)],
   ]);
@@ -49,7 +49,7 @@ test('histograms sum bucket counts, sums and counts; different bounds and kinds 
     kind: 'histogram',
     metrics: [{ labels: {}, value: sum, buckets: bounds, bucketCounts: counts, count }],
   });
-  const merged = mergeMetricFamilies([
+  const merged = mergeInstanceMetrics([
     [histogram([1, 5], [1, 2], 4.5, 3)],
     [histogram([1, 5], [0, 1], 3, 1)],
     [histogram([1, 10], [9, 9], 9, 9)],
@@ -68,6 +68,6 @@ test('merging leaves the inputs untouched', () => {
     kind: 'histogram',
     metrics: [{ labels: {}, value: 1, buckets: [1], bucketCounts: [1], count: 1 }],
   };
-  mergeMetricFamilies([[a], [a]]);
+  mergeInstanceMetrics([[a], [a]]);
   assert.deepEqual(a.metrics[0].bucketCounts, [1]);
 });
