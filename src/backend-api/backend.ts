@@ -30,6 +30,24 @@ import type { FrozenModelConfig, ModelConfig } from '../model-config/model-confi
 /** Request/response parameter values; uint64/int64 values beyond 2^53 arrive as bigint. */
 export type ParameterValue = string | number | boolean | bigint;
 
+/** Request parameters Triton consumes itself (sequence, scheduling and output-format ones). */
+const SERVER_PARAMETERS: ReadonlySet<string> = new Set([
+  'sequence_id',
+  'sequence_start',
+  'sequence_end',
+  'priority',
+  'timeout',
+  'binary_data_output',
+]);
+
+/**
+ * True for a request parameter the server consumed itself (those above and every `triton_*` key): a
+ * backend leaves it out of what a model sees as the request's parameters, as Triton does.
+ */
+export function isServerParameter(key: string): boolean {
+  return SERVER_PARAMETERS.has(key) || key.startsWith('triton_');
+}
+
 export interface SendOptions {
   /** This is the last response for the request. */
   final: boolean;

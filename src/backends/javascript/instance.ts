@@ -23,6 +23,7 @@ import type {
   ParameterValue,
   ServerApi,
 } from '../../backend-api/backend.js';
+import { isServerParameter } from '../../backend-api/backend.js';
 import type { DataType } from '../../common/datatype.js';
 import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -40,16 +41,6 @@ import type {
 } from './protocol.js';
 import { checkedCoreTensor, copyToWire, newCounters } from './tensors.js';
 import { JsWorker, errorOf, type WorkerStarted } from './worker-client.js';
-
-/** Request parameters the server consumes itself rather than passing to the model. */
-const RESERVED_PARAMETERS = new Set([
-  'sequence_id',
-  'sequence_start',
-  'sequence_end',
-  'priority',
-  'timeout',
-  'binary_data_output',
-]);
 
 /**
  * How often a running batch's requests are checked for cancellation: one timer per batch instead of an
@@ -94,7 +85,7 @@ interface Inflight {
 function modelParameters(p: Readonly<Record<string, ParameterValue>>): Record<string, ParameterValue> {
   let out: Record<string, ParameterValue> | undefined;
   for (const k in p) {
-    if (RESERVED_PARAMETERS.has(k) || k.startsWith('triton_')) continue;
+    if (isServerParameter(k)) continue;
     (out ??= {})[k] = p[k];
   }
   return out ?? {};

@@ -28,6 +28,7 @@ import type {
   ParameterValue,
   ServerApi,
 } from '../../backend-api/backend.js';
+import { isServerParameter } from '../../backend-api/backend.js';
 import { NereidError, internal, invalidArg, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { BlsService, type ServerInfer } from './bls.js';
@@ -46,16 +47,6 @@ import {
 import type { StubLaunchOptions } from './stub-process.js';
 import { StubProcess } from './stub-process.js';
 import { BlobBuilder, describeTensors, readTensors, type FreedRanges } from './tensors.js';
-
-/** Request parameters Triton consumes itself rather than passing to the model (request.parameters()). */
-const RESERVED_PARAMETERS = new Set([
-  'sequence_id',
-  'sequence_start',
-  'sequence_end',
-  'priority',
-  'timeout',
-  'binary_data_output',
-]);
 
 export interface PythonInstanceOptions {
   readonly spec: InstanceSpec;
@@ -122,7 +113,7 @@ function parameterJson(v: ParameterValue): string {
 function parametersJson(params: Readonly<Record<string, ParameterValue>>): string {
   const parts: string[] = [];
   for (const [k, v] of Object.entries(params)) {
-    if (RESERVED_PARAMETERS.has(k) || k.startsWith('triton_')) continue;
+    if (isServerParameter(k)) continue;
     parts.push(`${JSON.stringify(k)}:${parameterJson(v)}`);
   }
   return `{${parts.join(',')}}`;
