@@ -8,42 +8,18 @@ import { isUtf8 } from 'node:buffer';
 import { endianness } from 'node:os';
 import { byteSizeOf, type DataType } from '../common/datatype.js';
 import { joinBytesElements, splitBytesElements } from '../common/tensor.js';
+import {
+  TYPED_ARRAY_OF,
+  type FixedDataType,
+  type TypedArray,
+  type TypedArrayOf,
+} from '../common/typed-arrays.js';
 import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from './half.js';
 
 // Typed arrays are views in host byte order while the wire is little-endian.
 if (endianness() !== 'LE') throw new Error('nereid/client needs a little-endian host');
 
-export type TypedArray =
-  | Int8Array
-  | Uint8Array
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | BigInt64Array
-  | BigUint64Array
-  | Float32Array
-  | Float64Array;
-
-/** Every datatype except BYTES has a fixed element size and a typed array. */
-export type FixedDataType = Exclude<DataType, 'BYTES'>;
-
-/** The typed array a datatype is read into. FP16 and BF16 are their bit patterns; BOOL is 0/1 bytes. */
-export interface TypedArrayOf {
-  BOOL: Uint8Array;
-  UINT8: Uint8Array;
-  UINT16: Uint16Array;
-  UINT32: Uint32Array;
-  UINT64: BigUint64Array;
-  INT8: Int8Array;
-  INT16: Int16Array;
-  INT32: Int32Array;
-  INT64: BigInt64Array;
-  FP16: Uint16Array;
-  FP32: Float32Array;
-  FP64: Float64Array;
-  BF16: Uint16Array;
-}
+export type { FixedDataType, TypedArray, TypedArrayOf } from '../common/typed-arrays.js';
 
 /** The plain array a datatype is read into (FP16/BF16 as numbers, BYTES as UTF-8 strings). */
 export interface ArrayOf {
@@ -72,28 +48,6 @@ export type TensorArray = ArrayOf[DataType];
  */
 export type TensorValues =
   TypedArray | readonly number[] | readonly bigint[] | readonly boolean[] | readonly (string | Uint8Array)[];
-
-interface TypedArrayCtor {
-  new (length: number): TypedArray;
-  new (buffer: ArrayBufferLike, byteOffset: number, length: number): TypedArray;
-  readonly BYTES_PER_ELEMENT: number;
-}
-
-const CTOR: Readonly<Record<FixedDataType, TypedArrayCtor>> = {
-  BOOL: Uint8Array,
-  UINT8: Uint8Array,
-  UINT16: Uint16Array,
-  UINT32: Uint32Array,
-  UINT64: BigUint64Array,
-  INT8: Int8Array,
-  INT16: Int16Array,
-  INT32: Int32Array,
-  INT64: BigInt64Array,
-  FP16: Uint16Array,
-  FP32: Float32Array,
-  FP64: Float64Array,
-  BF16: Uint16Array,
-};
 
 const INT_RANGE: Readonly<Partial<Record<DataType, readonly [number, number]>>> = {
   UINT8: [0, 0xff],
@@ -165,7 +119,7 @@ export function encodeValues(datatype: DataType, values: ArrayLike<unknown>, wha
     for (let i = 0; i < values.length; i++) elements[i] = bytesElement(i, values[i], what);
     return joinBytesElements(elements);
   }
-  const Ctor = CTOR[datatype];
+  const Ctor = TYPED_ARRAY_OF[datatype];
   if (values instanceof Ctor) return bufferOf(values);
   const n = values.length;
   switch (datatype) {
@@ -215,7 +169,7 @@ export function countElements(datatype: DataType, data: Buffer): number {
 
 /** A typed array over wire-form data: a view when the bytes are aligned, otherwise an aligned copy. */
 export function decodeTypedArray<D extends FixedDataType>(datatype: D, data: Buffer): TypedArrayOf[D] {
-  const Ctor = CTOR[datatype];
+  const Ctor = TYPED_ARRAY_OF[datatype];
   const size = Ctor.BYTES_PER_ELEMENT;
   const n = countElements(datatype, data);
   if (data.byteOffset % size === 0) return new Ctor(data.buffer, data.byteOffset, n) as TypedArrayOf[D];

@@ -8,49 +8,22 @@
 import { byteSizeOf, isDataType, type DataType } from '../common/datatype.js';
 import { invalidArg } from '../common/errors.js';
 import { elementCount } from '../common/tensor.js';
+import {
+  TYPED_ARRAY_OF,
+  type FixedDataType,
+  type TypedArray,
+  type TypedArrayOf,
+} from '../common/typed-arrays.js';
 import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from '../client/half.js';
 
 export type { DataType };
 
 /** The typed array that views each fixed-size datatype (FP16/BF16 as raw 16-bit patterns). */
-export interface TypedArrayByDataType {
-  BOOL: Uint8Array;
-  UINT8: Uint8Array;
-  UINT16: Uint16Array;
-  UINT32: Uint32Array;
-  UINT64: BigUint64Array;
-  INT8: Int8Array;
-  INT16: Int16Array;
-  INT32: Int32Array;
-  INT64: BigInt64Array;
-  FP16: Uint16Array;
-  FP32: Float32Array;
-  FP64: Float64Array;
-  BF16: Uint16Array;
-}
+export type TypedArrayByDataType = TypedArrayOf;
+export type { FixedDataType, TypedArray };
 
-export type FixedDataType = keyof TypedArrayByDataType;
-export type TypedArray = TypedArrayByDataType[FixedDataType];
 /** One element as plain JavaScript: numbers, bigints for 64-bit integers, booleans, strings for BYTES. */
 export type ElementValue = number | bigint | boolean | string;
-
-type TypedArrayCtor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => TypedArray;
-
-const VIEW: Readonly<Record<FixedDataType, TypedArrayCtor>> = {
-  BOOL: Uint8Array,
-  UINT8: Uint8Array,
-  UINT16: Uint16Array,
-  UINT32: Uint32Array,
-  UINT64: BigUint64Array,
-  INT8: Int8Array,
-  INT16: Int16Array,
-  INT32: Int32Array,
-  INT64: BigInt64Array,
-  FP16: Uint16Array,
-  FP32: Float32Array,
-  FP64: Float64Array,
-  BF16: Uint16Array,
-};
 
 /** The datatype a typed array stands for when none is given (Uint16Array: UINT16, Uint8Array: UINT8). */
 export function dataTypeOfTypedArray(a: TypedArray): FixedDataType {
@@ -147,7 +120,11 @@ function checkShape(shape: readonly number[]): number[] {
 
 /** Fixed-size values written into a new buffer of `datatype`. */
 function encodeValues(datatype: FixedDataType, values: readonly (number | bigint | boolean)[]): Uint8Array {
-  const out = new VIEW[datatype](new ArrayBuffer(values.length * byteSizeOf(datatype)), 0, values.length);
+  const out = new TYPED_ARRAY_OF[datatype](
+    new ArrayBuffer(values.length * byteSizeOf(datatype)),
+    0,
+    values.length,
+  );
   const half = datatype === 'FP16' ? toFloat16Bits : datatype === 'BF16' ? toBFloat16Bits : undefined;
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
@@ -290,7 +267,11 @@ export class Tensor {
     const size = byteSizeOf(dt);
     const d = this.data;
     const bytes = d.byteOffset % size === 0 ? d : d.slice(); // the copy: unaligned bytes cannot be viewed
-    return new VIEW[dt](bytes.buffer, bytes.byteOffset, bytes.byteLength / size) as TypedArrayByDataType[D];
+    return new TYPED_ARRAY_OF[dt](
+      bytes.buffer,
+      bytes.byteOffset,
+      bytes.byteLength / size,
+    ) as TypedArrayByDataType[D];
   }
 
   /** Shorthands for typed() with a datatype check. */
