@@ -22,6 +22,8 @@ die() {
   echo "bench: error: $*" >&2
   exit 1
 }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 [[ -f $onnx ]] || die "$onnx not found"
 results=bench/results/$(date -u +%Y%m%dT%H%M%SZ)
@@ -65,17 +67,7 @@ say "starting nereid with $model only"
 bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
   --model-control-mode=explicit --load-model="$model" >"$results/server.log" 2>&1 &
 server_pid=$!
-port=
-for _ in $(seq 1 1200); do
-  port=$(grep -oE 'Started HTTPService at [^ ]*:[0-9]+' "$results/server.log" | grep -oE '[0-9]+$' | head -n1 || true)
-  [[ -n $port ]] && break
-  kill -0 "$server_pid" 2>/dev/null || {
-    cat "$results/server.log" >&2
-    die "the server exited during startup"
-  }
-  sleep 0.1
-done
-[[ -n $port ]] || die "the server did not announce its HTTP port within 120 s (log: $results/server.log)"
+port=$(wait_port "$results/server.log" 'Started HTTPService at [^ ]*:[0-9]+' "$server_pid")
 say "server on port $port"
 
 for b in $batches; do

@@ -22,6 +22,8 @@ die() {
   echo "bench/scheduling: error: $*" >&2
   exit 1
 }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 results=bench/results/scheduling-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$results"
@@ -56,19 +58,8 @@ say "starting nereid (default scheduler and dynamic batching, max_queue_delay ${
 bin/nereid.js --model-repository="$repo" --http-port=0 --grpc-port=0 --metrics-port=0 \
   --disable-auto-complete-config --model-control-mode=explicit "${load_args[@]}" >"$results/server.log" 2>&1 &
 server_pid=$!
-port=
-for _ in $(seq 1 1200); do
-  port=$(grep -oE 'Started HTTPService at [^ ]*:[0-9]+' "$results/server.log" | grep -oE '[0-9]+$' | head -n1 || true)
-  [[ -n $port ]] && break
-  kill -0 "$server_pid" 2>/dev/null || {
-    cat "$results/server.log" >&2
-    die "the server exited during startup"
-  }
-  sleep 0.1
-done
-[[ -n $port ]] || die "the server did not announce its HTTP port within 120 s (log: $results/server.log)"
-grpc_port=$(grep -oE 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$results/server.log" | grep -oE '[0-9]+$' | head -n1 || true)
-[[ -n $grpc_port ]] || die "the server did not announce its gRPC port (log: $results/server.log)"
+port=$(wait_port "$results/server.log" 'Started HTTPService at [^ ]*:[0-9]+' "$server_pid")
+grpc_port=$(wait_port "$results/server.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$server_pid")
 # perf_analyzer's protocol: grpc (the issue's setting) or http; statistics are always read over HTTP.
 case $protocol in
   grpc) target=localhost:$grpc_port ;;

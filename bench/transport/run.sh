@@ -61,21 +61,8 @@ stop_all() {
 }
 trap stop_all EXIT
 
-# wait_port <log> <regex whose last field is the port> <pid>
-wait_port() {
-  local log=$1 pattern=$2 pid=$3 port=
-  for _ in $(seq 1 1200); do
-    port=$(grep -oE "$pattern" "$log" | head -n1 | grep -oE '[0-9]+$' || true)
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || {
-      cat "$log" >&2
-      die "a server exited during startup ($log)"
-    }
-    sleep 0.1
-  done
-  [[ -n $port ]] || die "no port announced in $log within 120 s"
-  echo "$port"
-}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 say "starting nereid ($model only), http-echo and grpc-echo"
 bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
