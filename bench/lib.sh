@@ -16,3 +16,12 @@ wait_port() {
   [[ -n $port ]] || die "no port announced in $log within 120 s"
   echo "$port"
 }
+
+# The one server a script starts (server_pid=$!), stopped with SIGTERM by stop_server (also at EXIT).
+server_pid=
+stop_server() {
+  [[ -n $server_pid ]] || return 0
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+}

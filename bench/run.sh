@@ -54,13 +54,6 @@ node dist/bench/bare-onnxruntime.js --model "$onnx" --batches "${batches// /,}" 
   --seconds "$point_seconds" --out "$results/bare.json" >&2
 
 # (b) the same model served by Nereid over HTTP
-server_pid=
-stop_server() {
-  [[ -n $server_pid ]] || return 0
-  kill -TERM "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=
-}
 trap stop_server EXIT
 
 say "starting nereid with $model only"

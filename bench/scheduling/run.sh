@@ -44,13 +44,6 @@ EOF
 load_args=()
 for f in $families; do load_args+=(--load-model="${f}_unbatched" --load-model="${f}_dynamic"); done
 
-server_pid=
-stop_server() {
-  [[ -n $server_pid ]] || return 0
-  kill -TERM "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=
-}
 trap stop_server EXIT
 
 say "starting nereid (default scheduler and dynamic batching, max_queue_delay ${delay_us} us)"
