@@ -87,10 +87,10 @@ function plainInvalidArg(message: string): NereidError {
  * A requested output named twice. Triton finds it while the frontend builds the request, before the
  * core's validation, so this check runs first and its message carries no request-id prefix.
  */
-export function rejectDuplicateOutputs(request: InferenceRequest): void {
+function rejectDuplicateOutputs(request: InferenceRequest): void {
   const outputs = new Set<string>();
   for (const output of request.outputs ?? []) {
-    if (outputs.has(output.name)) throw invalidArg(`output '${output.name}' already exists in request`);
+    if (outputs.has(output.name)) throw plainInvalidArg(`output '${output.name}' already exists in request`);
     outputs.add(output.name);
   }
 }

@@ -12,7 +12,7 @@ import { fromConfigDataType } from '../../common/datatype.js';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
-import { prepareRequest, rejectDuplicateOutputs, withRequestId } from '../inference.js';
+import { prepareRequest, withRequestId } from '../inference.js';
 import { DEFAULT_READINESS_POLL, ModelHealthMonitor, type ReadinessPollOptions } from '../model-health.js';
 import type { LoadedVersion } from '../repository/contract.js';
 import { ResponseStream } from '../response-stream.js';
@@ -141,7 +141,6 @@ export class ModelVersion implements LoadedVersion {
       );
     }
     const requestStart = process.hrtime.bigint();
-    rejectDuplicateOutputs(request);
     let prepared;
     try {
       prepared = prepareRequest(this.config, request);
