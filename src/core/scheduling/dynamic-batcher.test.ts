@@ -13,45 +13,10 @@ import { parseModelConfigText } from '../../model-config/index.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import type { PreparedRequest } from '../inference.js';
 import { ModelStats } from '../stats/model-stats.js';
-import { DynamicBatcher, type BatcherClock } from './dynamic-batcher.js';
+import { DynamicBatcher } from './dynamic-batcher.js';
 import { InstancePool } from './instance-pool.js';
 import { RateLimiter } from './rate-limiter.js';
-
-const MS = 1_000_000n;
-
-/** Time that moves only when the test says so; timers fire in order as it passes them. */
-class FakeClock implements BatcherClock {
-  private t = 1_000n * MS;
-  /** The next timer fires this long before process time reaches its target (Node's loop clock can lag). */
-  lag = 0n;
-  fired = 0;
-  private timers: { at: bigint; cb: () => void; live: boolean }[] = [];
-  now(): bigint {
-    return this.t;
-  }
-  setTimer(cb: () => void, delayNs: bigint): () => void {
-    const timer = { at: this.t + delayNs, cb, live: true };
-    this.timers.push(timer);
-    return () => (timer.live = false);
-  }
-  get pendingTimers(): number {
-    return this.timers.filter((t) => t.live).length;
-  }
-  advance(ns: bigint): void {
-    const end = this.t + ns;
-    for (;;) {
-      const due = this.timers.filter((t) => t.live && t.at <= end).sort((a, b) => (a.at < b.at ? -1 : 1))[0];
-      if (!due) break;
-      due.live = false;
-      this.t = due.at - this.lag;
-      this.lag = 0n;
-      this.fired++;
-      due.cb();
-    }
-    this.t = end;
-    this.timers = this.timers.filter((t) => t.live);
-  }
-}
+import { FakeClock, MS } from './fake-clock.testkit.js';
 
 /** An instance whose executions the test finishes by hand. */
 class FakeInstance implements InstanceHandle {

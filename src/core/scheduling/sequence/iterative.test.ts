@@ -21,34 +21,8 @@ import {
 import { SEQUENCE_END, SEQUENCE_START, type PreparedRequest } from '../../inference.js';
 import { ModelStats } from '../../stats/model-stats.js';
 import { InstancePool } from '../instance-pool.js';
-import { SequenceBatchScheduler, type SequenceClock } from './sequence-scheduler.js';
-
-const MS = 1_000_000n;
-
-class FakeClock implements SequenceClock {
-  private t = 1_000n * MS;
-  private timers: { at: bigint; cb: () => void; live: boolean }[] = [];
-  now(): bigint {
-    return this.t;
-  }
-  setTimer(cb: () => void, delayNs: bigint): () => void {
-    const timer = { at: this.t + delayNs, cb, live: true };
-    this.timers.push(timer);
-    return () => (timer.live = false);
-  }
-  advance(ns: bigint): void {
-    const end = this.t + ns;
-    for (;;) {
-      const due = this.timers.filter((t) => t.live && t.at <= end).sort((a, b) => (a.at < b.at ? -1 : 1))[0];
-      if (!due) break;
-      due.live = false;
-      this.t = due.at;
-      due.cb();
-    }
-    this.t = end;
-    this.timers = this.timers.filter((t) => t.live);
-  }
-}
+import { SequenceBatchScheduler } from './sequence-scheduler.js';
+import { FakeClock, MS } from '../fake-clock.testkit.js';
 
 const int32 = (t: Tensor | undefined): number | undefined => t?.data.readInt32LE(0);
 const tensor = (name: string, v: number): Tensor => {
