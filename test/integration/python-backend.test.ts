@@ -33,16 +33,13 @@ import {
   type TestServer,
   waitFor,
 } from './harness.js';
+import { i32, ints, pythonFlags, shmFiles, stubPids, VENV_PYTHON } from './python-support.js';
 
 const PY_FIXTURES = path.join(ROOT, 'test/fixtures/python');
-const VENV_PYTHON = path.join(ROOT, '.venv/bin/python');
-const STUB_MARK = 'nereid_python_stub.py';
 
 const f32 = (v: number[]): Buffer => Buffer.from(new Float32Array(v).buffer);
-const i32 = (v: number[]): Buffer => Buffer.from(new Int32Array(v).buffer);
 const u32 = (v: number[]): Buffer => Buffer.from(new Uint32Array(v).buffer);
 const floats = (b: Buffer): number[] => Array.from(new Float32Array(Uint8Array.from(b).buffer));
-const ints = (b: Buffer): number[] => Array.from(new Int32Array(Uint8Array.from(b).buffer));
 const bytesOf = (elements: (string | Buffer)[]): Buffer => {
   const parts: Buffer[] = [];
   for (const e of elements) {
@@ -62,28 +59,6 @@ const strings = (b: Buffer): string[] => {
   }
   return out;
 };
-
-/** Stub processes that are children of this test process (optionally for one instance). */
-function stubPids(instance?: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid !== process.pid) continue;
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      const at = cmd.findIndex((a) => a.endsWith(STUB_MARK));
-      if (at < 0) continue;
-      if (instance === undefined || cmd[at + 1] === instance) pids.push(Number(entry));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return pids;
-}
-
-const shmFiles = (prefix: string): string[] => readdirSync('/dev/shm').filter((f) => f.startsWith(prefix));
 
 function input(name: string, datatype: InferInput['datatype'], shape: number[], data: Buffer): InferInput {
   return { name, datatype, shape, data };
@@ -164,8 +139,7 @@ describe('python backend', () => {
         'add_sub_python',
         'repeat_int32_python',
       ].map((m) => `--load-model=${m}`),
-      `--backend-config=python,python-executable=${VENV_PYTHON}`,
-      `--backend-config=python,shm-region-prefix-name=${prefix}`,
+      ...pythonFlags(prefix),
     ]);
   });
 
@@ -680,8 +654,7 @@ describe('python backend transports and interpreters', () => {
       '--load-model=resnet_style',
       '--load-model=repeat_int32_python',
       `--model-repository=${EXAMPLES}`,
-      `--backend-config=python,python-executable=${VENV_PYTHON}`,
-      `--backend-config=python,shm-region-prefix-name=${prefix}`,
+      ...pythonFlags(prefix),
     ]);
     assert.equal(stubPids('resnet_style_0_0').length + stubPids('resnet_style_0_1').length, 2);
     await s.stop();
