@@ -28,7 +28,6 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
-  readdirSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -38,6 +37,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { InferInput, InferenceRequest } from '../src/core/types.js';
 import { Nereid, type NereidServer } from '../src/index.js';
+import { stubPids } from '../test/integration/python-support.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const EXAMPLES = path.join(ROOT, 'examples/model_repository');
@@ -137,20 +137,9 @@ function ioPerRequest(before: IoCounters, after: IoCounters, n: number): IoCount
 
 /** The stub process of `instance` among this process's children. */
 function stubPid(instance: string): number {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid !== process.pid) continue;
-      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (argv.some((a) => a.endsWith('nereid_python_stub.py')) && argv.includes(instance))
-        return Number(entry);
-    } catch {
-      // the process went away while we looked
-    }
-  }
-  throw new Error(`no stub process for ${instance} under pid ${process.pid}`);
+  const [pid] = stubPids(instance);
+  if (pid === undefined) throw new Error(`no stub process for ${instance} under pid ${process.pid}`);
+  return pid;
 }
 
 function fp32(n: number): InferInput {
