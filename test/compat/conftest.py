@@ -19,6 +19,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
+from grpc_stream import Stream
 from model_repo import write_test_models
 from nereid_server import ENTRY, MODEL_REPOSITORY, REPO_ROOT, NereidServer, node_executable, start_server
 
@@ -71,6 +72,16 @@ def grpc(server: NereidServer) -> Iterator[Any]:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture
+def stream(grpc: Any) -> Iterator[Stream]:
+    """A stream opened on the shared gRPC client for one test, stopped after it."""
+    s = Stream(grpc)
+    try:
+        yield s
+    finally:
+        grpc.stop_stream()
 
 
 @pytest.fixture(scope="session")

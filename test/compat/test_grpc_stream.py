@@ -4,8 +4,6 @@ repeat_int32) with their final-response flags."""
 
 from __future__ import annotations
 
-import queue
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,41 +12,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from grpc_stream import Stream
 from model_repo import require_ready
-
-TIMEOUT = 30.0
-
-
-class Stream:
-    """One open stream on the shared client, with its callbacks collected in a queue."""
-
-    def __init__(self, grpc: Any, headers: dict[str, str] | None = None) -> None:
-        self.grpc = grpc
-        self.answers: queue.Queue[tuple[Any, InferenceServerException | None]] = queue.Queue()
-        grpc.start_stream(callback=self._callback, headers=headers)
-
-    def _callback(self, result: Any, error: InferenceServerException | None) -> None:
-        self.answers.put((result, error))
-
-    def next(self) -> tuple[Any, InferenceServerException | None]:
-        return self.answers.get(timeout=TIMEOUT)
-
-    def results(self, count: int) -> list[Any]:
-        out = []
-        for _ in range(count):
-            result, error = self.next()
-            assert error is None, error
-            out.append(result)
-        return out
-
-
-@pytest.fixture
-def stream(grpc: Any) -> Iterator[Stream]:
-    s = Stream(grpc)
-    try:
-        yield s
-    finally:
-        grpc.stop_stream()
 
 
 def _final(result: Any) -> bool:

@@ -17,7 +17,7 @@ import queue
 import re
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,11 @@ import tritonclient.grpc.aio as aioclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from grpc_stream import Stream
 from model_repo import PYTHON_RAISES_ERROR_MESSAGE, PYTHON_RAISES_MESSAGE, require_ready
 from test_perf_analyzer import _perf_analyzer, _server_count
 
 PROTOCOLS = ["http", "grpc"]
-TIMEOUT = 30.0
 # python_raises' only instance: Triton names a Python model's errors after the stub, `<model>_<group>_<index>`
 RAISES_INSTANCE = "python_raises_0_0"
 
@@ -196,37 +196,6 @@ def test_simple_identity_batch_over_max(protocol: str, client: Any, grpc: Any) -
 
 
 # --- repeat_int32_python (decoupled) over a gRPC stream ----------------------------------------------------
-
-
-class Stream:
-    """One open stream on the shared gRPC client, its callbacks collected in a queue."""
-
-    def __init__(self, grpc: Any) -> None:
-        self.answers: queue.Queue[tuple[Any, InferenceServerException | None]] = queue.Queue()
-        grpc.start_stream(callback=self._callback)
-
-    def _callback(self, result: Any, error: InferenceServerException | None) -> None:
-        self.answers.put((result, error))
-
-    def next(self) -> tuple[Any, InferenceServerException | None]:
-        return self.answers.get(timeout=TIMEOUT)
-
-    def results(self, count: int) -> list[Any]:
-        out = []
-        for _ in range(count):
-            result, error = self.next()
-            assert error is None, error
-            out.append(result)
-        return out
-
-
-@pytest.fixture
-def stream(grpc: Any) -> Iterator[Stream]:
-    s = Stream(grpc)
-    try:
-        yield s
-    finally:
-        grpc.stop_stream()
 
 
 def _repeat(values: list[int], delays: list[int] | None = None, wait: int = 0) -> list[Any]:
