@@ -1,9 +1,10 @@
 // The Python backend against a real server and real stub processes (the repository's .venv Python with
 // numpy): Triton-style model.py files for add_sub, a ResNet-tutorial-style classifier on two instances,
-// auto_complete_config without a config.pbtxt, BLS into the ONNX `simple` (sync, async, decoupled),
-// decoupled streaming (in-process and HTTP generate_stream), per-request errors, every fault a stub can
-// have (crash, kill, raise, wrong responses, prints, hangs in initialize), cancellation, large tensors
-// through /dev/shm and inline, interpreter selection, and that nothing is left behind.
+// auto_complete_config without a config.pbtxt, BLS into the ONNX `simple` (sync, async, decoupled) and into
+// the `simple_ensemble` ensemble, decoupled streaming (in-process and HTTP generate_stream), per-request
+// errors, every fault a stub can have (crash, kill, raise, wrong responses, prints, hangs in initialize),
+// cancellation, large tensors through /dev/shm and inline, interpreter selection, and that nothing is left
+// behind.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
@@ -135,6 +136,7 @@ describe('python backend', () => {
         'faults',
         'decoupled_async',
         'simple',
+        'simple_ensemble',
         'simple_identity',
         'add_sub_python',
         'repeat_int32_python',
@@ -249,6 +251,25 @@ describe('python backend', () => {
       ]),
       'NOT_FOUND',
       'no_such_model',
+    );
+  });
+
+  it('calls an ensemble through BLS (simple_ensemble: both outputs doubled)', async () => {
+    const a = Array.from({ length: 16 }, (_, i) => i - 4);
+    const b = Array.from({ length: 16 }, (_, i) => 3 * i);
+    const r = await infer('bls_simple', [
+      input('INPUT0', 'INT32', [1, 16], i32(a)),
+      input('INPUT1', 'INT32', [1, 16], i32(b)),
+      input('MODEL_NAME', 'BYTES', [1], bytesOf(['simple_ensemble'])),
+    ]);
+    const byName = new Map(r.outputs.map((o) => [o.name, ints(o.data)]));
+    assert.deepEqual(
+      byName.get('OUTPUT0'),
+      a.map((x) => 2 * x),
+    );
+    assert.deepEqual(
+      byName.get('OUTPUT1'),
+      b.map((x) => 2 * x),
     );
   });
 
