@@ -103,9 +103,12 @@ stop_server
 for f in $families; do
   onnx=$repo/${f}_unbatched/1/model.onnx
   sizes=$(node dist/bench/scheduling/summarize.js "$results" --formed "$f")
+  # the same intra-op threads as the served model (bench/scheduling/repo.ts); densenet: every core
+  threads=()
+  [[ $f == mlp ]] && threads=(--threads "$(node dist/bench/scheduling/repo.js --print-mlp-threads)")
   say "bare onnxruntime-node: $f at batch sizes $sizes"
   node dist/bench/bare-onnxruntime.js --model "$onnx" --batches "$sizes" --seconds "$point_seconds" \
-    --out "$results/bare-$f.json" >&2
+    "${threads[@]}" --out "$results/bare-$f.json" >&2
 done
 
 node dist/bench/scheduling/summarize.js "$results"
