@@ -1,8 +1,9 @@
 /**
- * The `onnxruntime` backend (platform `onnxruntime_onnx`) on onnxruntime-node. The main thread never
- * opens a session: auto-complete asks a short-lived worker what the model looks like, loadModel starts
- * the first instance's worker (which also proves the file loads and lets the config be checked against
- * the model), and every further instance gets a worker of its own.
+ * The `onnxruntime` backend (platform `onnxruntime_onnx`) on onnxruntime-node. By default the main thread
+ * never opens a session: auto-complete asks a short-lived worker what the model looks like, loadModel
+ * starts the first instance's worker (which also proves the file loads and lets the config be checked
+ * against the model), and every further instance gets a worker of its own. A model with
+ * `execution_thread: "event_loop"` has its sessions opened and run on the main thread instead.
  */
 import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -19,9 +20,10 @@ import { NereidError, invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import { autoCompleteFromModel, defaultMaxBatchSize } from './autocomplete.js';
+import type { InferenceSession } from 'onnxruntime-node';
 import { OrtInstance } from './instance.js';
-import { sessionSettings } from './options.js';
-import type { OrtSessionSettings, WorkerInit } from './protocol.js';
+import { sessionSettings, type ExecutionThread } from './options.js';
+import type { ModelIo, OrtSessionSettings, WorkerInit } from './protocol.js';
 import { validateAgainstModel } from './validate.js';
 import { OrtWorker } from './worker-client.js';
 
@@ -95,56 +97,90 @@ export class OnnxRuntimeBackend implements Backend {
   }
 
   async loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
-    const { settings, warnings } = sessionSettings(ctx.config, ctx.backendConfig, {
+    const { settings, executionThread, warnings } = sessionSettings(ctx.config, ctx.backendConfig, {
       cpuCount: this.cpuCount,
       verbose: ctx.log.isVerbose(),
     });
     for (const w of warnings) ctx.log.warn(w);
     const init: WorkerInit = { modelPath: await resolveModelFile(ctx.modelPath, ctx.modelName), settings };
-    const first = await OrtWorker.start(init, ctx.modelName);
+    const { spare, io } = await openFirst(init, executionThread, ctx.modelName);
     try {
-      validateAgainstModel(ctx.config, first.io);
+      validateAgainstModel(ctx.config, io);
     } catch (err) {
-      await first.terminate();
+      await closeSpare(spare);
       throw err;
     }
     ctx.log.verbose(
       `onnxruntime model '${ctx.modelName}' version ${ctx.version}: ${init.modelPath}, ` +
-        `intra-op threads ${settings.intraOpNumThreads || 'ORT default'}, graph optimization ${settings.graphOptimizationLevel}`,
+        `intra-op threads ${settings.intraOpNumThreads || 'ORT default'}, graph optimization ${settings.graphOptimizationLevel}, ` +
+        `sessions on ${executionThread === 'worker' ? 'worker threads' : 'the event loop'}`,
     );
-    return new OrtModel(ctx.config.max_batch_size, init, ctx.log, first);
+    return new OrtModel(ctx.config.max_batch_size, init, executionThread, ctx.log, spare);
   }
 }
 
-/** A loaded model version: the session settings, and the first worker until an instance claims it. */
+/**
+ * The first instance's session, opened at load so that a broken file fails the load: in a worker, or for
+ * an event-loop model on the main thread (onnxruntime-node is loaded there only then).
+ */
+async function openFirst(
+  init: WorkerInit,
+  thread: ExecutionThread,
+  label: string,
+): Promise<{ spare: OrtWorker | InferenceSession; io: ModelIo }> {
+  if (thread === 'worker') {
+    const worker = await OrtWorker.start(init, label);
+    return { spare: worker, io: worker.io };
+  }
+  const { openSession, sessionIo } = await import('./session.js');
+  const session = await openSession(init);
+  return { spare: session, io: sessionIo(session) };
+}
+
+async function closeSpare(spare: OrtWorker | InferenceSession): Promise<void> {
+  if (spare instanceof OrtWorker) await spare.terminate();
+  else await spare.release();
+}
+
+/**
+ * A loaded model version: the session settings, and the first worker (or event-loop session) until an
+ * instance claims it.
+ */
 class OrtModel implements ModelHandle {
   constructor(
     private readonly maxBatchSize: number,
     private readonly init: WorkerInit,
+    private readonly thread: ExecutionThread,
     private readonly log: Logger,
-    private spare: OrtWorker | undefined,
+    private spare: OrtWorker | InferenceSession | undefined,
   ) {}
 
   async createInstance(spec: InstanceSpec): Promise<InstanceHandle> {
     if (spec.kind === 'KIND_GPU') {
       this.log.warn(`instance '${spec.name}' asks for a GPU; onnxruntime-node runs it on the CPU`);
     }
-    let worker = this.spare;
+    let handover = this.spare;
     this.spare = undefined;
-    if (worker && !worker.alive) worker = undefined;
-    if (worker) worker.label = spec.name;
+    if (handover instanceof OrtWorker && !handover.alive) handover = undefined;
+    if (handover instanceof OrtWorker) handover.label = spec.name;
     const instance = new OrtInstance(
-      { name: spec.name, maxBatchSize: this.maxBatchSize, init: this.init, log: this.log },
-      worker,
+      {
+        name: spec.name,
+        maxBatchSize: this.maxBatchSize,
+        init: this.init,
+        log: this.log,
+        thread: this.thread,
+      },
+      handover,
     );
     // Start now, not on the first request: a load problem belongs to model load, not to a client.
-    if (!worker) await instance.start();
+    if (!handover) await instance.start();
     return instance;
   }
 
   async unload(): Promise<void> {
     const spare = this.spare;
     this.spare = undefined;
-    await spare?.terminate();
+    if (spare) await closeSpare(spare);
   }
 }

@@ -1,5 +1,6 @@
 /**
- * One ONNX Runtime model instance: a worker thread with its own session, fed whole batches. For a
+ * One ONNX Runtime model instance: a worker thread with its own session, fed whole batches (or, with
+ * `execution_thread: "event_loop"`, a session on the event loop itself, see options.ts). For a
  * batching model the requests of a batch are joined along dim 0, run once, and the outputs cut back per
  * request; otherwise each request runs on its own. A worker that dies fails the batch it was running and
  * is replaced before the next one.
@@ -12,11 +13,13 @@
  * transferred without taking the rest of the body along. Outputs come back as the worker's transferred
  * ArrayBuffers and reach the core as views: no copy on the way out.
  */
+import type { InferenceSession } from 'onnxruntime-node';
 import type { BackendRequest, InstanceHandle } from '../../backend-api/backend.js';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import { concatBatch, splitBatch } from '../batching.js';
+import type { ExecutionThread } from './options.js';
 import type { WireTensor, WorkerInit } from './protocol.js';
 import { checkStringTensor } from './strings.js';
 import { OrtWorker } from './worker-client.js';
@@ -26,7 +29,14 @@ export interface InstanceOptions {
   readonly maxBatchSize: number;
   readonly init: WorkerInit;
   readonly log: Logger;
+  /** 'worker' unless the model asks for the event loop. */
+  readonly thread?: ExecutionThread;
 }
+
+/** session.ts, loaded on the main thread only by instances that run there (it loads onnxruntime-node). */
+type SessionModule = typeof import('./session.js');
+let sessionModule: Promise<SessionModule> | undefined;
+const loadSessionModule = (): Promise<SessionModule> => (sessionModule ??= import('./session.js'));
 
 /** A Buffer's bytes in a fresh ArrayBuffer of exactly that size (the one input copy, see header). */
 function ownedCopy(data: Buffer): ArrayBuffer {
@@ -69,21 +79,30 @@ function fromWire(w: WireTensor): Tensor {
 
 export class OrtInstance implements InstanceHandle {
   readonly name: string;
+  readonly thread: ExecutionThread;
   private worker: OrtWorker | undefined;
+  /** The event-loop session (thread 'event_loop' only). */
+  private session: Promise<InferenceSession> | undefined;
   private closed = false;
 
-  /** Takes over `worker` (already started with the same init), or starts one on the first batch. */
+  /**
+   * Takes over `worker` or `session` (already opened with the same init, on the matching thread), or
+   * opens its own on the first batch.
+   */
   constructor(
     private readonly opts: InstanceOptions,
-    worker?: OrtWorker,
+    handover?: OrtWorker | InferenceSession,
   ) {
     this.name = opts.name;
-    if (worker) this.adopt(worker);
+    this.thread = opts.thread ?? 'worker';
+    if (handover instanceof OrtWorker) this.adopt(handover);
+    else if (handover) this.session = Promise.resolve(handover);
   }
 
-  /** Starts the worker now rather than on the first batch. */
+  /** Starts the worker (or opens the event-loop session) now rather than on the first batch. */
   async start(): Promise<void> {
-    await this.ensureWorker();
+    if (this.thread === 'event_loop') await this.ensureSession();
+    else await this.ensureWorker();
   }
 
   async execute(requests: readonly BackendRequest[]): Promise<void> {
@@ -104,6 +123,10 @@ export class OrtInstance implements InstanceHandle {
     const w = this.worker;
     this.worker = undefined;
     await w?.terminate();
+    const session = this.session;
+    this.session = undefined;
+    // The contract calls close() only after the last execute() settled, so no run is in flight.
+    if (session) await (await session.catch(() => undefined))?.release();
   }
 
   /**
@@ -124,6 +147,28 @@ export class OrtInstance implements InstanceHandle {
         );
       }
     });
+  }
+
+  private ensureSession(): Promise<InferenceSession> {
+    if (this.closed) return Promise.reject(internal(`instance '${this.name}' is closed`));
+    if (!this.session) {
+      const opening = loadSessionModule().then((m) => m.openSession(this.opts.init));
+      // A failed open is retried by the next batch rather than remembered.
+      opening.catch(() => {
+        if (this.session === opening) this.session = undefined;
+      });
+      this.session = opening;
+    }
+    return this.session;
+  }
+
+  /** One run on this instance's session, wherever it lives. The feeds are not to be used afterwards. */
+  private async run(feeds: WireTensor[], fetches: string[]): Promise<WireTensor[]> {
+    if (this.thread === 'event_loop') {
+      const [session, m] = await Promise.all([this.ensureSession(), loadSessionModule()]);
+      return m.runSession(session, feeds, fetches);
+    }
+    return (await this.ensureWorker()).run(feeds, fetches);
   }
 
   private async ensureWorker(): Promise<OrtWorker> {
@@ -147,8 +192,7 @@ export class OrtInstance implements InstanceHandle {
         return;
       }
       const feeds = this.buildFeeds(requests);
-      const worker = await this.ensureWorker();
-      const outputs = (await worker.run(feeds, [...fetches])).map(fromWire);
+      const outputs = (await this.run(feeds, [...fetches])).map(fromWire);
       this.respond(requests, outputs);
     } catch (err) {
       const e = NereidError.from(err);

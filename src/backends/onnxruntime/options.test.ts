@@ -80,6 +80,15 @@ void test('bad values are INVALID_ARG naming the key', () => {
   bad({ intra_op_thread_count: 'many' }, 'intra_op_thread_count');
   bad({ inter_op_thread_count: '-1' }, 'inter_op_thread_count');
   bad({ enable_mem_arena: 'perhaps' }, 'enable_mem_arena');
+  bad({ execution_thread: 'main' }, 'execution_thread');
+});
+
+void test('execution_thread: worker threads unless the model asks for the event loop', () => {
+  const thread = (p: Record<string, string>): string =>
+    sessionSettings(modelConfig({ name: 'm', parameters: params(p) }), {}, env).executionThread;
+  assert.equal(thread({}), 'worker');
+  assert.equal(thread({ execution_thread: 'worker' }), 'worker');
+  assert.equal(thread({ execution_thread: ' event_loop ' }), 'event_loop');
 });
 
 void test('accepted-but-ignored settings come back as warnings', () => {

@@ -1,7 +1,8 @@
 /**
  * Session options for a model, read the way Triton's onnxruntime backend reads them: config `parameters`
  * (intra_op_thread_count, inter_op_thread_count, execution_mode, enable_mem_arena, enable_mem_pattern,
- * session.use_device_allocator_for_initializers), `optimization.graph.level`, and the thread counts from
+ * session.use_device_allocator_for_initializers), `optimization.graph.level`, Nereid's own
+ * `execution_thread`, and the thread counts from
  * `--backend-config=onnxruntime,...` as a fallback. Pure: the caller passes the CPU count.
  */
 import { invalidArg } from '../../common/errors.js';
@@ -15,8 +16,16 @@ export interface SettingsEnvironment {
   readonly verbose: boolean;
 }
 
+/**
+ * Where an instance's session runs: its own worker thread (the default), or the event loop, for models
+ * whose runs take microseconds (`parameters { key: "execution_thread" value: { string_value: "event_loop" } }`):
+ * the hop to a worker and back costs more than such a run, but a slow run there stalls every request.
+ */
+export type ExecutionThread = 'worker' | 'event_loop';
+
 export interface SettingsResult {
   readonly settings: OrtSessionSettings;
+  readonly executionThread: ExecutionThread;
   /** Things accepted but not honoured, for the load log. */
   readonly warnings: readonly string[];
 }
@@ -101,6 +110,14 @@ export function sessionSettings(
   };
   if (inter !== undefined && inter > 0) settings.interOpNumThreads = inter;
 
+  const threadText = (parameter(config, 'execution_thread') ?? 'worker').trim();
+  if (threadText !== 'worker' && threadText !== 'event_loop') {
+    throw invalidArg(
+      `unable to load model '${name}': 'execution_thread' must be 'worker' or 'event_loop', got '${threadText}'`,
+    );
+  }
+  const executionThread: ExecutionThread = threadText;
+
   const arena = parameter(config, 'enable_mem_arena');
   if (arena !== undefined) settings.enableCpuMemArena = parseBool(name, 'enable_mem_arena', arena);
   const pattern = parameter(config, 'enable_mem_pattern');
@@ -121,5 +138,5 @@ export function sessionSettings(
       `'enable-global-threadpool' is ignored: onnxruntime-node has no global thread pool, each instance keeps its own`,
     );
   }
-  return { settings, warnings };
+  return { settings, executionThread, warnings };
 }

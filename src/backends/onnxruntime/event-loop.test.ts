@@ -1,0 +1,169 @@
+/**
+ * `execution_thread: "event_loop"`: the same answers and errors as a worker-thread instance, from a
+ * session that really runs on the main thread.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { describe, test } from 'node:test';
+import type { InstanceSpec } from '../../backend-api/backend.js';
+import { toConfigDataType, type DataType } from '../../common/datatype.js';
+import type { NereidError } from '../../common/errors.js';
+import { joinBytesElements, type Tensor } from '../../common/tensor.js';
+import type { ModelConfig } from '../../model-config/model-config.js';
+import { OnnxRuntimeBackend } from './backend.js';
+import { OrtInstance } from './instance.js';
+import { fixture, fp32, loadContext, modelConfig, readFp32, request, tensor } from './test-support.js';
+
+const backend = new OnnxRuntimeBackend();
+const EVENT_LOOP = { execution_thread: { string_value: 'event_loop' } };
+
+const spec = (name: string, index = 0): InstanceSpec => ({
+  name: `${name}_0_${index}`,
+  groupName: `${name}_0`,
+  index,
+  kind: 'KIND_CPU',
+  deviceId: 0,
+});
+
+function identityConfig(dt: DataType): ModelConfig {
+  return modelConfig({
+    name: `identity_${dt.toLowerCase()}`,
+    max_batch_size: 8,
+    input: [{ name: 'INPUT0', data_type: toConfigDataType(dt), dims: [-1] }],
+    output: [{ name: 'OUTPUT0', data_type: toConfigDataType(dt), dims: [-1] }],
+    parameters: EVENT_LOOP,
+  });
+}
+
+/** `rows`×3 elements as a slice of a larger buffer, as a request body holds them. */
+function sample(dt: DataType, rows: number): Tensor {
+  const n = rows * 3;
+  const data =
+    dt === 'BYTES'
+      ? joinBytesElements(Array.from({ length: n }, (_, i) => `é${i}`.repeat(i % 4)))
+      : randomBytes(n * (dt === 'INT64' ? 8 : dt === 'FP16' ? 2 : 4));
+  const body = Buffer.concat([Buffer.from('head'), data, Buffer.from('tail')]);
+  return tensor('INPUT0', dt, [rows, 3], body.subarray(4, 4 + data.length));
+}
+
+void describe('event-loop instances', () => {
+  for (const dt of ['FP32', 'INT64', 'FP16', 'BYTES'] as const) {
+    void test(`${dt} identity: bytes come back equal, alone and batched`, async () => {
+      const model = await backend.loadModel(
+        loadContext(identityConfig(dt), fixture(`identity_${dt.toLowerCase()}.onnx`)),
+      );
+      const inst = await model.createInstance(spec(`identity_${dt}`));
+      try {
+        assert.ok(inst instanceof OrtInstance);
+        assert.equal(inst.thread, 'event_loop');
+        const lone = sample(dt, 2);
+        const before = Buffer.from(lone.data);
+        const r = request('lone', [lone], ['OUTPUT0'], 2);
+        await inst.execute([r]);
+        const out = r.sender.outputs().get('OUTPUT0')!;
+        assert.deepEqual(out.shape, [2, 3]);
+        assert.ok(out.data.equals(before));
+        assert.ok(lone.data.equals(before), 'the input buffer is left intact');
+
+        const parts = [sample(dt, 1), sample(dt, 3)];
+        const reqs = parts.map((p, i) => request(`b${i}`, [p], ['OUTPUT0'], p.shape[0]));
+        await inst.execute(reqs);
+        reqs.forEach((q, i) => assert.ok(q.sender.outputs().get('OUTPUT0')!.data.equals(parts[i].data)));
+      } finally {
+        await inst.close();
+        await model.unload();
+      }
+    });
+  }
+
+  void test('an ORT failure is INTERNAL with ORT’s message, and the instance goes on serving', async () => {
+    const config = modelConfig({
+      name: 'add_sub_fp32',
+      max_batch_size: 8,
+      input: [
+        { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] },
+        { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [16] },
+      ],
+      output: [
+        { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] },
+        { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [16] },
+      ],
+      parameters: EVENT_LOOP,
+    });
+    const model = await backend.loadModel(loadContext(config, fixture('add_sub_fp32.onnx')));
+    const inst = await model.createInstance(spec('add_sub_fp32'));
+    const ones = Array.from({ length: 16 }, () => 1);
+    try {
+      // Shapes the core would never pass: ORT's Add refuses to broadcast 16 with 3.
+      const bad = request(
+        'bad',
+        [fp32('INPUT0', [1, 16], ones), fp32('INPUT1', [1, 3], [1, 2, 3])],
+        ['OUTPUT0'],
+      );
+      await inst.execute([bad]);
+      assert.equal(bad.sender.error?.code, 'INTERNAL');
+      assert.match(bad.sender.error.message, /onnx runtime error/);
+
+      const good = request(
+        'good',
+        [fp32('INPUT0', [1, 16], ones), fp32('INPUT1', [1, 16], ones)],
+        ['OUTPUT0'],
+      );
+      await inst.execute([good]);
+      assert.deepEqual(
+        readFp32(good.sender.outputs().get('OUTPUT0')!),
+        ones.map(() => 2),
+      );
+    } finally {
+      await inst.close();
+      await model.unload();
+    }
+  });
+
+  void test('a corrupt file fails the load with INTERNAL naming the file', async () => {
+    const config = modelConfig({
+      name: 'corrupt',
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] }],
+      parameters: EVENT_LOOP,
+    });
+    await assert.rejects(
+      backend.loadModel(loadContext(config, fixture('corrupt.onnx'))),
+      (e: NereidError) => e.code === 'INTERNAL' && e.message.includes('corrupt.onnx'),
+    );
+  });
+
+  void test('the run really happens on the event loop: a slow model holds it for the whole run', async () => {
+    const config = modelConfig({
+      name: 'slow_fp32',
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
+      parameters: EVENT_LOOP,
+    });
+    const model = await backend.loadModel(loadContext(config, fixture('slow_fp32.onnx')));
+    const inst = await model.createInstance(spec('slow_fp32'));
+    const input = (): Tensor =>
+      fp32(
+        'INPUT0',
+        [1, 16],
+        Array.from({ length: 16 }, (_, i) => i / 16),
+      );
+    try {
+      await inst.execute([request('warm', [input()], ['OUTPUT0'])]);
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 5);
+      const started = performance.now();
+      const r = request('slow', [input()], ['OUTPUT0']);
+      await inst.execute([r]);
+      const took = performance.now() - started;
+      clearInterval(timer);
+      assert.equal(r.sender.outputs().get('OUTPUT0')!.shape.length, 2);
+      assert.ok(took > 150, `the slow model must actually be slow here (took ${took.toFixed(0)} ms)`);
+      // On a worker the 5 ms timer would fire ~took/5 times; on the event loop it cannot fire during the run.
+      assert.ok(ticks <= 2, `${ticks} timer ticks during a ${took.toFixed(0)} ms run on the event loop`);
+    } finally {
+      await inst.close();
+      await model.unload();
+    }
+  });
+});

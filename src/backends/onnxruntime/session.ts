@@ -1,0 +1,88 @@
+/**
+ * Opening and running one onnxruntime session on whichever thread calls it: the worker thread of an
+ * instance (worker.ts), or the event loop itself for a model configured with `execution_thread:
+ * "event_loop"` (instance.ts). Both see the same options, errors and wire tensors.
+ */
+import { InferenceSession, type Tensor as OrtTensor } from 'onnxruntime-node';
+import { NereidError } from '../../common/errors.js';
+import { fromOrtTensor, toOrtTensor } from './codec.js';
+import type { IoMeta, WireTensor, WorkerInit } from './protocol.js';
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function toSessionOptions(init: WorkerInit): InferenceSession.SessionOptions {
+  const s = init.settings;
+  const options: InferenceSession.SessionOptions = {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: s.intraOpNumThreads,
+    executionMode: s.executionMode,
+    graphOptimizationLevel: s.graphOptimizationLevel,
+    logSeverityLevel: s.logSeverityLevel,
+    extra: s.configEntries,
+  };
+  if (s.interOpNumThreads !== undefined) options.interOpNumThreads = s.interOpNumThreads;
+  if (s.enableCpuMemArena !== undefined) options.enableCpuMemArena = s.enableCpuMemArena;
+  if (s.enableMemPattern !== undefined) options.enableMemPattern = s.enableMemPattern;
+  return options;
+}
+
+/** Creates the session, turning onnxruntime's load failures into Triton-style errors. */
+export async function openSession(init: WorkerInit): Promise<InferenceSession> {
+  try {
+    return await InferenceSession.create(init.modelPath, toSessionOptions(init));
+  } catch (err) {
+    const text = messageOf(err);
+    // onnxruntime-node 1.30 maps ONNX element type 16 (bfloat16) to nothing and refuses the session.
+    if (/Unsupported data type: 16\b/.test(text)) {
+      throw new NereidError(
+        'UNSUPPORTED',
+        `onnxruntime-node does not support BF16 (bfloat16) model inputs or outputs: ${init.modelPath}`,
+      );
+    }
+    throw new NereidError('INTERNAL', `onnx runtime error: ${text}`);
+  }
+}
+
+function describe(meta: readonly InferenceSession.ValueMetadata[]): IoMeta[] {
+  return meta.map((m) =>
+    m.isTensor
+      ? {
+          name: m.name,
+          isTensor: true,
+          ortType: m.type,
+          // Symbolic dims arrive as their names ('' when anonymous); Triton spells every one of them -1.
+          shape: m.shape.map((d) => (typeof d === 'number' ? d : -1)),
+        }
+      : { name: m.name, isTensor: false, ortType: '', shape: [] },
+  );
+}
+
+/** The model's inputs and outputs as the session reports them. */
+export function sessionIo(session: InferenceSession): { inputs: IoMeta[]; outputs: IoMeta[] } {
+  return { inputs: describe(session.inputMetadata), outputs: describe(session.outputMetadata) };
+}
+
+/** One run: wire tensors in, the fetched outputs out (each in an ArrayBuffer of its own). */
+export async function runSession(
+  session: InferenceSession,
+  feeds: readonly WireTensor[],
+  fetches: readonly string[],
+): Promise<WireTensor[]> {
+  const ortFeeds: Record<string, OrtTensor> = {};
+  for (const f of feeds) ortFeeds[f.name] = toOrtTensor(f);
+  let result: InferenceSession.ReturnType;
+  try {
+    result = await session.run(ortFeeds, [...fetches]);
+  } catch (err) {
+    // Triton reports ORT failures as INTERNAL "onnx runtime error <code>: <message>".
+    throw new NereidError('INTERNAL', `onnx runtime error: ${messageOf(err)}`);
+  }
+  return fetches.map((name) => {
+    const value = result[name];
+    if (value === undefined)
+      throw new NereidError('INTERNAL', `onnx runtime did not produce output '${name}'`);
+    return fromOrtTensor(name, value);
+  });
+}
