@@ -8,7 +8,8 @@
 # and prints requests/s, p50 and p99 for each, and Nereid / bare echo per protocol (target >= 60%).
 # Unless TRANSPORT_BUILTIN=0, a second Nereid serves an identity_fp32 of the same name and shapes on the
 # built-in `identity` backend (no onnxruntime, no worker thread): its column shows what the frontends and
-# the core cost without a model runtime in the way.
+# the core cost without a model runtime in the way. Unless TRANSPORT_EVENT_LOOP=0, a third serves the
+# example's identity_fp32 with `execution_thread: "event_loop"` (onnxruntime on the main thread).
 # Results go to bench/results/transport-<UTC time>/ (gitignored) and bench/results/transport-latest.md.
 # See bench/README.md.
 #
@@ -16,6 +17,7 @@
 #      TRANSPORT_PROTOCOLS ("http grpc"), TRANSPORT_POINT_SECONDS (6: measuring time per point, three
 #      windows), TRANSPORT_GRPC_ECHO_ARGS (extra grpc-echo flags, e.g. "--codec protobufjs"),
 #      TRANSPORT_BUILTIN (1: also measure Nereid on the built-in identity backend; 0: don't),
+#      TRANSPORT_EVENT_LOOP (1: also measure the model with execution_thread "event_loop"; 0: don't),
 #      TRANSPORT_PA_MEMORY_BYTES (4000000000: what one perf_analyzer run may keep in responses),
 #      TRANSPORT_SKIP_BUILD=1 (the caller already ran tsc and scripts/setup-python.sh).
 set -euo pipefail
@@ -27,6 +29,7 @@ protocols=${TRANSPORT_PROTOCOLS:-"http grpc"}
 point_seconds=${TRANSPORT_POINT_SECONDS:-6}
 grpc_echo_args=${TRANSPORT_GRPC_ECHO_ARGS:-}
 builtin=${TRANSPORT_BUILTIN:-1}
+event_loop=${TRANSPORT_EVENT_LOOP:-1}
 model=identity_fp32
 repository=examples/model_repository
 pa=.venv/bin/perf_analyzer
@@ -97,6 +100,22 @@ EOF
   port[builtin-grpc]=$(wait_port "$results/builtin.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$builtin_pid")
   targets+=(builtin)
 fi
+if [[ $event_loop == 1 ]]; then
+  # the example model itself, with its sessions on the event loop instead of worker threads
+  mkdir -p "$results/event-loop-repository/$model"
+  cp -r "$repository/$model/1" "$results/event-loop-repository/$model/"
+  {
+    cat "$repository/$model/config.pbtxt"
+    echo 'parameters { key: "execution_thread" value: { string_value: "event_loop" } }'
+  } >"$results/event-loop-repository/$model/config.pbtxt"
+  bin/nereid.js --model-repository="$results/event-loop-repository" --http-port=0 --grpc-port=0 \
+    --metrics-port=0 >"$results/evloop.log" 2>&1 &
+  pids+=($!)
+  evloop_pid=$!
+  port[evloop-http]=$(wait_port "$results/evloop.log" 'Started HTTPService at [^ ]*:[0-9]+' "$evloop_pid")
+  port[evloop-grpc]=$(wait_port "$results/evloop.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$evloop_pid")
+  targets+=(evloop)
+fi
 port[nereid-http]=$(wait_port "$results/nereid.log" 'Started HTTPService at [^ ]*:[0-9]+' "$nereid_pid")
 port[nereid-grpc]=$(wait_port "$results/nereid.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$nereid_pid")
 port[echo-http]=$(wait_port "$results/http-echo.log" 'listening on [0-9]+' "$http_echo_pid")
@@ -109,7 +128,7 @@ say "ports: nereid http ${port[nereid-http]} grpc ${port[nereid-grpc]}, echo htt
 
 cat >"$results/meta.json" <<EOF
 {"model": "$model", "seconds": $point_seconds, "cpus": $(nproc), "loadavg_before": $(cut -d' ' -f1 /proc/loadavg),
- "grpc_echo_args": "$grpc_echo_args", "builtin": $builtin,
+ "grpc_echo_args": "$grpc_echo_args", "builtin": $builtin, "event_loop": $event_loop,
  "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)",
  "perf_analyzer": "$("$pa" --version 2>&1 | head -n1 | tr -d '"')"}
 EOF

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TARGET_RATIO = 0.60
-NAME = re.compile(r"^(nereid|echo|builtin)-(http|grpc)-(\d+)-c(\d+)\.csv$")
+NAME = re.compile(r"^(nereid|echo|builtin|evloop)-(http|grpc)-(\d+)-c(\d+)\.csv$")
+
+# Diagnostic variants of Nereid measured beside the main pair: (target, column label, what it is).
+DIAGNOSTICS = (
+    ("evloop", "event loop", 'the same onnxruntime model with `execution_thread: "event_loop"`'),
+    ("builtin", "builtin", "the built-in identity backend (no onnxruntime): the frontends and core alone"),
+)
 BARE = {"http": "bare node:http echo", "grpc": "bare @grpc/grpc-js echo"}
 
 
@@ -62,9 +68,10 @@ def summarize(results: Path) -> str:
             points[(target, protocol, int(payload), int(c))] = read_point(path)
 
     keys = sorted({(p, payload, c) for (_t, p, payload, c) in points}, key=lambda k: (k[1], k[0], k[2]))
-    with_builtin = any(t == "builtin" for (t, _p, _payload, _c) in points)
-    builtin_head = " builtin req/s | builtin / bare |" if with_builtin else ""
-    builtin_rule = "---:|---:|" if with_builtin else ""
+    present = {t for (t, _p, _payload, _c) in points}
+    diagnostics = [d for d in DIAGNOSTICS if d[0] in present]
+    diag_head = "".join(f" {label} req/s | {label} / bare |" for _t, label, _w in diagnostics)
+    diag_rule = "---:|---:|" * len(diagnostics)
     lines = [
         "# Transport benchmark",
         "",
@@ -74,8 +81,8 @@ def summarize(results: Path) -> str:
         f"{meta['loadavg_before']} before and {meta.get('loadavg_after', '?')} after the run.",
         "",
         "| payload | protocol | conc. | Nereid req/s | p50 ms | p99 ms | bare req/s | p50 ms | p99 ms "
-        "| Nereid / bare |" + builtin_head,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + builtin_rule,
+        "| Nereid / bare |" + diag_head,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + diag_rule,
     ]
     ratios: dict[str, list[float]] = {}
     for protocol, payload, c in keys:
@@ -88,13 +95,10 @@ def summarize(results: Path) -> str:
         flag = " *" if nereid.unstable or bare.unstable else ""
         mark = "" if ratio >= TARGET_RATIO else " (below target)"
         extra = ""
-        if with_builtin:
-            builtin = points.get(("builtin", protocol, payload, c))
-            extra = (
-                f" {builtin.rate:,.0f} | {builtin.rate / bare.rate:.0%} |"
-                if builtin and bare.rate
-                else " - | - |"
-            )
+        for target, _label, _what in diagnostics:
+            diag = points.get((target, protocol, payload, c))
+            ok = diag is not None and bare.rate > 0
+            extra += f" {diag.rate:,.0f} | {diag.rate / bare.rate:.0%} |" if diag and ok else " - | - |"
         lines.append(
             f"| {payload_label(payload)} | {protocol} | {c} | {nereid.rate:,.0f} | {ms(nereid.p50_us)} | "
             f"{ms(nereid.p99_us)} | {bare.rate:,.0f} | {ms(bare.p50_us)} | {ms(bare.p99_us)} | "
@@ -116,12 +120,7 @@ def summarize(results: Path) -> str:
     lines.append(
         "`*` a side did not stabilise within 15 % (see the .mode files); such ratios are rough. "
         "p50/p99 are perf_analyzer's client-side latencies."
-        + (
-            " builtin: Nereid serving the same model on its built-in identity backend (no onnxruntime), "
-            "i.e. the frontends and core alone."
-            if with_builtin
-            else ""
-        )
+        + "".join(f" {label}: Nereid serving {what}." for _t, label, what in diagnostics)
     )
     load = max(float(meta["loadavg_before"]), float(meta.get("loadavg_after", 0)))
     if load > 1.0:
