@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import type { InstanceSpec } from '../../backend-api/backend.js';
 import { toConfigDataType, type DataType } from '../../common/datatype.js';
 import type { NereidError } from '../../common/errors.js';
+import { Logger } from '../../common/logger.js';
 import { joinBytesElements, type Tensor } from '../../common/tensor.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import { OnnxRuntimeBackend } from './backend.js';
@@ -133,14 +134,19 @@ void describe('event-loop instances', () => {
     );
   });
 
-  void test('the run really happens on the event loop: a slow model holds it for the whole run', async () => {
+  void test('the run really happens on the event loop: a slow model holds it, and that is reported once', async () => {
     const config = modelConfig({
       name: 'slow_fp32',
       input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
       output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
       parameters: EVENT_LOOP,
     });
-    const model = await backend.loadModel(loadContext(config, fixture('slow_fp32.onnx')));
+    const warnings: string[] = [];
+    const ctx = {
+      ...loadContext(config, fixture('slow_fp32.onnx')),
+      log: new Logger({}, (l) => warnings.push(l)),
+    };
+    const model = await backend.loadModel(ctx);
     const inst = await model.createInstance(spec('slow_fp32'));
     const input = (): Tensor =>
       fp32(
@@ -161,6 +167,9 @@ void describe('event-loop instances', () => {
       assert.ok(took > 150, `the slow model must actually be slow here (took ${took.toFixed(0)} ms)`);
       // On a worker the 5 ms timer would fire ~took/5 times; on the event loop it cannot fire during the run.
       assert.ok(ticks <= 2, `${ticks} timer ticks during a ${took.toFixed(0)} ms run on the event loop`);
+      const slow = warnings.filter((w) => w.includes('on the event loop'));
+      assert.equal(slow.length, 1, `one warning for two slow runs: ${JSON.stringify(warnings)}`);
+      assert.match(slow[0], /slow_fp32_0_0.*execution_thread "event_loop"/);
     } finally {
       await inst.close();
       await model.unload();

@@ -33,6 +33,12 @@ export interface InstanceOptions {
   readonly thread?: ExecutionThread;
 }
 
+/**
+ * An event-loop run longer than this is reported (once per instance): nothing else was served meanwhile,
+ * so the model is probably not small enough for `execution_thread: "event_loop"`.
+ */
+const SLOW_EVENT_LOOP_RUN_MS = 5;
+
 /** session.ts, loaded on the main thread only by instances that run there (it loads onnxruntime-node). */
 type SessionModule = typeof import('./session.js');
 let sessionModule: Promise<SessionModule> | undefined;
@@ -84,6 +90,7 @@ export class OrtInstance implements InstanceHandle {
   /** The event-loop session (thread 'event_loop' only). */
   private session: Promise<InferenceSession> | undefined;
   private closed = false;
+  private warnedSlowRun = false;
 
   /**
    * Takes over `worker` or `session` (already opened with the same init, on the matching thread), or
@@ -166,9 +173,24 @@ export class OrtInstance implements InstanceHandle {
   private async run(feeds: WireTensor[], fetches: string[]): Promise<WireTensor[]> {
     if (this.thread === 'event_loop') {
       const [session, m] = await Promise.all([this.ensureSession(), loadSessionModule()]);
-      return m.runSession(session, feeds, fetches);
+      const started = performance.now();
+      try {
+        return await m.runSession(session, feeds, fetches);
+      } finally {
+        this.noteEventLoopRun(performance.now() - started);
+      }
     }
     return (await this.ensureWorker()).run(feeds, fetches);
+  }
+
+  private noteEventLoopRun(ms: number): void {
+    if (ms <= SLOW_EVENT_LOOP_RUN_MS || this.warnedSlowRun) return;
+    this.warnedSlowRun = true;
+    this.opts.log.warn(
+      `instance '${this.name}': an onnxruntime run took ${ms.toFixed(1)} ms on the event loop, which served ` +
+        `nothing else meanwhile; execution_thread "event_loop" is meant for models whose runs take ` +
+        `microseconds (reported once per instance)`,
+    );
   }
 
   private async ensureWorker(): Promise<OrtWorker> {
