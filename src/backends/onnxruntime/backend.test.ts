@@ -1,28 +1,33 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { InferenceSession } from 'onnxruntime-node';
-import type { InstanceHandle, InstanceSpec, ModelHandle } from '../../backend-api/backend.js';
-import { ALL_DATATYPES, byteSizeOf, toConfigDataType, type DataType } from '../../common/datatype.js';
+import type { InstanceHandle, ModelHandle } from '../../backend-api/backend.js';
+import { ALL_DATATYPES } from '../../common/datatype.js';
 import type { NereidError } from '../../common/errors.js';
 import { silentLogger } from '../../common/logger.js';
-import { joinBytesElements, type Tensor } from '../../common/tensor.js';
+import { joinBytesElements } from '../../common/tensor.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import { OnnxRuntimeBackend } from './backend.js';
 import { OrtInstance } from './instance.js';
-import { fixture, fp32, loadContext, modelConfig, readFp32, request, tensor } from './test-support.js';
+import {
+  addSubConfig,
+  fixture,
+  fp32,
+  identityConfig,
+  instanceSpec as spec,
+  loadContext,
+  modelConfig,
+  readFp32,
+  request,
+  sample,
+  slowConfig,
+  tensor,
+} from './test-support.js';
 
 const backend = new OnnxRuntimeBackend();
-const spec = (name: string, index = 0): InstanceSpec => ({
-  name: `${name}_0_${index}`,
-  groupName: `${name}_0`,
-  index,
-  kind: 'KIND_CPU',
-  deviceId: 0,
-});
 const isError =
   (code: string, ...texts: string[]) =>
   (e: NereidError) =>
@@ -45,27 +50,6 @@ async function open(
       await model.unload();
     },
   };
-}
-
-function identityConfig(dt: DataType): ModelConfig {
-  return modelConfig({
-    name: `identity_${dt.toLowerCase()}`,
-    max_batch_size: 8,
-    input: [{ name: 'INPUT0', data_type: toConfigDataType(dt), dims: [-1] }],
-    output: [{ name: 'OUTPUT0', data_type: toConfigDataType(dt), dims: [-1] }],
-  });
-}
-
-/** Test data for `rows`×3 elements, as a slice of a larger buffer (as a request body would hold it). */
-function sample(dt: DataType, rows: number): Tensor {
-  const n = rows * 3;
-  let data: Buffer;
-  if (dt === 'BYTES')
-    data = joinBytesElements(Array.from({ length: n }, (_, i) => (i % 3 === 0 ? '' : `é${i}✓`.repeat(i))));
-  else if (dt === 'BOOL') data = Buffer.from(Array.from({ length: n }, (_, i) => i % 2));
-  else data = randomBytes(n * byteSizeOf(dt));
-  const body = Buffer.concat([Buffer.from('header'), data, Buffer.from('trailer')]);
-  return tensor('INPUT0', dt, [rows, 3], body.subarray(6, 6 + data.length));
 }
 
 void describe('identity models, every datatype, through execute()', () => {
@@ -129,21 +113,6 @@ void test('a BYTES request ORT cannot carry fails alone, its batch-mates still r
     await m.close();
   }
 });
-
-const addSubConfig = (fields: Partial<ModelConfig> = {}): ModelConfig =>
-  modelConfig({
-    name: 'add_sub_fp32',
-    max_batch_size: 8,
-    input: [
-      { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] },
-      { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [16] },
-    ],
-    output: [
-      { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] },
-      { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [16] },
-    ],
-    ...fields,
-  });
 
 const rowsOf = (rows: number, f: (i: number) => number): number[] =>
   Array.from({ length: rows * 16 }, (_, i) => f(i));
@@ -421,15 +390,6 @@ void describe('load errors', () => {
   });
 });
 
-const slowConfig = (count: number): ModelConfig => {
-  const c = modelConfig({
-    name: 'slow_fp32',
-    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
-    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
-  });
-  c.instance_group = [{ ...c.instance_group[0], count }];
-  return c;
-};
 const slowRequest = (id: string) =>
   request(
     id,

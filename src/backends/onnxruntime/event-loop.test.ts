@@ -3,57 +3,36 @@
  * session that really runs on the main thread.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
-import type { InstanceSpec } from '../../backend-api/backend.js';
-import { toConfigDataType, type DataType } from '../../common/datatype.js';
 import type { NereidError } from '../../common/errors.js';
 import { Logger } from '../../common/logger.js';
-import { joinBytesElements, type Tensor } from '../../common/tensor.js';
-import type { ModelConfig } from '../../model-config/model-config.js';
+import type { Tensor } from '../../common/tensor.js';
 import { OnnxRuntimeBackend } from './backend.js';
 import { OrtInstance } from './instance.js';
-import { fixture, fp32, loadContext, modelConfig, readFp32, request, tensor } from './test-support.js';
+import {
+  addSubConfig,
+  fixture,
+  fp32,
+  identityConfig,
+  instanceSpec,
+  loadContext,
+  modelConfig,
+  readFp32,
+  request,
+  sample,
+  slowConfig,
+} from './test-support.js';
 
 const backend = new OnnxRuntimeBackend();
-const EVENT_LOOP = { execution_thread: { string_value: 'event_loop' } };
-
-const spec = (name: string, index = 0): InstanceSpec => ({
-  name: `${name}_0_${index}`,
-  groupName: `${name}_0`,
-  index,
-  kind: 'KIND_CPU',
-  deviceId: 0,
-});
-
-function identityConfig(dt: DataType): ModelConfig {
-  return modelConfig({
-    name: `identity_${dt.toLowerCase()}`,
-    max_batch_size: 8,
-    input: [{ name: 'INPUT0', data_type: toConfigDataType(dt), dims: [-1] }],
-    output: [{ name: 'OUTPUT0', data_type: toConfigDataType(dt), dims: [-1] }],
-    parameters: EVENT_LOOP,
-  });
-}
-
-/** `rows`×3 elements as a slice of a larger buffer, as a request body holds them. */
-function sample(dt: DataType, rows: number): Tensor {
-  const n = rows * 3;
-  const data =
-    dt === 'BYTES'
-      ? joinBytesElements(Array.from({ length: n }, (_, i) => `é${i}`.repeat(i % 4)))
-      : randomBytes(n * (dt === 'INT64' ? 8 : dt === 'FP16' ? 2 : 4));
-  const body = Buffer.concat([Buffer.from('head'), data, Buffer.from('tail')]);
-  return tensor('INPUT0', dt, [rows, 3], body.subarray(4, 4 + data.length));
-}
+const EVENT_LOOP = { parameters: { execution_thread: { string_value: 'event_loop' } } };
 
 void describe('event-loop instances', () => {
   for (const dt of ['FP32', 'INT64', 'FP16', 'BYTES'] as const) {
     void test(`${dt} identity: bytes come back equal, alone and batched`, async () => {
       const model = await backend.loadModel(
-        loadContext(identityConfig(dt), fixture(`identity_${dt.toLowerCase()}.onnx`)),
+        loadContext(identityConfig(dt, EVENT_LOOP), fixture(`identity_${dt.toLowerCase()}.onnx`)),
       );
-      const inst = await model.createInstance(spec(`identity_${dt}`));
+      const inst = await model.createInstance(instanceSpec(`identity_${dt}`));
       try {
         assert.ok(inst instanceof OrtInstance);
         assert.equal(inst.thread, 'event_loop');
@@ -78,21 +57,9 @@ void describe('event-loop instances', () => {
   }
 
   void test('an ORT failure is INTERNAL with ORT’s message, and the instance goes on serving', async () => {
-    const config = modelConfig({
-      name: 'add_sub_fp32',
-      max_batch_size: 8,
-      input: [
-        { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] },
-        { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [16] },
-      ],
-      output: [
-        { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] },
-        { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [16] },
-      ],
-      parameters: EVENT_LOOP,
-    });
+    const config = addSubConfig(EVENT_LOOP);
     const model = await backend.loadModel(loadContext(config, fixture('add_sub_fp32.onnx')));
-    const inst = await model.createInstance(spec('add_sub_fp32'));
+    const inst = await model.createInstance(instanceSpec('add_sub_fp32'));
     const ones = Array.from({ length: 16 }, () => 1);
     try {
       // Shapes the core would never pass: ORT's Add refuses to broadcast 16 with 3.
@@ -126,7 +93,7 @@ void describe('event-loop instances', () => {
       name: 'corrupt',
       input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] }],
       output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] }],
-      parameters: EVENT_LOOP,
+      ...EVENT_LOOP,
     });
     await assert.rejects(
       backend.loadModel(loadContext(config, fixture('corrupt.onnx'))),
@@ -135,19 +102,14 @@ void describe('event-loop instances', () => {
   });
 
   void test('the run really happens on the event loop: a slow model holds it, and that is reported once', async () => {
-    const config = modelConfig({
-      name: 'slow_fp32',
-      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
-      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
-      parameters: EVENT_LOOP,
-    });
+    const config = slowConfig(1, EVENT_LOOP);
     const warnings: string[] = [];
     const ctx = {
       ...loadContext(config, fixture('slow_fp32.onnx')),
       log: new Logger({}, (l) => warnings.push(l)),
     };
     const model = await backend.loadModel(ctx);
-    const inst = await model.createInstance(spec('slow_fp32'));
+    const inst = await model.createInstance(instanceSpec('slow_fp32'));
     const input = (): Tensor =>
       fp32(
         'INPUT0',

@@ -2,17 +2,19 @@
  * Helpers for this backend's tests: complete configs, load contexts over the committed fixture models,
  * and requests whose sender records what the backend did with them.
  */
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type {
   BackendRequest,
+  InstanceSpec,
   ModelLoadContext,
   ResponseSender,
   SendOptions,
 } from '../../backend-api/backend.js';
-import type { DataType } from '../../common/datatype.js';
+import { byteSizeOf, toConfigDataType, type DataType } from '../../common/datatype.js';
 import type { NereidError } from '../../common/errors.js';
 import { silentLogger } from '../../common/logger.js';
-import type { Tensor } from '../../common/tensor.js';
+import { joinBytesElements, type Tensor } from '../../common/tensor.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 
 /** test/fixtures/models, seen from dist/src/backends/onnxruntime/ where the compiled tests run. */
@@ -132,4 +134,64 @@ export function readFp32(t: Tensor): number[] {
   return Array.from(
     new Float32Array(t.data.buffer.slice(t.data.byteOffset, t.data.byteOffset + t.data.length)),
   );
+}
+
+/** The spec of instance `index` of a model's one CPU group, named as the core names it. */
+export const instanceSpec = (name: string, index = 0): InstanceSpec => ({
+  name: `${name}_0_${index}`,
+  groupName: `${name}_0`,
+  index,
+  kind: 'KIND_CPU',
+  deviceId: 0,
+});
+
+/** The identity_<dt>.onnx fixtures: INPUT0 → OUTPUT0, any length, batching. */
+export function identityConfig(dt: DataType, fields: Partial<ModelConfig> = {}): ModelConfig {
+  return modelConfig({
+    name: `identity_${dt.toLowerCase()}`,
+    max_batch_size: 8,
+    input: [{ name: 'INPUT0', data_type: toConfigDataType(dt), dims: [-1] }],
+    output: [{ name: 'OUTPUT0', data_type: toConfigDataType(dt), dims: [-1] }],
+    ...fields,
+  });
+}
+
+/** Test data for `rows`×3 elements, as a slice of a larger buffer (as a request body would hold it). */
+export function sample(dt: DataType, rows: number): Tensor {
+  const n = rows * 3;
+  let data: Buffer;
+  if (dt === 'BYTES')
+    data = joinBytesElements(Array.from({ length: n }, (_, i) => (i % 3 === 0 ? '' : `é${i}✓`.repeat(i))));
+  else if (dt === 'BOOL') data = Buffer.from(Array.from({ length: n }, (_, i) => i % 2));
+  else data = randomBytes(n * byteSizeOf(dt));
+  const body = Buffer.concat([Buffer.from('header'), data, Buffer.from('trailer')]);
+  return tensor('INPUT0', dt, [rows, 3], body.subarray(6, 6 + data.length));
+}
+
+/** The add_sub_fp32.onnx fixture: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, [16] each. */
+export const addSubConfig = (fields: Partial<ModelConfig> = {}): ModelConfig =>
+  modelConfig({
+    name: 'add_sub_fp32',
+    max_batch_size: 8,
+    input: [
+      { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] },
+      { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [16] },
+    ],
+    output: [
+      { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] },
+      { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [16] },
+    ],
+    ...fields,
+  });
+
+/** The slow_fp32.onnx fixture (hundreds of ms per run) with `count` instances. */
+export function slowConfig(count = 1, fields: Partial<ModelConfig> = {}): ModelConfig {
+  const c = modelConfig({
+    name: 'slow_fp32',
+    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
+    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [1, 16] }],
+    ...fields,
+  });
+  c.instance_group = [{ ...c.instance_group[0], count }];
+  return c;
 }
