@@ -67,11 +67,23 @@ trap stop_all EXIT
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 
-say "starting nereid ($model only), http-echo and grpc-echo"
-bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
-  --model-control-mode=explicit --load-model="$model" >"$results/nereid.log" 2>&1 &
-pids+=($!)
-nereid_pid=$!
+targets=()
+declare -A port
+# start_nereid <target> <repository> [flags...]: a Nereid on free ports, logging to $results/<target>.log;
+# once it listens, its ports are port[<target>-http] and port[<target>-grpc] and it joins the targets.
+start_nereid() {
+  local target=$1 repo=$2 pid
+  shift 2
+  bin/nereid.js --model-repository="$repo" --http-port=0 --grpc-port=0 --metrics-port=0 "$@" \
+    >"$results/$target.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  port[$target-http]=$(wait_port "$results/$target.log" 'Started HTTPService at [^ ]*:[0-9]+' "$pid")
+  port[$target-grpc]=$(wait_port "$results/$target.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$pid")
+  targets+=("$target")
+}
+
+say "starting http-echo, grpc-echo and nereid ($model only)"
 node dist/bench/transport/http-echo.js >"$results/http-echo.log" 2>&1 &
 pids+=($!)
 http_echo_pid=$!
@@ -80,8 +92,8 @@ node dist/bench/transport/grpc-echo.js $grpc_echo_args >"$results/grpc-echo.log"
 pids+=($!)
 grpc_echo_pid=$!
 
-targets=(nereid echo)
-declare -A port
+start_nereid nereid "$repository" --model-control-mode=explicit --load-model="$model"
+targets+=(echo)
 if [[ $builtin == 1 ]]; then
   # the same model name, shapes and batching on the built-in identity backend (no model file needed)
   mkdir -p "$results/builtin-repository/$model/1"
@@ -92,13 +104,7 @@ max_batch_size: 8
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 EOF
-  bin/nereid.js --model-repository="$results/builtin-repository" --http-port=0 --grpc-port=0 \
-    --metrics-port=0 >"$results/builtin.log" 2>&1 &
-  pids+=($!)
-  builtin_pid=$!
-  port[builtin-http]=$(wait_port "$results/builtin.log" 'Started HTTPService at [^ ]*:[0-9]+' "$builtin_pid")
-  port[builtin-grpc]=$(wait_port "$results/builtin.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$builtin_pid")
-  targets+=(builtin)
+  start_nereid builtin "$results/builtin-repository"
 fi
 if [[ $event_loop == 1 ]]; then
   # the example model itself, with its sessions on the event loop instead of worker threads
@@ -108,16 +114,8 @@ if [[ $event_loop == 1 ]]; then
     cat "$repository/$model/config.pbtxt"
     echo 'parameters { key: "execution_thread" value: { string_value: "event_loop" } }'
   } >"$results/event-loop-repository/$model/config.pbtxt"
-  bin/nereid.js --model-repository="$results/event-loop-repository" --http-port=0 --grpc-port=0 \
-    --metrics-port=0 >"$results/evloop.log" 2>&1 &
-  pids+=($!)
-  evloop_pid=$!
-  port[evloop-http]=$(wait_port "$results/evloop.log" 'Started HTTPService at [^ ]*:[0-9]+' "$evloop_pid")
-  port[evloop-grpc]=$(wait_port "$results/evloop.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$evloop_pid")
-  targets+=(evloop)
+  start_nereid evloop "$results/event-loop-repository"
 fi
-port[nereid-http]=$(wait_port "$results/nereid.log" 'Started HTTPService at [^ ]*:[0-9]+' "$nereid_pid")
-port[nereid-grpc]=$(wait_port "$results/nereid.log" 'Started GRPCInferenceService at [^ ]*:[0-9]+' "$nereid_pid")
 port[echo-http]=$(wait_port "$results/http-echo.log" 'listening on [0-9]+' "$http_echo_pid")
 port[echo-grpc]=$(wait_port "$results/grpc-echo.log" 'listening on [0-9]+' "$grpc_echo_pid")
 say "ports: nereid http ${port[nereid-http]} grpc ${port[nereid-grpc]}, echo http ${port[echo-http]} grpc ${port[echo-grpc]}"
