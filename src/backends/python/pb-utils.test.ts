@@ -10,13 +10,10 @@ import { PACKAGE_ROOT } from './interpreter.js';
 
 const PYTHON = path.join(PACKAGE_ROOT, '.venv/bin/python');
 
-const SCRIPT = String.raw`
+/** What every snippet starts with: `out`, the dict it fills, and `err(fn)`, a call's exception text or None. */
+const PRELUDE = String.raw`
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import numpy as np
-import triton_python_backend_utils as pb_utils
-from nereid_stub.api import _RequestState
-
 out = {}
 def err(fn):
     try:
@@ -24,6 +21,20 @@ def err(fn):
     except Exception as e:
         return f"{type(e).__name__}: {e}"
     return None
+`;
+
+/** Runs a snippet after PRELUDE against the package's python/ folder and returns its `out` as JSON. */
+function runPython<T>(body: string): T {
+  const script = `${PRELUDE}${body}\nprint(json.dumps(out))\n`;
+  return JSON.parse(
+    execFileSync(PYTHON, ['-c', script, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
+  ) as T;
+}
+
+const SCRIPT = String.raw`
+import numpy as np
+import triton_python_backend_utils as pb_utils
+from nereid_stub.api import _RequestState
 
 cfg = pb_utils.ModelConfig(json.dumps({"name": "m", "max_batch_size": 8, "input": [{"name": "X", "data_type": "TYPE_FP32", "dims": [4]}], "output": [], "sequence_batching": {}}))
 out["mbs"] = err(lambda: cfg.set_max_batch_size(4))
@@ -65,16 +76,13 @@ state.closed = True
 out["params"] = err(lambda: pb_utils.InferenceResponse([], parameters={"k": 1.5}))
 out["response_params"] = pb_utils.InferenceResponse([], parameters={"k": 1, "b": True}).parameters()
 out["bls_no_stub"] = pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[]).exec().error().message()
-print(json.dumps(out))
 `;
 
 void test(
   'triton_python_backend_utils behaves as Triton documents it',
   { skip: !existsSync(PYTHON) && 'no .venv' },
   () => {
-    const out = JSON.parse(
-      execFileSync(PYTHON, ['-c', SCRIPT, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
-    ) as Record<string, unknown>;
+    const out = runPython<Record<string, unknown>>(SCRIPT);
     assert.equal(
       out.mbs,
       "ValueError: configuration specified max_batch_size 8, but in auto-complete-config function for model 'm' specified max_batch_size 4",
@@ -152,11 +160,9 @@ void test(
 );
 
 const ARENA_SCRIPT = String.raw`
-import json, os, resource, signal, sys, tempfile
-sys.path.insert(0, sys.argv[1])
+import os, resource, signal, tempfile
 from nereid_stub.shm import OutputArena
 
-out = {}
 fd, path = tempfile.mkstemp()
 os.unlink(path)
 arena = OutputArena(fd, 256, 128)
@@ -174,16 +180,20 @@ resource.setrlimit(resource.RLIMIT_FSIZE, (os.fstat(fd).st_size, resource.RLIM_I
 out["full"] = arena.write(memoryview(b"e" * 4096))
 out["reason"] = arena.disabled_reason
 out["after"] = arena.write(memoryview(b"f"))
-print(json.dumps(out))
 `;
 
 void test(
   "the stub's output arena allocates first-fit, merges freed space, and gives up cleanly when it cannot grow",
   { skip: !existsSync(PYTHON) && 'no .venv' },
   () => {
-    const out = JSON.parse(
-      execFileSync(PYTHON, ['-c', ARENA_SCRIPT, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
-    ) as { offsets: number[]; content: string; reused: number; full: null; reason: string; after: null };
+    const out = runPython<{
+      offsets: number[];
+      content: string;
+      reused: number;
+      full: null;
+      reason: string;
+      after: null;
+    }>(ARENA_SCRIPT);
     assert.deepEqual(out.offsets, [0, 128, 256], '64-byte aligned, grown when full');
     assert.equal(out.content, 'bbb');
     assert.equal(out.reused, 0, 'two freed neighbours merge into one range');
@@ -194,18 +204,9 @@ void test(
 );
 
 const METRICS_SCRIPT = String.raw`
-import gc, json, sys
-sys.path.insert(0, sys.argv[1])
+import gc
 import triton_python_backend_utils as pb_utils
 from nereid_stub import metrics
-
-out = {}
-def err(fn):
-    try:
-        fn()
-    except Exception as e:
-        return f"{type(e).__name__}: {e}"
-    return None
 
 F = pb_utils.MetricFamily
 c = F("c_total", "requests", F.COUNTER)
@@ -246,16 +247,13 @@ for family in snap:
     for m in family["m"]:
         m.pop("s", None)
 out["snapshot"] = snap
-print(json.dumps(out))
 `;
 
 void test(
   'MetricFamily / Metric raise Triton’s errors, share series, and snapshot only the series a model holds',
   { skip: !existsSync(PYTHON) && 'no .venv' },
   () => {
-    const out = JSON.parse(
-      execFileSync(PYTHON, ['-c', METRICS_SCRIPT, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
-    ) as { errors: string[]; shared: number[]; snapshot: unknown };
+    const out = runPython<{ errors: string[]; shared: number[]; snapshot: unknown }>(METRICS_SCRIPT);
     assert.deepEqual(out.errors, [
       "TritonModelException: Error when creating MetricFamily: Invalid metric name 'bad name'",
       "TritonModelException: Error when creating MetricFamily: metric family 'g' already exists with another kind",
