@@ -21,7 +21,7 @@ import type { Logger } from '../../common/logger.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import { autoCompleteFromModel, defaultMaxBatchSize } from './autocomplete.js';
 import type { InferenceSession } from 'onnxruntime-node';
-import { OrtInstance } from './instance.js';
+import { loadSessionModule, OrtInstance } from './instance.js';
 import { sessionSettings, type ExecutionThread } from './options.js';
 import type { ModelIo, OrtSessionSettings, WorkerInit } from './protocol.js';
 import { validateAgainstModel } from './validate.js';
@@ -132,7 +132,7 @@ async function openFirst(
     const worker = await OrtWorker.start(init, label);
     return { spare: worker, io: worker.io };
   }
-  const { openSession, sessionIo } = await import('./session.js');
+  const { openSession, sessionIo } = await loadSessionModule();
   const session = await openSession(init);
   return { spare: session, io: sessionIo(session) };
 }

@@ -39,10 +39,13 @@ export interface InstanceOptions {
  */
 const SLOW_EVENT_LOOP_RUN_MS = 5;
 
-/** session.ts, loaded on the main thread only by instances that run there (it loads onnxruntime-node). */
+/**
+ * session.ts, loaded on the main thread only for models that run there (it loads onnxruntime-node), once
+ * for the model's load and all its instances.
+ */
 type SessionModule = typeof import('./session.js');
 let sessionModule: Promise<SessionModule> | undefined;
-const loadSessionModule = (): Promise<SessionModule> => (sessionModule ??= import('./session.js'));
+export const loadSessionModule = (): Promise<SessionModule> => (sessionModule ??= import('./session.js'));
 
 /** A Buffer's bytes in a fresh ArrayBuffer of exactly that size (the one input copy, see header). */
 function ownedCopy(data: Buffer): ArrayBuffer {
