@@ -95,11 +95,39 @@ function rejectDuplicateOutputs(request: InferenceRequest): void {
   }
 }
 
+type ConfigInput = FrozenModelConfig['input'][number];
+
+/** What validating a request needs from its model's config, worked out once per (frozen) config. */
+interface ConfigPlan {
+  readonly byName: ReadonlyMap<string, ConfigInput>;
+  /** Full expected shape per input: the batch dimension (-1) first when the model batches. */
+  readonly expectedDims: ReadonlyMap<string, readonly number[]>;
+  readonly required: readonly string[];
+  readonly outputNames: ReadonlySet<string>;
+}
+
+const plans = new WeakMap<FrozenModelConfig, ConfigPlan>();
+
+function planOf(config: FrozenModelConfig): ConfigPlan {
+  let plan = plans.get(config);
+  if (plan === undefined) {
+    const batching = config.max_batch_size > 0;
+    plan = {
+      byName: new Map(config.input.map((i) => [i.name, i])),
+      expectedDims: new Map(config.input.map((i) => [i.name, batching ? [-1, ...i.dims] : [...i.dims]])),
+      required: config.input.filter((i) => !i.optional).map((i) => i.name),
+      outputNames: new Set(config.output.map((o) => o.name)),
+    };
+    plans.set(config, plan);
+  }
+  return plan;
+}
+
 export function prepareRequest(config: FrozenModelConfig, request: InferenceRequest): PreparedRequest {
   rejectDuplicateOutputs(request);
   const model = config.name;
   const batching = config.max_batch_size > 0;
-  const byName = new Map(config.input.map((i) => [i.name, i]));
+  const { byName, expectedDims: dimsByName, required, outputNames } = planOf(config);
 
   // Inputs: known names, no duplicates, all required present.
   const seen = new Set<string>();
@@ -110,7 +138,6 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
     }
     seen.add(input.name);
   }
-  const required = config.input.filter((i) => !i.optional).map((i) => i.name);
   const missing = required.filter((n) => !seen.has(n));
   if (request.inputs.length > config.input.length || request.inputs.length < required.length) {
     const total = config.input.length;
@@ -151,7 +178,7 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
         throw invalidArg(`invalid shape ${dimsToString(input.shape)} for input '${input.name}'`);
       }
     }
-    const expectedDims = batching ? [-1, ...cfg.dims] : [...cfg.dims];
+    const expectedDims = dimsByName.get(input.name)!;
     if (!matchesWithWildcard(expectedDims, input.shape)) {
       // Triton always ends the sentence with '. ', followed by the batching note when there is one.
       const note = batching
@@ -201,7 +228,6 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
   }
 
   // Outputs: known names, no duplicates; none named → all, in config order.
-  const outputNames = new Set(config.output.map((o) => o.name));
   const outputs: OutputPlan[] = [];
   if (request.outputs && request.outputs.length > 0) {
     const requested = new Set<string>();

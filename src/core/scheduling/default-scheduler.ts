@@ -4,6 +4,7 @@
  * leaves the queue at once.
  */
 import { cancelled, unavailable } from '../../common/errors.js';
+import type { InstanceHandle } from '../../backend-api/backend.js';
 import type { InstancePool } from './instance-pool.js';
 import type { Job, Scheduler } from './scheduler.js';
 
@@ -27,6 +28,14 @@ export class DefaultScheduler implements Scheduler {
     if (job.signal.aborted) {
       job.sender.fail(cancelled('request cancelled'));
       return;
+    }
+    if (this.queue.length === 0) {
+      // Nothing waiting: a free instance takes the request now, and it never needs an abort listener.
+      const instance = this.pool.take();
+      if (instance) {
+        this.dispatch(instance, job);
+        return;
+      }
     }
     this.queue.push(job);
     const onAbort = (): void => {
@@ -57,12 +66,16 @@ export class DefaultScheduler implements Scheduler {
         job.signal.removeEventListener('abort', onAbort);
         this.listeners.delete(job);
       }
-      this.running++;
-      void pool.run(instance, [job]).then(this.onDone);
+      this.dispatch(instance, job);
     }
     // Nothing left to run: an instance waiting for the rate limiter stops waiting.
     if (this.queue.length === 0) pool.idle();
   };
+
+  private dispatch(instance: InstanceHandle, job: Job): void {
+    this.running++;
+    void this.pool.run(instance, [job]).then(this.onDone);
+  }
 
   private readonly onDone = (): void => {
     this.running--;

@@ -80,6 +80,7 @@ export class InstancePool {
    * With `which`, only that instance will do (the sequence batcher binds sequences to instances).
    */
   take(which?: InstanceHandle): InstanceHandle | undefined {
+    if (which === undefined && !this.rateLimit && this.granted.length === 0) return this.free.shift();
     const g = which === undefined ? 0 : this.granted.indexOf(which);
     if (g >= 0 && g < this.granted.length) return this.granted.splice(g, 1)[0];
     const f = which === undefined ? 0 : this.free.indexOf(which);

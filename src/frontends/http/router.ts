@@ -139,8 +139,24 @@ function matchSystemSharedMemory(segs: readonly string[]): RouteMatch | undefine
   return region === undefined ? undefined : { ...action, region };
 }
 
-/** Matches a request path (without query string); undefined = 404. */
+/** Paths seen recently and their matches (a RouteMatch is immutable); bounded, so hostile paths cannot grow it. */
+const recent = new Map<string, RouteMatch | undefined>();
+const RECENT_LIMIT = 256;
+
+/**
+ * Matches a request path (without query string); undefined = 404. A server sees the same few paths over
+ * and over (one infer path per model), so matches are remembered; a path that throws is never remembered.
+ */
 export function matchRoute(path: string): RouteMatch | undefined {
+  const known = recent.get(path);
+  if (known !== undefined || recent.has(path)) return known;
+  const match = parseRoute(path);
+  if (recent.size >= RECENT_LIMIT) recent.clear();
+  recent.set(path, match && Object.freeze(match));
+  return match;
+}
+
+function parseRoute(path: string): RouteMatch | undefined {
   if (!path.startsWith('/v2')) return undefined;
   if (path.length === 3) return { name: 'serverMetadata', method: 'GET' };
   if (path.charCodeAt(3) !== 0x2f) return undefined;
