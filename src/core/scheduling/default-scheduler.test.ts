@@ -92,3 +92,43 @@ test('aborting a queued request removes it and fails it CANCELLED; running ones 
   await scheduler.drain();
   assert.equal(first.sender.error, undefined);
 });
+
+test('a request meeting a free instance runs at once without a listener; later ones queue in order', async () => {
+  const releases: (() => void)[] = [];
+  const order: string[] = [];
+  const gated: InstanceHandle = {
+    name: 'm_0',
+    execute: (requests) =>
+      new Promise<void>((resolve) => {
+        order.push(requests[0].id);
+        releases.push(() => {
+          for (const r of requests) r.sender.send([], { final: true });
+          resolve();
+        });
+      }),
+    close: () => Promise.resolve(),
+  };
+  const scheduler = new DefaultScheduler(new InstancePool([gated], new ModelStats('m', '1'), silentLogger()));
+  const signal = new AbortController().signal;
+  const named = (id: string): Job & { sender: Sender } => {
+    const j = job(signal);
+    return { ...j, request: { ...j.request, id } };
+  };
+  scheduler.enqueue(named('a'));
+  assert.equal(getEventListeners(signal, 'abort').length, 0, 'dispatched at once: no listener');
+  assert.deepEqual(order, ['a']);
+  scheduler.enqueue(named('b'));
+  scheduler.enqueue(named('c'));
+  assert.equal(getEventListeners(signal, 'abort').length, 2, 'queued requests listen for cancellation');
+  releases.shift()!();
+  await new Promise((r) => setImmediate(r));
+  scheduler.enqueue(named('d'));
+  releases.shift()!();
+  await new Promise((r) => setImmediate(r));
+  releases.shift()!();
+  await new Promise((r) => setImmediate(r));
+  releases.shift()!();
+  await scheduler.drain();
+  assert.deepEqual(order, ['a', 'b', 'c', 'd']);
+  assert.equal(getEventListeners(signal, 'abort').length, 0);
+});

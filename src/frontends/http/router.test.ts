@@ -199,3 +199,28 @@ void test('system shared-memory routes', () => {
     region: 'r',
   });
 });
+
+void test('matches are remembered per path, frozen, and never for a path that throws', () => {
+  const first = matchRoute('/v2/models/remembered/infer');
+  assert.equal(matchRoute('/v2/models/remembered/infer'), first, 'the same match object the second time');
+  assert.ok(Object.isFrozen(first));
+  assert.equal(matchRoute('/v2/nothing-here'), undefined);
+  assert.equal(matchRoute('/v2/nothing-here'), undefined, 'a remembered 404 is still a 404');
+  for (let i = 0; i < 2; i++) {
+    assert.throws(() => matchRoute('/v2/models/bad%zz/infer'), NereidError, `throws every time (${i})`);
+  }
+  // Many distinct paths (a scan) do not change what a path matches.
+  for (let i = 0; i < 1000; i++) matchRoute(`/v2/models/m${i}/ready`);
+  assert.deepEqual(matchRoute('/v2/models/remembered/infer'), {
+    name: 'modelInfer',
+    method: 'POST',
+    model: 'remembered',
+    version: undefined,
+  });
+  assert.deepEqual(matchRoute('/v2/models/m999/ready'), {
+    name: 'modelReady',
+    method: 'GET',
+    model: 'm999',
+    version: undefined,
+  });
+});
