@@ -1,5 +1,6 @@
 // The dynamic batcher and the rate limiter against a real server: batches that form under concurrency
-// (checked in /v2/models/<m>/stats), preferred sizes, the queue delay, max_batch_size, priorities, queue
+// (checked in /v2/models/<m>/stats), preferred sizes, the queue delay (and early dispatch, Nereid's
+// extension), max_batch_size, priorities, queue
 // policies (REJECT, DELAY, max_queue_size), preserve_ordering, cancellation of a queued request, and two
 // models serialised by a shared rate-limiter resource. Timing comes from `busy` requests (a model whose
 // run time is set by the input's values, test/integration/tiny-onnx.ts) that keep an instance occupied
@@ -136,6 +137,12 @@ describe('dynamic batching', () => {
         config: identityConfig('id_conc', 8, 'max_queue_delay_microseconds: 100000'),
         onnx: 'identity_fp32.onnx',
       },
+      id_early: {
+        config:
+          identityConfig('id_early', 8, 'max_queue_delay_microseconds: 2000000') +
+          ' parameters { key: "dynamic_batching_early_dispatch" value: { string_value: "true" } }',
+        onnx: 'identity_fp32.onnx',
+      },
     });
     addBusy(
       repo,
@@ -215,6 +222,34 @@ describe('dynamic batching', () => {
     for (const r of two) assert.equal(r.status, 200);
     assert.ok(twoMs >= 1900, `a batch of 2 went after ${twoMs.toFixed(0)} ms, before the 2000 ms delay`);
     assert.deepEqual(batches(await stats(s.url, 'id_pref')), { 2: 1, 4: 1 });
+  });
+
+  it('early dispatch: clients that are all waiting are not kept for the 2 s delay', async () => {
+    // One client, one request at a time: nobody else can join, so each goes at once.
+    const lone = performance.now();
+    for (let i = 0; i < 3; i++) assert.equal((await infer(s.url, 'id_early')).status, 200);
+    const loneMs = performance.now() - lone;
+    assert.ok(loneMs < 1500, `3 requests of a lone client took ${loneMs.toFixed(0)} ms (delay 2000 ms)`);
+    assert.deepEqual(batches(await stats(s.url, 'id_early')), { 1: 3 });
+
+    // Four clients in a closed loop, five requests each: once all that were in flight together are back,
+    // their batch goes (the last round waits: a client that finished may still come back).
+    const loop = performance.now();
+    await Promise.all(
+      [1, 2, 3, 4].map(async () => {
+        for (let i = 0; i < 5; i++) assert.equal((await infer(s.url, 'id_early')).status, 200);
+      }),
+    );
+    const loopMs = performance.now() - loop;
+    // Triton's semantics would take 5 rounds x 2 s; one wait for company at the start is allowed.
+    assert.ok(loopMs < 6000, `4 clients x 5 requests took ${loopMs.toFixed(0)} ms (delay 2000 ms)`);
+    // Still batching: requests that were in flight together went together.
+    const formed = batches(await stats(s.url, 'id_early'));
+    const shared = Object.entries(formed).filter(([size]) => Number(size) > 1);
+    assert.ok(
+      shared.reduce((n, [, count]) => n + count, 0) >= 2,
+      `batches formed: ${JSON.stringify(formed)}`,
+    );
   });
 
   it('never puts more than max_batch_size rows in a batch', async () => {

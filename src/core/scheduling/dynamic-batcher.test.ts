@@ -365,3 +365,69 @@ test('dynamic batcher: with the rate limiter, a batch runs only when the resourc
   await flush();
   assert.equal(otherRuns, 2, 'and handed back after');
 });
+
+const early = (value = 'true'): string =>
+  model('max_queue_delay_microseconds: 100000') +
+  ` parameters { key: "dynamic_batching_early_dispatch" value: { string_value: "${value}" } }`;
+
+test('early dispatch: a lone client is not kept waiting; without it the delay runs out first', () => {
+  const triton = harness(model('max_queue_delay_microseconds: 100000'));
+  triton.submit('a');
+  assert.deepEqual(triton.instances[0].batches, [], 'Triton semantics: a waits for company');
+  const h = harness(early());
+  h.submit('a');
+  assert.deepEqual(h.instances[0].batches, [['a']], 'the only client is waiting: send at once');
+  assert.equal(h.clock.fired, 0);
+});
+
+test('early dispatch: waits while fewer requests are in flight than lately, sends once all are back', async () => {
+  const h = harness(early());
+  h.submit('a'); // alone: sent at once
+  h.submit('b');
+  h.submit('c');
+  h.submit('d'); // four in flight: a running, b c d queued
+  assert.deepEqual(h.instances[0].batches, [['a']]);
+  h.instances[0].complete();
+  await flush();
+  // a's client has not come back: b c d could still get company, so they wait (not past the delay).
+  assert.deepEqual(h.instances[0].batches, [['a']]);
+  h.clock.advance(10n * MS);
+  assert.deepEqual(h.instances[0].batches, [['a']]);
+  h.submit('e'); // four in flight again: nobody else can join
+  assert.deepEqual(h.instances[0].batches, [['a'], ['b', 'c', 'd', 'e']]);
+  h.instances[0].complete();
+  await flush();
+  // A fifth client never seen before still gets the full delay's chance to join: max_queue_delay holds.
+  h.submit('f');
+  h.submit('g');
+  h.clock.advance(99n * MS);
+  assert.equal(h.instances[0].batches.length, 2);
+  h.clock.advance(2n * MS);
+  assert.deepEqual(h.instances[0].batches[2], ['f', 'g']);
+});
+
+test('early dispatch: the model forgets clients that went away (two quiet windows)', async () => {
+  const h = harness(early());
+  for (const id of ['a', 'b', 'c']) h.submit(id);
+  h.instances[0].complete();
+  await flush();
+  h.clock.advance(100n * MS); // b c go when the delay runs out
+  h.instances[0].complete();
+  await flush();
+  assert.equal(h.instances[0].batches.length, 2);
+  h.clock.advance(3000n * MS);
+  h.submit('z');
+  assert.deepEqual(h.instances[0].batches[2], ['z'], 'three quiet seconds later a lone client goes at once');
+});
+
+test('early dispatch: "false" keeps Triton semantics; any other value refuses the model', () => {
+  const off = harness(early('false'));
+  off.submit('a');
+  assert.deepEqual(off.instances[0].batches, []);
+  assert.throws(
+    () => harness(early('yes')),
+    (err: NereidError) =>
+      err.code === 'INVALID_ARG' &&
+      /dynamic_batching_early_dispatch.*"true" or "false", got 'yes'/.test(err.message),
+  );
+});

@@ -5,9 +5,10 @@
  * expires, so timeouts are enforced even while no batch forms (Triton checks them only when it forms
  * one). A request cancelled while queued leaves at once. With `preserve_ordering`, responses go out in
  * the order requests left the queue. With max_batch_size 0 every request runs alone, but priorities and
- * queue policies still apply (as in Triton).
+ * queue policies still apply (as in Triton). With the `dynamic_batching_early_dispatch` parameter (a Nereid
+ * extension) a waiting batch goes before its delay is out once no client seen lately is left to join it.
  */
-import { cancelled, unavailable, type NereidError } from '../../common/errors.js';
+import { cancelled, invalidArg, unavailable, type NereidError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { batchKeyFunction, type BatchKeyFn } from './batch-key.js';
@@ -17,6 +18,7 @@ import {
   type BatchCandidate,
   type BatchPolicyConfig,
 } from './batch-policy.js';
+import { InFlightPeak } from './in-flight-peak.js';
 import type { InstancePool } from './instance-pool.js';
 import { PriorityQueue, priorityQueueConfig, type QueueEntry } from './priority-queue.js';
 import { ResponseOrder } from './response-order.js';
@@ -53,6 +55,18 @@ export interface DynamicBatcherOptions {
 
 const TIMEOUT_EXPIRED = (): NereidError => unavailable('Request timeout expired');
 
+/** The model config parameter that turns on early dispatch (a Nereid extension; off as in Triton). */
+export const EARLY_DISPATCH_PARAMETER = 'dynamic_batching_early_dispatch';
+
+function earlyDispatchOf(config: FrozenModelConfig): boolean {
+  const value = config.parameters?.[EARLY_DISPATCH_PARAMETER]?.string_value;
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  throw invalidArg(
+    `model '${config.name}': parameter '${EARLY_DISPATCH_PARAMETER}' must be "true" or "false", got '${value}'`,
+  );
+}
+
 export class DynamicBatcher implements Scheduler {
   private readonly queue: PriorityQueue<Queued>;
   private readonly policy: BatchPolicyConfig;
@@ -61,6 +75,10 @@ export class DynamicBatcher implements Scheduler {
   private readonly pool: InstancePool;
   private readonly clock: BatcherClock;
   private running = 0;
+  /** The batches now executing (early dispatch counts their unanswered requests). */
+  private readonly runningBatches = new Set<readonly Job[]>();
+  /** Set with early dispatch: how many requests the model has had in flight lately. */
+  private readonly peak: InFlightPeak | undefined;
   private closing = false;
   private drained: (() => void) | undefined;
   private timer: { at: bigint; cancel: () => void } | undefined;
@@ -85,6 +103,7 @@ export class DynamicBatcher implements Scheduler {
     );
     this.keyOf = batchKeyFunction(config);
     this.order = db.preserve_ordering ? new ResponseOrder() : undefined;
+    this.peak = earlyDispatchOf(config) ? new InFlightPeak() : undefined;
     pool.onAvailable(this.pump);
   }
 
@@ -118,6 +137,7 @@ export class DynamicBatcher implements Scheduler {
       return;
     }
     job.signal.addEventListener('abort', item.onAbort, { once: true });
+    this.peak?.observe(this.inFlight(), now);
     this.pump();
   }
 
@@ -136,7 +156,11 @@ export class DynamicBatcher implements Scheduler {
       while (this.queue.size > 0) {
         const instance = this.pool.take();
         if (!instance) break;
-        const decision = decideBatch(this.candidates(), this.policy, now);
+        let decision = decideBatch(this.candidates(), this.policy, now);
+        if (decision.kind === 'wait' && this.noneCanJoin(now)) {
+          // Every client seen lately is already waiting: send what there is, as if the delay were over.
+          decision = decideBatch(this.candidates(), this.policy, decision.until);
+        }
         if (decision.kind !== 'send') {
           this.pool.putBack(instance);
           if (decision.kind === 'wait') waitUntil = decision.until;
@@ -147,7 +171,11 @@ export class DynamicBatcher implements Scheduler {
           return e.value.job;
         });
         this.running++;
-        void this.pool.run(instance, jobs, this.order).then(this.onDone);
+        if (this.peak) this.runningBatches.add(jobs);
+        void this.pool.run(instance, jobs, this.order).then(() => {
+          this.runningBatches.delete(jobs);
+          this.onDone();
+        });
       }
       if (this.queue.size === 0) this.pool.idle();
     } finally {
@@ -159,6 +187,21 @@ export class DynamicBatcher implements Scheduler {
       this.pump();
     }
   };
+
+  /**
+   * Early dispatch: no request can join the waiting batch soon, because as many requests as the model
+   * has had in flight lately are all queued or executing (their clients wait for answers).
+   */
+  private noneCanJoin(now: bigint): boolean {
+    return this.peak !== undefined && this.inFlight() >= this.peak.peak(now);
+  }
+
+  /** Queued requests plus executing ones not answered yet. */
+  private inFlight(): number {
+    let n = this.queue.size;
+    for (const batch of this.runningBatches) for (const job of batch) if (!job.sender.done) n++;
+    return n;
+  }
 
   private *candidates(): Generator<Queued> {
     for (const e of this.queue.entries()) yield e.value;
