@@ -46,6 +46,10 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ ${MLP.outputs} ] } ]
 parameters { key: "intra_op_thread_count" value: { string_value: "${MLP_THREADS}" } }
 `;
 
+/** Nereid's early dispatch (docs/scheduling.md): the same batcher, without waiting when nobody can join. */
+const EARLY_DISPATCH = `parameters { key: "dynamic_batching_early_dispatch" value: { string_value: "true" } }
+`;
+
 function main(): void {
   const { values } = parseArgs({
     options: {
@@ -66,8 +70,10 @@ function main(): void {
   const models: [string, string, string | undefined][] = [
     ['densenet_unbatched', densenetBody, undefined],
     ['densenet_dynamic', densenetBody, dyn],
+    ['densenet_early', densenetBody + EARLY_DISPATCH, dyn],
     ['mlp_unbatched', mlpBody, undefined],
     ['mlp_dynamic', mlpBody, dyn],
+    ['mlp_early', mlpBody + EARLY_DISPATCH, dyn],
   ];
   for (const [name, body, batching] of models) {
     const dir = path.join(values.out, name);

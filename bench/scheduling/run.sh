@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Dynamic-batching benchmark (a stage of bench/run.sh, or on its own): the densenet_batched example and a
 # small MLP, each served by Nereid with Triton's default scheduler (every request alone) and with
-# `dynamic_batching { max_queue_delay_microseconds }`, under perf_analyzer at several concurrencies over
-# HTTP; the batch sizes the server formed (from /v2/models/<m>/stats); bare onnxruntime-node at those batch
+# `dynamic_batching { max_queue_delay_microseconds }` (Triton's semantics, and with Nereid's early dispatch),
+# under perf_analyzer at several concurrencies over gRPC; the batch sizes the server formed (from /v2/models/<m>/stats); bare onnxruntime-node at those batch
 # sizes; ratios and targets (bench/scheduling/summarize.ts). Results go to
 # bench/results/scheduling-<UTC time>/ (gitignored); the table is printed and kept in summary.md there.
 #
 # Env: BENCH_SCHED_DELAY_US (2000), BENCH_SCHED_CONCURRENCY ("1 8 32"), BENCH_POINT_SECONDS (10),
-#      BENCH_SCHED_MODELS ("densenet mlp"), BENCH_SCHED_PROTOCOL (grpc; or http).
+#      BENCH_SCHED_MODELS ("densenet mlp"), BENCH_SCHED_PROTOCOL (grpc; or http),
+#      BENCH_SCHED_KINDS ("unbatched dynamic early").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -16,6 +17,8 @@ concurrencies=${BENCH_SCHED_CONCURRENCY:-"1 8 32"}
 point_seconds=${BENCH_POINT_SECONDS:-10}
 families=${BENCH_SCHED_MODELS:-"densenet mlp"}
 protocol=${BENCH_SCHED_PROTOCOL:-grpc}
+# unbatched: the default scheduler; dynamic: dynamic_batching; early: dynamic_batching + early dispatch
+kinds=${BENCH_SCHED_KINDS:-"unbatched dynamic early"}
 
 say() { echo "bench/scheduling: $*" >&2; }
 die() {
@@ -42,7 +45,9 @@ cat >"$results/meta.json" <<EOF
 EOF
 
 load_args=()
-for f in $families; do load_args+=(--load-model="${f}_unbatched" --load-model="${f}_dynamic"); done
+for f in $families; do
+  for kind in $kinds; do load_args+=(--load-model="${f}_${kind}"); done
+done
 
 trap stop_server EXIT
 
@@ -64,7 +69,7 @@ say "server on port $port (HTTP), $grpc_port (gRPC); perf_analyzer over $protoco
 stats() { curl -sf "http://localhost:$port/v2/models/$1/stats" >"$2" || die "statistics of $1"; }
 
 for f in $families; do
-  for kind in unbatched dynamic; do
+  for kind in $kinds; do
     model=${f}_${kind}
     for c in $concurrencies; do
       point=$results/served-$model-c$c

@@ -28,9 +28,18 @@ interface Stats {
   readonly batch_stats: readonly BatchStat[];
 }
 
+/** default: Triton's default scheduler; dynamic: dynamic_batching; early: dynamic_batching + early dispatch. */
+type Scheduler = 'default' | 'dynamic' | 'early';
+
+const SCHEDULER_LABEL: Readonly<Record<Scheduler, string>> = {
+  default: 'default',
+  dynamic: 'dynamic',
+  early: 'dynamic, early dispatch',
+};
+
 interface Point {
   readonly family: string;
-  readonly dynamic: boolean;
+  readonly scheduler: Scheduler;
   readonly concurrency: number;
   readonly perSec: number;
   readonly p99Ms: number;
@@ -40,7 +49,7 @@ interface Point {
   readonly mode: string;
 }
 
-const POINT = /^served-(\w+?)_(unbatched|dynamic)-c(\d+)\.csv$/;
+const POINT = /^served-(\w+?)_(unbatched|dynamic|early)-c(\d+)\.csv$/;
 const TARGET_BARE_RATIO = 0.85;
 const TARGET_MLP_SPEEDUP = 2;
 const TARGET_CONCURRENCY = 32;
@@ -97,7 +106,7 @@ function readPoints(results: string): Point[] {
     const after = statsOf(`${base}.stats-after.json`);
     points.push({
       family,
-      dynamic: kind === 'dynamic',
+      scheduler: kind === 'unbatched' ? 'default' : (kind as Scheduler),
       concurrency: Number(c),
       perSec: Number(row['Inferences/Second']),
       p50Ms: Number(row['p50 latency']) / 1000,
@@ -154,47 +163,53 @@ function summarize(results: string): string {
   const verdicts: string[] = [];
   for (const family of [...new Set(points.map((p) => p.family))]) {
     const bare = readBare(results, family);
-    const of = (dynamic: boolean, c: number): Point | undefined =>
-      points.find((p) => p.family === family && p.dynamic === dynamic && p.concurrency === c);
+    const of = (scheduler: Scheduler, c: number): Point | undefined =>
+      points.find((p) => p.family === family && p.scheduler === scheduler && p.concurrency === c);
     for (const p of points.filter((x) => x.family === family)) {
       const size = dominant(p.formed);
       const b = size === undefined ? undefined : bare.get(size);
       const ratio = b ? p.perSec / b.imagesPerSec : undefined;
       // One batch: the queue delay, then one compute of the formed size; +20% slack.
-      const bound = p.dynamic && b ? 1.2 * (delayMs + b.meanLatencyMs) : undefined;
+      const batched = p.scheduler !== 'default';
+      const bound = batched && b ? 1.2 * (delayMs + b.meanLatencyMs) : undefined;
       lines.push(
-        `| ${family} | ${p.dynamic ? 'dynamic' : 'default'} | ${p.concurrency} | ${fmt(p.perSec)} | ` +
+        `| ${family} | ${SCHEDULER_LABEL[p.scheduler]} | ${p.concurrency} | ${fmt(p.perSec)} | ` +
           `${histogram(p.formed)} | ${fmt(b?.imagesPerSec)} | ${fmt(ratio, 2)} | ${fmt(p.p50Ms)} | ` +
           `${fmt(p.p99Ms)} | ${fmt(bound)} | ${p.mode} |`,
       );
-      if (p.dynamic && bound !== undefined) {
+      if (batched && bound !== undefined) {
         // With more clients than one batch holds, a request also waits for the batches ahead of it.
         const batchesAhead = Math.max(1, Math.ceil(p.concurrency / Math.max(1, size ?? 1)));
         const note = batchesAhead > 1 ? ` (${batchesAhead} batches per round at this concurrency)` : '';
         verdicts.push(
-          `p99 ${family} c=${p.concurrency}: ${fmt(p.p99Ms)} ms vs bound ${fmt(bound)} ms: ` +
+          `p99 ${family} ${SCHEDULER_LABEL[p.scheduler]} c=${p.concurrency}: ${fmt(p.p99Ms)} ms vs bound ${fmt(bound)} ms: ` +
             `${p.p99Ms <= bound ? 'met' : 'NOT met'}${note}`,
         );
       }
     }
-    const dyn = of(true, TARGET_CONCURRENCY);
-    const plain = of(false, TARGET_CONCURRENCY);
-    if (family === 'densenet' && dyn) {
-      const size = dominant(dyn.formed);
-      const b = size === undefined ? undefined : bare.get(size);
-      const ratio = b ? dyn.perSec / b.imagesPerSec : undefined;
-      verdicts.unshift(
-        `densenet, dynamic batching at concurrency ${TARGET_CONCURRENCY}: ${fmt(ratio, 2)} of bare at batch ${size ?? '?'} ` +
-          `(target ≥ ${TARGET_BARE_RATIO}): ${ratio !== undefined && ratio >= TARGET_BARE_RATIO ? 'met' : 'NOT met'}`,
-      );
+    const plain = of('default', TARGET_CONCURRENCY);
+    const targets: string[] = [];
+    for (const scheduler of ['dynamic', 'early'] as const) {
+      const dyn = of(scheduler, TARGET_CONCURRENCY);
+      const label = SCHEDULER_LABEL[scheduler];
+      if (family === 'densenet' && dyn) {
+        const size = dominant(dyn.formed);
+        const b = size === undefined ? undefined : bare.get(size);
+        const ratio = b ? dyn.perSec / b.imagesPerSec : undefined;
+        targets.push(
+          `densenet, ${label} at concurrency ${TARGET_CONCURRENCY}: ${fmt(ratio, 2)} of bare at batch ${size ?? '?'} ` +
+            `(target ≥ ${TARGET_BARE_RATIO}): ${ratio !== undefined && ratio >= TARGET_BARE_RATIO ? 'met' : 'NOT met'}`,
+        );
+      }
+      if (family === 'mlp' && dyn && plain) {
+        const speedup = dyn.perSec / plain.perSec;
+        targets.push(
+          `mlp, ${label} vs default scheduler at concurrency ${TARGET_CONCURRENCY}: ${fmt(speedup, 2)}× ` +
+            `(target ≥ ${TARGET_MLP_SPEEDUP}×): ${speedup >= TARGET_MLP_SPEEDUP ? 'met' : 'NOT met'}`,
+        );
+      }
     }
-    if (family === 'mlp' && dyn && plain) {
-      const speedup = dyn.perSec / plain.perSec;
-      verdicts.unshift(
-        `mlp, dynamic vs default scheduler at concurrency ${TARGET_CONCURRENCY}: ${fmt(speedup, 2)}× ` +
-          `(target ≥ ${TARGET_MLP_SPEEDUP}×): ${speedup >= TARGET_MLP_SPEEDUP ? 'met' : 'NOT met'}`,
-      );
-    }
+    verdicts.unshift(...targets);
   }
   lines.push('', ...verdicts.map((v) => `- ${v}`));
   if (meta.loadavg > 0.25 * meta.cpus) {
