@@ -170,6 +170,12 @@ export interface CustomMetricFamily {
 export interface ModelHandle {
   createInstance(spec: InstanceSpec): Promise<InstanceHandle>;
   /**
+   * Optional: true when the model's instances read input tensors in place if they sit in a
+   * SharedArrayBuffer (a JavaScript model's worker thread). Frontends then read large request bodies into
+   * shared memory; for every other model an ordinary buffer is cheaper (no zero-filled fresh pages).
+   */
+  readonly sharesInputMemory?: boolean;
+  /**
    * Optional: the model's own readiness (a JavaScript model's isReady()). The core polls it while the
    * model is loaded; false makes the model report not ready without unloading it.
    */

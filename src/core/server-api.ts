@@ -32,6 +32,11 @@ export interface InferenceServerApi {
   modelConfigJson(name: string, version?: string): JsonObject;
   /** True when the model's config says model_transaction_policy.decoupled. */
   isModelDecoupled(name: string, version?: string): boolean;
+  /**
+   * True when the model reads input tensors in a SharedArrayBuffer without copying them (a JavaScript
+   * model), so a frontend should read a large body into shared memory. Unknown model → false.
+   */
+  sharesInputMemory(name: string, version?: string): boolean;
 
   /**
    * Runs one request. The stream yields 0..n responses; the last has final=true. A non-decoupled model

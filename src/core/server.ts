@@ -141,6 +141,15 @@ export class InferenceServer implements InferenceServerApi {
     return this.repository.getVersion(name, version).config.model_transaction_policy?.decoupled === true;
   }
 
+  sharesInputMemory(name: string, version?: string): boolean {
+    try {
+      const v = this.repository.getVersion(name, version);
+      return isServable(v) && v.sharesInputMemory === true;
+    } catch {
+      return false;
+    }
+  }
+
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
     const v = this.version(request.modelName, request.modelVersion);
     return this.runRequest(v, request);

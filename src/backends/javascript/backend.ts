@@ -104,6 +104,8 @@ const METRICS_QUERY_MS = 1000;
 /** A loaded model version: what its instances share. */
 class JsModel implements ModelHandle {
   readonly instances = new Set<JsInstance>();
+  /** The worker threads see SharedArrayBuffer inputs without a copy (tensors.ts). */
+  readonly sharesInputMemory = true;
   private readonly configJson: string;
   private readonly outputTypes: ReadonlyMap<string, DataType>;
 

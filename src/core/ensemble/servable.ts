@@ -9,6 +9,8 @@ import type { InferenceRequest, InferenceResponse } from '../types.js';
 
 export interface ServableVersion extends LoadedVersion {
   readonly stats: ModelStats;
+  /** The backend reads inputs in shared memory in place (ModelHandle.sharesInputMemory). */
+  readonly sharesInputMemory?: boolean;
   /** Validates and accepts a request; validation errors throw synchronously (nothing was accepted). */
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse>;
 }

@@ -159,6 +159,10 @@ export class ModelVersion implements LoadedVersion {
     return stream;
   }
 
+  get sharesInputMemory(): boolean {
+    return this.parts.handle.sharesInputMemory === true;
+  }
+
   get pendingRequests(): number {
     return this.scheduler.queued;
   }

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gzipSync, deflateSync, gunzipSync, inflateSync } from 'node:zlib';
 import { NereidError } from '../../common/errors.js';
-import { chooseResponseCoding, decodeContentEncoding, encodeResponse } from './body.js';
+import { chooseResponseCoding, decodeContentEncoding, encodeResponse, readBody } from './body.js';
 
 void test('Accept-Encoding: highest q wins, ties keep the first, q=0 and unknown codings never win', () => {
   assert.equal(chooseResponseCoding(undefined), 'identity');
@@ -63,4 +63,35 @@ void test('response compression round-trips', async () => {
   const body = Buffer.from('x'.repeat(1000));
   assert.deepEqual(gunzipSync(await encodeResponse(body, 'gzip')), body);
   assert.deepEqual(inflateSync(await encodeResponse(body, 'deflate')), body);
+});
+
+void test('a large body goes into shared memory only when asked; small ones never', async () => {
+  const { createServer } = await import('node:http');
+  const seen: { size: number; shared: boolean }[] = [];
+  let share = false;
+  const server = createServer((req, res) => {
+    void readBody(req, 1 << 22, share).then((body) => {
+      seen.push({ size: body.length, shared: body.buffer instanceof SharedArrayBuffer });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  const send = async (bytes: number): Promise<void> => {
+    const res = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: Buffer.alloc(bytes, 7) });
+    await res.arrayBuffer();
+  };
+  try {
+    await send(1 << 20);
+    share = true;
+    await send(1 << 20);
+    await send(100);
+  } finally {
+    server.close();
+  }
+  assert.deepEqual(seen, [
+    { size: 1 << 20, shared: false },
+    { size: 1 << 20, shared: true },
+    { size: 100, shared: false },
+  ]);
 });

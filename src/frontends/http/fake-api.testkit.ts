@@ -231,6 +231,10 @@ export class FakeApi implements InferenceServerApi {
     return this.model(name, version).decoupled === true;
   }
 
+  sharesInputMemory(): boolean {
+    return false;
+  }
+
   async *infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
     yield await this.inferOnce(request);
   }
