@@ -20,6 +20,7 @@ import {
 } from './batch-policy.js';
 import { InFlightPeak } from './in-flight-peak.js';
 import type { InstancePool } from './instance-pool.js';
+import { setPreciseTimer } from './precise-timer.js';
 import { PriorityQueue, priorityQueueConfig, type QueueEntry } from './priority-queue.js';
 import { ResponseOrder } from './response-order.js';
 import type { Job, Scheduler } from './scheduler.js';
@@ -32,12 +33,9 @@ export interface BatcherClock {
 
 export const REAL_CLOCK: BatcherClock = {
   now: () => process.hrtime.bigint(),
-  setTimer(callback, delayNs) {
-    // Timers have millisecond resolution; round up so the batcher never wakes before it has to.
-    const ms = Number((delayNs + 999_999n) / 1_000_000n);
-    const t = setTimeout(callback, ms);
-    return () => clearTimeout(t);
-  },
+  // Not setTimeout: its whole milliseconds on the loop's clock made a 2 ms queue delay last up to 3.2 ms.
+  // A precise timer fires within about 0.1 ms after the delay, never before it.
+  setTimer: setPreciseTimer,
 };
 
 interface Queued extends BatchCandidate {
