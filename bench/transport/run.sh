@@ -168,8 +168,21 @@ measure() {
   # address space for the budget plus 3 GB for perf_analyzer itself
   local vmem_kb=$(((pa_budget_bytes + 3000000000) / 1024))
   run_pa() { (ulimit -v "$vmem_kb" && timeout "$((point_seconds * 20 + 120))" "$pa" "$@"); }
-  echo "window ${window_ms} ms" >"$point.window"
-  if run_pa "${common[@]}" "${windows[@]}" -s 15 >"$point.txt" 2>&1; then
+  # The probe can underestimate the rate (a cold connection): a run that outgrows the memory cap
+  # (std::bad_alloc) is retried with a window a quarter as long, down to 100 ms.
+  local ok=0
+  while :; do
+    echo "window ${window_ms} ms" >"$point.window"
+    if run_pa "${common[@]}" "${windows[@]}" -s 15 >"$point.txt" 2>&1; then
+      ok=1
+      break
+    fi
+    grep -q 'bad_alloc' "$point.txt" && ((window_ms > 100)) || break
+    window_ms=$((window_ms / 4 < 100 ? 100 : window_ms / 4))
+    windows=(--measurement-mode time_windows -p "$window_ms" --max-trials "$trials" -v)
+    say "  $target: perf_analyzer ran out of memory; windows of $window_ms ms"
+  done
+  if ((ok)); then
     echo "stable within 15%" >"$point.mode"
   elif cp "$point.txt" "$point.try1.txt" &&
     run_pa "${common[@]}" "${windows[@]}" -s 50 >"$point.txt" 2>&1; then
