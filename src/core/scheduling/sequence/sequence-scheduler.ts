@@ -44,6 +44,7 @@ import {
   type SequenceStates,
   type StateSpec,
 } from './state.js';
+import { setPreciseTimer } from '../precise-timer.js';
 
 /** How often an idle sequence still waiting in the backlog is looked at again (Triton: 50 ms). */
 const BACKLOG_IDLE_RECHECK_US = 50_000;
@@ -62,11 +63,9 @@ export interface SequenceClock {
 
 export const REAL_CLOCK: SequenceClock = {
   now: () => process.hrtime.bigint(),
-  setTimer(callback, delayNs) {
-    // Round up: waking a little late is harmless, waking early only costs another wait.
-    const t = setTimeout(callback, Number((delayNs + 999_999n) / 1_000_000n));
-    return () => clearTimeout(t);
-  },
+  // The oldest strategy's max_queue_delay is a batching delay like the dynamic batcher's: the same
+  // precise timer (about 0.1 ms late, never early), rather than setTimeout's whole milliseconds.
+  setTimer: setPreciseTimer,
 };
 
 /** One sequence bound to a slot. */
