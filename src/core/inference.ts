@@ -97,11 +97,15 @@ function rejectDuplicateOutputs(request: InferenceRequest): void {
 
 type ConfigInput = FrozenModelConfig['input'][number];
 
+interface InputPlan {
+  readonly config: ConfigInput;
+  /** The full expected shape: the batch dimension (-1) first when the model batches. */
+  readonly dims: readonly number[];
+}
+
 /** What validating a request needs from its model's config, worked out once per (frozen) config. */
 interface ConfigPlan {
-  readonly byName: ReadonlyMap<string, ConfigInput>;
-  /** Full expected shape per input: the batch dimension (-1) first when the model batches. */
-  readonly expectedDims: ReadonlyMap<string, readonly number[]>;
+  readonly byName: ReadonlyMap<string, InputPlan>;
   readonly required: readonly string[];
   readonly outputNames: ReadonlySet<string>;
 }
@@ -113,8 +117,9 @@ function planOf(config: FrozenModelConfig): ConfigPlan {
   if (plan === undefined) {
     const batching = config.max_batch_size > 0;
     plan = {
-      byName: new Map(config.input.map((i) => [i.name, i])),
-      expectedDims: new Map(config.input.map((i) => [i.name, batching ? [-1, ...i.dims] : [...i.dims]])),
+      byName: new Map(
+        config.input.map((i) => [i.name, { config: i, dims: batching ? [-1, ...i.dims] : [...i.dims] }]),
+      ),
       required: config.input.filter((i) => !i.optional).map((i) => i.name),
       outputNames: new Set(config.output.map((o) => o.name)),
     };
@@ -127,7 +132,7 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
   rejectDuplicateOutputs(request);
   const model = config.name;
   const batching = config.max_batch_size > 0;
-  const { byName, expectedDims: dimsByName, required, outputNames } = planOf(config);
+  const { byName, required, outputNames } = planOf(config);
 
   // Inputs: known names, no duplicates, all required present.
   const seen = new Set<string>();
@@ -166,7 +171,7 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
   let batchSize = 1;
   const inputs = new Map<string, Tensor>();
   for (const [index, input] of request.inputs.entries()) {
-    const cfg = byName.get(input.name)!;
+    const { config: cfg, dims: expectedDims } = byName.get(input.name)!;
     const expectedType: DataType | undefined = fromConfigDataType(cfg.data_type);
     if (input.datatype !== expectedType) {
       throw invalidArg(
@@ -178,7 +183,6 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
         throw invalidArg(`invalid shape ${dimsToString(input.shape)} for input '${input.name}'`);
       }
     }
-    const expectedDims = dimsByName.get(input.name)!;
     if (!matchesWithWildcard(expectedDims, input.shape)) {
       // Triton always ends the sentence with '. ', followed by the batching note when there is one.
       const note = batching

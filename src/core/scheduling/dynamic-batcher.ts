@@ -72,7 +72,6 @@ export class DynamicBatcher implements Scheduler {
   private readonly order: ResponseOrder | undefined;
   private readonly pool: InstancePool;
   private readonly clock: BatcherClock;
-  private running = 0;
   /** The batches now executing (early dispatch counts their unanswered requests). */
   private readonly runningBatches = new Set<readonly Job[]>();
   /** Set with early dispatch: how many requests the model has had in flight lately. */
@@ -168,8 +167,7 @@ export class DynamicBatcher implements Scheduler {
           e.value.job.signal.removeEventListener('abort', e.value.onAbort);
           return e.value.job;
         });
-        this.running++;
-        if (this.peak) this.runningBatches.add(jobs);
+        this.runningBatches.add(jobs);
         void this.pool.run(instance, jobs, this.order).then(() => {
           this.runningBatches.delete(jobs);
           this.onDone();
@@ -241,7 +239,6 @@ export class DynamicBatcher implements Scheduler {
   }
 
   private readonly onDone = (): void => {
-    this.running--;
     this.checkDrained();
     this.pump();
   };
@@ -255,7 +252,7 @@ export class DynamicBatcher implements Scheduler {
   }
 
   private checkDrained(): void {
-    if (this.drained && this.queue.size === 0 && this.running === 0) {
+    if (this.drained && this.queue.size === 0 && this.runningBatches.size === 0) {
       this.timer?.cancel();
       this.timer = undefined;
       const d = this.drained;
