@@ -70,7 +70,7 @@ void test('a large body goes into shared memory only when asked; small ones neve
   const seen: { size: number; shared: boolean }[] = [];
   let share = false;
   const server = createServer((req, res) => {
-    void readBody(req, 1 << 22, share).then((body) => {
+    void readBody(req, 1 << 22, () => share).then((body) => {
       seen.push({ size: body.length, shared: body.buffer instanceof SharedArrayBuffer });
       res.end();
     });

@@ -57,10 +57,14 @@ export function declaredLength(req: IncomingMessage): number | undefined {
 
 /**
  * Reads the whole body. Rejects with INVALID_ARG (see bodyTooLarge) past `limit`, and with CANCELLED when the
- * client goes away before sending all of it. `shared`: a large body goes into a SharedArrayBuffer (see
- * SHARED_BODY_MIN_BYTES).
+ * client goes away before sending all of it. `shared`: asked only for a large body, whether it goes into a
+ * SharedArrayBuffer (see SHARED_BODY_MIN_BYTES), so small requests never pay for the question.
  */
-export function readBody(req: IncomingMessage, limit: number, shared = false): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  shared: () => boolean = () => false,
+): Promise<Buffer> {
   const expected = declaredLength(req);
   if (expected !== undefined && expected > limit) return Promise.reject(bodyTooLarge(expected, limit));
   if (expected === 0 || req.complete) return Promise.resolve(EMPTY);
@@ -90,7 +94,7 @@ export function readBody(req: IncomingMessage, limit: number, shared = false): P
         } else {
           if (whole === undefined) {
             whole =
-              shared && expected >= SHARED_BODY_MIN_BYTES
+              expected >= SHARED_BODY_MIN_BYTES && shared()
                 ? sharedBody(req, expected)
                 : Buffer.allocUnsafe(expected);
             if (single !== undefined) single.copy(whole, 0);

@@ -100,7 +100,7 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   if (api.isModelDecoupled(model, version)) {
     throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   }
-  const raw = await readBody(req, ctx.maxInputSize, api.sharesInputMemory(model, version));
+  const raw = await readBody(req, ctx.maxInputSize, () => api.sharesInputMemory(model, version));
   const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
   const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
 
