@@ -4,6 +4,7 @@
 // stops promptly.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GrpcClient, InferInput } from '../../src/client/index.js';
@@ -30,6 +31,26 @@ interface Stats {
   execution_count: number;
   inference_stats: { success: { count: number }; fail: { count: number } };
   response_stats: Record<string, { success: { count: number }; cancel: { count: number } }>;
+}
+
+/** POST over a given agent (so the test decides which requests share a connection). */
+function httpPost(agent: http.Agent, url: string, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { 'Content-Type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 const identityBody = (v: number): string =>
@@ -146,6 +167,25 @@ describe('cancellation', () => {
       );
     assert.ok(line, 'a CANCELED failure series for slow_identity');
     assert.equal(Number(line.split(' ').pop()), 2);
+  });
+
+  it("a finished request's connection closing later cancels nothing (request signals are reused)", async () => {
+    const before = await stats('slow_identity');
+    // Request A on its own keep-alive connection finishes; its signal goes back to the pool.
+    const agentA = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const a = await httpPost(agentA, `${s.url}/v2/models/slow_identity/infer`, identityBody(5));
+    assert.equal(a.status, 200);
+    // Request B, on another connection, most likely runs with A's signal; A's connection now closes.
+    const agentB = new http.Agent({ keepAlive: false });
+    const b = httpPost(agentB, `${s.url}/v2/models/slow_identity/infer`, identityBody(6));
+    await new Promise((r) => setTimeout(r, 200));
+    agentA.destroy();
+    const done = await b;
+    assert.equal(done.status, 200, done.body);
+    assert.deepEqual((JSON.parse(done.body) as { outputs: { data: number[] }[] }).outputs[0].data, [6]);
+    const after = await stats('slow_identity');
+    assert.equal(after.inference_stats.success.count, before.inference_stats.success.count + 2);
+    assert.equal(after.inference_stats.fail.count, before.inference_stats.fail.count);
   });
 
   it('cancelling a gRPC stream aborts its running requests', async () => {

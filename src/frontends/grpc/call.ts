@@ -6,6 +6,7 @@
  */
 import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { ACCEPT_ENCODING, MessageReader, decompress, encodeGrpcMessage, parseTimeout } from './framing.js';
+import { returnController, takeController } from '../signal-pool.js';
 import { GrpcStatusError, Status, type GrpcError } from './status.js';
 
 export interface CallHandlers {
@@ -26,7 +27,8 @@ const RESPONSE_HEADERS = Object.freeze({
 const WAIT_FOR_TRAILERS = Object.freeze({ waitForTrailers: true });
 
 export class ServerCall {
-  private readonly controller = new AbortController();
+  /** Taken from the pool when the signal is first asked for; given back by finish() if still clean. */
+  private controller: AbortController | undefined;
   private headersSent = false;
   private done = false;
   private inputEnded = false;
@@ -46,7 +48,7 @@ export class ServerCall {
       if (this.deadline) clearTimeout(this.deadline);
       if (!this.done) {
         this.done = true;
-        this.controller.abort(new GrpcStatusError(Status.CANCELLED, 'the client cancelled the call'));
+        this.controller?.abort(new GrpcStatusError(Status.CANCELLED, 'the client cancelled the call'));
         this.handlers?.onAbort?.();
       }
     });
@@ -58,6 +60,7 @@ export class ServerCall {
   }
 
   get signal(): AbortSignal {
+    this.controller ??= takeController();
     return this.controller.signal;
   }
 
@@ -142,6 +145,9 @@ export class ServerCall {
     if (this.done) return;
     this.done = true;
     if (this.deadline) clearTimeout(this.deadline);
+    // Nothing aborts the signal after this point (the 'close' handler checks `done`).
+    if (this.controller) returnController(this.controller);
+    this.controller = undefined;
     const stream = this.stream;
     if (stream.destroyed || stream.closed) return;
     const trailers: Record<string, string> = { 'grpc-status': String(status.code) };
@@ -184,7 +190,7 @@ export class ServerCall {
   /** Ends the call with an error status and aborts its work. */
   fail(code: GrpcError['code'], details: string): void {
     if (this.done) return;
-    this.controller.abort(new GrpcStatusError(code, details));
+    this.controller?.abort(new GrpcStatusError(code, details));
     this.finish({ code, details });
     this.handlers?.onAbort?.();
   }

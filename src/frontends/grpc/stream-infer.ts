@@ -15,6 +15,7 @@ import type { ServerCall } from './call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
 import { encodeStreamResponse, type ResponseFields } from './infer-response.js';
 import { Status, toGrpcError } from './status.js';
+import { returnController, takeController } from '../signal-pool.js';
 
 export const SHUTTING_DOWN_MESSAGE = 'GRPC server is shutting down and has stopped accepting new requests.';
 
@@ -67,7 +68,7 @@ export class StreamInfer {
   }
 
   private async run(message: Buffer): Promise<void> {
-    const controller = new AbortController();
+    const controller = takeController();
     this.controllers.add(controller);
     let wire: WireInferRequest | undefined;
     let parseError: unknown;
@@ -105,7 +106,9 @@ export class StreamInfer {
     } catch (err) {
       this.fail(err, wire, slot, started);
     } finally {
+      // Out of the set, nothing here aborts it any more: a clean signal serves the next request.
       this.controllers.delete(controller);
+      returnController(controller);
     }
   }
 

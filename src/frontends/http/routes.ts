@@ -5,7 +5,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidArg, unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
-import type { LoadOptions } from '../../core/types.js';
+import type { InferenceResponse, LoadOptions } from '../../core/types.js';
+import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
 import { generate } from './generate.js';
@@ -120,12 +121,20 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   }
   ctx.requestId = decoded.request.id;
 
-  // A client that disconnects before its response is sent cancels the request.
-  const controller = new AbortController();
-  res.once('close', () => {
+  // A client that disconnects before its response is sent cancels the request. Once the core is done
+  // with it, the (unaborted, unobserved) signal goes back to the pool for the next request.
+  const controller = takeController();
+  const onClose = (): void => {
     if (!res.writableFinished) controller.abort();
-  });
-  const response = await api.inferOnce({ ...decoded.request, signal: controller.signal });
+  };
+  res.once('close', onClose);
+  let response: InferenceResponse;
+  try {
+    response = await api.inferOnce({ ...decoded.request, signal: controller.signal });
+  } finally {
+    res.removeListener('close', onClose);
+    returnController(controller);
+  }
   const encoded = encodeInferResponse(response, decoded.format);
 
   let headers: Record<string, string | number>;
