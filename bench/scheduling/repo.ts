@@ -9,6 +9,7 @@
  *
  * Usage: node dist/bench/scheduling/repo.js --out <dir> --delay-us <max_queue_delay_microseconds>
  *        node dist/bench/scheduling/repo.js --print-mlp-threads   (for the bare run)
+ *        node dist/bench/scheduling/repo.js --print-mlp-inputs    (for the echo's request size)
  */
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -56,10 +57,15 @@ function main(): void {
       out: { type: 'string' },
       'delay-us': { type: 'string', default: '2000' },
       'print-mlp-threads': { type: 'boolean', default: false },
+      'print-mlp-inputs': { type: 'boolean', default: false },
     },
   });
   if (values['print-mlp-threads']) {
     console.log(MLP_THREADS);
+    return;
+  }
+  if (values['print-mlp-inputs']) {
+    console.log(MLP.inputs);
     return;
   }
   if (!values.out) throw new Error('--out is required');

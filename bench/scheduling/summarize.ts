@@ -131,6 +131,53 @@ function readBare(results: string, family: string): Map<number, BareRecord> {
   return best;
 }
 
+/** The bare echo's p99 (ms) for this family's request at this concurrency, if run.sh measured it. */
+function echoP99Ms(results: string, family: string, concurrency: number): number | undefined {
+  const file = path.join(results, `floor-${family}-c${concurrency}.csv`);
+  if (!existsSync(file)) return undefined;
+  const p99 = Number(readCsvRow(file)['p99 latency']) / 1000;
+  return Number.isFinite(p99) && p99 > 0 ? p99 : undefined;
+}
+
+/**
+ * Why a missed p99 bound was out of reach, when that can be shown:
+ * - Little's law: `c` requests always in flight, served at most at the best bare rate, spend on average at
+ *   least c / rate in the server. Below the bound for the largest batch measured: no scheduler can meet
+ *   it; below the bound for the batch size formed only: not with batches of that size;
+ * - the transport: a bare echo server (no model, no scheduler) already answers the same request at this
+ *   concurrency with a p99 above the bound on this machine.
+ * Otherwise, the number of batches a round of `c` requests needs (each waits for those ahead of it).
+ */
+function whyUnattainable(
+  p: Point,
+  bound: number,
+  size: number | undefined,
+  best: { readonly rate: number; readonly bound: number; readonly batch: number },
+  echoP99: number | undefined,
+): string {
+  const reasons: string[] = [];
+  const littleMs = best.rate > 0 ? (1000 * p.concurrency) / best.rate : undefined;
+  if (littleMs !== undefined && littleMs > bound) {
+    const law =
+      `${p.concurrency} requests in flight at ≤ ${fmt(best.rate)} inf/s (bare, batch ${best.batch}) ` +
+      `spend ≥ ${fmt(littleMs)} ms each on average (Little's law)`;
+    reasons.push(
+      littleMs > best.bound
+        ? `unattainable: ${law}`
+        : `not with batches of ${size ?? '?'}: ${law}; batches of ${best.batch} would allow ${fmt(best.bound)} ms`,
+    );
+  }
+  if (echoP99 !== undefined && echoP99 > bound) {
+    reasons.push(`unattainable here: a bare echo server's own p99 for this request is ${fmt(echoP99)} ms`);
+  }
+  if (reasons.length === 0) {
+    const batchesAhead = Math.ceil(p.concurrency / Math.max(1, size ?? 1));
+    if (batchesAhead > 1) reasons.push(`${batchesAhead} batches per round at this concurrency`);
+    else if (echoP99 !== undefined) reasons.push(`bare echo p99 ${fmt(echoP99)} ms`);
+  }
+  return reasons.length === 0 ? '' : ` (${reasons.join('; ')})`;
+}
+
 const fmt = (n: number | undefined, digits = 1): string =>
   n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits);
 
@@ -163,6 +210,13 @@ function summarize(results: string): string {
   const verdicts: string[] = [];
   for (const family of [...new Set(points.map((p) => p.family))]) {
     const bare = readBare(results, family);
+    // The fastest bare batch size, and the p99 bound a batcher forming batches of that size would have.
+    const fastest = [...bare.values()].sort((a, b) => b.imagesPerSec - a.imagesPerSec)[0];
+    const best = {
+      rate: fastest?.imagesPerSec ?? 0,
+      batch: fastest?.batch ?? 0,
+      bound: fastest ? 1.2 * (delayMs + fastest.meanLatencyMs) : 0,
+    };
     const of = (scheduler: Scheduler, c: number): Point | undefined =>
       points.find((p) => p.family === family && p.scheduler === scheduler && p.concurrency === c);
     for (const p of points.filter((x) => x.family === family)) {
@@ -178,12 +232,13 @@ function summarize(results: string): string {
           `${fmt(p.p99Ms)} | ${fmt(bound)} | ${p.mode} |`,
       );
       if (batched && bound !== undefined) {
-        // With more clients than one batch holds, a request also waits for the batches ahead of it.
-        const batchesAhead = Math.max(1, Math.ceil(p.concurrency / Math.max(1, size ?? 1)));
-        const note = batchesAhead > 1 ? ` (${batchesAhead} batches per round at this concurrency)` : '';
+        const met = p.p99Ms <= bound;
+        const note = met
+          ? ''
+          : whyUnattainable(p, bound, size, best, echoP99Ms(results, family, p.concurrency));
         verdicts.push(
           `p99 ${family} ${SCHEDULER_LABEL[p.scheduler]} c=${p.concurrency}: ${fmt(p.p99Ms)} ms vs bound ${fmt(bound)} ms: ` +
-            `${p.p99Ms <= bound ? 'met' : 'NOT met'}${note}`,
+            `${met ? 'met' : 'NOT met'}${note}`,
         );
       }
     }
