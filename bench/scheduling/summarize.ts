@@ -131,6 +131,14 @@ function readBare(results: string, family: string): Map<number, BareRecord> {
   return best;
 }
 
+/** max_batch_size of the family's served models (from the repository run.sh wrote). */
+function maxBatchSize(results: string, family: string | undefined): number | undefined {
+  const config = path.join(results, 'repo', `${family}_dynamic`, 'config.pbtxt');
+  if (!existsSync(config)) return undefined;
+  const m = /max_batch_size:\s*(\d+)/.exec(readFileSync(config, 'utf8'));
+  return m ? Number(m[1]) : undefined;
+}
+
 /** The bare echo's p99 (ms) for this family's request at this concurrency, if run.sh measured it. */
 function echoP99Ms(results: string, family: string, concurrency: number): number | undefined {
   const file = path.join(results, `floor-${family}-c${concurrency}.csv`);
@@ -142,8 +150,9 @@ function echoP99Ms(results: string, family: string, concurrency: number): number
 /**
  * Why a missed p99 bound was out of reach, when that can be shown:
  * - Little's law: `c` requests always in flight, served at most at the best bare rate, spend on average at
- *   least c / rate in the server. Below the bound for the largest batch measured: no scheduler can meet
- *   it; below the bound for the batch size formed only: not with batches of that size;
+ *   least c / rate in the server. Above the loosest bound any measured batch size allows (run.sh measures
+ *   the largest batch the model takes): no scheduler can meet it; above the bound at the size formed
+ *   only: not with batches of that size;
  * - the transport: a bare echo server (no model, no scheduler) already answers the same request at this
  *   concurrency with a p99 above the bound on this machine.
  * Otherwise, the number of batches a round of `c` requests needs (each waits for those ahead of it).
@@ -152,19 +161,24 @@ function whyUnattainable(
   p: Point,
   bound: number,
   size: number | undefined,
-  best: { readonly rate: number; readonly bound: number; readonly batch: number },
+  best: {
+    readonly rate: number;
+    readonly rateBatch: number;
+    readonly bound: number;
+    readonly boundBatch: number;
+  },
   echoP99: number | undefined,
 ): string {
   const reasons: string[] = [];
   const littleMs = best.rate > 0 ? (1000 * p.concurrency) / best.rate : undefined;
   if (littleMs !== undefined && littleMs > bound) {
     const law =
-      `${p.concurrency} requests in flight at ≤ ${fmt(best.rate)} inf/s (bare, batch ${best.batch}) ` +
+      `${p.concurrency} requests in flight at ≤ ${fmt(best.rate)} inf/s (bare, batch ${best.rateBatch}) ` +
       `spend ≥ ${fmt(littleMs)} ms each on average (Little's law)`;
     reasons.push(
       littleMs > best.bound
         ? `unattainable: ${law}`
-        : `not with batches of ${size ?? '?'}: ${law}; batches of ${best.batch} would allow ${fmt(best.bound)} ms`,
+        : `not with batches of ${size ?? '?'}: ${law}; batches of ${best.boundBatch} would allow ${fmt(best.bound)} ms`,
     );
   }
   if (echoP99 !== undefined && echoP99 > bound) {
@@ -210,12 +224,15 @@ function summarize(results: string): string {
   const verdicts: string[] = [];
   for (const family of [...new Set(points.map((p) => p.family))]) {
     const bare = readBare(results, family);
-    // The fastest bare batch size, and the p99 bound a batcher forming batches of that size would have.
-    const fastest = [...bare.values()].sort((a, b) => b.imagesPerSec - a.imagesPerSec)[0];
+    // The best bare rate at any batch size, and the loosest p99 bound any batch size measured allows.
+    const records = [...bare.values()];
+    const fastest = [...records].sort((a, b) => b.imagesPerSec - a.imagesPerSec)[0];
+    const slowest = [...records].sort((a, b) => b.meanLatencyMs - a.meanLatencyMs)[0];
     const best = {
       rate: fastest?.imagesPerSec ?? 0,
-      batch: fastest?.batch ?? 0,
-      bound: fastest ? 1.2 * (delayMs + fastest.meanLatencyMs) : 0,
+      rateBatch: fastest?.batch ?? 0,
+      bound: slowest ? 1.2 * (delayMs + slowest.meanLatencyMs) : 0,
+      boundBatch: slowest?.batch ?? 0,
     };
     const of = (scheduler: Scheduler, c: number): Point | undefined =>
       points.find((p) => p.family === family && p.scheduler === scheduler && p.concurrency === c);
@@ -280,7 +297,10 @@ function main(argv: readonly string[]): void {
   const [results, flag, family] = argv;
   if (!results) throw new Error('usage: summarize.js <results dir> [--formed <family>]');
   if (flag === '--formed') {
+    // Batch 1, the largest batch the model takes (what a full batch would cost), and every formed size.
     const sizes = new Set<number>([1]);
+    const largest = maxBatchSize(results, family);
+    if (largest !== undefined) sizes.add(largest);
     for (const p of readPoints(results)) {
       const size = p.family === family ? dominant(p.formed) : undefined;
       if (size !== undefined) sizes.add(size);
