@@ -3,7 +3,7 @@
 # small MLP, each served by Nereid with Triton's default scheduler (every request alone) and with
 # `dynamic_batching { max_queue_delay_microseconds }` (Triton's semantics, and with Nereid's early dispatch),
 # under perf_analyzer at several concurrencies over gRPC; the batch sizes the server formed (from /v2/models/<m>/stats); bare onnxruntime-node at those batch
-# sizes; a bare echo server's latency for the MLP's request (the transport's floor); ratios and targets
+# sizes; a bare echo server's latency for the MLP's request (context for the p99 bound); ratios and targets
 # (bench/scheduling/summarize.ts). Results go to
 # bench/results/scheduling-<UTC time>/ (gitignored); the table is printed and kept in summary.md there.
 #
@@ -105,9 +105,9 @@ for f in $families; do
 done
 stop_server
 
-# The transport's floor for the MLP: a bare echo server (bench/transport, no model, no scheduler) under the
-# same load and a request of the same size, so a p99 bound below what the echo itself achieves on this
-# machine is shown as such (summarize.ts). densenet's floor comes from its bare runs (Little's law).
+# Context for the MLP's p99: a bare echo server (bench/transport, no model, no scheduler) under the same
+# load and a request of the same size, i.e. what the transport's own tail looks like on this machine
+# (summarize.ts prints it beside a missed bound). densenet's limit comes from its bare runs (Little's law).
 if [[ " $families " == *" mlp "* ]]; then
   case $protocol in
     grpc) echo_js=dist/bench/transport/grpc-echo.js ;;
@@ -122,7 +122,7 @@ if [[ " $families " == *" mlp "* ]]; then
     .venv/bin/perf_analyzer -m identity_fp32 -b 1 -i "$protocol" -u "localhost:$echo_port" --shape "INPUT0:$mlp_inputs" \
       --concurrency-range "$c" --warmup-request-count "$((2 * c))" -f "$results/floor-mlp-c$c.csv" \
       --measurement-mode time_windows -p 2000 --max-trials 6 -s 25 >"$results/floor-mlp-c$c.txt" 2>&1 ||
-      say "  the echo did not stabilise within 25% (concurrency $c); its floor is left out"
+      say "  the echo did not stabilise within 25% (concurrency $c); left out"
   done
   stop_server
 fi
