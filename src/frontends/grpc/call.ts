@@ -29,6 +29,8 @@ const WAIT_FOR_TRAILERS = Object.freeze({ waitForTrailers: true });
 export class ServerCall {
   /** Taken from the pool when the signal is first asked for; given back by finish() if still clean. */
   private controller: AbortController | undefined;
+  /** Why the call was aborted (cancel, reset, deadline, framing error), kept for a signal asked for later. */
+  private abortReason: GrpcStatusError | undefined;
   private headersSent = false;
   private done = false;
   private inputEnded = false;
@@ -48,7 +50,7 @@ export class ServerCall {
       if (this.deadline) clearTimeout(this.deadline);
       if (!this.done) {
         this.done = true;
-        this.controller?.abort(new GrpcStatusError(Status.CANCELLED, 'the client cancelled the call'));
+        this.abort(new GrpcStatusError(Status.CANCELLED, 'the client cancelled the call'));
         this.handlers?.onAbort?.();
       }
     });
@@ -60,8 +62,17 @@ export class ServerCall {
   }
 
   get signal(): AbortSignal {
-    this.controller ??= takeController();
+    if (!this.controller) {
+      this.controller = takeController();
+      // Asked for only after the call was aborted: the request must still see it aborted.
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
     return this.controller.signal;
+  }
+
+  private abort(reason: GrpcStatusError): void {
+    this.abortReason = reason;
+    this.controller?.abort(reason);
   }
 
   /** True once the call was finished or aborted. */
@@ -145,9 +156,12 @@ export class ServerCall {
     if (this.done) return;
     this.done = true;
     if (this.deadline) clearTimeout(this.deadline);
-    // Nothing aborts the signal after this point (the 'close' handler checks `done`).
-    if (this.controller) returnController(this.controller);
-    this.controller = undefined;
+    // Nothing aborts the signal after this point (the 'close' handler checks `done`); an aborted one
+    // stays here, so the signal reads aborted even if asked for after the end.
+    if (this.controller && !this.controller.signal.aborted) {
+      returnController(this.controller);
+      this.controller = undefined;
+    }
     const stream = this.stream;
     if (stream.destroyed || stream.closed) return;
     const trailers: Record<string, string> = { 'grpc-status': String(status.code) };
@@ -190,7 +204,7 @@ export class ServerCall {
   /** Ends the call with an error status and aborts its work. */
   fail(code: GrpcError['code'], details: string): void {
     if (this.done) return;
-    this.controller?.abort(new GrpcStatusError(code, details));
+    this.abort(new GrpcStatusError(code, details));
     this.finish({ code, details });
     this.handlers?.onAbort?.();
   }
