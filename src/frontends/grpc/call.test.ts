@@ -54,8 +54,9 @@ test('a signal asked for after the client cancelled is already aborted, with CAN
   assert.equal(call.finished, true);
   const signal = call.signal;
   assert.equal(signal.aborted, true);
-  assert.ok(signal.reason instanceof GrpcStatusError);
-  assert.equal((signal.reason as GrpcStatusError).code, Status.CANCELLED);
+  const reason: unknown = signal.reason;
+  assert.ok(reason instanceof GrpcStatusError);
+  assert.equal(reason.code, Status.CANCELLED);
 });
 
 test('a signal taken before the cancel is aborted by it, and not given back to the pool', async () => {
