@@ -120,8 +120,8 @@ if [[ " $families " == *" mlp "* ]]; then
   for c in $concurrencies; do
     say "bare $protocol echo: the MLP's request (${mlp_inputs} FP32), concurrency $c"
     .venv/bin/perf_analyzer -m identity_fp32 -b 1 -i "$protocol" -u "localhost:$echo_port" --shape "INPUT0:$mlp_inputs" \
-      --concurrency-range "$c" --warmup-request-count "$((2 * c))" -f "$results/floor-mlp-c$c.csv" \
-      --measurement-mode time_windows -p 2000 --max-trials 6 -s 25 >"$results/floor-mlp-c$c.txt" 2>&1 ||
+      --concurrency-range "$c" --warmup-request-count "$((2 * c))" -f "$results/echo-mlp-c$c.csv" \
+      --measurement-mode time_windows -p 2000 --max-trials 6 -s 25 >"$results/echo-mlp-c$c.txt" 2>&1 ||
       say "  the echo did not stabilise within 25% (concurrency $c); left out"
   done
   stop_server

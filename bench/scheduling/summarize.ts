@@ -141,7 +141,7 @@ function maxBatchSize(results: string, family: string | undefined): number | und
 
 /** The bare echo's p99 (ms) for this family's request at this concurrency, if run.sh measured it. */
 function echoP99Ms(results: string, family: string, concurrency: number): number | undefined {
-  const file = path.join(results, `floor-${family}-c${concurrency}.csv`);
+  const file = path.join(results, `echo-${family}-c${concurrency}.csv`);
   if (!existsSync(file)) return undefined;
   const p99 = Number(readCsvRow(file)['p99 latency']) / 1000;
   return Number.isFinite(p99) && p99 > 0 ? p99 : undefined;
