@@ -20,6 +20,7 @@ import { parseFlags } from '../src/cli/flags.js';
 import { Logger } from '../src/common/logger.js';
 import type { InferenceServer } from '../src/core/server.js';
 import type { InferInput, InferenceRequest } from '../src/core/types.js';
+import { postOnAgent } from '../test/integration/harness.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const EXAMPLES = path.join(ROOT, 'examples/model_repository');
@@ -90,25 +91,11 @@ function inProcessSides(server: InferenceServer): Side[] {
   ];
 }
 
-function post(agent: http.Agent, url: string, body: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      { method: 'POST', agent, headers: { 'Content-Type': 'application/json' } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode}: ${text}`));
-          else resolve(text);
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+/** POST that only accepts 200: the benchmark's requests are all valid. */
+async function post(agent: http.Agent, url: string, body: string): Promise<string> {
+  const res = await postOnAgent(agent, url, body);
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${res.body}`);
+  return res.body;
 }
 
 interface JsonAnswer {

@@ -12,6 +12,7 @@ import {
   EXAMPLES,
   makeRepository,
   post,
+  postOnAgent,
   removeRepository,
   request,
   startServer,
@@ -31,26 +32,6 @@ interface Stats {
   execution_count: number;
   inference_stats: { success: { count: number }; fail: { count: number } };
   response_stats: Record<string, { success: { count: number }; cancel: { count: number } }>;
-}
-
-/** POST over a given agent (so the test decides which requests share a connection). */
-function httpPost(agent: http.Agent, url: string, body: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      { method: 'POST', agent, headers: { 'Content-Type': 'application/json' } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
 }
 
 const identityBody = (v: number): string =>
@@ -173,11 +154,11 @@ describe('cancellation', () => {
     const before = await stats('slow_identity');
     // Request A on its own keep-alive connection finishes; its signal goes back to the pool.
     const agentA = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const a = await httpPost(agentA, `${s.url}/v2/models/slow_identity/infer`, identityBody(5));
+    const a = await postOnAgent(agentA, `${s.url}/v2/models/slow_identity/infer`, identityBody(5));
     assert.equal(a.status, 200);
     // Request B, on another connection, most likely runs with A's signal; A's connection now closes.
     const agentB = new http.Agent({ keepAlive: false });
-    const b = httpPost(agentB, `${s.url}/v2/models/slow_identity/infer`, identityBody(6));
+    const b = postOnAgent(agentB, `${s.url}/v2/models/slow_identity/infer`, identityBody(6));
     await new Promise((r) => setTimeout(r, 200));
     agentA.destroy();
     const done = await b;

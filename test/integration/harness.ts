@@ -3,6 +3,7 @@
  * started in-process on port 0 (real sockets, real onnxruntime workers), and small HTTP helpers.
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -100,6 +101,33 @@ export async function request(
 
 export const post = (url: string, body: unknown, headers?: Record<string, string>): Promise<HttpResult> =>
   request(url, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers });
+
+/**
+ * POST over a given node:http agent, so the caller decides which requests share a connection (fetch keeps
+ * a pool of its own). Any status resolves; the body comes back as text.
+ */
+export function postOnAgent(
+  agent: http.Agent,
+  url: string,
+  body: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { 'Content-Type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 /** Builds a binary-tensor-data request body: JSON header followed by the tensors' bytes. */
 export function binaryBody(
