@@ -11,14 +11,15 @@ export function configurationMarkdown(): string {
     '<!-- Generated from src/cli/flags.ts by `node dist/src/cli/config-docs.js > docs/configuration.md`. Do not edit. -->',
     '',
     "Nereid takes `tritonserver`'s flags, as `--flag=value` or `--flag value`; a boolean flag alone means `true`.",
-    'Flags marked *compatibility only* are accepted so that existing command lines keep working, and change nothing here.',
+    "Every flag of `tritonserver`'s parser is accepted. Flags marked *no effect* cannot apply to this server (GPU, SageMaker, Vertex AI) or are not built yet: they are accepted so that existing command lines keep working, and each one given logs one start-up warning saying why and what Nereid does instead.",
     '',
     '| flag | value | default | meaning |',
     '| --- | --- | --- | --- |',
   ];
   for (const f of FLAGS) {
     const names = [f.name, ...(f.aliases ?? [])].map((n) => `\`--${n}\``).join(', ');
-    const help = f.help.replace(/\|/g, '\\|') + (f.apply ? '' : ' *(compatibility only)*');
+    const note = f.apply ? '' : ` *No effect: ${f.inert ?? ''}.*`;
+    const help = (f.help + note).replace(/\|/g, '\\|');
     lines.push(`| ${names} | ${f.kind} | ${f.defaultText ?? ''} | ${help} |`);
   }
   return lines.join('\n') + '\n';

@@ -1,6 +1,27 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { helpText, parseFlags } from './flags.js';
+import { FLAGS, helpText, parseFlags } from './flags.js';
+
+interface TritonFlag {
+  readonly flag: string;
+  readonly tritonValue: string;
+  readonly example: string;
+  readonly needs: string;
+}
+
+/** test/fixtures/tritonserver-flags.tsv: every option of tritonserver's parser. */
+function tritonFlags(): TritonFlag[] {
+  const text = readFileSync(
+    new URL('../../../test/fixtures/tritonserver-flags.tsv', import.meta.url),
+    'utf8',
+  );
+  const rows = text.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
+  return rows.slice(1).map((l) => {
+    const [flag, tritonValue, example, needs] = l.split('\t');
+    return { flag, tritonValue, example, needs };
+  });
+}
 
 describe('parseFlags', () => {
   it('reads tritonserver flags in both --k=v and --k v forms, with Triton defaults', () => {
@@ -60,8 +81,52 @@ describe('parseFlags', () => {
       '--model-repository=/a',
       '--pinned-memory-pool-byte-size=0',
       '--http-thread-count=4',
+      '--http-thread-count=8',
     ]);
     assert.deepEqual(r.ignored, ['--pinned-memory-pool-byte-size', '--http-thread-count']);
+    assert.equal(r.warnings.length, 2, 'one warning per flag, however often it is given');
+    assert.match(r.warnings[0], /--pinned-memory-pool-byte-size .*no GPU support/);
+    assert.match(r.warnings[1], /--http-thread-count .*event loop/);
     assert.match(helpText(), /--model-repository=<string>, --model-store=<string>/);
+  });
+
+  it("accepts every option of tritonserver's parser, in both --k=v and --k v forms", () => {
+    const rows = tritonFlags();
+    assert.ok(rows.length >= 90, `the fixture lists ${rows.length} flags`);
+    for (const row of rows) {
+      const base = ['--model-repository=/r', ...(row.needs === '-' ? [] : [row.needs])];
+      const forms =
+        row.example === '-'
+          ? [[`--${row.flag}`]]
+          : [[`--${row.flag}=${row.example}`], [`--${row.flag}`, row.example]];
+      for (const form of forms) {
+        assert.doesNotThrow(() => parseFlags([...base, ...form]), `${form.join(' ')} is refused`);
+      }
+    }
+  });
+
+  it('checks the values of flags that change nothing, as Triton does', () => {
+    assert.throws(() => parseFlags(['--model-repository=/r', '--grpc-infer-thread-count=two']), /integer/);
+    assert.throws(() => parseFlags(['--model-repository=/r', '--allow-sagemaker=maybe']), /boolean/);
+    assert.throws(
+      () => parseFlags(['--model-repository=/r', '--min-supported-compute-capability=six']),
+      /expects a number/,
+    );
+  });
+
+  it('reads --log-verbose as an integer or true/false, as Model Analyzer passes it', () => {
+    const level = (v: string) =>
+      parseFlags(['--model-repository=/r', `--log-verbose=${v}`]).options.logVerbose;
+    assert.equal(level('True'), 1);
+    assert.equal(level('false'), 0);
+    assert.equal(level('3'), 3);
+    assert.throws(() => level('loud'), /expects an integer/);
+  });
+
+  it('every flag in the table either applies or says why it changes nothing', () => {
+    for (const f of FLAGS) {
+      assert.ok(f.apply !== undefined || (f.inert ?? '').length > 0, `--${f.name}`);
+      assert.ok(!(f.apply !== undefined && f.inert !== undefined), `--${f.name} both applies and is inert`);
+    }
   });
 });

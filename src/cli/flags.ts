@@ -8,7 +8,11 @@
 import { invalidArg } from '../common/errors.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 
-type Kind = 'string' | 'int' | 'bool' | 'list';
+/**
+ * How a flag's value is read. 'int-or-bool': an integer, or true/false for 1/0 (Triton's log-verbose);
+ * 'list': the flag may repeat, each occurrence one string.
+ */
+type Kind = 'string' | 'int' | 'float' | 'bool' | 'int-or-bool' | 'list';
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type Draft = Mutable<
   Omit<
@@ -29,8 +33,14 @@ interface Flag {
   readonly kind: Kind;
   readonly help: string;
   readonly defaultText?: string;
-  /** Applies one occurrence. Omitted: accepted for compatibility, has no effect here. */
+  /** Applies one occurrence. */
   readonly apply?: (d: Draft, value: string) => void;
+  /**
+   * Instead of apply: the flag is accepted (its value checked by kind) but changes nothing on this server;
+   * the text says why and what Nereid does instead, for the one start-up warning a command line using it
+   * gets.
+   */
+  readonly inert?: string;
 }
 
 function parseBool(flag: string, v: string): boolean {
@@ -38,6 +48,31 @@ function parseBool(flag: string, v: string): boolean {
   if (['true', '1', 'yes', 'on'].includes(s)) return true;
   if (['false', '0', 'no', 'off'].includes(s)) return false;
   throw invalidArg(`--${flag} expects a boolean, got '${v}'`);
+}
+
+/** Triton's ParseIntBoolOption: true/false (any case) for 1/0, else an integer. */
+function parseIntOrBool(flag: string, v: string, min: number): number {
+  const s = v.toLowerCase();
+  if (s === 'true') return 1;
+  if (s === 'false') return 0;
+  return parseInt10(flag, v, min);
+}
+
+function parseFloat10(flag: string, v: string, min: number): number {
+  if (!/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(v)) {
+    throw invalidArg(`--${flag} expects a number, got '${v}'`);
+  }
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min) throw invalidArg(`--${flag} must be at least ${min}, got '${v}'`);
+  return n;
+}
+
+/** Checks an inert flag's value the way its kind would be read, so a typo is refused as Triton refuses it. */
+function checkValue(flag: Flag, v: string): void {
+  if (flag.kind === 'int') parseInt10(flag.name, v, Number.MIN_SAFE_INTEGER);
+  else if (flag.kind === 'float') parseFloat10(flag.name, v, -Infinity);
+  else if (flag.kind === 'bool') parseBool(flag.name, v);
+  else if (flag.kind === 'int-or-bool') parseIntOrBool(flag.name, v, Number.MIN_SAFE_INTEGER);
 }
 
 function parseInt10(flag: string, v: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -251,10 +286,11 @@ export const FLAGS: readonly Flag[] = [
   },
   {
     name: 'metrics-interval-ms',
-    kind: 'int',
+    kind: 'float',
     defaultText: '2000',
-    help: 'Interval of the periodically collected metrics.',
-    apply: (d, v) => (d.metricsIntervalMs = parseInt10('metrics-interval-ms', v, 1)),
+    help: 'Interval of the periodically collected metrics, in milliseconds (fractions are rounded up).',
+    apply: (d, v) =>
+      (d.metricsIntervalMs = Math.max(1, Math.ceil(parseFloat10('metrics-interval-ms', v, 0)))),
   },
   {
     name: 'metrics-config',
@@ -279,10 +315,10 @@ export const FLAGS: readonly Flag[] = [
   },
   {
     name: 'log-verbose',
-    kind: 'int',
+    kind: 'int-or-bool',
     defaultText: '0',
-    help: 'Verbose logging level (0 = off).',
-    apply: (d, v) => (d.logVerbose = parseInt10('log-verbose', v, 0)),
+    help: 'Verbose logging level (0 = off); true and false mean 1 and 0, as in Triton.',
+    apply: (d, v) => (d.logVerbose = parseIntOrBool('log-verbose', v, 0)),
   },
   {
     name: 'log-info',
@@ -339,15 +375,222 @@ export const FLAGS: readonly Flag[] = [
     help: "Count of a rate-limiter resource, '<name>:<count>[:<device>]'; repeat for several. Without a device it applies to every device; global resources take the largest count given. Default: the largest count any loaded instance needs (once any is given, resources not given have none).",
     apply: (d, v) => d.rateLimitResources.push(parseRateLimitResource(v)),
   },
-  // Accepted for command-line compatibility with tritonserver; no effect on this CPU-only server.
+  // Flags of Triton's parser (test/fixtures/tritonserver-flags.tsv lists them all) that cannot apply to this
+  // server, or are not built yet: accepted, their values checked as Triton checks them, and each one given
+  // on a command line gets one start-up warning saying why it changes nothing and what Nereid does instead.
+  {
+    name: 'model-load-retry-count',
+    kind: 'int',
+    help: 'Times to retry a model load that failed.',
+    inert:
+      'not implemented yet; a failed load is reported at once (load it again through the repository API)',
+  },
+  {
+    name: 'model-namespacing',
+    kind: 'bool',
+    help: "Serve models with the same name from different repositories (Triton's namespacing).",
+    inert: 'not implemented; a model name found in two repositories fails to load, as without namespacing',
+  },
+  {
+    name: 'enable-peer-access',
+    kind: 'bool',
+    help: 'CUDA peer access between GPUs.',
+    inert: 'no GPU support in this build',
+  },
+  {
+    name: 'reuse-http-port',
+    kind: 'bool',
+    help: 'SO_REUSEPORT on the HTTP port.',
+    inert: 'Node cannot set SO_REUSEPORT here; run one Nereid per port (or several behind a load balancer)',
+  },
   {
     name: 'http-thread-count',
     kind: 'int',
-    help: "Triton's HTTP thread count (Node serves HTTP on its event loop).",
+    help: "Triton's HTTP handler thread count.",
+    inert: 'Nereid serves HTTP on its event loop and runs models off it; there are no HTTP threads to size',
   },
-  { name: 'reuse-http-port', kind: 'bool', help: 'Accepted; no effect.' },
-  { name: 'reuse-grpc-port', kind: 'bool', help: 'Accepted; no effect.' },
-  { name: 'allow-gpu-metrics', kind: 'bool', help: 'Accepted; there are no GPU metrics without a GPU.' },
+  {
+    name: 'http-header-forward-pattern',
+    kind: 'string',
+    help: 'Regular expression of HTTP headers forwarded to models as request parameters.',
+    inert: 'not implemented yet; headers are not forwarded',
+  },
+  {
+    name: 'http-restricted-api',
+    kind: 'list',
+    help: "Restrict HTTP API categories to requests carrying a header: '<category>,...:<key>=<value>'.",
+    inert: 'not implemented yet; every API is open',
+  },
+  {
+    name: 'reuse-grpc-port',
+    kind: 'bool',
+    help: 'SO_REUSEPORT on the gRPC port.',
+    inert: 'Node cannot set SO_REUSEPORT here; run one Nereid per port (or several behind a load balancer)',
+  },
+  {
+    name: 'grpc-header-forward-pattern',
+    kind: 'string',
+    help: 'Regular expression of gRPC metadata keys forwarded to models as request parameters.',
+    inert: 'not implemented yet; metadata is not forwarded',
+  },
+  {
+    name: 'grpc-infer-thread-count',
+    kind: 'int',
+    help: "Triton's gRPC inference handler thread count.",
+    inert: 'Nereid serves gRPC on its event loop and runs models off it; there are no gRPC threads to size',
+  },
+  {
+    name: 'grpc-infer-allocation-pool-size',
+    kind: 'int',
+    help: "Triton's pool of reusable gRPC inference request states.",
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-max-response-pool-size',
+    kind: 'int',
+    help: "Triton's bound on gRPC inference response objects held at once.",
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-use-ssl',
+    kind: 'bool',
+    help: 'Serve gRPC over TLS.',
+    inert: 'not implemented yet; gRPC is served in clear text',
+  },
+  {
+    name: 'grpc-use-ssl-mutual',
+    kind: 'bool',
+    help: 'Serve gRPC over TLS and require client certificates.',
+    inert: 'not implemented yet; gRPC is served in clear text',
+  },
+  {
+    name: 'grpc-server-cert',
+    kind: 'string',
+    help: 'PEM server certificate for gRPC TLS.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-server-key',
+    kind: 'string',
+    help: 'PEM server key for gRPC TLS.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-root-cert',
+    kind: 'string',
+    help: 'PEM root certificate for gRPC mutual TLS.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-infer-response-compression-level',
+    kind: 'string',
+    help: "Compression of gRPC inference responses: 'none', 'low', 'med' or 'high'.",
+    inert: 'not implemented yet; responses are not compressed',
+  },
+  {
+    name: 'grpc-keepalive-time',
+    kind: 'int',
+    help: 'Milliseconds between keepalive pings.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-keepalive-timeout',
+    kind: 'int',
+    help: 'Milliseconds to wait for a keepalive ping acknowledgement.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-keepalive-permit-without-calls',
+    kind: 'bool',
+    help: 'Allow keepalive pings without calls in flight.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-http2-max-pings-without-data',
+    kind: 'int',
+    help: 'Pings allowed without data in between.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-http2-min-recv-ping-interval-without-data',
+    kind: 'int',
+    help: 'Least milliseconds between pings received without data.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-http2-max-ping-strikes',
+    kind: 'int',
+    help: 'Bad pings tolerated before the connection is closed.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-max-connection-age',
+    kind: 'int',
+    help: 'Milliseconds a connection may live.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-max-connection-age-grace',
+    kind: 'int',
+    help: 'Milliseconds calls may finish after the maximum connection age.',
+    inert: 'not implemented yet',
+  },
+  {
+    name: 'grpc-restricted-protocol',
+    kind: 'list',
+    help: "Restrict gRPC protocol categories to calls carrying a metadata key: '<category>,...:<key>=<value>'.",
+    inert: 'not implemented yet; every rpc is open',
+  },
+  {
+    name: 'allow-sagemaker',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve the SageMaker endpoint.',
+    inert: 'no SageMaker endpoint in this build; use the KServe v2 HTTP endpoint',
+  },
+  {
+    name: 'sagemaker-port',
+    kind: 'int',
+    help: 'SageMaker port.',
+    inert: 'no SageMaker endpoint in this build',
+  },
+  {
+    name: 'sagemaker-safe-port-range',
+    kind: 'string',
+    help: 'Ports other endpoints may use beside SageMaker.',
+    inert: 'no SageMaker endpoint in this build',
+  },
+  {
+    name: 'sagemaker-thread-count',
+    kind: 'int',
+    help: 'SageMaker handler threads.',
+    inert: 'no SageMaker endpoint in this build',
+  },
+  {
+    name: 'allow-vertex-ai',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve the Vertex AI endpoint.',
+    inert: 'no Vertex AI endpoint in this build; use the KServe v2 HTTP endpoint',
+  },
+  {
+    name: 'vertex-ai-port',
+    kind: 'int',
+    help: 'Vertex AI port.',
+    inert: 'no Vertex AI endpoint in this build',
+  },
+  {
+    name: 'vertex-ai-thread-count',
+    kind: 'int',
+    help: 'Vertex AI handler threads.',
+    inert: 'no Vertex AI endpoint in this build',
+  },
+  {
+    name: 'vertex-ai-default-model',
+    kind: 'string',
+    help: 'Model for single-model Vertex AI requests.',
+    inert: 'no Vertex AI endpoint in this build',
+  },
   {
     name: 'allow-cpu-metrics',
     kind: 'bool',
@@ -355,15 +598,120 @@ export const FLAGS: readonly Flag[] = [
     help: 'Report host CPU utilization and memory (nv_cpu_*) on the metrics endpoint.',
     apply: (d, v) => (d.allowCpuMetrics = parseBool('allow-cpu-metrics', v)),
   },
-  { name: 'pinned-memory-pool-byte-size', kind: 'int', help: 'Accepted; no pinned memory without a GPU.' },
-  { name: 'cuda-memory-pool-byte-size', kind: 'list', help: 'Accepted; no CUDA memory pool without a GPU.' },
-  { name: 'min-supported-compute-capability', kind: 'string', help: 'Accepted; no effect.' },
-  { name: 'backend-directory', kind: 'string', help: 'Accepted; Nereid backends are built in.' },
-  { name: 'repoagent-directory', kind: 'string', help: 'Accepted; no effect.' },
-  { name: 'model-load-retry-count', kind: 'int', help: 'Accepted; no effect yet.' },
-  { name: 'buffer-manager-thread-count', kind: 'int', help: 'Accepted; no effect.' },
-  { name: 'host-policy', kind: 'list', help: 'Accepted; no effect.' },
-  { name: 'model-load-gpu-limit', kind: 'list', help: 'Accepted; no GPU.' },
+  {
+    name: 'allow-gpu-metrics',
+    kind: 'bool',
+    help: 'Report GPU metrics.',
+    inert: 'no GPU support in this build; CPU metrics are reported (--allow-cpu-metrics)',
+  },
+  {
+    name: 'trace-config',
+    kind: 'list',
+    help: "Trace setting '[<mode>,]<setting>=<value>' (mode triton or opentelemetry).",
+    inert: 'not implemented yet; nothing is traced (the trace settings API still answers)',
+  },
+  {
+    name: 'trace-file',
+    kind: 'string',
+    help: 'Deprecated: --trace-config triton,file=<path>.',
+    inert: 'not implemented yet; nothing is traced',
+  },
+  {
+    name: 'trace-level',
+    kind: 'list',
+    help: 'Deprecated: --trace-config level=<OFF|TIMESTAMPS|TENSORS>.',
+    inert: 'not implemented yet; nothing is traced',
+  },
+  {
+    name: 'trace-rate',
+    kind: 'int',
+    help: 'Deprecated: --trace-config rate=<n>.',
+    inert: 'not implemented yet; nothing is traced',
+  },
+  {
+    name: 'trace-count',
+    kind: 'int',
+    help: 'Deprecated: --trace-config count=<n>.',
+    inert: 'not implemented yet; nothing is traced',
+  },
+  {
+    name: 'trace-log-frequency',
+    kind: 'int',
+    help: 'Deprecated: --trace-config triton,log-frequency=<n>.',
+    inert: 'not implemented yet; nothing is traced',
+  },
+  {
+    name: 'cache-config',
+    kind: 'list',
+    help: "Response cache setting '<cache>,<key>=<value>' (local,size=<bytes> or redis,...).",
+    inert: 'not implemented yet; responses are not cached',
+  },
+  {
+    name: 'cache-directory',
+    kind: 'string',
+    help: 'Where Triton looks for cache libraries.',
+    inert: 'caches are built into Nereid',
+  },
+  {
+    name: 'response-cache-byte-size',
+    kind: 'int',
+    help: 'Deprecated: --cache-config local,size=<bytes>.',
+    inert: 'not implemented yet; responses are not cached',
+  },
+  {
+    name: 'pinned-memory-pool-byte-size',
+    kind: 'int',
+    help: 'Pinned host memory for GPU copies.',
+    inert: 'no GPU support in this build',
+  },
+  {
+    name: 'cuda-memory-pool-byte-size',
+    kind: 'list',
+    help: "CUDA memory pool '<device>:<bytes>'.",
+    inert: 'no GPU support in this build',
+  },
+  {
+    name: 'cuda-virtual-address-size',
+    kind: 'list',
+    help: "CUDA virtual address space '<device>:<bytes>'.",
+    inert: 'no GPU support in this build',
+  },
+  {
+    name: 'min-supported-compute-capability',
+    kind: 'float',
+    help: 'Least CUDA compute capability of a GPU to use.',
+    inert: 'no GPU support in this build',
+  },
+  {
+    name: 'buffer-manager-thread-count',
+    kind: 'int',
+    help: "Threads of Triton's buffer manager.",
+    inert: 'Nereid has no buffer manager threads',
+  },
+  {
+    name: 'host-policy',
+    kind: 'list',
+    help: "Host policy '<name>,<key>=<value>' (NUMA node, CPU cores).",
+    inert: 'Nereid does not pin models to NUMA nodes or cores',
+  },
+  {
+    name: 'model-load-gpu-limit',
+    kind: 'list',
+    help: "GPU memory fraction '<device>:<fraction>' for model loading.",
+    inert: 'no GPU support in this build',
+  },
+  {
+    name: 'backend-directory',
+    kind: 'string',
+    help: 'Where Triton looks for backend libraries.',
+    inert: 'Nereid backends are built in',
+  },
+  {
+    name: 'repoagent-directory',
+    kind: 'string',
+    help: 'Where Triton looks for repository agent libraries.',
+    inert: 'Nereid has no repository agents',
+  },
 ];
 
 const BY_NAME = new Map<string, Flag>();
@@ -419,6 +767,8 @@ export interface ParsedCommandLine {
   readonly version: boolean;
   /** Flags accepted for compatibility that have no effect here. */
   readonly ignored: readonly string[];
+  /** One start-up warning per inert flag given: why it changes nothing and what Nereid does instead. */
+  readonly warnings: readonly string[];
 }
 
 /** Parses `--flag=value`, `--flag value` and bare boolean `--flag` forms. Throws INVALID_ARG. */
@@ -447,9 +797,17 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     else if (flag.kind === 'bool' && (i + 1 >= argv.length || argv[i + 1].startsWith('--'))) value = 'true';
     else if (i + 1 < argv.length) value = argv[++i];
     else throw invalidArg(`option '--${name}' requires a value`);
-    if (flag.apply) flag.apply(d, value);
-    else ignored.push(`--${name}`);
+    if (flag.apply) {
+      flag.apply(d, value);
+    } else {
+      checkValue(flag, value);
+      if (!ignored.includes(`--${flag.name}`)) ignored.push(`--${flag.name}`);
+    }
   }
+  const warnings = ignored.map(
+    (f) =>
+      `${f} is accepted for compatibility and changes nothing: ${BY_NAME.get(f.slice(2))?.inert ?? 'no effect here'}`,
+  );
   if (!help && !version) validate(d);
   if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
   const options: ServerOptions = Object.freeze({
@@ -459,7 +817,7 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     rateLimitResources: Object.freeze(d.rateLimitResources.map((r) => Object.freeze(r))),
     backendConfig: d.backendConfig,
   });
-  return { options, help, version, ignored };
+  return { options, help, version, ignored, warnings };
 }
 
 function validate(d: Draft): void {
@@ -472,15 +830,24 @@ function validate(d: Draft): void {
   }
 }
 
+const ARG_NAMES: Readonly<Record<Kind, string>> = {
+  string: 'string',
+  int: 'int',
+  float: 'number',
+  bool: 'bool',
+  'int-or-bool': 'int|bool',
+  list: 'string',
+};
+
 /** --help text, generated from the table. */
 export function helpText(): string {
   const lines = ['Usage: nereid [options]', '', 'Options (tritonserver-compatible):'];
   for (const f of FLAGS) {
-    const arg = f.kind === 'bool' ? '=<bool>' : f.kind === 'int' ? '=<int>' : '=<string>';
+    const arg = `=<${ARG_NAMES[f.kind]}>`;
     const def = f.defaultText !== undefined ? ` (default: ${f.defaultText})` : '';
     const names = [f.name, ...(f.aliases ?? [])].map((n) => `--${n}${arg}`).join(', ');
     lines.push(`  ${names}`);
-    lines.push(`      ${f.help}${def}${f.apply ? '' : ' [compatibility only]'}`);
+    lines.push(`      ${f.help}${def}${f.apply ? '' : ` [accepted, no effect: ${f.inert ?? ''}]`}`);
   }
   return lines.join('\n');
 }

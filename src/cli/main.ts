@@ -41,7 +41,7 @@ async function main(argv: readonly string[]): Promise<number> {
     },
     sink,
   );
-  for (const flag of parsed.ignored) log.warn(`${flag} is accepted for compatibility and has no effect`);
+  for (const warning of parsed.warnings) log.warn(warning);
 
   let running;
   try {
