@@ -211,8 +211,8 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'id',
     kind: 'string',
-    defaultText: 'nereid',
-    help: 'Server name reported by GET /v2.',
+    defaultText: 'triton',
+    help: "Server identifier: the name GET /v2 and gRPC ServerMetadata report (Triton's default, which Triton's clients and examples expect). That the server is Nereid shows in the HTTP Server header, the gRPC 'server' response metadata and the start-up log.",
     apply: (d, v) => (d.id = v),
   },
   {
@@ -722,7 +722,7 @@ for (const f of FLAGS) {
 
 export function defaultDraft(): Draft {
   return {
-    id: 'nereid',
+    id: 'triton',
     modelRepositories: [],
     modelControlMode: 'none',
     repositoryPollSecs: 15,

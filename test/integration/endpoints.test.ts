@@ -36,8 +36,11 @@ describe('HTTP endpoints on the example repository', () => {
     const ready = await request(`${s.url}/v2/health/ready`);
     assert.equal(ready.status, 200);
     assert.equal(ready.body.length, 0);
-    const meta = (await request(`${s.url}/v2`)).json<{ name: string; extensions: string[] }>();
-    assert.equal(meta.name, 'nereid');
+    const metaReply = await request(`${s.url}/v2`);
+    const meta = metaReply.json<{ name: string; extensions: string[] }>();
+    // Triton's default --id, which Triton's examples expect; the Server header says it is Nereid.
+    assert.equal(meta.name, 'triton');
+    assert.match(metaReply.headers.get('server') ?? '', /^nereid\/\d+\.\d+\.\d+/);
     assert.ok(meta.extensions.includes('binary_tensor_data'));
     assert.ok(meta.extensions.includes('model_repository'));
   });

@@ -161,7 +161,7 @@ describe('gRPC frontend over real sockets (fake api)', () => {
 
     it('returns server and model metadata, NOT_FOUND for an unknown model', async () => {
       const s = await client.call('ServerMetadata', {});
-      assert.equal(s.name, 'nereid');
+      assert.equal(s.name, 'triton');
       assert.deepEqual(s.extensions, ['binary_tensor_data', 'statistics']);
       const m = await client.call('ModelMetadata', { name: 'identity' });
       assert.deepEqual(m, {

@@ -216,7 +216,7 @@ export class FakeApi implements InferenceServerApi {
     return this.ready;
   }
   serverMetadata(): ServerMetadata {
-    return { name: 'nereid', version: '0.1.0', extensions: ['binary_tensor_data', 'statistics'] };
+    return { name: 'triton', version: '0.1.0', extensions: ['binary_tensor_data', 'statistics'] };
   }
   isModelReady(name: string, version?: string): boolean {
     return this.models.has(name) && (version === undefined || version === '' || version === '1');
