@@ -96,6 +96,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     rateLimiter,
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
+    strictGpuKind: options.strictGpuKind,
   });
   const repository = new ModelRepositoryManager(
     {
