@@ -58,6 +58,8 @@ export function builtinBackends(): Backend[] {
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
+  // Clients see --id as the server's name (Triton's "triton" by default); the log says what runs.
+  log.info(`Nereid ${packageVersion()} starting, server id '${options.id}'`);
   const statsRegistry = new StatsRegistry();
   // One rate limiter for the whole server: it arbitrates between the instances of every model.
   const rateLimiter =
@@ -94,6 +96,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     rateLimiter,
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
+    strictGpuKind: options.strictGpuKind,
   });
   const repository = new ModelRepositoryManager(
     {

@@ -49,6 +49,19 @@ describe('parseFlags', () => {
     assert.ok(Object.isFrozen(options));
   });
 
+  it("takes --id with Triton's default, and --strict-gpu-kind (Nereid only, default off)", () => {
+    const defaults = parseFlags(['--model-repository=/a']).options;
+    assert.equal(defaults.id, 'triton');
+    assert.equal(defaults.strictGpuKind, false);
+    const set = parseFlags(['--model-repository=/a', '--id', 'edge-7', '--strict-gpu-kind']).options;
+    assert.equal(set.id, 'edge-7');
+    assert.equal(set.strictGpuKind, true);
+    assert.throws(
+      () => parseFlags(['--model-repository=/a', '--strict-gpu-kind=sometimes']),
+      /--strict-gpu-kind expects a boolean/,
+    );
+  });
+
   it('rejects unknown flags, bad values and invalid combinations with clear messages', () => {
     assert.throws(() => parseFlags(['--model-repository=/a', '--nope=1']), /unrecognized option '--nope'/);
     assert.throws(

@@ -189,6 +189,13 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.disableAutoCompleteConfig = parseBool('strict-model-config', v)),
   },
   {
+    name: 'strict-gpu-kind',
+    kind: 'bool',
+    defaultText: 'false',
+    help: "Refuse to load a model with a KIND_GPU instance group, with Triton's message (what Triton does on a machine without GPUs). By default such groups run on the CPU: a warning at load says so, and the model's config shows KIND_CPU. Nereid only.",
+    apply: (d, v) => (d.strictGpuKind = parseBool('strict-gpu-kind', v)),
+  },
+  {
     name: 'model-load-thread-count',
     kind: 'int',
     defaultText: '4',
@@ -211,8 +218,8 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'id',
     kind: 'string',
-    defaultText: 'nereid',
-    help: 'Server name reported by GET /v2.',
+    defaultText: 'triton',
+    help: "Server identifier: the name GET /v2 and gRPC ServerMetadata report (Triton's default, which Triton's clients and examples expect). That the server is Nereid shows in the HTTP Server header, the gRPC 'server' response metadata and the start-up log.",
     apply: (d, v) => (d.id = v),
   },
   {
@@ -722,7 +729,7 @@ for (const f of FLAGS) {
 
 export function defaultDraft(): Draft {
   return {
-    id: 'nereid',
+    id: 'triton',
     modelRepositories: [],
     modelControlMode: 'none',
     repositoryPollSecs: 15,
@@ -734,6 +741,7 @@ export function defaultDraft(): Draft {
     exitOnError: true,
     exitTimeoutSecs: 30,
     disableAutoCompleteConfig: false,
+    strictGpuKind: false,
     modelLoadThreadCount: 4,
     backendConfig: new Map(),
     allowHttp: true,

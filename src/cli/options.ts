@@ -28,6 +28,8 @@ export interface ServerOptions {
   readonly exitOnError: boolean;
   readonly exitTimeoutSecs: number;
   readonly disableAutoCompleteConfig: boolean;
+  /** `--strict-gpu-kind`: refuse models with KIND_GPU instance groups (Triton without GPUs) instead of running them on the CPU. */
+  readonly strictGpuKind: boolean;
   readonly modelLoadThreadCount: number;
   /** backend → key → value (`--backend-config=<backend>,<key>=<value>`; backend `default` applies to all). */
   readonly backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from diff_servers import Pair
+from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 LOADED = [
@@ -56,6 +57,22 @@ def test_server_metadata(clients: tuple[Any, Any]) -> None:
     triton, nereid = (c.get_server_metadata(as_json=True) for c in clients)
     assert sorted(triton) == sorted(nereid) == ["extensions", "name", "version"]
     assert set(nereid["extensions"]) <= set(triton["extensions"])
+    # --id, default "triton", as simple_grpc_health_metadata.py expects.
+    assert nereid["name"] == triton["name"] == "triton"
+
+
+def test_server_metadata_key_says_nereid(pair: Pair) -> None:
+    """Nereid's responses carry the `server` metadata key (nereid/<version>); Triton's do not."""
+    found: dict[str, str | None] = {}
+    for name, port in (("triton", pair.triton.grpc_port), ("nereid", pair.nereid.grpc_port)):
+        # grpcio itself, as tritonclient imports it (typed Any: neither ships type information).
+        with grpcclient.grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+            reply, call = stub.ServerMetadata.with_call(service_pb2.ServerMetadataRequest())
+            assert reply.name == "triton"
+            found[name] = dict(call.initial_metadata()).get("server")
+    assert found["triton"] is None
+    assert (found["nereid"] or "").startswith("nereid/")
 
 
 def test_health(clients: tuple[Any, Any]) -> None:

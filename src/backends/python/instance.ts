@@ -10,7 +10,10 @@
  *
  * Statistics as Triton's Python backend reports them: a batch the stub answered for is an execution, also
  * when execute raised; a request the model answered with an error response
- * (`InferenceResponse(error=...)`) counts as a success.
+ * (`InferenceResponse(error=...)`) counts as a success. Its phases are Triton's (python_be.cc): compute_input
+ * from execute() to the EXECUTE frame going out (the inputs written for the stub), compute_infer the round
+ * trip until EXECUTE_DONE arrives (the stub reading them, the model's execute, the stub writing the
+ * answers), compute_output reading the outputs back; the core adds the time it spends sending them.
  *
  * A request the model rescheduled (request.set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE),
  * listed in EXECUTE_DONE) is handed back to the scheduler through BackendRequest.reschedule, or fails with
@@ -81,6 +84,11 @@ interface Inflight {
 
 interface Batch {
   readonly id: number;
+  /** The batch's requests, for the phase timings reported when the stub answers. */
+  readonly requests: readonly BackendRequest[];
+  /** process.hrtime.bigint() when execute() began preparing the batch, and when it was sent to the stub. */
+  readonly execStart: bigint;
+  readonly computeStart: bigint;
   pending: number;
   /** EXECUTE_DONE arrived: the model's execute returned or raised. */
   pythonReturned: boolean;
@@ -117,6 +125,11 @@ function parametersJson(params: Readonly<Record<string, ParameterValue>>): strin
     parts.push(`${JSON.stringify(k)}:${parameterJson(v)}`);
   }
   return `{${parts.join(',')}}`;
+}
+
+/** Nanoseconds from `a` to `b` (0 if the clock reads otherwise). */
+function nsBetween(a: bigint, b: bigint): number {
+  return b > a ? Number(b - a) : 0;
 }
 
 function responseParameters(text: unknown): Record<string, ParameterValue> | undefined {
@@ -212,6 +225,7 @@ export class PythonInstance implements InstanceHandle {
         r.sender.fail(unavailable(`Python model instance '${this.name}' is not available: ${e.message}`));
       return {};
     }
+    const execStart = process.hrtime.bigint();
     const arena = stub.files?.toStub;
     // Nothing in the host->stub file is read any more when no request of this instance is open and no BLS
     // call runs; otherwise this batch's inputs go around what earlier (decoupled) requests still read.
@@ -253,6 +267,9 @@ export class PythonInstance implements InstanceHandle {
     return new Promise<ExecuteResult>((resolve) => {
       const batch: Batch = {
         id,
+        requests: live,
+        execStart,
+        computeStart: process.hrtime.bigint(),
         pending: live.length,
         pythonReturned: false,
         resolve,
@@ -399,9 +416,11 @@ export class PythonInstance implements InstanceHandle {
       case MessageType.Response:
         this.inOrder(() => this.onResponses(stub, [frame.header as WireResponse], frame.blob));
         break;
-      case MessageType.ExecuteDone:
-        this.inOrder(() => this.onExecuteDone(stub, frame.header as ExecuteDoneHeader, frame.blob));
+      case MessageType.ExecuteDone: {
+        const arrived = process.hrtime.bigint();
+        this.inOrder(() => this.onExecuteDone(stub, frame.header as ExecuteDoneHeader, frame.blob, arrived));
         break;
+      }
       case MessageType.BlsRequest:
       case MessageType.BlsCancel:
         this.bls?.onFrame(frame);
@@ -441,10 +460,23 @@ export class PythonInstance implements InstanceHandle {
     else log.info(text);
   }
 
-  private async onExecuteDone(stub: StubProcess, h: ExecuteDoneHeader, blob: Buffer): Promise<void> {
+  private async onExecuteDone(
+    stub: StubProcess,
+    h: ExecuteDoneHeader,
+    blob: Buffer,
+    arrived: bigint,
+  ): Promise<void> {
     const batch = this.batches.get(h.b);
-    if (h.rs !== undefined) await this.onResponses(stub, Array.isArray(h.rs) ? h.rs : [], blob);
+    const reading = { ns: 0 };
+    if (h.rs !== undefined) await this.onResponses(stub, Array.isArray(h.rs) ? h.rs : [], blob, reading);
     if (!batch) return;
+    // Reported before execute() settles, which is when the core reads them (BackendRequest.reportTiming).
+    const timings = {
+      computeInputNs: nsBetween(batch.execStart, batch.computeStart),
+      computeInferNs: nsBetween(batch.computeStart, arrived),
+      computeOutputNs: reading.ns,
+    };
+    for (const r of batch.requests) r.reportTiming?.(timings);
     if (h.e !== undefined) {
       const error = internal(String(h.e));
       this.opts.log.error(error.message);
@@ -471,18 +503,22 @@ export class PythonInstance implements InstanceHandle {
     this.finish(rid as number, f);
   }
 
+  /** `reading`, when given, accumulates the time spent reading outputs (the compute_output phase). */
   private async onResponses(
     stub: StubProcess,
     responses: readonly WireResponse[],
     blob: Buffer,
+    reading?: { ns: number },
   ): Promise<void> {
     const freed: FreedRanges = [];
     for (const r of responses) {
       const f = typeof r?.i === 'number' ? this.inflight.get(r.i) : undefined;
       const final = r?.f === true;
       let outputs;
+      const readStart = process.hrtime.bigint();
       try {
         outputs = await readTensors(r?.t, blob, stub.files?.fromStub, freed);
+        if (reading) reading.ns += nsBetween(readStart, process.hrtime.bigint());
       } catch (err) {
         if (f) {
           f.request.sender.fail(NereidError.from(err));

@@ -40,6 +40,11 @@ export interface LoaderOptions {
   readonly serverApi?: ServerApi;
   /** How loaded models' own readiness is polled (ModelHandle.isReady); default every 5 s. */
   readonly readinessPoll?: ReadinessPollOptions;
+  /**
+   * `--strict-gpu-kind`: refuse a model with a KIND_GPU instance group, as Triton does on a machine without
+   * GPUs. Default: such groups run on the CPU (their config shows KIND_CPU) and each load says so.
+   */
+  readonly strictGpuKind?: boolean;
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
@@ -114,10 +119,19 @@ export class ModelLoader implements VersionLoader {
         log: this.options.log,
       });
     }
+    const name = config.name;
     config = normalizeModelConfig(config, {
       backend: backend.name,
       defaultPlatform: backend.defaultPlatform,
       defaultModelFilename: backend.defaultModelFilename,
+      gpuGroups: this.options.strictGpuKind === true ? 'keep' : 'cpu',
+      onGpuGroupsMoved: (groups) =>
+        this.options.log.warn(
+          `model '${name}': instance group${groups.length > 1 ? 's' : ''} ${groups.join(', ')} ` +
+            `${groups.length > 1 ? 'have' : 'has'} kind KIND_GPU but no GPUs are available; running on the ` +
+            'CPU instead (the config shows KIND_CPU). Triton refuses such a model here: ' +
+            '--strict-gpu-kind=true does too',
+        ),
     });
     validateModelConfig(config);
     return freezeModelConfig(config);

@@ -24,6 +24,16 @@ const RESPONSE_HEADERS = Object.freeze({
   'content-type': 'application/grpc',
   'grpc-accept-encoding': ACCEPT_ENCODING,
 });
+
+type ResponseHeaders = Readonly<Record<string, string | number>>;
+
+/**
+ * The response headers of every call of a frontend: gRPC's own plus `server: <product>` (a metadata key
+ * clients see in a call's initial metadata, common/product.ts). Built once per frontend.
+ */
+export function responseHeaders(product: string): ResponseHeaders {
+  return Object.freeze({ ...RESPONSE_HEADERS, server: product });
+}
 const WAIT_FOR_TRAILERS = Object.freeze({ waitForTrailers: true });
 
 export class ServerCall {
@@ -44,6 +54,7 @@ export class ServerCall {
     readonly method: string,
     readonly headers: IncomingHttpHeaders,
     private readonly maxMessageSize: number,
+    private readonly replyHeaders: ResponseHeaders = RESPONSE_HEADERS,
   ) {
     // Stream errors (resets, protocol errors) surface as 'close' (the server keeps an 'error' listener).
     stream.on('close', () => {
@@ -175,15 +186,7 @@ export class ServerCall {
         return;
       }
       this.headersSent = true;
-      stream.respond(
-        {
-          ':status': 200,
-          'content-type': 'application/grpc',
-          'grpc-accept-encoding': ACCEPT_ENCODING,
-          ...trailers,
-        },
-        { endStream: true },
-      );
+      stream.respond({ ...this.replyHeaders, ...trailers }, { endStream: true });
       // Answered before the client finished sending: stop the upload instead of draining it. The reset
       // follows the trailers-only HEADERS frame, already submitted.
       if (!this.inputEnded) {
@@ -212,7 +215,7 @@ export class ServerCall {
   private respondHeaders(): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    this.stream.respond(RESPONSE_HEADERS, WAIT_FOR_TRAILERS);
+    this.stream.respond(this.replyHeaders, WAIT_FOR_TRAILERS);
   }
 }
 

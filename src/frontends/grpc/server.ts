@@ -9,9 +9,10 @@
 import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
+import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
-import { ServerCall } from './call.js';
+import { ServerCall, responseHeaders } from './call.js';
 import { ACCEPT_ENCODING, frame, isSupportedEncoding } from './framing.js';
 import { COLD_RPCS } from './handlers.js';
 import { modelInfer, type InferContext } from './infer.js';
@@ -53,6 +54,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
   const streamWindow = Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW);
   const connectionWindow = Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW);
   protoRoot(); // fail at startup, not on the first call, if the .proto files are missing
+  const replyHeaders = responseHeaders(productToken(api.serverMetadata().version));
 
   const sessions = new Set<ServerHttp2Session>();
   const streams = new Set<StreamInfer>();
@@ -117,7 +119,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       return;
     }
     if (log.isVerbose()) log.verbose(`GRPC request: ${path}`);
-    const call = new ServerCall(stream, path, headers, maxMessageSize);
+    const call = new ServerCall(stream, path, headers, maxMessageSize, replyHeaders);
     const encoding = call.metadata('grpc-encoding');
     if (encoding !== undefined && !isSupportedEncoding(encoding)) {
       call.finish({

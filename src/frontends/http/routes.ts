@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidArg, unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
@@ -250,6 +251,43 @@ function registerSize(doc: JsonInObject, member: string): number | undefined {
   );
 }
 
+/** A register request's unsigned member, with TritonJson's texts (Triton answers 500, Nereid 400). */
+function registerUint(doc: JsonInObject, member: string): number {
+  const v = doc[member];
+  if (v === undefined) throw invalidArg(`attempt to access non-existing object member '${member}'`);
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
+  if (typeof v === 'bigint' && v >= 0n) return Number(v);
+  throw invalidArg('attempt to access JSON non-unsigned-integer as unsigned-integer');
+}
+
+/**
+ * CUDA register, parsed as Triton's GPU build parses it (so a malformed request gets Triton's answer);
+ * the core then refuses it: this server has no GPU (core/shm/cuda.ts).
+ */
+async function cudaSharedMemoryRegister(ctx: RouteContext): Promise<Reply> {
+  const region = ctx.match.region;
+  if (region === undefined) {
+    // The core answers: client shm disabled, or Triton's "'region name' is necessary".
+    ctx.api.registerCudaSharedMemory('', Buffer.alloc(0), 0, 0);
+    return EMPTY_OK;
+  }
+  const doc = await readJsonBody(ctx);
+  const body = isJsonObject(doc) ? doc : {};
+  const rawHandle = body.raw_handle;
+  if (rawHandle === undefined) throw invalidArg("Shared memory register request has no 'raw_handle' field");
+  const b64 = isJsonObject(rawHandle) ? rawHandle.b64 : undefined;
+  if (b64 === undefined) throw invalidArg("attempt to access non-existing object member 'b64'");
+  if (typeof b64 !== 'string') throw invalidArg('attempt to access JSON non-string as string');
+  const byteSize = registerUint(body, 'byte_size');
+  const deviceId = registerUint(body, 'device_id');
+  const handle = b64.length % 4 === 0 && BASE64.test(b64) ? Buffer.from(b64, 'base64') : undefined;
+  if (handle?.length !== CUDA_IPC_HANDLE_BYTES) {
+    throw invalidArg("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t");
+  }
+  ctx.api.registerCudaSharedMemory(region, handle, deviceId, byteSize);
+  return EMPTY_OK;
+}
+
 async function systemSharedMemoryRegister(ctx: RouteContext): Promise<Reply> {
   const region = ctx.match.region;
   // No region in the path: the core answers (client shm disabled, or Triton's "region name is necessary").
@@ -288,7 +326,12 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   repositoryUnload,
   logging,
   traceSetting,
-  cudaSharedMemory: (ctx) => ctx.api.cudaSharedMemoryUnsupported(),
+  cudaSharedMemoryStatus: (ctx) => json(ctx.api.cudaSharedMemoryStatus(ctx.match.region)),
+  cudaSharedMemoryRegister,
+  cudaSharedMemoryUnregister: (ctx) => {
+    ctx.api.unregisterCudaSharedMemory(ctx.match.region);
+    return EMPTY_OK;
+  },
   systemSharedMemoryStatus: (ctx) => json(ctx.api.systemSharedMemoryStatus(ctx.match.region)),
   systemSharedMemoryRegister,
   systemSharedMemoryUnregister: async (ctx) => {

@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
+import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
@@ -49,6 +50,8 @@ function bodyLength(body: Reply['body']): number {
 export function createHttpFrontend(api: InferenceServerApi, options: HttpFrontendOptions): HttpFrontend {
   const { log } = options;
   const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
+  // GET /v2 answers with --id (Triton's name by default); this header says which server it really is.
+  const serverHeader = productToken(api.serverMetadata().version);
   let closing = false;
 
   const send = (res: ServerResponse, reply: Reply, closeConnection = false): void => {
@@ -89,6 +92,8 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    // Set here, so every reply has it, streamed ones (generate_stream) included.
+    res.setHeader('Server', serverHeader);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -152,7 +157,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
           : [400, 'Bad Request'];
     const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
     socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${reason}\r\nServer: ${serverHeader}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
 
