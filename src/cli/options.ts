@@ -27,6 +27,11 @@ export interface ServerOptions {
   readonly modelReadinessTimeoutMs: number;
   readonly exitOnError: boolean;
   readonly exitTimeoutSecs: number;
+  /**
+   * `--exit-delay-secs`: on SIGTERM/SIGINT, seconds between turning not-ready and closing the listeners, so a
+   * load balancer (Kubernetes' endpoints controller) stops routing here before connections are refused.
+   */
+  readonly exitDelaySecs: number;
   readonly disableAutoCompleteConfig: boolean;
   readonly modelLoadThreadCount: number;
   /** backend → key → value (`--backend-config=<backend>,<key>=<value>`; backend `default` applies to all). */
