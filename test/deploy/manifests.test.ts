@@ -182,6 +182,33 @@ describe('Helm chart', { skip: missing(tools, ['helm', 'kubeconform', 'schemas']
     }
   });
 
+  it("documents every value of values.yaml in the chart's README", () => {
+    const values = parse(readFileSync(path.join(CHART, 'values.yaml'), 'utf8')) as Record<string, unknown>;
+    const readme = readFileSync(path.join(CHART, 'README.md'), 'utf8').split('\n');
+    const leaves = (o: Record<string, unknown>, prefix: string): [string, string][] =>
+      Object.entries(o).flatMap(([k, v]) =>
+        typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length > 0
+          ? leaves(v as Record<string, unknown>, `${prefix}${k}.`)
+          : [[prefix, k] as [string, string]],
+      );
+    // A row names the value (`a.b.c`), a whole object passed through as it is (`a`), or siblings
+    // together (`a.b.c` / `d` / `e`, listed after their parent's path).
+    const documented = (parent: string, key: string): boolean => {
+      const parts = `${parent}${key}`.split('.');
+      const wholes = parts.map((_, i) => '| `' + parts.slice(0, i + 1).join('.') + '`');
+      const word = new RegExp(`(^|[^A-Za-z])${key}([^A-Za-z]|$)`);
+      return readme.some(
+        (l) =>
+          wholes.some((w) => l.startsWith(w)) ||
+          (parent !== '' && l.startsWith('| `' + parent) && word.test(l)),
+      );
+    };
+    const undocumented = leaves(values, '')
+      .filter(([parent, key]) => !documented(parent, key))
+      .map(([parent, key]) => parent + key);
+    assert.deepEqual(undocumented, []);
+  });
+
   it('matches the drain: grace period, probes, shutdown flags, /dev/shm', async () => {
     const docs = objects(
       await helmTemplate(CHART, [
