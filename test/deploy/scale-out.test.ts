@@ -59,7 +59,7 @@ async function freePort(): Promise<number> {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -233,6 +233,8 @@ global
 defaults
   mode http
   timeout connect 5s
+  # A health check may answer slowly on a loaded machine; only a failed answer (or none in 2 s) marks down.
+  timeout check 2s
   timeout client 120s
   timeout server 120s
   retries 0
