@@ -38,7 +38,10 @@ export interface RunningNereid {
   readonly metrics: Endpoint | undefined;
   /** What the metrics frontend reads (an embedding attaches one later with it). */
   readonly statsRegistry: StatsRegistry;
-  /** Stops accepting, lets in-flight requests finish, unloads every model. */
+  /**
+   * Turns not-ready, keeps serving for --exit-delay-secs, then stops accepting, lets in-flight requests
+   * finish and unloads every model. Calls after the first return the same promise.
+   */
   stop(): Promise<void>;
 }
 
@@ -180,7 +183,16 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      // Readiness fails from here on. With --exit-delay-secs the listeners stay open for that long, serving
+      // as before, so the replica leaves its load balancer (Kubernetes' endpoints) before it refuses anyone.
       server.markStopping();
+      if (options.exitDelaySecs > 0) {
+        httpFrontend?.drain();
+        log.info(
+          `Not ready; still serving for ${options.exitDelaySecs} s (--exit-delay-secs) before closing`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, options.exitDelaySecs * 1000));
+      }
       await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
       await repository.close();
       // Like Triton, metrics stay scrapeable while models drain.

@@ -176,6 +176,13 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.exitTimeoutSecs = parseInt10('exit-timeout-secs', v, 0)),
   },
   {
+    name: 'exit-delay-secs',
+    kind: 'int',
+    defaultText: '0',
+    help: 'Seconds between a SIGTERM/SIGINT and closing the listeners: server readiness fails at once while requests are still served (HTTP replies ask the client to reconnect), so a load balancer or Kubernetes stops routing here before connections are refused; in-flight requests then get --exit-timeout-secs. Nereid only.',
+    apply: (d, v) => (d.exitDelaySecs = parseInt10('exit-delay-secs', v, 0)),
+  },
+  {
     name: 'disable-auto-complete-config',
     kind: 'bool',
     help: 'Do not let backends fill in missing parts of model configs.',
@@ -740,6 +747,7 @@ export function defaultDraft(): Draft {
     modelReadinessTimeoutMs: 5000,
     exitOnError: true,
     exitTimeoutSecs: 30,
+    exitDelaySecs: 0,
     disableAutoCompleteConfig: false,
     strictGpuKind: false,
     modelLoadThreadCount: 4,

@@ -1,6 +1,7 @@
 /**
  * `nereid` — a tritonserver-compatible command line. Parses flags, starts the server, and on SIGINT or
- * SIGTERM stops accepting, lets in-flight requests finish (at most --exit-timeout-secs) and exits 0.
+ * SIGTERM turns not-ready, keeps serving for --exit-delay-secs, then stops accepting, lets in-flight
+ * requests finish (at most --exit-timeout-secs) and exits 0. A second signal ends the process at once.
  */
 import { createWriteStream } from 'node:fs';
 import { NereidError } from '../common/errors.js';
@@ -53,11 +54,17 @@ async function main(argv: readonly string[]): Promise<number> {
 
   return new Promise<number>((resolve) => {
     const onSignal = (signal: string): void => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
       log.info(`Received ${signal}, stopping: waiting for in-flight requests to finish`);
-      const timer = setTimeout(() => {
-        log.warn(`Exit timeout (${options.exitTimeoutSecs} s) expired with requests still in flight`);
-        resolve(0);
-      }, options.exitTimeoutSecs * 1000);
+      // The exit timeout counts from the end of the --exit-delay-secs window, when the listeners close.
+      const timer = setTimeout(
+        () => {
+          log.warn(`Exit timeout (${options.exitTimeoutSecs} s) expired with requests still in flight`);
+          resolve(0);
+        },
+        (options.exitDelaySecs + options.exitTimeoutSecs) * 1000,
+      );
       timer.unref();
       running.stop().then(
         () => {
@@ -71,8 +78,12 @@ async function main(argv: readonly string[]): Promise<number> {
         },
       );
     };
-    process.once('SIGINT', () => onSignal('SIGINT'));
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    // Both handlers go with the first signal, so a second SIGINT or SIGTERM takes Node's default: it ends
+    // the process at once (the impatient Ctrl-C, or an orchestrator that has waited long enough).
+    const onInt = (): void => onSignal('SIGINT');
+    const onTerm = (): void => onSignal('SIGTERM');
+    process.once('SIGINT', onInt);
+    process.once('SIGTERM', onTerm);
   });
 }
 

@@ -27,6 +27,11 @@ export interface ServerOptions {
   readonly modelReadinessTimeoutMs: number;
   readonly exitOnError: boolean;
   readonly exitTimeoutSecs: number;
+  /**
+   * `--exit-delay-secs`: on SIGTERM/SIGINT, seconds between turning not-ready and closing the listeners, so a
+   * load balancer (Kubernetes' endpoints controller) stops routing here before connections are refused.
+   */
+  readonly exitDelaySecs: number;
   readonly disableAutoCompleteConfig: boolean;
   /** `--strict-gpu-kind`: refuse models with KIND_GPU instance groups (Triton without GPUs) instead of running them on the CPU. */
   readonly strictGpuKind: boolean;

@@ -30,6 +30,11 @@ export interface HttpFrontendOptions {
 export interface HttpFrontend {
   /** Starts listening; resolves with the bound address and port. */
   listen(): Promise<{ address: string; port: number }>;
+  /**
+   * Shutdown's first phase: keeps accepting, but every reply carries `Connection: close` so keep-alive
+   * clients reconnect (through their load balancer, to another replica) before close() refuses them.
+   */
+  drain(): void;
   /** Stops accepting connections and resolves once in-flight requests have finished. */
   close(): Promise<void>;
 }
@@ -183,6 +188,10 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
         server.once('listening', onListening);
         server.listen(options.port, options.address);
       }),
+
+    drain: () => {
+      closing = true;
+    },
 
     close: () =>
       new Promise<void>((resolve) => {
