@@ -3,16 +3,37 @@
  * node:http2: measured here, @grpc/grpc-js moves 600 KB messages at roughly half the rate (it keeps the
  * default 64 KiB flow-control windows and copies each message several times), see docs/grpc.md. Streams
  * get large flow-control windows, messages are framed by framing.ts, ModelInfer / ModelStreamInfer use
- * the hand-written codecs and the cold rpcs protobufjs. Every error goes through status.ts. close()
- * refuses new calls, lets running ones finish and ends idle inference streams.
+ * the hand-written codecs and the cold rpcs protobufjs. Every error goes through status.ts. Each
+ * connection's lifecycle (idle, age, keepalive, abuse, budget) is connection.ts's. close() refuses new
+ * calls, lets running ones finish and ends idle inference streams.
  */
-import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import http2, {
+  type IncomingHttpHeaders,
+  type ServerHttp2Session,
+  type ServerHttp2Stream,
+  type Settings,
+} from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
-import { ServerCall } from './call.js';
-import { ACCEPT_ENCODING, frame, isSupportedEncoding } from './framing.js';
+import { ByteBudget } from './budget.js';
+import { ServerCall, type CallLimits } from './call.js';
+import {
+  ACCEPT_ENCODING,
+  DEFAULT_MAX_DECOMPRESSED_SIZE,
+  isSupportedEncoding,
+  responseEncoding,
+  type CompressionLevel,
+} from './compression.js';
+import {
+  DEFAULT_CONNECTION_SETTINGS,
+  GOAWAY_GRACE_MS,
+  GrpcConnection,
+  tagSocket,
+  type ConnectionSettings,
+} from './connection.js';
+import { frame } from './framing.js';
 import { COLD_RPCS } from './handlers.js';
 import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';
@@ -31,6 +52,18 @@ export interface GrpcFrontendOptions {
   readonly streamWindowSize?: number;
   /** HTTP/2 flow-control window of each connection; default 64 MiB. */
   readonly connectionWindowSize?: number;
+  /** Largest request message after decompression; default 64 MiB. */
+  readonly maxDecompressedSize?: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS: calls one connection may have open at once; default 1000. */
+  readonly maxConcurrentStreams?: number;
+  /** Bytes of request messages still arriving that the whole server may hold; default 1 GiB. */
+  readonly maxBufferedBytes?: number;
+  /** Keepalive, age, idle and per-connection limits; defaults DEFAULT_CONNECTION_SETTINGS (Triton's). */
+  readonly connection?: Partial<ConnectionSettings>;
+  /** Compression of ModelInfer / ModelStreamInfer responses; default none. */
+  readonly responseCompression?: CompressionLevel;
+  /** A ModelStreamInfer with nothing in flight that receives nothing this long is ended; 0 = never. */
+  readonly streamIdleTimeoutMs?: number;
 }
 
 export interface GrpcFrontend {
@@ -46,15 +79,46 @@ export const MODEL_STREAM_INFER_PATH = '/inference.GRPCInferenceService/ModelStr
 const DEFAULT_STREAM_WINDOW = 16 * 1024 * 1024;
 const DEFAULT_CONNECTION_WINDOW = 64 * 1024 * 1024;
 const MAX_WINDOW = 0x7fffffff;
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024 * 1024;
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 3_600_000;
+
+/**
+ * The one place the HTTP/2 server is made (TLS replaces createServer here). Every accepted socket is
+ * tagged so a connection can always destroy it (connection.ts); a TLS server tags the TLS socket on
+ * 'secureConnection'.
+ */
+function createHttp2Server(settings: Settings): http2.Http2Server {
+  const server = http2.createServer({
+    settings,
+    // Node counts queued outgoing data against this (in MB); large responses must not trip it.
+    maxSessionMemory: 1 << 20,
+  });
+  server.prependListener('connection', tagSocket);
+  return server;
+}
 
 export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
   const { log } = options;
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
   const streamWindow = Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW);
   const connectionWindow = Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW);
+  const limits: CallLimits = {
+    maxMessageSize,
+    maxDecompressedSize: options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE,
+  };
+  const connectionSettings: ConnectionSettings = { ...DEFAULT_CONNECTION_SETTINGS, ...options.connection };
+  const serverBudget = new ByteBudget(
+    options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    undefined,
+    'the server',
+    '--grpc-max-buffered-bytes',
+  );
+  const compression = options.responseCompression ?? 'none';
+  const streamIdleTimeoutMs = options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   protoRoot(); // fail at startup, not on the first call, if the .proto files are missing
 
-  const sessions = new Set<ServerHttp2Session>();
+  const connections = new Map<ServerHttp2Session, GrpcConnection>();
   const streams = new Set<StreamInfer>();
   let closing = false;
 
@@ -117,7 +181,9 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       return;
     }
     if (log.isVerbose()) log.verbose(`GRPC request: ${path}`);
-    const call = new ServerCall(stream, path, headers, maxMessageSize);
+    const connection = connections.get(stream.session as ServerHttp2Session);
+    connection?.streamStarted(stream);
+    const call = new ServerCall(stream, path, headers, limits, connection);
     const encoding = call.metadata('grpc-encoding');
     if (encoding !== undefined && !isSupportedEncoding(encoding)) {
       call.finish({
@@ -130,12 +196,16 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       call.finish({ code: Status.UNAVAILABLE, details: SHUTTING_DOWN_MESSAGE });
       return;
     }
+    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH) {
+      const responseCoding = responseEncoding(compression, call.metadata('grpc-accept-encoding'));
+      if (responseCoding !== undefined) call.compress(responseCoding);
+    }
     if (path === MODEL_INFER_PATH) {
       unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx));
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {
-      const s: StreamInfer = new StreamInfer(api, call, log, () => streams.delete(s));
+      const s: StreamInfer = new StreamInfer(api, call, log, () => streams.delete(s), streamIdleTimeoutMs);
       streams.add(s);
       return;
     }
@@ -151,17 +221,19 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
-  const server = http2.createServer({
-    settings: { initialWindowSize: streamWindow, enablePush: false },
-    // Node counts queued outgoing data against this (in MB); large responses must not trip it.
-    maxSessionMemory: 1 << 20,
+  const server = createHttp2Server({
+    initialWindowSize: streamWindow,
+    enablePush: false,
+    maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
   });
   server.on('session', (session: ServerHttp2Session) => {
-    sessions.add(session);
-    session.on('close', () => sessions.delete(session));
-    session.on('error', (err: Error) => {
-      if (log.isVerbose()) log.verbose(`GRPC connection error: ${err.message}`);
-    });
+    const connection = new GrpcConnection(session, connectionSettings, serverBudget, log);
+    connections.set(session, connection);
+    session.on('close', () => connections.delete(session));
+    if (closing) {
+      connection.beginClose(GOAWAY_GRACE_MS);
+      return;
+    }
     session.setLocalWindowSize(connectionWindow);
   });
   server.on('stream', onStream);
@@ -197,7 +269,8 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       new Promise<void>((resolve) => {
         closing = true;
         for (const s of streams) s.shutdown();
-        for (const session of sessions) session.close();
+        // Running calls finish (SIGTERM's --exit-timeout-secs bounds them); idle connections close now.
+        for (const connection of connections.values()) connection.beginClose(undefined);
         if (!server.listening) {
           resolve();
           return;
