@@ -520,15 +520,17 @@ export const FLAGS: readonly Flag[] = [
     name: 'grpc-keepalive-permit-without-calls',
     kind: 'bool',
     defaultText: 'false',
-    help: 'Send keepalive pings, and accept the client\'s, even when no call is in flight.',
-    apply: (d, v) => (d.grpcKeepalivePermitWithoutCalls = parseBool('grpc-keepalive-permit-without-calls', v)),
+    help: "Send keepalive pings, and accept the client's, even when no call is in flight.",
+    apply: (d, v) =>
+      (d.grpcKeepalivePermitWithoutCalls = parseBool('grpc-keepalive-permit-without-calls', v)),
   },
   {
     name: 'grpc-http2-max-pings-without-data',
     kind: 'int',
     defaultText: '2',
     help: 'Keepalive pings the server sends without sending headers or data in between; 0 = no limit.',
-    apply: (d, v) => (d.grpcHttp2MaxPingsWithoutData = parseInt10('grpc-http2-max-pings-without-data', v, 0, 2 ** 31 - 1)),
+    apply: (d, v) =>
+      (d.grpcHttp2MaxPingsWithoutData = parseInt10('grpc-http2-max-pings-without-data', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-http2-min-recv-ping-interval-without-data',
@@ -536,14 +538,20 @@ export const FLAGS: readonly Flag[] = [
     defaultText: '300000',
     help: 'Least milliseconds between pings received while the server sends no data; a ping sooner is a strike (with no call in flight and pings without calls not permitted, the least interval is two hours).',
     apply: (d, v) =>
-      (d.grpcHttp2MinRecvPingIntervalWithoutDataMs = parseInt10('grpc-http2-min-recv-ping-interval-without-data', v, 0, 2 ** 31 - 1)),
+      (d.grpcHttp2MinRecvPingIntervalWithoutDataMs = parseInt10(
+        'grpc-http2-min-recv-ping-interval-without-data',
+        v,
+        0,
+        2 ** 31 - 1,
+      )),
   },
   {
     name: 'grpc-http2-max-ping-strikes',
     kind: 'int',
     defaultText: '2',
     help: 'Ping strikes tolerated before GOAWAY ENHANCE_YOUR_CALM ("too_many_pings") and closing the connection; 0 = any number.',
-    apply: (d, v) => (d.grpcHttp2MaxPingStrikes = parseInt10('grpc-http2-max-ping-strikes', v, 0, 2 ** 31 - 1)),
+    apply: (d, v) =>
+      (d.grpcHttp2MaxPingStrikes = parseInt10('grpc-http2-max-ping-strikes', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-max-connection-age',
@@ -557,7 +565,8 @@ export const FLAGS: readonly Flag[] = [
     kind: 'int',
     defaultText: '0',
     help: 'Milliseconds calls may still run after the age GOAWAY before the connection is closed; 0 = until they end.',
-    apply: (d, v) => (d.grpcMaxConnectionAgeGraceMs = parseInt10('grpc-max-connection-age-grace', v, 0, 2 ** 31 - 1)),
+    apply: (d, v) =>
+      (d.grpcMaxConnectionAgeGraceMs = parseInt10('grpc-max-connection-age-grace', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-max-connection-idle',
@@ -570,21 +579,22 @@ export const FLAGS: readonly Flag[] = [
     name: 'grpc-max-concurrent-streams',
     kind: 'int',
     defaultText: '1000',
-    help: 'Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue the rest. Nereid\'s own.',
-    apply: (d, v) => (d.grpcMaxConcurrentStreams = parseInt10('grpc-max-concurrent-streams', v, 1, 2 ** 32 - 1)),
+    help: "Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue the rest. Nereid's own.",
+    apply: (d, v) =>
+      (d.grpcMaxConcurrentStreams = parseInt10('grpc-max-concurrent-streams', v, 1, 2 ** 32 - 1)),
   },
   {
     name: 'grpc-max-decompressed-size',
     kind: 'int',
     defaultText: '67108864',
-    help: 'Largest gRPC request message after gzip/deflate decompression; beyond it the call fails with RESOURCE_EXHAUSTED. Nereid\'s own.',
+    help: "Largest gRPC request message after gzip/deflate decompression; beyond it the call fails with RESOURCE_EXHAUSTED. Nereid's own.",
     apply: (d, v) => (d.grpcMaxDecompressedSize = parseInt10('grpc-max-decompressed-size', v, 1)),
   },
   {
     name: 'grpc-max-connection-buffered-bytes',
     kind: 'int',
     defaultText: '536870912',
-    help: 'Bytes of gRPC request messages still arriving (or being decompressed) that one connection may hold; the call that would pass it fails with RESOURCE_EXHAUSTED. Nereid\'s own.',
+    help: "Bytes of gRPC request messages still arriving (or being decompressed) that one connection may hold; the call that would pass it fails with RESOURCE_EXHAUSTED. Nereid's own.",
     apply: (d, v) =>
       (d.grpcMaxConnectionBufferedBytes = parseInt10('grpc-max-connection-buffered-bytes', v, 1)),
   },
@@ -592,15 +602,16 @@ export const FLAGS: readonly Flag[] = [
     name: 'grpc-max-buffered-bytes',
     kind: 'int',
     defaultText: '1073741824',
-    help: 'The same, for all gRPC connections together. Nereid\'s own.',
+    help: "The same, for all gRPC connections together. Nereid's own.",
     apply: (d, v) => (d.grpcMaxBufferedBytes = parseInt10('grpc-max-buffered-bytes', v, 1)),
   },
   {
     name: 'grpc-infer-stream-idle-timeout',
     kind: 'int',
     defaultText: '3600000',
-    help: 'Milliseconds a ModelStreamInfer stream with no request in flight may wait for its next request before it is ended with UNAVAILABLE; 0 = never. Nereid\'s own.',
-    apply: (d, v) => (d.grpcInferStreamIdleTimeoutMs = parseInt10('grpc-infer-stream-idle-timeout', v, 0, 2 ** 31 - 1)),
+    help: "Milliseconds a ModelStreamInfer stream with no request in flight may wait for its next request before it is ended with UNAVAILABLE; 0 = never. Nereid's own.",
+    apply: (d, v) =>
+      (d.grpcInferStreamIdleTimeoutMs = parseInt10('grpc-infer-stream-idle-timeout', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-restricted-protocol',

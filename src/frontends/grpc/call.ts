@@ -277,7 +277,9 @@ export class ServerCall {
     if (this.headersSent) return;
     this.headersSent = true;
     this.stream.respond(
-      this.encoding === undefined ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, 'grpc-encoding': this.encoding },
+      this.encoding === undefined
+        ? RESPONSE_HEADERS
+        : { ...RESPONSE_HEADERS, 'grpc-encoding': this.encoding },
       WAIT_FOR_TRAILERS,
     );
   }

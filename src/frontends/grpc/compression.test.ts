@@ -6,7 +6,8 @@ import { compressFramed, decompress, parseCompressionLevel, responseEncoding } f
 import { frame } from './framing.js';
 import { GrpcStatusError, Status } from './status.js';
 
-const exhausted = (e: unknown): boolean => e instanceof GrpcStatusError && e.code === Status.RESOURCE_EXHAUSTED;
+const exhausted = (e: unknown): boolean =>
+  e instanceof GrpcStatusError && e.code === Status.RESOURCE_EXHAUSTED;
 
 describe('decompress', () => {
   it('inflates gzip and deflate messages', async () => {
@@ -37,7 +38,10 @@ describe('decompress', () => {
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().arrayBuffers)), 1);
     await assert.rejects(decompress(bomb, 'gzip', 8 << 20), (e: unknown) => {
       assert.ok(exhausted(e));
-      assert.match((e as Error).message, /Received message larger than max \(decompressed beyond 8388608 bytes\)/);
+      assert.match(
+        (e as Error).message,
+        /Received message larger than max \(decompressed beyond 8388608 bytes\)/,
+      );
       return true;
     });
     clearInterval(sampler);
@@ -70,7 +74,7 @@ describe('response compression', () => {
     assert.equal(parseCompressionLevel('max'), undefined);
   });
 
-  it("picks the algorithm as gRPC core does: gzip, deflate ranked; low first, medium middle, high last", () => {
+  it('picks the algorithm as gRPC core does: gzip, deflate ranked; low first, medium middle, high last', () => {
     const both = 'identity, deflate, gzip';
     assert.equal(responseEncoding('none', both), undefined);
     assert.equal(responseEncoding('low', both), 'gzip');

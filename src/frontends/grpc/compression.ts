@@ -73,7 +73,9 @@ export function decompress(
     return Promise.reject(new GrpcStatusError(Status.INTERNAL, 'compressed message without a grpc-encoding'));
   }
   const inflater =
-    encoding === 'gzip' ? createGunzip({ chunkSize: INFLATE_CHUNK }) : createInflate({ chunkSize: INFLATE_CHUNK });
+    encoding === 'gzip'
+      ? createGunzip({ chunkSize: INFLATE_CHUNK })
+      : createInflate({ chunkSize: INFLATE_CHUNK });
   const held = new Reservation(budget);
   return new Promise<Buffer>((resolve, reject) => {
     const parts: Buffer[] = [];

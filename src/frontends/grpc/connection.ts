@@ -11,7 +11,7 @@
  * - Keepalive (GRPC_ARG_KEEPALIVE_*): a PING every `keepaliveTimeMs` while calls run (or always, with
  *   `keepalivePermitWithoutCalls`), at most `http2MaxPingsWithoutData` in a row without the server sending
  *   headers or data; a ping not answered within `keepaliveTimeoutMs` closes the connection.
- * - Liveness: a connection from which nothing was received for LIVENESS_QUIET_MS is pinged (then less
+ * - Liveness: a connection from which nothing was received for `livenessQuietMs` is pinged (then less
  *   often while it stays quiet and answers, up to every LIVENESS_MAX_MS), and closed if the ping goes
  *   unanswered for `keepaliveTimeoutMs`. This is Nereid's own check, not a gRPC setting: nghttp2 answers
  *   some protocol violations (a DATA frame on stream 0, a reset flood) with GOAWAY and then wants nothing
@@ -54,6 +54,8 @@ export interface ConnectionSettings {
   readonly maxConnectionIdleMs: number;
   /** Bytes of request messages still arriving that one connection may hold. */
   readonly maxConnectionBufferedBytes: number;
+  /** Quiet time before a liveness probe (Nereid's; not a flag, tests shorten it). */
+  readonly livenessQuietMs: number;
 }
 
 /** Triton's keepalive defaults (src/grpc/grpc_server.h KeepAliveOptions) and Nereid's own limits. */
@@ -68,14 +70,14 @@ export const DEFAULT_CONNECTION_SETTINGS: ConnectionSettings = Object.freeze({
   maxConnectionAgeGraceMs: 0,
   maxConnectionIdleMs: 300_000,
   maxConnectionBufferedBytes: 512 * 1024 * 1024,
+  livenessQuietMs: 5_000,
 });
 
 /** After a GOAWAY, a received one included, calls not covered by an age grace get this long. */
 export const GOAWAY_GRACE_MS = 10_000;
 /** Once no call is left on a closing connection, the peer gets this long to close the socket itself. */
 export const CLOSE_LINGER_MS = 2_000;
-/** Quiet time before the first liveness probe, and the longest interval between probes. */
-export const LIVENESS_QUIET_MS = 5_000;
+/** The longest interval between liveness probes of a connection that stays quiet and answers them. */
 export const LIVENESS_MAX_MS = 300_000;
 /** Client stream resets tolerated: a burst, then a rate per second (nghttp2's guard: 1000 and 33). */
 export const RESET_BURST = 500;
@@ -109,9 +111,10 @@ export class GrpcConnection implements CallTransport {
   private activeStreams = 0;
   private closing = false;
   private closed = false;
+  private killed = false;
   /** Something arrived since the liveness timer last looked. */
   private heard = true;
-  private livenessDelay = LIVENESS_QUIET_MS;
+  private livenessDelay: number;
   private pingOutstanding = false;
   private pingsWithoutData = 0;
   private lastPingReceived = -Infinity;
@@ -138,6 +141,7 @@ export class GrpcConnection implements CallTransport {
       'this connection',
       '--grpc-max-connection-buffered-bytes',
     );
+    this.livenessDelay = settings.livenessQuietMs;
     this.raw = (session.socket as unknown as { [RAW_SOCKET]?: Socket })[RAW_SOCKET];
     session.on('close', () => this.onClosed());
     session.on('error', (err: Error) => {
@@ -226,8 +230,10 @@ export class GrpcConnection implements CallTransport {
 
   /** GOAWAY with an error code (abuse), then close at once. */
   private kill(code: number, debug: string): void {
-    if (this.closed || this.session.destroyed) return;
-    this.log.warn(`GRPC connection closed: ${debug} (GOAWAY ${code})`);
+    if (this.killed || this.closed || this.session.destroyed) return;
+    this.killed = true;
+    // Verbose only: a hostile client must not be able to flood the log.
+    if (this.log.isVerbose()) this.log.verbose(`GRPC connection closed: ${debug} (GOAWAY ${code})`);
     try {
       this.session.goaway(code, 0, Buffer.from(debug));
     } catch {
@@ -300,7 +306,7 @@ export class GrpcConnection implements CallTransport {
     };
     if (this.heard) {
       this.heard = false;
-      this.livenessDelay = LIVENESS_QUIET_MS;
+      this.livenessDelay = this.settings.livenessQuietMs;
       again();
       return;
     }
@@ -316,7 +322,8 @@ export class GrpcConnection implements CallTransport {
     const now = performance.now();
     const idle = !this.settings.keepalivePermitWithoutCalls && this.activeStreams === 0;
     const allowedAt =
-      this.lastPingReceived + (idle ? IDLE_PING_INTERVAL_MS : this.settings.http2MinRecvPingIntervalWithoutDataMs);
+      this.lastPingReceived +
+      (idle ? IDLE_PING_INTERVAL_MS : this.settings.http2MinRecvPingIntervalWithoutDataMs);
     this.lastPingReceived = now;
     if (allowedAt <= now) return;
     this.pingStrikes++;
@@ -326,7 +333,10 @@ export class GrpcConnection implements CallTransport {
 
   private onReset(): void {
     const now = performance.now();
-    this.resetTokens = Math.min(RESET_BURST, this.resetTokens + ((now - this.resetRefilled) / 1000) * RESET_RATE);
+    this.resetTokens = Math.min(
+      RESET_BURST,
+      this.resetTokens + ((now - this.resetRefilled) / 1000) * RESET_RATE,
+    );
     this.resetRefilled = now;
     this.resetTokens -= 1;
     if (this.resetTokens < 0) this.kill(constants.NGHTTP2_ENHANCE_YOUR_CALM, 'too_many_resets');

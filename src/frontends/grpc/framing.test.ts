@@ -85,7 +85,10 @@ describe('MessageReader', () => {
       if (got.length === 0) {
         const arrived = Math.min(i + 16_384, framed.length) - 5;
         // Before half: the pieces; from half on: one buffer of the declared size.
-        assert.ok(budget.held <= Math.max(arrived + 16_384, body.length), `${budget.held} held at ${arrived}`);
+        assert.ok(
+          budget.held <= Math.max(arrived + 16_384, body.length),
+          `${budget.held} held at ${arrived}`,
+        );
       }
     }
     assert.equal(got.length, 1);
@@ -100,7 +103,8 @@ describe('MessageReader', () => {
     const body = Buffer.from(Array.from({ length: 10_000 }, (_, i) => i % 251));
     const framed = frame(body);
     const out: GrpcMessage[] = [];
-    for (let i = 0; i < framed.length; i += 3) out.push(...reader.push(Buffer.from(framed.subarray(i, i + 3))));
+    for (let i = 0; i < framed.length; i += 3)
+      out.push(...reader.push(Buffer.from(framed.subarray(i, i + 3))));
     assert.equal(out.length, 1);
     assert.deepEqual(out[0].data, body);
     assert.equal(budget.held, 0);
@@ -119,7 +123,9 @@ describe('MessageReader', () => {
       (e: unknown) =>
         e instanceof GrpcStatusError &&
         e.code === Status.RESOURCE_EXHAUSTED &&
-        /the server would exceed its limit of 300000 buffered bytes \(--grpc-max-buffered-bytes\)/.test(e.message),
+        /the server would exceed its limit of 300000 buffered bytes \(--grpc-max-buffered-bytes\)/.test(
+          e.message,
+        ),
     );
     b.dispose();
     a.dispose();

@@ -128,7 +128,8 @@ export class MessageReader {
 
   private reserve(n: number): void {
     const refused = this.held.take(n);
-    if (refused !== undefined) throw new GrpcStatusError(Status.RESOURCE_EXHAUSTED, refused.exhaustedMessage());
+    if (refused !== undefined)
+      throw new GrpcStatusError(Status.RESOURCE_EXHAUSTED, refused.exhaustedMessage());
   }
 
   private append(chunk: Buffer, pos: number, n: number): void {
@@ -179,7 +180,10 @@ export class MessageReader {
     try {
       body = Buffer.allocUnsafe(this.declared);
     } catch {
-      throw new GrpcStatusError(Status.RESOURCE_EXHAUSTED, `cannot allocate ${this.declared} bytes for a message`);
+      throw new GrpcStatusError(
+        Status.RESOURCE_EXHAUSTED,
+        `cannot allocate ${this.declared} bytes for a message`,
+      );
     }
     this.flushStaging();
     let at = 0;

@@ -85,7 +85,13 @@ export class StreamInfer {
 
   /** Nothing in flight: the stream may wait this long for its next request. */
   private armIdle(): void {
-    if (!(this.idleTimeoutMs > 0 && this.idleTimeoutMs <= 0x7fffffff) || this.call.finished || this.inputEnded || this.idleTimer !== undefined) return;
+    if (
+      !(this.idleTimeoutMs > 0 && this.idleTimeoutMs <= 0x7fffffff) ||
+      this.call.finished ||
+      this.inputEnded ||
+      this.idleTimer !== undefined
+    )
+      return;
     this.idleTimer = setTimeout(() => {
       this.idleTimer = undefined;
       if (this.inFlight > 0 || this.call.finished) return;
