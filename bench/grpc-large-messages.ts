@@ -76,7 +76,7 @@ function call(): Promise<void> {
     let bytes = 0;
     let status: string | undefined;
     req.on('data', (c: Buffer) => (bytes += c.length));
-    req.on('trailers', (t) => (status = String(t['grpc-status'])));
+    req.on('trailers', (t: http2.IncomingHttpHeaders) => (status = String(t['grpc-status'])));
     req.on('error', reject);
     req.on('close', () =>
       status === '0' && bytes > values * 4
