@@ -127,6 +127,7 @@ export class GrpcConnection implements CallTransport {
   private livenessTimer: NodeJS.Timeout | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
   private deadline: NodeJS.Timeout | undefined;
+  private deadlineAt: number | undefined;
   private lingerTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -199,9 +200,14 @@ export class GrpcConnection implements CallTransport {
    */
   beginClose(graceMs: number | undefined): void {
     if (this.closed) return;
-    if (graceMs !== undefined && (this.deadline === undefined || !this.closing)) {
-      if (this.deadline !== undefined) clearTimeout(this.deadline);
-      this.deadline = timer(graceMs, () => this.destroy());
+    if (graceMs !== undefined) {
+      // A later GOAWAY may shorten the grace, never lengthen it.
+      const at = performance.now() + graceMs;
+      if (this.deadlineAt === undefined || at < this.deadlineAt) {
+        if (this.deadline !== undefined) clearTimeout(this.deadline);
+        this.deadlineAt = at;
+        this.deadline = timer(graceMs, () => this.destroy());
+      }
     }
     if (this.closing) return;
     this.closing = true;
@@ -292,9 +298,9 @@ export class GrpcConnection implements CallTransport {
     };
     const max = this.settings.http2MaxPingsWithoutData;
     const wanted = this.settings.keepalivePermitWithoutCalls || this.activeStreams > 0;
-    if (wanted && (max === 0 || this.pingsWithoutData < max)) {
+    if (wanted && (max === 0 || this.pingsWithoutData < max) && this.ping(again)) {
       this.pingsWithoutData++;
-      if (this.ping(again)) return;
+      return;
     }
     again();
   }

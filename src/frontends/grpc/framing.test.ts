@@ -142,6 +142,19 @@ describe('MessageReader', () => {
     assert.equal(server.held, 0);
   });
 
+  it('one message as large as the budget passes', () => {
+    const budget = new ByteBudget(1_000_000);
+    const reader = new MessageReader(1 << 30, budget);
+    const framed = frame(Buffer.alloc(1_000_000, 9));
+    const got: GrpcMessage[] = [];
+    for (let i = 0; i < framed.length; i += 16_384) {
+      got.push(...reader.push(Buffer.from(framed.subarray(i, i + 16_384))));
+    }
+    assert.equal(got.length, 1);
+    assert.equal(got[0].data.length, 1_000_000);
+    assert.equal(budget.held, 0);
+  });
+
   it('a connection budget refuses before the server budget', () => {
     const server = new ByteBudget(Infinity);
     const conn = new ByteBudget(50_000, server, 'this connection', '--grpc-max-connection-buffered-bytes');

@@ -174,7 +174,9 @@ export class MessageReader {
 
   /** Half the message is here: one buffer of its declared size takes the pieces and the rest. */
   private allocateBody(): void {
-    const before = this.held.held;
+    // From here the message counts at its declared size (the pieces go once they are copied), so one
+    // message as large as the budget passes.
+    this.held.release(this.held.held);
     this.reserve(this.declared);
     let body: Buffer;
     try {
@@ -191,7 +193,6 @@ export class MessageReader {
     this.parts = [];
     this.lastStore = undefined;
     this.body = body;
-    this.held.release(before);
   }
 
   private complete(): GrpcMessage {

@@ -12,7 +12,16 @@ import { Logger } from '../../common/logger.js';
 import { GrpcFakeApi } from './fake-api.testkit.js';
 import { decodeGrpcMessage, frame as grpcFrame } from './framing.js';
 import type { Plain } from './messages.js';
-import { FrameType, RawConnection, frame, grpcHeaders, openFds, rstStream } from './raw-h2.testkit.js';
+import {
+  Flag,
+  FrameType,
+  RawConnection,
+  frame,
+  grpcHeaders,
+  headerBlock,
+  openFds,
+  rstStream,
+} from './raw-h2.testkit.js';
 import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from './server.js';
 import { TestClient, decodeMessage, encodeMessage } from './test-client.testkit.js';
 
@@ -125,10 +134,23 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     await healthy(r);
     const base = openFds();
     const conns: RawConnection[] = [];
+    const notGrpc = headerBlock([
+      [':method', 'GET'],
+      [':scheme', 'http'],
+      [':path', '/'],
+      [':authority', 'localhost'],
+    ]);
     for (let k = 0; k < 20; k++) {
       const c = await RawConnection.open(r.port);
       const frames: Buffer[] = [];
-      for (let i = 0; i < 1200; i++) frames.push(grpcHeaders(2 * i + 1, SERVER_LIVE), rstStream(2 * i + 1));
+      for (let i = 0; i < 1200; i++) {
+        // Half the connections flood with requests that are not even gRPC calls.
+        const open =
+          k % 2 === 0
+            ? grpcHeaders(2 * i + 1, SERVER_LIVE)
+            : frame(FrameType.HEADERS, Flag.END_HEADERS, 2 * i + 1, notGrpc);
+        frames.push(open, rstStream(2 * i + 1));
+      }
       c.write(...frames);
       conns.push(c); // never closed by the client: the server must let go
     }

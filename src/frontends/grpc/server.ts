@@ -170,6 +170,9 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     stream.on('error', () => {
       // A reset or protocol error on one stream ends that call only (ServerCall sees 'close').
     });
+    // Every stream counts (activity, idle time, resets), whether or not it becomes a call.
+    const connection = connections.get(stream.session as ServerHttp2Session);
+    connection?.streamStarted(stream);
     const path = headers[':path'] ?? '';
     if (headers[':method'] !== 'POST') {
       stream.respond({ ':status': 405 }, { endStream: true });
@@ -181,8 +184,6 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       return;
     }
     if (log.isVerbose()) log.verbose(`GRPC request: ${path}`);
-    const connection = connections.get(stream.session as ServerHttp2Session);
-    connection?.streamStarted(stream);
     const call = new ServerCall(stream, path, headers, limits, connection);
     const encoding = call.metadata('grpc-encoding');
     if (encoding !== undefined && !isSupportedEncoding(encoding)) {
