@@ -286,7 +286,7 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     req.on('error', () => {});
     req.on('close', () => events.push('call closed'));
     req.resume();
-    // A request that takes 20 s: only the grace can end it sooner.
+    // A request that takes 10 s: only the grace can end it sooner.
     req.write(
       grpcFrame(
         encodeMessage('inference.ModelInferRequest', {
@@ -295,7 +295,7 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
             { name: 'IN', datatype: 'INT32', shape: [1] },
             { name: 'DELAY', datatype: 'INT32', shape: [1] },
           ],
-          raw_input_contents: [int32s(1), int32s(20_000)],
+          raw_input_contents: [int32s(1), int32s(10_000)],
         }),
       ),
     );
