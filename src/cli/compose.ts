@@ -19,7 +19,7 @@ import { RateLimiter } from '../core/scheduling/rate-limiter.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
-import { createGrpcFrontend } from '../frontends/grpc/index.js';
+import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
 import { createHttpFrontend } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
 import type { ServerOptions } from './options.js';
@@ -58,6 +58,31 @@ export function packageVersion(): string {
 
 export function builtinBackends(): Backend[] {
   return [new OnnxRuntimeBackend(), new PythonBackend(), new JavascriptBackend(), ...builtinTestBackends()];
+}
+
+/** The gRPC frontend's transport settings from the command line (also used by the embedded server). */
+export function grpcTransportOptions(
+  options: ServerOptions,
+): Omit<GrpcFrontendOptions, 'address' | 'port' | 'log'> {
+  return {
+    maxDecompressedSize: options.grpcMaxDecompressedSize,
+    maxConcurrentStreams: options.grpcMaxConcurrentStreams,
+    maxBufferedBytes: options.grpcMaxBufferedBytes,
+    responseCompression: options.grpcInferResponseCompressionLevel,
+    streamIdleTimeoutMs: options.grpcInferStreamIdleTimeoutMs,
+    connection: {
+      keepaliveTimeMs: options.grpcKeepaliveTimeMs,
+      keepaliveTimeoutMs: options.grpcKeepaliveTimeoutMs,
+      keepalivePermitWithoutCalls: options.grpcKeepalivePermitWithoutCalls,
+      http2MaxPingsWithoutData: options.grpcHttp2MaxPingsWithoutData,
+      http2MinRecvPingIntervalWithoutDataMs: options.grpcHttp2MinRecvPingIntervalWithoutDataMs,
+      http2MaxPingStrikes: options.grpcHttp2MaxPingStrikes,
+      maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
+      maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
+      maxConnectionIdleMs: options.grpcMaxConnectionIdleMs,
+      maxConnectionBufferedBytes: options.grpcMaxConnectionBufferedBytes,
+    },
+  };
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
@@ -145,6 +170,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         address: options.grpcAddress,
         port: options.grpcPort,
         log,
+        ...grpcTransportOptions(options),
       });
       grpc = await grpcFrontend.listen();
       log.info(`Started GRPCInferenceService at ${grpc.address}:${grpc.port}`);

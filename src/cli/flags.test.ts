@@ -127,6 +127,69 @@ describe('parseFlags', () => {
     );
   });
 
+  it("reads Triton's gRPC transport flags and Nereid's gRPC limits, with Triton's defaults", () => {
+    const defaults = parseFlags(['--model-repository=/r']).options;
+    assert.equal(defaults.grpcKeepaliveTimeMs, 7_200_000);
+    assert.equal(defaults.grpcKeepaliveTimeoutMs, 20_000);
+    assert.equal(defaults.grpcKeepalivePermitWithoutCalls, false);
+    assert.equal(defaults.grpcHttp2MaxPingsWithoutData, 2);
+    assert.equal(defaults.grpcHttp2MinRecvPingIntervalWithoutDataMs, 300_000);
+    assert.equal(defaults.grpcHttp2MaxPingStrikes, 2);
+    assert.equal(defaults.grpcMaxConnectionAgeMs, 0);
+    assert.equal(defaults.grpcMaxConnectionAgeGraceMs, 0);
+    assert.equal(defaults.grpcInferResponseCompressionLevel, 'none');
+    const { options, warnings } = parseFlags([
+      '--model-repository=/r',
+      '--grpc-keepalive-time=1000',
+      '--grpc-keepalive-timeout=500',
+      '--grpc-keepalive-permit-without-calls=true',
+      '--grpc-http2-max-pings-without-data=0',
+      '--grpc-http2-min-recv-ping-interval-without-data=10000',
+      '--grpc-http2-max-ping-strikes=5',
+      '--grpc-max-connection-age=60000',
+      '--grpc-max-connection-age-grace=5000',
+      '--grpc-infer-response-compression-level=MEDIUM',
+      '--grpc-max-connection-idle=0',
+      '--grpc-max-concurrent-streams=64',
+      '--grpc-max-decompressed-size=1024',
+      '--grpc-max-connection-buffered-bytes=2048',
+      '--grpc-max-buffered-bytes=4096',
+      '--grpc-infer-stream-idle-timeout=30000',
+    ]);
+    assert.deepEqual(warnings, []);
+    assert.equal(options.grpcKeepaliveTimeMs, 1000);
+    assert.equal(options.grpcKeepaliveTimeoutMs, 500);
+    assert.equal(options.grpcKeepalivePermitWithoutCalls, true);
+    assert.equal(options.grpcHttp2MaxPingsWithoutData, 0);
+    assert.equal(options.grpcHttp2MinRecvPingIntervalWithoutDataMs, 10_000);
+    assert.equal(options.grpcHttp2MaxPingStrikes, 5);
+    assert.equal(options.grpcMaxConnectionAgeMs, 60_000);
+    assert.equal(options.grpcMaxConnectionAgeGraceMs, 5000);
+    assert.equal(options.grpcInferResponseCompressionLevel, 'medium');
+    assert.equal(options.grpcMaxConnectionIdleMs, 0);
+    assert.equal(options.grpcMaxConcurrentStreams, 64);
+    assert.equal(options.grpcMaxDecompressedSize, 1024);
+    assert.equal(options.grpcMaxConnectionBufferedBytes, 2048);
+    assert.equal(options.grpcMaxBufferedBytes, 4096);
+    assert.equal(options.grpcInferStreamIdleTimeoutMs, 30_000);
+    const refused = (flag: string, re: RegExp): void =>
+      assert.throws(() => parseFlags(['--model-repository=/r', flag]), re, flag);
+    refused('--grpc-infer-response-compression-level=max', /--grpc_infer_response_compression_level/);
+    refused('--grpc-keepalive-time=-1', /between 0 and/);
+    refused('--grpc-max-concurrent-streams=0', /between 1 and/);
+    // Triton's own range checks on flags that change nothing here.
+    refused('--grpc-infer-thread-count=1', /between 2 and 128/);
+    refused('--grpc-infer-thread-count=129', /between 2 and 128/);
+    refused('--grpc-max-response-pool-size=0', /between 1 and/);
+    const inert = parseFlags([
+      '--model-repository=/r',
+      '--grpc-infer-thread-count=4',
+      '--grpc-infer-allocation-pool-size=16',
+      '--grpc-max-response-pool-size=100',
+    ]);
+    assert.equal(inert.warnings.length, 3);
+  });
+
   it('reads --log-verbose as an integer or true/false, as Model Analyzer passes it', () => {
     const level = (v: string) =>
       parseFlags(['--model-repository=/r', `--log-verbose=${v}`]).options.logVerbose;

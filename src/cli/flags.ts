@@ -6,6 +6,7 @@
  * library...) are accepted with a warning, so existing command lines keep working.
  */
 import { invalidArg } from '../common/errors.js';
+import { parseCompressionLevel } from '../frontends/grpc/compression.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 
 /**
@@ -41,6 +42,8 @@ interface Flag {
    * gets.
    */
   readonly inert?: string;
+  /** For an inert flag: checks its value as Triton's parser does (instead of by kind alone). */
+  readonly check?: (value: string) => void;
 }
 
 function parseBool(flag: string, v: string): boolean {
@@ -450,20 +453,25 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'grpc-infer-thread-count',
     kind: 'int',
-    help: "Triton's gRPC inference handler thread count.",
-    inert: 'Nereid serves gRPC on its event loop and runs models off it; there are no gRPC threads to size',
+    help: "Triton's gRPC inference handler thread count (2 to 128, as Triton checks).",
+    inert:
+      'Nereid serves gRPC on its event loop and runs models off it (worker threads, stub processes); there are no gRPC handler threads to size',
+    check: (v) => void parseInt10('grpc-infer-thread-count', v, 2, 128),
   },
   {
     name: 'grpc-infer-allocation-pool-size',
     kind: 'int',
-    help: "Triton's pool of reusable gRPC inference request states.",
-    inert: 'not implemented yet',
+    help: "Triton's pool of reusable gRPC inference request/response states.",
+    inert:
+      'Nereid keeps no per-rpc state objects to pool: a call is a few small objects the garbage collector reuses, and request signals come from a process-wide pool of 256',
   },
   {
     name: 'grpc-max-response-pool-size',
     kind: 'int',
-    help: "Triton's bound on gRPC inference response objects held at once.",
-    inert: 'not implemented yet',
+    help: "Triton's bound on gRPC inference response objects allocated at once (greater than 0).",
+    inert:
+      'Nereid encodes each response straight into the stream and holds no response objects; a call buffers at most what HTTP/2 flow control lets it queue',
+    check: (v) => void parseInt10('grpc-max-response-pool-size', v, 1, 2 ** 31 - 1),
   },
   {
     name: 'grpc-use-ssl',
@@ -498,56 +506,126 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'grpc-infer-response-compression-level',
     kind: 'string',
-    help: "Compression of gRPC inference responses: 'none', 'low', 'med' or 'high'.",
-    inert: 'not implemented yet; responses are not compressed',
+    defaultText: 'none',
+    help: "Compression of ModelInfer/ModelStreamInfer responses: none, low, medium (or med) or high. The level picks gzip or deflate among those the client's grpc-accept-encoding lists, as gRPC core does (low: gzip, medium and high: deflate when both are accepted).",
+    apply: (d, v) => {
+      const level = parseCompressionLevel(v);
+      if (level === undefined) {
+        throw invalidArg('invalid argument for --grpc_infer_response_compression_level');
+      }
+      d.grpcInferResponseCompressionLevel = level;
+    },
   },
   {
     name: 'grpc-keepalive-time',
     kind: 'int',
-    help: 'Milliseconds between keepalive pings.',
-    inert: 'not implemented yet',
+    defaultText: '7200000',
+    help: 'Milliseconds between keepalive pings the server sends while calls are in flight (or always, with --grpc-keepalive-permit-without-calls); 0 = none.',
+    apply: (d, v) => (d.grpcKeepaliveTimeMs = parseInt10('grpc-keepalive-time', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-keepalive-timeout',
     kind: 'int',
-    help: 'Milliseconds to wait for a keepalive ping acknowledgement.',
-    inert: 'not implemented yet',
+    defaultText: '20000',
+    help: 'Milliseconds a ping (keepalive or liveness) may go unanswered before the connection is closed.',
+    apply: (d, v) => (d.grpcKeepaliveTimeoutMs = parseInt10('grpc-keepalive-timeout', v, 1, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-keepalive-permit-without-calls',
     kind: 'bool',
-    help: 'Allow keepalive pings without calls in flight.',
-    inert: 'not implemented yet',
+    defaultText: 'false',
+    help: "Send keepalive pings, and accept the client's, even when no call is in flight.",
+    apply: (d, v) =>
+      (d.grpcKeepalivePermitWithoutCalls = parseBool('grpc-keepalive-permit-without-calls', v)),
   },
   {
     name: 'grpc-http2-max-pings-without-data',
     kind: 'int',
-    help: 'Pings allowed without data in between.',
-    inert: 'not implemented yet',
+    defaultText: '2',
+    help: 'Keepalive pings the server sends without sending headers or data in between; 0 = no limit.',
+    apply: (d, v) =>
+      (d.grpcHttp2MaxPingsWithoutData = parseInt10('grpc-http2-max-pings-without-data', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-http2-min-recv-ping-interval-without-data',
     kind: 'int',
-    help: 'Least milliseconds between pings received without data.',
-    inert: 'not implemented yet',
+    defaultText: '300000',
+    help: 'Least milliseconds between pings received while the server sends no data; a ping sooner is a strike (with no call in flight and pings without calls not permitted, the least interval is two hours).',
+    apply: (d, v) =>
+      (d.grpcHttp2MinRecvPingIntervalWithoutDataMs = parseInt10(
+        'grpc-http2-min-recv-ping-interval-without-data',
+        v,
+        0,
+        2 ** 31 - 1,
+      )),
   },
   {
     name: 'grpc-http2-max-ping-strikes',
     kind: 'int',
-    help: 'Bad pings tolerated before the connection is closed.',
-    inert: 'not implemented yet',
+    defaultText: '2',
+    help: 'Ping strikes tolerated before GOAWAY ENHANCE_YOUR_CALM ("too_many_pings") and closing the connection; 0 = any number.',
+    apply: (d, v) =>
+      (d.grpcHttp2MaxPingStrikes = parseInt10('grpc-http2-max-ping-strikes', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-max-connection-age',
     kind: 'int',
-    help: 'Milliseconds a connection may live.',
-    inert: 'not implemented yet',
+    defaultText: '0',
+    help: 'Milliseconds (with ±10 % jitter) after which a connection gets GOAWAY; 0 = no limit.',
+    apply: (d, v) => (d.grpcMaxConnectionAgeMs = parseInt10('grpc-max-connection-age', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-max-connection-age-grace',
     kind: 'int',
-    help: 'Milliseconds calls may finish after the maximum connection age.',
-    inert: 'not implemented yet',
+    defaultText: '0',
+    help: 'Milliseconds calls may still run after the age GOAWAY before the connection is closed; 0 = until they end.',
+    apply: (d, v) =>
+      (d.grpcMaxConnectionAgeGraceMs = parseInt10('grpc-max-connection-age-grace', v, 0, 2 ** 31 - 1)),
+  },
+  {
+    name: 'grpc-max-connection-idle',
+    kind: 'int',
+    defaultText: '300000',
+    help: "Milliseconds a connection may stay without calls before GOAWAY and close (gRPC's GRPC_ARG_MAX_CONNECTION_IDLE_MS); 0 = never. Nereid's own.",
+    apply: (d, v) => (d.grpcMaxConnectionIdleMs = parseInt10('grpc-max-connection-idle', v, 0, 2 ** 31 - 1)),
+  },
+  {
+    name: 'grpc-max-concurrent-streams',
+    kind: 'int',
+    defaultText: '1000',
+    help: "Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue the rest. Nereid's own.",
+    apply: (d, v) =>
+      (d.grpcMaxConcurrentStreams = parseInt10('grpc-max-concurrent-streams', v, 1, 2 ** 32 - 1)),
+  },
+  {
+    name: 'grpc-max-decompressed-size',
+    kind: 'int',
+    defaultText: '67108864',
+    help: "Largest gRPC request message after gzip/deflate decompression; beyond it the call fails with RESOURCE_EXHAUSTED. Nereid's own.",
+    apply: (d, v) => (d.grpcMaxDecompressedSize = parseInt10('grpc-max-decompressed-size', v, 1)),
+  },
+  {
+    name: 'grpc-max-connection-buffered-bytes',
+    kind: 'int',
+    defaultText: '536870912',
+    help: "Bytes of gRPC request messages still arriving (or being decompressed) that one connection may hold; the call that would pass it fails with RESOURCE_EXHAUSTED. Nereid's own.",
+    apply: (d, v) =>
+      (d.grpcMaxConnectionBufferedBytes = parseInt10('grpc-max-connection-buffered-bytes', v, 1)),
+  },
+  {
+    name: 'grpc-max-buffered-bytes',
+    kind: 'int',
+    defaultText: '1073741824',
+    help: "The same, for all gRPC connections together. Nereid's own.",
+    apply: (d, v) => (d.grpcMaxBufferedBytes = parseInt10('grpc-max-buffered-bytes', v, 1)),
+  },
+  {
+    name: 'grpc-infer-stream-idle-timeout',
+    kind: 'int',
+    defaultText: '3600000',
+    help: "Milliseconds a ModelStreamInfer stream with no request in flight may wait for its next request before it is ended with UNAVAILABLE; 0 = never. Nereid's own.",
+    apply: (d, v) =>
+      (d.grpcInferStreamIdleTimeoutMs = parseInt10('grpc-infer-stream-idle-timeout', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-restricted-protocol',
@@ -759,6 +837,21 @@ export function defaultDraft(): Draft {
     allowGrpc: true,
     grpcAddress: '0.0.0.0',
     grpcPort: 8001,
+    grpcInferResponseCompressionLevel: 'none',
+    grpcKeepaliveTimeMs: 7_200_000,
+    grpcKeepaliveTimeoutMs: 20_000,
+    grpcKeepalivePermitWithoutCalls: false,
+    grpcHttp2MaxPingsWithoutData: 2,
+    grpcHttp2MinRecvPingIntervalWithoutDataMs: 300_000,
+    grpcHttp2MaxPingStrikes: 2,
+    grpcMaxConnectionAgeMs: 0,
+    grpcMaxConnectionAgeGraceMs: 0,
+    grpcMaxConnectionIdleMs: 300_000,
+    grpcMaxConcurrentStreams: 1000,
+    grpcMaxDecompressedSize: 64 * 1024 * 1024,
+    grpcMaxConnectionBufferedBytes: 512 * 1024 * 1024,
+    grpcMaxBufferedBytes: 1024 * 1024 * 1024,
+    grpcInferStreamIdleTimeoutMs: 3_600_000,
     allowMetrics: true,
     metricsAddress: '',
     metricsPort: 8002,
@@ -816,7 +909,8 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     if (flag.apply) {
       flag.apply(d, value);
     } else {
-      checkValue(flag, value);
+      if (flag.check) flag.check(value);
+      else checkValue(flag, value);
       if (!ignored.includes(`--${flag.name}`)) ignored.push(`--${flag.name}`);
     }
   }

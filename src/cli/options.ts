@@ -3,6 +3,7 @@
  * flags → ServerOptions → constructors. Only cli/ reads process.argv and the environment.
  */
 import type { LogFormat } from '../common/logger.js';
+import type { CompressionLevel } from '../frontends/grpc/compression.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -45,6 +46,29 @@ export interface ServerOptions {
   readonly allowGrpc: boolean;
   readonly grpcAddress: string;
   readonly grpcPort: number;
+  /** `--grpc-infer-response-compression-level`. */
+  readonly grpcInferResponseCompressionLevel: CompressionLevel;
+  /** Triton's gRPC keepalive flags (`--grpc-keepalive-*`, `--grpc-http2-*`), in milliseconds. */
+  readonly grpcKeepaliveTimeMs: number;
+  readonly grpcKeepaliveTimeoutMs: number;
+  readonly grpcKeepalivePermitWithoutCalls: boolean;
+  readonly grpcHttp2MaxPingsWithoutData: number;
+  readonly grpcHttp2MinRecvPingIntervalWithoutDataMs: number;
+  readonly grpcHttp2MaxPingStrikes: number;
+  /** `--grpc-max-connection-age` / `-grace`; 0 = unset, as in Triton. */
+  readonly grpcMaxConnectionAgeMs: number;
+  readonly grpcMaxConnectionAgeGraceMs: number;
+  /** `--grpc-max-connection-idle`: no calls this long → GOAWAY; 0 = never. */
+  readonly grpcMaxConnectionIdleMs: number;
+  /** `--grpc-max-concurrent-streams`: SETTINGS_MAX_CONCURRENT_STREAMS. */
+  readonly grpcMaxConcurrentStreams: number;
+  /** `--grpc-max-decompressed-size`: one request message after decompression. */
+  readonly grpcMaxDecompressedSize: number;
+  /** `--grpc-max-connection-buffered-bytes` / `--grpc-max-buffered-bytes`: request bytes still arriving. */
+  readonly grpcMaxConnectionBufferedBytes: number;
+  readonly grpcMaxBufferedBytes: number;
+  /** `--grpc-infer-stream-idle-timeout`: a ModelStreamInfer waiting this long for a request ends; 0 = never. */
+  readonly grpcInferStreamIdleTimeoutMs: number;
   readonly allowMetrics: boolean;
   readonly metricsAddress: string;
   readonly metricsPort: number;

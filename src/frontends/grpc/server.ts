@@ -3,17 +3,38 @@
  * node:http2: measured here, @grpc/grpc-js moves 600 KB messages at roughly half the rate (it keeps the
  * default 64 KiB flow-control windows and copies each message several times), see docs/grpc.md. Streams
  * get large flow-control windows, messages are framed by framing.ts, ModelInfer / ModelStreamInfer use
- * the hand-written codecs and the cold rpcs protobufjs. Every error goes through status.ts. close()
- * refuses new calls, lets running ones finish and ends idle inference streams.
+ * the hand-written codecs and the cold rpcs protobufjs. Every error goes through status.ts. Each
+ * connection's lifecycle (idle, age, keepalive, abuse, budget) is connection.ts's. close() refuses new
+ * calls, lets running ones finish and ends idle inference streams.
  */
-import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import http2, {
+  type IncomingHttpHeaders,
+  type ServerHttp2Session,
+  type ServerHttp2Stream,
+  type Settings,
+} from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
-import { ServerCall, responseHeaders } from './call.js';
-import { ACCEPT_ENCODING, frame, isSupportedEncoding } from './framing.js';
+import { ByteBudget } from './budget.js';
+import { ServerCall, responseHeaders, type CallLimits } from './call.js';
+import {
+  ACCEPT_ENCODING,
+  DEFAULT_MAX_DECOMPRESSED_SIZE,
+  isSupportedEncoding,
+  responseEncoding,
+  type CompressionLevel,
+} from './compression.js';
+import {
+  DEFAULT_CONNECTION_SETTINGS,
+  GOAWAY_GRACE_MS,
+  GrpcConnection,
+  tagSocket,
+  type ConnectionSettings,
+} from './connection.js';
+import { frame } from './framing.js';
 import { COLD_RPCS } from './handlers.js';
 import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';
@@ -32,6 +53,18 @@ export interface GrpcFrontendOptions {
   readonly streamWindowSize?: number;
   /** HTTP/2 flow-control window of each connection; default 64 MiB. */
   readonly connectionWindowSize?: number;
+  /** Largest request message after decompression; default 64 MiB. */
+  readonly maxDecompressedSize?: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS: calls one connection may have open at once; default 1000. */
+  readonly maxConcurrentStreams?: number;
+  /** Bytes of request messages still arriving that the whole server may hold; default 1 GiB. */
+  readonly maxBufferedBytes?: number;
+  /** Keepalive, age, idle and per-connection limits; defaults DEFAULT_CONNECTION_SETTINGS (Triton's). */
+  readonly connection?: Partial<ConnectionSettings>;
+  /** Compression of ModelInfer / ModelStreamInfer responses; default none. */
+  readonly responseCompression?: CompressionLevel;
+  /** A ModelStreamInfer with nothing in flight that receives nothing this long is ended; 0 = never. */
+  readonly streamIdleTimeoutMs?: number;
 }
 
 export interface GrpcFrontend {
@@ -47,16 +80,47 @@ export const MODEL_STREAM_INFER_PATH = '/inference.GRPCInferenceService/ModelStr
 const DEFAULT_STREAM_WINDOW = 16 * 1024 * 1024;
 const DEFAULT_CONNECTION_WINDOW = 64 * 1024 * 1024;
 const MAX_WINDOW = 0x7fffffff;
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024 * 1024;
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 3_600_000;
+
+/**
+ * The one place the HTTP/2 server is made (TLS replaces createServer here). Every accepted socket is
+ * tagged so a connection can always destroy it (connection.ts); a TLS server tags the TLS socket on
+ * 'secureConnection'.
+ */
+function createHttp2Server(settings: Settings): http2.Http2Server {
+  const server = http2.createServer({
+    settings,
+    // Node counts queued outgoing data against this (in MB); large responses must not trip it.
+    maxSessionMemory: 1 << 20,
+  });
+  server.prependListener('connection', tagSocket);
+  return server;
+}
 
 export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
   const { log } = options;
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
   const streamWindow = Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW);
   const connectionWindow = Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW);
+  const limits: CallLimits = {
+    maxMessageSize,
+    maxDecompressedSize: options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE,
+  };
+  const connectionSettings: ConnectionSettings = { ...DEFAULT_CONNECTION_SETTINGS, ...options.connection };
+  const serverBudget = new ByteBudget(
+    options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    undefined,
+    'the server',
+    '--grpc-max-buffered-bytes',
+  );
+  const compression = options.responseCompression ?? 'none';
+  const streamIdleTimeoutMs = options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   protoRoot(); // fail at startup, not on the first call, if the .proto files are missing
   const replyHeaders = responseHeaders(productToken(api.serverMetadata().version));
 
-  const sessions = new Set<ServerHttp2Session>();
+  const connections = new Map<ServerHttp2Session, GrpcConnection>();
   const streams = new Set<StreamInfer>();
   let closing = false;
 
@@ -108,6 +172,9 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     stream.on('error', () => {
       // A reset or protocol error on one stream ends that call only (ServerCall sees 'close').
     });
+    // Every stream counts (activity, idle time, resets), whether or not it becomes a call.
+    const connection = connections.get(stream.session as ServerHttp2Session);
+    connection?.streamStarted(stream);
     const path = headers[':path'] ?? '';
     if (headers[':method'] !== 'POST') {
       stream.respond({ ':status': 405 }, { endStream: true });
@@ -119,7 +186,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       return;
     }
     if (log.isVerbose()) log.verbose(`GRPC request: ${path}`);
-    const call = new ServerCall(stream, path, headers, maxMessageSize, replyHeaders);
+    const call = new ServerCall(stream, path, headers, limits, connection, replyHeaders);
     const encoding = call.metadata('grpc-encoding');
     if (encoding !== undefined && !isSupportedEncoding(encoding)) {
       call.finish({
@@ -132,12 +199,16 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       call.finish({ code: Status.UNAVAILABLE, details: SHUTTING_DOWN_MESSAGE });
       return;
     }
+    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH) {
+      const responseCoding = responseEncoding(compression, call.metadata('grpc-accept-encoding'));
+      if (responseCoding !== undefined) call.compress(responseCoding);
+    }
     if (path === MODEL_INFER_PATH) {
       unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx));
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {
-      const s: StreamInfer = new StreamInfer(api, call, log, () => streams.delete(s));
+      const s: StreamInfer = new StreamInfer(api, call, log, () => streams.delete(s), streamIdleTimeoutMs);
       streams.add(s);
       return;
     }
@@ -153,17 +224,19 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
-  const server = http2.createServer({
-    settings: { initialWindowSize: streamWindow, enablePush: false },
-    // Node counts queued outgoing data against this (in MB); large responses must not trip it.
-    maxSessionMemory: 1 << 20,
+  const server = createHttp2Server({
+    initialWindowSize: streamWindow,
+    enablePush: false,
+    maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
   });
   server.on('session', (session: ServerHttp2Session) => {
-    sessions.add(session);
-    session.on('close', () => sessions.delete(session));
-    session.on('error', (err: Error) => {
-      if (log.isVerbose()) log.verbose(`GRPC connection error: ${err.message}`);
-    });
+    const connection = new GrpcConnection(session, connectionSettings, serverBudget, log);
+    connections.set(session, connection);
+    session.on('close', () => connections.delete(session));
+    if (closing) {
+      connection.beginClose(GOAWAY_GRACE_MS);
+      return;
+    }
     session.setLocalWindowSize(connectionWindow);
   });
   server.on('stream', onStream);
@@ -199,7 +272,8 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       new Promise<void>((resolve) => {
         closing = true;
         for (const s of streams) s.shutdown();
-        for (const session of sessions) session.close();
+        // Running calls finish (SIGTERM's --exit-timeout-secs bounds them); idle connections close now.
+        for (const connection of connections.values()) connection.beginClose(undefined);
         if (!server.listening) {
           resolve();
           return;

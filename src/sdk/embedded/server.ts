@@ -5,7 +5,7 @@
  * detached at any time. Built on the same composition as the `nereid` command (cli/compose.ts), so a model
  * behaves the same whichever way it is reached. docs/embedding.md shows it end to end.
  */
-import { startNereid, type Endpoint, type RunningNereid } from '../../cli/compose.js';
+import { grpcTransportOptions, startNereid, type Endpoint, type RunningNereid } from '../../cli/compose.js';
 import { parseFlags } from '../../cli/flags.js';
 import type { ServerOptions } from '../../cli/options.js';
 import { unsupported } from '../../common/errors.js';
@@ -154,6 +154,7 @@ export class NereidServer {
         address: options.address ?? '127.0.0.1',
         port: options.port ?? 0,
         log: this.log,
+        ...grpcTransportOptions(this.options),
       }),
     );
   }
