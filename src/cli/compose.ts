@@ -138,6 +138,8 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       grpcFrontend = createGrpcFrontend(server, {
         address: options.grpcAddress,
         port: options.grpcPort,
+        restrictedProtocols: options.grpcRestrictedProtocols,
+        headerForwardPattern: options.grpcHeaderForwardPattern,
         log,
       });
       grpc = await grpcFrontend.listen();
@@ -148,6 +150,8 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         address: options.httpAddress,
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
+        restrictedApis: options.httpRestrictedApis,
+        headerForwardPattern: options.httpHeaderForwardPattern,
         log,
       });
       http = await httpFrontend.listen();

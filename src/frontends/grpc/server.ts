@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import { HeaderForwarder } from '../header-forward.js';
+import { GRPC_METHOD_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { ServerCall } from './call.js';
 import { ACCEPT_ENCODING, frame, isSupportedEncoding } from './framing.js';
 import { COLD_RPCS } from './handlers.js';
@@ -31,6 +33,10 @@ export interface GrpcFrontendOptions {
   readonly streamWindowSize?: number;
   /** HTTP/2 flow-control window of each connection; default 64 MiB. */
   readonly connectionWindowSize?: number;
+  /** `--grpc-restricted-protocol`: categories that need a metadata key (restricted.ts). */
+  readonly restrictedProtocols?: Restrictions;
+  /** `--grpc-header-forward-pattern`: metadata forwarded to models as parameters (header-forward.ts). */
+  readonly headerForwardPattern?: string;
 }
 
 export interface GrpcFrontend {
@@ -47,12 +53,26 @@ const DEFAULT_STREAM_WINDOW = 16 * 1024 * 1024;
 const DEFAULT_CONNECTION_WINDOW = 64 * 1024 * 1024;
 const MAX_WINDOW = 0x7fffffff;
 
+/** Node passes the raw header list with each stream; this rebuilds one from the parsed headers otherwise. */
+function flatten(headers: IncomingHttpHeaders): string[] {
+  const raw: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    for (const v of Array.isArray(value) ? value : [value ?? '']) raw.push(name, v);
+  }
+  return raw;
+}
+
 export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
   const { log } = options;
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
   const streamWindow = Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW);
   const connectionWindow = Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW);
   protoRoot(); // fail at startup, not on the first call, if the .proto files are missing
+  const restricted = restrictionTable(GRPC_METHOD_CATEGORY, options.restrictedProtocols, 'grpc');
+  const forwardHeaders =
+    options.headerForwardPattern === undefined
+      ? undefined
+      : new HeaderForwarder(options.headerForwardPattern, 'grpc');
 
   const sessions = new Set<ServerHttp2Session>();
   const streams = new Set<StreamInfer>();
@@ -102,7 +122,12 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     });
   };
 
-  const onStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void => {
+  const onStream = (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    _flags: number,
+    rawHeaders?: readonly string[],
+  ): void => {
     stream.on('error', () => {
       // A reset or protocol error on one stream ends that call only (ServerCall sees 'close').
     });
@@ -130,12 +155,20 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       call.finish({ code: Status.UNAVAILABLE, details: SHUTTING_DOWN_MESSAGE });
       return;
     }
+    const raw = rawHeaders ?? flatten(headers);
+    const restriction = restricted.get(path);
+    if (restriction !== undefined && !isAllowed(restriction, headers, raw)) {
+      call.finish({ code: Status.UNAVAILABLE, details: restriction.message });
+      return;
+    }
     if (path === MODEL_INFER_PATH) {
-      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx));
+      const forwarded = forwardHeaders?.parameters(raw);
+      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded));
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {
-      const s: StreamInfer = new StreamInfer(api, call, log, () => streams.delete(s));
+      const forwarded = forwardHeaders?.parameters(raw);
+      const s: StreamInfer = new StreamInfer(api, call, log, () => streams.delete(s), forwarded);
       streams.add(s);
       return;
     }

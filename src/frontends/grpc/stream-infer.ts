@@ -11,6 +11,7 @@ import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { InferenceResponse } from '../../core/types.js';
+import { withForwarded } from '../header-forward.js';
 import type { ServerCall } from './call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
 import { encodeStreamResponse, type ResponseFields } from './infer-response.js';
@@ -40,6 +41,8 @@ export class StreamInfer {
     private readonly call: ServerCall,
     private readonly log: Logger,
     private readonly onDone: () => void,
+    /** Metadata forwarded to every request of the stream (`--grpc-header-forward-pattern`). */
+    private readonly forwarded?: Readonly<Record<string, string>>,
   ) {
     this.errorMode = call.metadata('triton_grpc_error') === 'true';
     call.stream.once('close', onDone);
@@ -88,7 +91,10 @@ export class StreamInfer {
       if (wire === undefined) throw parseError;
       if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
       const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
-      const responses = this.api.infer({ ...request, signal: controller.signal });
+      const responses = this.api.infer({
+        ...withForwarded(request, this.forwarded),
+        signal: controller.signal,
+      });
       started = true;
       let final = false;
       for await (const r of responses) {

@@ -9,9 +9,11 @@ import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import { HeaderForwarder } from '../header-forward.js';
+import { HTTP_ROUTE_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
 import { errorBody, toErrorReply } from './errors.js';
-import { matchRoute, type RouteMatch } from './router.js';
+import { matchRoute, type RouteMatch, type RouteName } from './router.js';
 import { HANDLERS, type Reply, type RouteContext } from './routes.js';
 
 /** Triton's --http-max-input-size default (64 MiB). */
@@ -23,6 +25,10 @@ export interface HttpFrontendOptions {
   readonly port: number;
   /** Largest accepted request body, before and after decompression; default 64 MiB. */
   readonly maxInputSize?: number;
+  /** `--http-restricted-api`: categories that need a header (restricted.ts). */
+  readonly restrictedApis?: Restrictions;
+  /** `--http-header-forward-pattern`: headers forwarded to models as parameters (header-forward.ts). */
+  readonly headerForwardPattern?: string;
   readonly log: Logger;
 }
 
@@ -49,6 +55,15 @@ function bodyLength(body: Reply['body']): number {
 export function createHttpFrontend(api: InferenceServerApi, options: HttpFrontendOptions): HttpFrontend {
   const { log } = options;
   const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
+  const restricted = restrictionTable(
+    Object.entries(HTTP_ROUTE_CATEGORY) as [RouteName, (typeof HTTP_ROUTE_CATEGORY)[RouteName]][],
+    options.restrictedApis,
+    'http',
+  );
+  const forwardHeaders =
+    options.headerForwardPattern === undefined
+      ? undefined
+      : new HeaderForwarder(options.headerForwardPattern, 'http');
   let closing = false;
 
   const send = (res: ServerResponse, reply: Reply, closeConnection = false): void => {
@@ -74,7 +89,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   };
 
   const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
-    const ctx: RouteContext = { api, req, res, match, maxInputSize };
+    const ctx: RouteContext = { api, req, res, match, maxInputSize, forwardHeaders };
     try {
       send(res, await HANDLERS[match.name](ctx));
     } catch (err) {
@@ -104,6 +119,12 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     }
     if (match === undefined) {
       sendError(res, 404, NOT_FOUND_BODY);
+      return;
+    }
+    // Before the verb and the body are looked at, as in Triton.
+    const restriction = restricted.get(match.name);
+    if (restriction !== undefined && !isAllowed(restriction, req.headers, req.rawHeaders)) {
+      sendError(res, 403, errorBody(restriction.message));
       return;
     }
     if (
