@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { Metadata, status as Code, type ServiceError } from '@grpc/grpc-js';
 import type { Plain } from '../../src/frontends/grpc/messages.js';
 import { TestClient } from '../../src/frontends/grpc/test-client.testkit.js';
+import { Nereid } from '../../src/index.js';
 import type { RouteName } from '../../src/frontends/http/router.js';
 import {
   GRPC_METHOD_CATEGORY,
@@ -381,5 +382,49 @@ describe('restricted APIs', () => {
       );
       assert.equal(r.code, Code.UNIMPLEMENTED);
     });
+  });
+});
+
+describe('an embedded server (Nereid.start) takes the same flags', () => {
+  it('restricts and forwards on the frontends it attaches', async () => {
+    const repo = makeRepository({});
+    cpSync(path.resolve(EXAMPLES, '../../test/fixtures/javascript/params_js'), path.join(repo, 'params_js'), {
+      recursive: true,
+    });
+    const server = await Nereid.start({
+      modelRepository: repo,
+      log: false,
+      flags: [
+        '--http-restricted-api=health:k=v',
+        '--grpc-restricted-protocol=health:k=v',
+        '--http-header-forward-pattern=^x-fwd-',
+        '--grpc-header-forward-pattern=^x-fwd-',
+      ],
+    });
+    const client = new TestClient(`127.0.0.1:${(await server.listenGrpc()).port}`);
+    try {
+      const url = `http://127.0.0.1:${(await server.listenHttp()).port}`;
+      assert.equal((await request(`${url}/v2/health/live`)).status, 403);
+      assert.equal((await request(`${url}/v2/health/live`, { headers: { k: 'v' } })).status, 200);
+      const r = await request(`${url}/v2/models/params_js/infer`, {
+        method: 'POST',
+        body: JSON.stringify({ inputs: [{ name: 'INPUT0', shape: [1], datatype: 'FP32', data: [1] }] }),
+        headers: { 'x-fwd-a': 'from a header' },
+      });
+      const out = r.json<{ outputs: { data: string[] }[] }>().outputs[0].data[0];
+      assert.deepEqual(JSON.parse(out), { 'x-fwd-a': 'from a header' });
+      assert.deepEqual(await outcome(client.call('ServerLive', {})), {
+        code: Code.UNAVAILABLE,
+        details: "This protocol is restricted, expecting header 'triton-grpc-protocol-k'",
+      });
+      assert.deepEqual(
+        await outcome(client.call('ServerLive', {}, metadata([['triton-grpc-protocol-k', 'v']]))),
+        { ok: { live: true } },
+      );
+    } finally {
+      client.close();
+      await server.close();
+      removeRepository(repo);
+    }
   });
 });
