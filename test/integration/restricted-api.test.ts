@@ -272,6 +272,42 @@ describe('restricted APIs', () => {
       assert.deepEqual(infer.json(), { error: "This API is restricted, expecting header 'Infer-Key'" });
     });
 
+    it('closes the connection after refusing a request with a body, instead of reading the body', async () => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      try {
+        const sockets = new Set<unknown>();
+        const send = (headers: Record<string, string>, body?: string) =>
+          new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+            const r = http.request(
+              `${restricted.url}/v2/models/simple/infer`,
+              { method: body === undefined ? 'GET' : 'POST', agent, headers },
+              (res) => {
+                res.resume();
+                res.on('end', () =>
+                  resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }),
+                );
+              },
+            );
+            r.on('socket', (s) => sockets.add(s));
+            r.on('error', reject);
+            r.end(body);
+          });
+        // Refused without a body: the connection is kept.
+        assert.deepEqual(await send({}), { status: 403, connection: 'keep-alive' });
+        // Refused with a body: answered, then closed.
+        assert.deepEqual(await send({ 'content-type': 'application/json' }, INFER_JSON), {
+          status: 403,
+          connection: 'close',
+        });
+        // The next request (on a new connection) is served.
+        const ok = await send({ 'infer-key': 'ik', 'content-type': 'application/json' }, INFER_JSON);
+        assert.equal(ok.status, 200);
+        assert.equal(sockets.size, 2);
+      } finally {
+        agent.destroy();
+      }
+    });
+
     it('lets the first of a repeated header decide', async () => {
       // Node's raw header list form sends each value as its own header line.
       const first = (values: string[]) =>

@@ -121,10 +121,12 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       sendError(res, 404, NOT_FOUND_BODY);
       return;
     }
-    // Before the verb and the body are looked at, as in Triton.
+    // Before the verb and the body are looked at, as in Triton. A refused request's body is not read: the
+    // connection closes after the 403 instead of draining what an unauthorised client sends.
     const restriction = restricted.get(match.name);
     if (restriction !== undefined && !isAllowed(restriction, req.headers, req.rawHeaders)) {
-      sendError(res, 403, errorBody(restriction.message));
+      const hasBody = (declaredLength(req) ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+      sendError(res, 403, errorBody(restriction.message), hasBody);
       return;
     }
     if (
