@@ -169,6 +169,8 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       grpcFrontend = createGrpcFrontend(server, {
         address: options.grpcAddress,
         port: options.grpcPort,
+        restrictedProtocols: options.grpcRestrictedProtocols,
+        headerForwardPattern: options.grpcHeaderForwardPattern,
         log,
         ...grpcTransportOptions(options),
       });
@@ -180,6 +182,8 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         address: options.httpAddress,
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
+        restrictedApis: options.httpRestrictedApis,
+        headerForwardPattern: options.httpHeaderForwardPattern,
         log,
       });
       http = await httpFrontend.listen();

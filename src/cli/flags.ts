@@ -7,7 +7,9 @@
  */
 import { invalidArg } from '../common/errors.js';
 import { parseCompressionLevel } from '../frontends/grpc/compression.js';
+import { compileForwardPattern } from '../frontends/header-forward.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
+import { parseRestrictedOption, restrictionWarnings, type RestrictionDraft } from './restricted-flags.js';
 
 /**
  * How a flag's value is read. 'int-or-bool': an integer, or true/false for 1/0 (Triton's log-verbose);
@@ -18,9 +20,17 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type Draft = Mutable<
   Omit<
     ServerOptions,
-    'backendConfig' | 'modelRepositories' | 'loadModels' | 'metricsConfig' | 'rateLimitResources'
+    | 'backendConfig'
+    | 'modelRepositories'
+    | 'loadModels'
+    | 'metricsConfig'
+    | 'rateLimitResources'
+    | 'httpRestrictedApis'
+    | 'grpcRestrictedProtocols'
   >
 > & {
+  httpRestrictedApis: RestrictionDraft;
+  grpcRestrictedProtocols: RestrictionDraft;
   rateLimitResources: RateLimitResourceOption[];
   backendConfig: Map<string, Map<string, string>>;
   metricsConfig: Map<string, string>;
@@ -429,14 +439,17 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'http-header-forward-pattern',
     kind: 'string',
-    help: 'Regular expression of HTTP headers forwarded to models as request parameters.',
-    inert: 'not implemented yet; headers are not forwarded',
+    help: "HTTP headers whose name matches this RE2 regular expression (anywhere in the name; case-insensitive unless it starts with '(?-i)') reach models as string request parameters, on /infer. Names the server consumes (sequence_id, priority, timeout, triton_*...) are never forwarded. Default: none.",
+    apply: (d, v) => {
+      compileForwardPattern('http-header-forward-pattern', v);
+      d.httpHeaderForwardPattern = v;
+    },
   },
   {
     name: 'http-restricted-api',
     kind: 'list',
-    help: "Restrict HTTP API categories to requests carrying a header: '<category>,...:<key>=<value>'.",
-    inert: 'not implemented yet; every API is open',
+    help: "Requests to these HTTP API categories must carry header <key> with exactly <value>, or get 403: '<category>[,<category>...]:<key>=<value>'; repeat for groups with other keys, a category in one group only. Categories: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging (docs/security.md). Default: every API open.",
+    apply: (d, v) => parseRestrictedOption(v, 'http-restricted-api', d.httpRestrictedApis),
   },
   {
     name: 'reuse-grpc-port',
@@ -447,8 +460,11 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'grpc-header-forward-pattern',
     kind: 'string',
-    help: 'Regular expression of gRPC metadata keys forwarded to models as request parameters.',
-    inert: 'not implemented yet; metadata is not forwarded',
+    help: 'gRPC metadata whose key matches this RE2 regular expression (as --http-header-forward-pattern) reaches models as string request parameters, on ModelInfer and ModelStreamInfer. Default: none.',
+    apply: (d, v) => {
+      compileForwardPattern('grpc-header-forward-pattern', v);
+      d.grpcHeaderForwardPattern = v;
+    },
   },
   {
     name: 'grpc-infer-thread-count',
@@ -630,8 +646,8 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'grpc-restricted-protocol',
     kind: 'list',
-    help: "Restrict gRPC protocol categories to calls carrying a metadata key: '<category>,...:<key>=<value>'.",
-    inert: 'not implemented yet; every rpc is open',
+    help: "Calls to these gRPC categories must carry metadata 'triton-grpc-protocol-<key>' with exactly <value>, or get UNAVAILABLE: '<category>[,<category>...]:<key>=<value>', as --http-restricted-api. Default: every rpc open.",
+    apply: (d, v) => parseRestrictedOption(v, 'grpc-restricted-protocol', d.grpcRestrictedProtocols),
   },
   {
     name: 'allow-sagemaker',
@@ -834,6 +850,8 @@ export function defaultDraft(): Draft {
     httpAddress: '0.0.0.0',
     httpPort: 8000,
     httpMaxInputSize: 64 * 1024 * 1024,
+    httpRestrictedApis: {},
+    httpHeaderForwardPattern: undefined,
     allowGrpc: true,
     grpcAddress: '0.0.0.0',
     grpcPort: 8001,
@@ -852,6 +870,8 @@ export function defaultDraft(): Draft {
     grpcMaxConnectionBufferedBytes: 512 * 1024 * 1024,
     grpcMaxBufferedBytes: 1024 * 1024 * 1024,
     grpcInferStreamIdleTimeoutMs: 3_600_000,
+    grpcRestrictedProtocols: {},
+    grpcHeaderForwardPattern: undefined,
     allowMetrics: true,
     metricsAddress: '',
     metricsPort: 8002,
@@ -918,6 +938,9 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     (f) =>
       `${f} is accepted for compatibility and changes nothing: ${BY_NAME.get(f.slice(2))?.inert ?? 'no effect here'}`,
   );
+  warnings.push(
+    ...restrictionWarnings(d.grpcRestrictedProtocols, d.httpHeaderForwardPattern, d.grpcHeaderForwardPattern),
+  );
   if (!help && !version) validate(d);
   if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
   const options: ServerOptions = Object.freeze({
@@ -926,6 +949,8 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     loadModels: Object.freeze([...d.loadModels]),
     rateLimitResources: Object.freeze(d.rateLimitResources.map((r) => Object.freeze(r))),
     backendConfig: d.backendConfig,
+    httpRestrictedApis: Object.freeze({ ...d.httpRestrictedApis }),
+    grpcRestrictedProtocols: Object.freeze({ ...d.grpcRestrictedProtocols }),
   });
   return { options, help, version, ignored, warnings };
 }

@@ -4,6 +4,7 @@
  */
 import type { LogFormat } from '../common/logger.js';
 import type { CompressionLevel } from '../frontends/grpc/compression.js';
+import type { Restrictions } from '../frontends/restricted.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -43,6 +44,10 @@ export interface ServerOptions {
   readonly httpAddress: string;
   readonly httpPort: number;
   readonly httpMaxInputSize: number;
+  /** `--http-restricted-api`: HTTP categories that need a header, and which (frontends/restricted.ts). */
+  readonly httpRestrictedApis: Restrictions;
+  /** `--http-header-forward-pattern` as given (RE2, case-insensitive unless `(?-i)`); undefined = none. */
+  readonly httpHeaderForwardPattern: string | undefined;
   readonly allowGrpc: boolean;
   readonly grpcAddress: string;
   readonly grpcPort: number;
@@ -69,6 +74,10 @@ export interface ServerOptions {
   readonly grpcMaxBufferedBytes: number;
   /** `--grpc-infer-stream-idle-timeout`: a ModelStreamInfer waiting this long for a request ends; 0 = never. */
   readonly grpcInferStreamIdleTimeoutMs: number;
+  /** `--grpc-restricted-protocol`: gRPC categories that need a `triton-grpc-protocol-<key>` metadata key. */
+  readonly grpcRestrictedProtocols: Restrictions;
+  /** `--grpc-header-forward-pattern` as given; undefined = none. */
+  readonly grpcHeaderForwardPattern: string | undefined;
   readonly allowMetrics: boolean;
   readonly metricsAddress: string;
   readonly metricsPort: number;

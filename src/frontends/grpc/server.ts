@@ -35,6 +35,8 @@ import {
   type ConnectionSettings,
 } from './connection.js';
 import { frame } from './framing.js';
+import { HeaderForwarder } from '../header-forward.js';
+import { GRPC_METHOD_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { COLD_RPCS } from './handlers.js';
 import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';
@@ -65,6 +67,10 @@ export interface GrpcFrontendOptions {
   readonly responseCompression?: CompressionLevel;
   /** A ModelStreamInfer with nothing in flight that receives nothing this long is ended; 0 = never. */
   readonly streamIdleTimeoutMs?: number;
+  /** `--grpc-restricted-protocol`: categories that need a metadata key (restricted.ts). */
+  readonly restrictedProtocols?: Restrictions;
+  /** `--grpc-header-forward-pattern`: metadata forwarded to models as parameters (header-forward.ts). */
+  readonly headerForwardPattern?: string;
 }
 
 export interface GrpcFrontend {
@@ -99,6 +105,15 @@ function createHttp2Server(settings: Settings): http2.Http2Server {
   return server;
 }
 
+/** Node passes the raw header list with each stream; this rebuilds one from the parsed headers otherwise. */
+function flatten(headers: IncomingHttpHeaders): string[] {
+  const raw: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    for (const v of Array.isArray(value) ? value : [value ?? '']) raw.push(name, v);
+  }
+  return raw;
+}
+
 export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
   const { log } = options;
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
@@ -119,6 +134,11 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
   const streamIdleTimeoutMs = options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   protoRoot(); // fail at startup, not on the first call, if the .proto files are missing
   const replyHeaders = responseHeaders(productToken(api.serverMetadata().version));
+  const restricted = restrictionTable(GRPC_METHOD_CATEGORY, options.restrictedProtocols, 'grpc');
+  const forwardHeaders =
+    options.headerForwardPattern === undefined
+      ? undefined
+      : new HeaderForwarder(options.headerForwardPattern, 'grpc');
 
   const connections = new Map<ServerHttp2Session, GrpcConnection>();
   const streams = new Set<StreamInfer>();
@@ -168,7 +188,12 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     });
   };
 
-  const onStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void => {
+  const onStream = (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    _flags: number,
+    rawHeaders?: readonly string[],
+  ): void => {
     stream.on('error', () => {
       // A reset or protocol error on one stream ends that call only (ServerCall sees 'close').
     });
@@ -199,16 +224,31 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       call.finish({ code: Status.UNAVAILABLE, details: SHUTTING_DOWN_MESSAGE });
       return;
     }
+    const raw = rawHeaders ?? flatten(headers);
+    const restriction = restricted.get(path);
+    if (restriction !== undefined && !isAllowed(restriction, headers, raw)) {
+      call.finish({ code: Status.UNAVAILABLE, details: restriction.message });
+      return;
+    }
     if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH) {
       const responseCoding = responseEncoding(compression, call.metadata('grpc-accept-encoding'));
       if (responseCoding !== undefined) call.compress(responseCoding);
     }
     if (path === MODEL_INFER_PATH) {
-      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx));
+      const forwarded = forwardHeaders?.parameters(raw);
+      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded));
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {
-      const s: StreamInfer = new StreamInfer(api, call, log, () => streams.delete(s), streamIdleTimeoutMs);
+      const forwarded = forwardHeaders?.parameters(raw);
+      const s: StreamInfer = new StreamInfer(
+        api,
+        call,
+        log,
+        () => streams.delete(s),
+        streamIdleTimeoutMs,
+        forwarded,
+      );
       streams.add(s);
       return;
     }

@@ -12,6 +12,7 @@ import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { InferenceResponse } from '../../core/types.js';
+import { withForwarded } from '../header-forward.js';
 import type { ServerCall } from './call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
 import { encodeStreamResponse, type ResponseFields } from './infer-response.js';
@@ -47,6 +48,8 @@ export class StreamInfer {
     private readonly log: Logger,
     private readonly onDone: () => void,
     private readonly idleTimeoutMs = 0,
+    /** Metadata forwarded to every request of the stream (`--grpc-header-forward-pattern`). */
+    private readonly forwarded?: Readonly<Record<string, string>>,
   ) {
     this.errorMode = call.metadata('triton_grpc_error') === 'true';
     call.stream.once('close', () => {
@@ -121,7 +124,10 @@ export class StreamInfer {
       if (wire === undefined) throw parseError;
       if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
       const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
-      const responses = this.api.infer({ ...request, signal: controller.signal });
+      const responses = this.api.infer({
+        ...withForwarded(request, this.forwarded),
+        signal: controller.signal,
+      });
       started = true;
       let final = false;
       for await (const r of responses) {

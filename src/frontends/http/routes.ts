@@ -7,6 +7,7 @@ import { invalidArg, unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
+import { withForwarded, type HeaderForwarder } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
@@ -34,6 +35,8 @@ export interface RouteContext {
   readonly res: ServerResponse;
   readonly match: RouteMatch;
   readonly maxInputSize: number;
+  /** Headers forwarded to models as request parameters (`--http-header-forward-pattern`), when set. */
+  readonly forwardHeaders?: HeaderForwarder;
   /** Set once known, for error logs. */
   requestId?: string;
 }
@@ -131,7 +134,8 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   res.once('close', onClose);
   let response: InferenceResponse;
   try {
-    response = await api.inferOnce({ ...decoded.request, signal: controller.signal });
+    const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
+    response = await api.inferOnce({ ...request, signal: controller.signal });
   } finally {
     res.removeListener('close', onClose);
     returnController(controller);

@@ -10,9 +10,11 @@ import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import { HeaderForwarder } from '../header-forward.js';
+import { HTTP_ROUTE_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
 import { errorBody, toErrorReply } from './errors.js';
-import { matchRoute, type RouteMatch } from './router.js';
+import { matchRoute, type RouteMatch, type RouteName } from './router.js';
 import { HANDLERS, type Reply, type RouteContext } from './routes.js';
 
 /** Triton's --http-max-input-size default (64 MiB). */
@@ -24,6 +26,10 @@ export interface HttpFrontendOptions {
   readonly port: number;
   /** Largest accepted request body, before and after decompression; default 64 MiB. */
   readonly maxInputSize?: number;
+  /** `--http-restricted-api`: categories that need a header (restricted.ts). */
+  readonly restrictedApis?: Restrictions;
+  /** `--http-header-forward-pattern`: headers forwarded to models as parameters (header-forward.ts). */
+  readonly headerForwardPattern?: string;
   readonly log: Logger;
 }
 
@@ -57,6 +63,15 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   // GET /v2 answers with --id (Triton's name by default); this header says which server it really is.
   const serverHeader = productToken(api.serverMetadata().version);
+  const restricted = restrictionTable(
+    Object.entries(HTTP_ROUTE_CATEGORY) as [RouteName, (typeof HTTP_ROUTE_CATEGORY)[RouteName]][],
+    options.restrictedApis,
+    'http',
+  );
+  const forwardHeaders =
+    options.headerForwardPattern === undefined
+      ? undefined
+      : new HeaderForwarder(options.headerForwardPattern, 'http');
   let closing = false;
 
   const send = (res: ServerResponse, reply: Reply, closeConnection = false): void => {
@@ -82,7 +97,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   };
 
   const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
-    const ctx: RouteContext = { api, req, res, match, maxInputSize };
+    const ctx: RouteContext = { api, req, res, match, maxInputSize, forwardHeaders };
     try {
       send(res, await HANDLERS[match.name](ctx));
     } catch (err) {
@@ -114,6 +129,14 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     }
     if (match === undefined) {
       sendError(res, 404, NOT_FOUND_BODY);
+      return;
+    }
+    // Before the verb and the body are looked at, as in Triton. A refused request's body is not read: the
+    // connection closes after the 403 instead of draining what an unauthorised client sends.
+    const restriction = restricted.get(match.name);
+    if (restriction !== undefined && !isAllowed(restriction, req.headers, req.rawHeaders)) {
+      const hasBody = (declaredLength(req) ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+      sendError(res, 403, errorBody(restriction.message), hasBody);
       return;
     }
     if (

@@ -143,6 +143,8 @@ export class NereidServer {
         address: options.address ?? '127.0.0.1',
         port: options.port ?? 0,
         maxInputSize: this.options.httpMaxInputSize,
+        restrictedApis: this.options.httpRestrictedApis,
+        headerForwardPattern: this.options.httpHeaderForwardPattern,
         log: this.log,
       }),
     );
@@ -153,6 +155,8 @@ export class NereidServer {
       createGrpcFrontend(this.running.server, {
         address: options.address ?? '127.0.0.1',
         port: options.port ?? 0,
+        restrictedProtocols: this.options.grpcRestrictedProtocols,
+        headerForwardPattern: this.options.grpcHeaderForwardPattern,
         log: this.log,
         ...grpcTransportOptions(this.options),
       }),
