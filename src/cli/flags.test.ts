@@ -94,7 +94,7 @@ describe('parseFlags', () => {
     const rows = tritonFlags();
     assert.ok(rows.length >= 90, `the fixture lists ${rows.length} flags`);
     for (const row of rows) {
-      const base = ['--model-repository=/r', ...(row.needs === '-' ? [] : [row.needs])];
+      const base = ['--model-repository=/r', ...(row.needs === '-' ? [] : row.needs.split(' '))];
       const forms =
         row.example === '-'
           ? [[`--${row.flag}`]]

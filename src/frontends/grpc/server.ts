@@ -6,7 +6,7 @@
  * the hand-written codecs and the cold rpcs protobufjs. Every error goes through status.ts. close()
  * refuses new calls, lets running ones finish and ends idle inference streams.
  */
-import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -19,6 +19,8 @@ import { MAX_MESSAGE_SIZE } from './infer-response.js';
 import { codec, protoRoot } from './messages.js';
 import { Status, toGrpcError } from './status.js';
 import { SHUTTING_DOWN_MESSAGE, StreamInfer } from './stream-infer.js';
+import type { TlsCredentials } from '../tls.js';
+import { createGrpcHttp2Server } from './tls.js';
 
 export interface GrpcFrontendOptions {
   readonly address: string;
@@ -31,6 +33,8 @@ export interface GrpcFrontendOptions {
   readonly streamWindowSize?: number;
   /** HTTP/2 flow-control window of each connection; default 64 MiB. */
   readonly connectionWindowSize?: number;
+  /** Serve over TLS with these credentials (their owner reloads and closes them); default clear text. */
+  readonly tls?: TlsCredentials;
 }
 
 export interface GrpcFrontend {
@@ -151,11 +155,14 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
-  const server = http2.createServer({
-    settings: { initialWindowSize: streamWindow, enablePush: false },
-    // Node counts queued outgoing data against this (in MB); large responses must not trip it.
-    maxSessionMemory: 1 << 20,
-  });
+  const server = createGrpcHttp2Server(
+    {
+      settings: { initialWindowSize: streamWindow, enablePush: false },
+      // Node counts queued outgoing data against this (in MB); large responses must not trip it.
+      maxSessionMemory: 1 << 20,
+    },
+    options.tls,
+  );
   server.on('session', (session: ServerHttp2Session) => {
     sessions.add(session);
     session.on('close', () => sessions.delete(session));
