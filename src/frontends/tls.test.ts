@@ -373,6 +373,21 @@ describe('TlsCredentials', () => {
       };
       await refused({});
       await refused({ cert: certs.read('other-client.crt'), key: certs.read('other-client.key') });
+      // A reload keeps asking for client certificates, checked against the (re-read) root file.
+      assert.equal(await credentials.reload(), true);
+      const again = await connect(port, { cert: certs.read('client.crt'), key: certs.read('client.key') });
+      assert.equal(await echo(again, 'hello'), 'hello');
+      again.destroy();
+      await refused({});
+      writeFileSync(f.rootCertFile ?? '', certs.read('other-ca.crt'));
+      assert.equal(await credentials.reload(), true);
+      await refused({ cert: certs.read('client.crt'), key: certs.read('client.key') });
+      const other = await connect(port, {
+        cert: certs.read('other-client.crt'),
+        key: certs.read('other-client.key'),
+      });
+      assert.equal(await echo(other, 'hello'), 'hello');
+      other.destroy();
     } finally {
       credentials.close();
       server.close();

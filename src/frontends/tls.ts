@@ -83,16 +83,23 @@ export async function readPemFile(file: string, name: string): Promise<Buffer> {
         `${where}: ${stat.size} bytes is too large for a PEM file (at most ${MAX_PEM_FILE_BYTES})`,
       );
     }
-    // Read at most one byte past the limit: the file may grow between stat and read.
-    const buf = Buffer.alloc(MAX_PEM_FILE_BYTES + 1);
+    // Sized from stat (the poll reads these files every few seconds), grown if the file grows meanwhile,
+    // never past one byte over the limit.
+    let buf = Buffer.alloc(stat.size + 1);
     let length = 0;
     for (;;) {
+      if (length === buf.length) {
+        if (length > MAX_PEM_FILE_BYTES) throw invalidArg(`${where}: too large for a PEM file`);
+        const bigger = Buffer.alloc(Math.min(buf.length * 2, MAX_PEM_FILE_BYTES + 1));
+        buf.copy(bigger);
+        buf = bigger;
+      }
       const { bytesRead } = await handle.read(buf, length, buf.length - length, null);
       if (bytesRead === 0) break;
       length += bytesRead;
-      if (length > MAX_PEM_FILE_BYTES) throw invalidArg(`${where}: too large for a PEM file`);
     }
-    return Buffer.from(buf.subarray(0, length));
+    if (length > MAX_PEM_FILE_BYTES) throw invalidArg(`${where}: too large for a PEM file`);
+    return buf.subarray(0, length);
   } catch (err) {
     if (err instanceof NereidError) throw err;
     throw invalidArg(`${where}: cannot read the file: ${reason(err)}`);
