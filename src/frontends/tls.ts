@@ -323,8 +323,17 @@ export class TlsCredentials {
   }
 
   private startPolling(intervalMs: number): void {
+    let polling = false;
     this.timer = setInterval(() => {
-      void this.enqueue(() => this.poll());
+      if (polling) return; // a slow file system: no pile of looks behind it
+      polling = true;
+      void this.enqueue(() => this.poll())
+        .catch((err: unknown) => {
+          this.options.log.error(
+            `${this.options.label} TLS: looking at the certificate files failed: ${String(err)}`,
+          );
+        })
+        .finally(() => (polling = false));
     }, intervalMs);
     this.timer.unref();
   }

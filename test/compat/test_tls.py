@@ -1,8 +1,10 @@
 """TLS through the real tritonclient: gRPC with `ssl=True` (Triton's --grpc-use-ssl flags) and mutual TLS,
-HTTPS (Nereid's --http-use-ssl flags) with tritonclient.http's `ssl_options`, clients without TLS on TLS
-ports and TLS clients on clear-text ports (clean failures, the server keeps serving), certificate rotation by
-SIGHUP and by the file poll (new connections get the new certificate, open ones keep working), and start-up
-errors. Each server here loads only `simple`, with certificates made for the run (tls_certs.py)."""
+HTTPS (Nereid's --http-use-ssl flags) with tritonclient.http's `ssl_options`, perf_analyzer with its
+--ssl-grpc-* and --ssl-https-* options (as Triton's own QA runs it, without the nginx Triton needs for HTTPS),
+clients without TLS on TLS ports and TLS clients on clear-text ports (clean failures, the server keeps
+serving), certificate rotation by SIGHUP and by the file poll (new connections get the new certificate, open
+ones keep working), and start-up errors. Each server here loads only `simple`, with certificates made for
+the run (tls_certs.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from nereid_server import ENTRY, MODEL_REPOSITORY, REPO_ROOT, NereidServer, node_executable, start_server
+from test_perf_analyzer import _perf_analyzer
 from tls_certs import KeptAliveHttps, make_certs, served_serial
 
 BASE_FLAGS = [
@@ -271,6 +274,44 @@ def test_mutual_tls_refuses_other_clients(mutual_server: NereidServer, certs: Pa
         assert client.is_server_live() is True
     finally:
         client.close()
+
+
+@pytest.mark.perf_analyzer
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_perf_analyzer_over_mutual_tls(mutual_server: NereidServer, certs: Path, protocol: str) -> None:
+    url = mutual_server.url(protocol)
+    if protocol == "grpc":
+        ssl = ["--ssl-grpc-use-ssl", f"--ssl-grpc-root-certifications-file={certs / 'ca.crt'}"]
+        client = [
+            f"--ssl-grpc-private-key-file={certs / 'client.key'}",
+            f"--ssl-grpc-certificate-chain-file={certs / 'client.crt'}",
+        ]
+    else:
+        url = f"https://{url}"
+        ssl = [
+            "--ssl-https-verify-peer=1",
+            "--ssl-https-verify-host=2",
+            f"--ssl-https-ca-certificates-file={certs / 'ca.crt'}",
+        ]
+        client = [
+            f"--ssl-https-client-certificate-file={certs / 'client.crt'}",
+            "--ssl-https-client-certificate-type=PEM",
+            f"--ssl-https-private-key-file={certs / 'client.key'}",
+            "--ssl-https-private-key-type=PEM",
+        ]
+    base = [_perf_analyzer(), "-m", "simple", "-i", protocol, "-u", url, "--concurrency-range", "2", *ssl]
+    run = subprocess.run(
+        [*base, *client, "--request-count", "50"], capture_output=True, text=True, timeout=300, check=False
+    )
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert "Request count: 50" in output
+    assert "Throughput:" in output
+    refused = subprocess.run(
+        [*base, "--request-count", "5"], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+    assert "failed to get model metadata" in refused.stdout + refused.stderr
 
 
 def test_sighup_rotates_the_certificate_without_dropping_connections(
