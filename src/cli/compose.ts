@@ -24,6 +24,7 @@ import { createHttpFrontend } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
+import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
 
 export interface Endpoint {
   readonly address: string;
@@ -38,6 +39,11 @@ export interface RunningNereid {
   readonly metrics: Endpoint | undefined;
   /** What the metrics frontend reads (an embedding attaches one later with it). */
   readonly statsRegistry: StatsRegistry;
+  /**
+   * Re-reads the TLS certificate files of every TLS endpoint (SIGHUP): new connections get the new
+   * certificate, open ones keep theirs; a failure keeps the old one and is logged. Empty without TLS.
+   */
+  reloadCertificates(why: string): Promise<{ endpoint: TlsEndpoint; reloaded: boolean }[]>;
   /**
    * Turns not-ready, keeps serving for --exit-delay-secs, then stops accepting, lets in-flight requests
    * finish and unloads every model. Calls after the first return the same promise.
@@ -88,6 +94,17 @@ export function grpcTransportOptions(
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
   // Clients see --id as the server's name (Triton's "triton" by default); the log says what runs.
   log.info(`Nereid ${packageVersion()} starting, server id '${options.id}'`);
+  // Certificates are read and checked before any model loads: a TLS mistake fails the start at once.
+  const tls = await EndpointTls.load(options, log);
+  try {
+    return await startServing(options, log, tls);
+  } catch (err) {
+    tls.close();
+    throw err;
+  }
+}
+
+async function startServing(options: ServerOptions, log: Logger, tls: EndpointTls): Promise<RunningNereid> {
   const statsRegistry = new StatsRegistry();
   // One rate limiter for the whole server: it arbitrates between the instances of every model.
   const rateLimiter =
@@ -173,6 +190,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         headerForwardPattern: options.grpcHeaderForwardPattern,
         log,
         ...grpcTransportOptions(options),
+        tls: tls.get('grpc'),
       });
       grpc = await grpcFrontend.listen();
       log.info(`Started GRPCInferenceService at ${grpc.address}:${grpc.port}`);
@@ -185,6 +203,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         restrictedApis: options.httpRestrictedApis,
         headerForwardPattern: options.httpHeaderForwardPattern,
         log,
+        tls: tls.get('http'),
       });
       http = await httpFrontend.listen();
       log.info(`Started HTTPService at ${http.address}:${http.port}`);
@@ -223,11 +242,13 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         );
         await new Promise((resolve) => setTimeout(resolve, options.exitDelaySecs * 1000));
       }
+      tls.close();
       await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
       await repository.close();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
       await sharedMemory.close();
     })());
-  return { server, http, grpc, metrics, statsRegistry, stop };
+  const reloadCertificates = (why: string) => tls.reload(why);
+  return { server, http, grpc, metrics, statsRegistry, reloadCertificates, stop };
 }

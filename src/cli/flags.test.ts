@@ -107,7 +107,7 @@ describe('parseFlags', () => {
     const rows = tritonFlags();
     assert.ok(rows.length >= 90, `the fixture lists ${rows.length} flags`);
     for (const row of rows) {
-      const base = ['--model-repository=/r', ...(row.needs === '-' ? [] : [row.needs])];
+      const base = ['--model-repository=/r', ...(row.needs === '-' ? [] : row.needs.split(' '))];
       const forms =
         row.example === '-'
           ? [[`--${row.flag}`]]
@@ -197,6 +197,72 @@ describe('parseFlags', () => {
     assert.equal(level('false'), 0);
     assert.equal(level('3'), 3);
     assert.throws(() => level('loud'), /expects an integer/);
+  });
+
+  it('reads the TLS flags as Triton does, and refuses TLS without its certificate and key', () => {
+    const r = (...args: string[]) => parseFlags(['--model-repository=/r', ...args]);
+    const files = ['--grpc-server-cert=/c/s.crt', '--grpc-server-key=/c/s.key'];
+    const on = r('--grpc-use-ssl', ...files).options;
+    assert.equal(on.grpcUseSsl, true);
+    assert.equal(on.grpcUseSslMutual, false);
+    assert.equal(on.grpcServerCert, '/c/s.crt');
+    assert.equal(on.grpcServerKey, '/c/s.key');
+    assert.equal(on.httpUseSsl, false, 'the HTTP port stays clear text');
+    assert.equal(on.tlsCertPollMs, 2000);
+
+    const mutual = r('--grpc-use-ssl-mutual=true', ...files, '--grpc-root-cert=/c/ca.crt').options;
+    assert.deepEqual(
+      [mutual.grpcUseSsl, mutual.grpcUseSslMutual, mutual.grpcRootCert],
+      [true, true, '/c/ca.crt'],
+    );
+    // Triton's parser sets use_ssl for --grpc-use-ssl-mutual whatever its value; a later --grpc-use-ssl wins.
+    const quirk = r('--grpc-use-ssl-mutual=false', ...files);
+    assert.deepEqual([quirk.options.grpcUseSsl, quirk.options.grpcUseSslMutual], [true, false]);
+    assert.match(quirk.warnings.join('\n'), /--grpc-use-ssl-mutual=false turns TLS on all the same/);
+    const off = r('--grpc-use-ssl-mutual=true', '--grpc-use-ssl=false').options;
+    assert.equal(off.grpcUseSsl, false);
+
+    assert.throws(
+      () => r('--grpc-use-ssl'),
+      /^NereidError: --grpc-use-ssl needs --grpc-server-cert and --grpc-server-key/,
+    );
+    assert.throws(
+      () => r('--grpc-use-ssl', '--grpc-server-cert=/c/s.crt'),
+      /--grpc-use-ssl needs --grpc-server-key:/,
+    );
+    assert.throws(
+      () => r('--grpc-use-ssl-mutual', ...files),
+      /--grpc-use-ssl-mutual needs --grpc-root-cert: the PEM file of the CA certificate\(s\) that sign client certificates/,
+    );
+    assert.doesNotThrow(() => r('--allow-grpc=false', '--grpc-use-ssl'), 'no gRPC, no certificate needed');
+
+    assert.match(
+      r(...files).warnings.join('\n'),
+      /--grpc-server-cert, --grpc-server-key given without --grpc-use-ssl: gRPC is served in clear text/,
+    );
+    assert.match(
+      r('--grpc-use-ssl', ...files, '--grpc-root-cert=/c/ca.crt').warnings.join('\n'),
+      /--grpc-root-cert is used with --grpc-use-ssl-mutual only/,
+    );
+    assert.deepEqual(r('--grpc-use-ssl', ...files).warnings, []);
+  });
+
+  it('reads the HTTPS flags (Nereid only) like the gRPC ones', () => {
+    const r = (...args: string[]) => parseFlags(['--model-repository=/r', ...args]).options;
+    const o = r(
+      '--http-use-ssl-mutual',
+      '--http-server-cert=/c/h.crt',
+      '--http-server-key=/c/h.key',
+      '--http-root-cert=/c/ca.crt',
+      '--tls-cert-poll-ms=0',
+    );
+    assert.deepEqual(
+      [o.httpUseSsl, o.httpUseSslMutual, o.httpServerCert, o.httpServerKey, o.httpRootCert, o.tlsCertPollMs],
+      [true, true, '/c/h.crt', '/c/h.key', '/c/ca.crt', 0],
+    );
+    assert.equal(o.grpcUseSsl, false);
+    assert.throws(() => r('--http-use-ssl'), /--http-use-ssl needs --http-server-cert and --http-server-key/);
+    assert.throws(() => r('--tls-cert-poll-ms=-1'), /--tls-cert-poll-ms must be between 0/);
   });
 
   it('every flag in the table either applies or says why it changes nothing', () => {

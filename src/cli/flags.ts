@@ -270,6 +270,42 @@ export const FLAGS: readonly Flag[] = [
     help: 'Largest accepted HTTP request body, also after decompression.',
     apply: (d, v) => (d.httpMaxInputSize = parseInt10('http-max-input-size', v, 1)),
   },
+  // TLS on the HTTP port is Nereid's own (Triton has none and suggests a proxy); the flags mirror the gRPC ones.
+  {
+    name: 'http-use-ssl',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve HTTPS on the HTTP port with --http-server-cert and --http-server-key. Nereid only (Triton has no TLS on HTTP); docs/security.md#tls.',
+    apply: (d, v) => (d.httpUseSsl = parseBool('http-use-ssl', v)),
+  },
+  {
+    name: 'http-use-ssl-mutual',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve HTTPS and require client certificates signed by --http-root-cert. Giving it at all, even =false, turns HTTPS on, as --grpc-use-ssl-mutual does in Triton. Nereid only.',
+    apply: (d, v) => {
+      d.httpUseSslMutual = parseBool('http-use-ssl-mutual', v);
+      d.httpUseSsl = true;
+    },
+  },
+  {
+    name: 'http-server-cert',
+    kind: 'string',
+    help: 'PEM file of the HTTPS server certificate (its own first, then intermediates); re-read on SIGHUP and when it changes. Nereid only.',
+    apply: (d, v) => (d.httpServerCert = v),
+  },
+  {
+    name: 'http-server-key',
+    kind: 'string',
+    help: 'PEM file of the HTTPS server key (unencrypted). Nereid only.',
+    apply: (d, v) => (d.httpServerKey = v),
+  },
+  {
+    name: 'http-root-cert',
+    kind: 'string',
+    help: 'PEM file of the CA certificate(s) that sign client certificates, for --http-use-ssl-mutual. Nereid only.',
+    apply: (d, v) => (d.httpRootCert = v),
+  },
   {
     name: 'allow-grpc',
     kind: 'bool',
@@ -290,6 +326,48 @@ export const FLAGS: readonly Flag[] = [
     defaultText: '8001',
     help: 'gRPC port (0 picks a free one).',
     apply: (d, v) => (d.grpcPort = port('grpc-port', v)),
+  },
+  {
+    name: 'grpc-use-ssl',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve gRPC over TLS with --grpc-server-cert and --grpc-server-key; docs/security.md#tls.',
+    apply: (d, v) => (d.grpcUseSsl = parseBool('grpc-use-ssl', v)),
+  },
+  {
+    name: 'grpc-use-ssl-mutual',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve gRPC over TLS and require client certificates signed by --grpc-root-cert. As in Triton, giving it at all (even =false) turns TLS on.',
+    apply: (d, v) => {
+      d.grpcUseSslMutual = parseBool('grpc-use-ssl-mutual', v);
+      d.grpcUseSsl = true;
+    },
+  },
+  {
+    name: 'grpc-server-cert',
+    kind: 'string',
+    help: 'PEM file of the gRPC server certificate (its own first, then intermediates); re-read on SIGHUP and when it changes.',
+    apply: (d, v) => (d.grpcServerCert = v),
+  },
+  {
+    name: 'grpc-server-key',
+    kind: 'string',
+    help: 'PEM file of the gRPC server key (unencrypted).',
+    apply: (d, v) => (d.grpcServerKey = v),
+  },
+  {
+    name: 'grpc-root-cert',
+    kind: 'string',
+    help: 'PEM file of the CA certificate(s) that sign client certificates; used with --grpc-use-ssl-mutual only, as in Triton.',
+    apply: (d, v) => (d.grpcRootCert = v),
+  },
+  {
+    name: 'tls-cert-poll-ms',
+    kind: 'int',
+    defaultText: '2000',
+    help: 'Milliseconds between looks at the TLS certificate and key files; new contents seen twice in a row are served to new connections. 0 = only on SIGHUP. Nereid only.',
+    apply: (d, v) => (d.tlsCertPollMs = parseInt10('tls-cert-poll-ms', v, 0)),
   },
   {
     name: 'allow-metrics',
@@ -488,36 +566,6 @@ export const FLAGS: readonly Flag[] = [
     inert:
       'Nereid encodes each response straight into the stream and holds no response objects; a call buffers at most what HTTP/2 flow control lets it queue',
     check: (v) => void parseInt10('grpc-max-response-pool-size', v, 1, 2 ** 31 - 1),
-  },
-  {
-    name: 'grpc-use-ssl',
-    kind: 'bool',
-    help: 'Serve gRPC over TLS.',
-    inert: 'not implemented yet; gRPC is served in clear text',
-  },
-  {
-    name: 'grpc-use-ssl-mutual',
-    kind: 'bool',
-    help: 'Serve gRPC over TLS and require client certificates.',
-    inert: 'not implemented yet; gRPC is served in clear text',
-  },
-  {
-    name: 'grpc-server-cert',
-    kind: 'string',
-    help: 'PEM server certificate for gRPC TLS.',
-    inert: 'not implemented yet',
-  },
-  {
-    name: 'grpc-server-key',
-    kind: 'string',
-    help: 'PEM server key for gRPC TLS.',
-    inert: 'not implemented yet',
-  },
-  {
-    name: 'grpc-root-cert',
-    kind: 'string',
-    help: 'PEM root certificate for gRPC mutual TLS.',
-    inert: 'not implemented yet',
   },
   {
     name: 'grpc-infer-response-compression-level',
@@ -872,6 +920,17 @@ export function defaultDraft(): Draft {
     grpcInferStreamIdleTimeoutMs: 3_600_000,
     grpcRestrictedProtocols: {},
     grpcHeaderForwardPattern: undefined,
+    httpUseSsl: false,
+    httpUseSslMutual: false,
+    httpServerCert: '',
+    httpServerKey: '',
+    httpRootCert: '',
+    grpcUseSsl: false,
+    grpcUseSslMutual: false,
+    grpcServerCert: '',
+    grpcServerKey: '',
+    grpcRootCert: '',
+    tlsCertPollMs: 2000,
     allowMetrics: true,
     metricsAddress: '',
     metricsPort: 8002,
@@ -904,6 +963,8 @@ export interface ParsedCommandLine {
 export function parseFlags(argv: readonly string[]): ParsedCommandLine {
   const d = defaultDraft();
   const ignored: string[] = [];
+  /** Flag name → the last value given. */
+  const given = new Map<string, string>();
   let help = false;
   let version = false;
   for (let i = 0; i < argv.length; i++) {
@@ -926,6 +987,7 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     else if (flag.kind === 'bool' && (i + 1 >= argv.length || argv[i + 1].startsWith('--'))) value = 'true';
     else if (i + 1 < argv.length) value = argv[++i];
     else throw invalidArg(`option '--${name}' requires a value`);
+    given.set(flag.name, value);
     if (flag.apply) {
       flag.apply(d, value);
     } else {
@@ -941,6 +1003,7 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
   warnings.push(
     ...restrictionWarnings(d.grpcRestrictedProtocols, d.httpHeaderForwardPattern, d.grpcHeaderForwardPattern),
   );
+  warnings.push(...tlsWarnings(d, given));
   if (!help && !version) validate(d);
   if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
   const options: ServerOptions = Object.freeze({
@@ -955,7 +1018,87 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
   return { options, help, version, ignored, warnings };
 }
 
+/** One endpoint's TLS settings, as parsed. */
+interface TlsDraft {
+  readonly protocol: 'grpc' | 'http';
+  readonly name: string;
+  readonly allowed: boolean;
+  readonly useSsl: boolean;
+  readonly mutual: boolean;
+  readonly cert: string;
+  readonly key: string;
+  readonly root: string;
+}
+
+function tlsDrafts(d: Draft): TlsDraft[] {
+  return [
+    {
+      protocol: 'grpc',
+      name: 'gRPC',
+      allowed: d.allowGrpc,
+      useSsl: d.grpcUseSsl,
+      mutual: d.grpcUseSslMutual,
+      cert: d.grpcServerCert,
+      key: d.grpcServerKey,
+      root: d.grpcRootCert,
+    },
+    {
+      protocol: 'http',
+      name: 'HTTP',
+      allowed: d.allowHttp,
+      useSsl: d.httpUseSsl,
+      mutual: d.httpUseSslMutual,
+      cert: d.httpServerCert,
+      key: d.httpServerKey,
+      root: d.httpRootCert,
+    },
+  ];
+}
+
+/** TLS flags that say less than they seem to: each gets a start-up warning. */
+function tlsWarnings(d: Draft, given: ReadonlyMap<string, string>): string[] {
+  const warnings: string[] = [];
+  for (const t of tlsDrafts(d)) {
+    if (!t.allowed) continue;
+    const p = t.protocol;
+    if (t.useSsl && !t.mutual && given.has(`${p}-use-ssl-mutual`)) {
+      warnings.push(
+        `--${p}-use-ssl-mutual=${given.get(`${p}-use-ssl-mutual`)} turns TLS on all the same (as --grpc-use-ssl-mutual does in Triton): ${t.name} is served over TLS without client certificates`,
+      );
+    }
+    const files = ['server-cert', 'server-key', 'root-cert'].filter((f) => given.has(`${p}-${f}`));
+    if (!t.useSsl && files.length > 0) {
+      warnings.push(
+        `${files.map((f) => `--${p}-${f}`).join(', ')} given without --${p}-use-ssl: ${t.name} is served in clear text`,
+      );
+    }
+    if (t.useSsl && !t.mutual && t.root) {
+      warnings.push(
+        `--${p}-root-cert is used with --${p}-use-ssl-mutual only (as in Triton): ${t.name} clients are not asked for certificates`,
+      );
+    }
+  }
+  return warnings;
+}
+
+function validateTls(t: TlsDraft): void {
+  if (!t.allowed || !t.useSsl) return;
+  const p = t.protocol;
+  const missing = [!t.cert && `--${p}-server-cert`, !t.key && `--${p}-server-key`].filter((f) => f !== false);
+  if (missing.length > 0) {
+    throw invalidArg(
+      `--${p}-use-ssl${t.mutual ? '-mutual' : ''} needs ${missing.join(' and ')}: the PEM files of the server's certificate and its key`,
+    );
+  }
+  if (t.mutual && !t.root) {
+    throw invalidArg(
+      `--${p}-use-ssl-mutual needs --${p}-root-cert: the PEM file of the CA certificate(s) that sign client certificates`,
+    );
+  }
+}
+
 function validate(d: Draft): void {
+  for (const t of tlsDrafts(d)) validateTls(t);
   if (d.modelRepositories.length === 0) throw invalidArg('--model-repository must be specified');
   if (d.loadModels.length > 0 && d.modelControlMode !== 'explicit') {
     throw invalidArg('--load-model can only be used with --model-control-mode=explicit');

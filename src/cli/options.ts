@@ -78,6 +78,22 @@ export interface ServerOptions {
   readonly grpcRestrictedProtocols: Restrictions;
   /** `--grpc-header-forward-pattern` as given; undefined = none. */
   readonly grpcHeaderForwardPattern: string | undefined;
+  /** `--http-use-ssl` (Nereid only): serve HTTPS with httpServerCert / httpServerKey. */
+  readonly httpUseSsl: boolean;
+  /** `--http-use-ssl-mutual` (Nereid only): also require client certificates signed by httpRootCert. */
+  readonly httpUseSslMutual: boolean;
+  readonly httpServerCert: string;
+  readonly httpServerKey: string;
+  readonly httpRootCert: string;
+  /** `--grpc-use-ssl`: serve gRPC over TLS with grpcServerCert / grpcServerKey. */
+  readonly grpcUseSsl: boolean;
+  /** `--grpc-use-ssl-mutual`: also require client certificates signed by grpcRootCert. */
+  readonly grpcUseSslMutual: boolean;
+  readonly grpcServerCert: string;
+  readonly grpcServerKey: string;
+  readonly grpcRootCert: string;
+  /** `--tls-cert-poll-ms` (Nereid only): ms between looks at the certificate files for changes; 0 = SIGHUP only. */
+  readonly tlsCertPollMs: number;
   readonly allowMetrics: boolean;
   readonly metricsAddress: string;
   readonly metricsPort: number;

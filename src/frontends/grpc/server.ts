@@ -7,12 +7,7 @@
  * connection's lifecycle (idle, age, keepalive, abuse, budget) is connection.ts's. close() refuses new
  * calls, lets running ones finish and ends idle inference streams.
  */
-import http2, {
-  type IncomingHttpHeaders,
-  type ServerHttp2Session,
-  type ServerHttp2Stream,
-  type Settings,
-} from 'node:http2';
+import { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
@@ -43,6 +38,8 @@ import { MAX_MESSAGE_SIZE } from './infer-response.js';
 import { codec, protoRoot } from './messages.js';
 import { Status, toGrpcError } from './status.js';
 import { SHUTTING_DOWN_MESSAGE, StreamInfer } from './stream-infer.js';
+import type { TlsCredentials } from '../tls.js';
+import { createGrpcHttp2Server } from './tls.js';
 
 export interface GrpcFrontendOptions {
   readonly address: string;
@@ -71,6 +68,8 @@ export interface GrpcFrontendOptions {
   readonly restrictedProtocols?: Restrictions;
   /** `--grpc-header-forward-pattern`: metadata forwarded to models as parameters (header-forward.ts). */
   readonly headerForwardPattern?: string;
+  /** Serve over TLS with these credentials (their owner reloads and closes them); default clear text. */
+  readonly tls?: TlsCredentials;
 }
 
 export interface GrpcFrontend {
@@ -89,21 +88,6 @@ const MAX_WINDOW = 0x7fffffff;
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
 export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024 * 1024;
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 3_600_000;
-
-/**
- * The one place the HTTP/2 server is made (TLS replaces createServer here). Every accepted socket is
- * tagged so a connection can always destroy it (connection.ts); a TLS server tags the TLS socket on
- * 'secureConnection'.
- */
-function createHttp2Server(settings: Settings): http2.Http2Server {
-  const server = http2.createServer({
-    settings,
-    // Node counts queued outgoing data against this (in MB); large responses must not trip it.
-    maxSessionMemory: 1 << 20,
-  });
-  server.prependListener('connection', tagSocket);
-  return server;
-}
 
 /** Node passes the raw header list with each stream; this rebuilds one from the parsed headers otherwise. */
 function flatten(headers: IncomingHttpHeaders): string[] {
@@ -264,11 +248,20 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
-  const server = createHttp2Server({
-    initialWindowSize: streamWindow,
-    enablePush: false,
-    maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
-  });
+  const server = createGrpcHttp2Server(
+    {
+      settings: {
+        initialWindowSize: streamWindow,
+        enablePush: false,
+        maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
+      },
+      // Node counts queued outgoing data against this (in MB); large responses must not trip it.
+      maxSessionMemory: 1 << 20,
+    },
+    options.tls,
+  );
+  // A connection must be able to destroy its real socket (connection.ts): on TLS that is the TLS socket.
+  server.prependListener(options.tls === undefined ? 'connection' : 'secureConnection', tagSocket);
   server.on('session', (session: ServerHttp2Session) => {
     const connection = new GrpcConnection(session, connectionSettings, serverBudget, log);
     connections.set(session, connection);

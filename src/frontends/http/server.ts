@@ -4,7 +4,7 @@
  * from their Content-Length (even before `Expect: 100-continue` is answered) and the connection is closed
  * rather than drained. close() stops accepting and lets in-flight requests finish.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
@@ -16,6 +16,8 @@ import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
 import { errorBody, toErrorReply } from './errors.js';
 import { matchRoute, type RouteMatch, type RouteName } from './router.js';
 import { HANDLERS, type Reply, type RouteContext } from './routes.js';
+import type { TlsCredentials } from '../tls.js';
+import { createHttpServer } from './tls.js';
 
 /** Triton's --http-max-input-size default (64 MiB). */
 export const DEFAULT_MAX_INPUT_SIZE = 1 << 26;
@@ -31,6 +33,8 @@ export interface HttpFrontendOptions {
   /** `--http-header-forward-pattern`: headers forwarded to models as parameters (header-forward.ts). */
   readonly headerForwardPattern?: string;
   readonly log: Logger;
+  /** Serve HTTPS with these credentials (their owner reloads and closes them); default clear text. */
+  readonly tls?: TlsCredentials;
 }
 
 export interface HttpFrontend {
@@ -158,7 +162,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     void dispatch(req, res, match, path);
   };
 
-  const server = createServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle);
+  const server = createHttpServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle, options.tls);
 
   // Answer `Expect: 100-continue` ourselves so an oversized upload is refused before it is sent.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
