@@ -6,6 +6,7 @@
  * library...) are accepted with a warning, so existing command lines keep working.
  */
 import { invalidArg } from '../common/errors.js';
+import { defaultInstanceLimits } from '../core/model/instance-budget.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 
 /**
@@ -194,6 +195,41 @@ export const FLAGS: readonly Flag[] = [
     defaultText: '4',
     help: 'Models loaded in parallel.',
     apply: (d, v) => (d.modelLoadThreadCount = parseInt10('model-load-thread-count', v, 1)),
+  },
+  {
+    name: 'max-instances-per-model',
+    kind: 'int',
+    defaultText: 'max(32, 4 × CPUs)',
+    help: 'Most instances one model may have across the versions it loads (each instance_group count, for every version); a load asking for more is refused with INVALID_ARG before any instance starts. Nereid only.',
+    apply: (d, v) => (d.maxInstancesPerModel = parseInt10('max-instances-per-model', v, 1)),
+  },
+  {
+    name: 'max-instances',
+    kind: 'int',
+    defaultText: 'max(128, memory / 32 MiB)',
+    help: 'Most instances of every loaded model together; while a reload swaps versions, the old and the new ones both count. A load that would exceed it is refused with INVALID_ARG. Nereid only.',
+    apply: (d, v) => (d.maxInstances = parseInt10('max-instances', v, 1)),
+  },
+  {
+    name: 'max-process-instances-per-model',
+    kind: 'int',
+    defaultText: 'max(16, 2 × CPUs)',
+    help: 'Most instances one model may have when each is a process of its own (Python stubs). Nereid only.',
+    apply: (d, v) => (d.maxProcessInstancesPerModel = parseInt10('max-process-instances-per-model', v, 1)),
+  },
+  {
+    name: 'max-process-instances',
+    kind: 'int',
+    defaultText: 'max(64, memory / 128 MiB)',
+    help: 'Most process-backed instances (Python stubs) of every loaded model together. Nereid only.',
+    apply: (d, v) => (d.maxProcessInstances = parseInt10('max-process-instances', v, 1)),
+  },
+  {
+    name: 'model-unload-timeout-secs',
+    kind: 'int',
+    defaultText: '30',
+    help: 'Seconds an unloading model version (an unload, the old version of a reload, shutdown) waits for its accepted requests; then the rest fail with UNAVAILABLE and its instances are stopped, so a hung model cannot block an unload. 0 = wait as long as they take. Nereid only.',
+    apply: (d, v) => (d.modelUnloadTimeoutSecs = parseInt10('model-unload-timeout-secs', v, 0)),
   },
   {
     name: 'backend-config',
@@ -721,6 +757,7 @@ for (const f of FLAGS) {
 }
 
 export function defaultDraft(): Draft {
+  const limits = defaultInstanceLimits();
   return {
     id: 'nereid',
     modelRepositories: [],
@@ -733,6 +770,11 @@ export function defaultDraft(): Draft {
     modelReadinessTimeoutMs: 5000,
     exitOnError: true,
     exitTimeoutSecs: 30,
+    maxInstancesPerModel: limits.perModel,
+    maxInstances: limits.total,
+    maxProcessInstancesPerModel: limits.processPerModel,
+    maxProcessInstances: limits.processTotal,
+    modelUnloadTimeoutSecs: 30,
     disableAutoCompleteConfig: false,
     modelLoadThreadCount: 4,
     backendConfig: new Map(),
