@@ -15,6 +15,7 @@ import { cpSync, existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+  EXAMPLES,
   ROOT,
   addModel,
   makeRepository,
@@ -140,6 +141,9 @@ describe('hung and runaway models recover', () => {
         files: { '1/model.py': LEAKING_PY },
       },
     });
+    for (const name of ['repeat_int32_python', 'repeat_int32']) {
+      cpSync(path.join(EXAMPLES, name), path.join(repo, name), { recursive: true });
+    }
     for (const name of ['spin_js', 'stuck_js']) {
       addModel(repo, name, { versions: [] });
       cpSync(path.join(ROOT, 'test/fixtures/javascript/faults_js/1'), path.join(repo, name, '1'), {
@@ -153,6 +157,8 @@ describe('hung and runaway models recover', () => {
       '--load-model=stuck_py',
       '--load-model=reload_py',
       '--load-model=leak_py',
+      '--load-model=repeat_int32_python',
+      '--load-model=repeat_int32',
       '--model-unload-timeout-secs=2',
       ...pythonFlags('nereid_hung_'),
     ]);
@@ -284,6 +290,28 @@ describe('hung and runaway models recover', () => {
       assert.fail(`threads: ${baseline} before the load, ${threads()} after the unload`),
     );
     await live();
+  });
+
+  it('the bundled repeat examples refuse a WAIT that would hold their instance for an hour', async () => {
+    for (const model of ['repeat_int32_python', 'repeat_int32']) {
+      const res = await post(`${server.url}/v2/models/${model}/generate_stream`, {
+        IN: [1],
+        DELAY: [0],
+        WAIT: [3_600_000],
+      });
+      assert.match(
+        res.body.toString(),
+        /WAIT must be at most 10000 ms and each DELAY at most 60000 ms/,
+        model,
+      );
+      const ok = await post(`${server.url}/v2/models/${model}/generate_stream`, {
+        IN: [4],
+        DELAY: [0],
+        WAIT: [0],
+      });
+      assert.equal(ok.status, 200, ok.body.toString());
+      assert.match(ok.body.toString(), /"OUT":4/, model);
+    }
   });
 
   it('a leaking Python model is restarted at stub_memory_limit_mb and the server stays healthy', async () => {
