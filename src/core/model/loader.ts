@@ -167,16 +167,17 @@ export class ModelLoader implements VersionLoader {
    * Checks a whole load against the instance limits before any version loads: `versions` versions of
    * `config`. Throws INVALID_ARG; starts nothing.
    */
-  async admit(config: FrozenModelConfig, location: ModelLocation, versions: number): Promise<void> {
-    if (isEnsembleConfig(config)) return;
-    const backend = this.options.backends.find((x) => x.name === config.backend);
-    this.instanceBudget.admit(
-      location.modelName,
-      instancesPerVersion(config.instance_group),
-      versions,
-      backend?.processPerInstance === true,
-    );
-    return Promise.resolve();
+  admit(config: FrozenModelConfig, location: ModelLocation, versions: number): Promise<void> {
+    return Promise.resolve().then(() => {
+      if (isEnsembleConfig(config)) return;
+      const backend = this.options.backends.find((x) => x.name === config.backend);
+      this.instanceBudget.admit(
+        location.modelName,
+        instancesPerVersion(config.instance_group),
+        versions,
+        backend?.processPerInstance === true,
+      );
+    });
   }
 
   async loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion> {
