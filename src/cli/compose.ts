@@ -12,6 +12,7 @@ import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/bac
 import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { VersionLookup } from '../core/ensemble/index.js';
+import { InstanceBudget } from '../core/model/instance-budget.js';
 import { ModelLoader } from '../core/model/loader.js';
 import type { LoadedVersion } from '../core/repository/contract.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
@@ -142,6 +143,13 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
     strictGpuKind: options.strictGpuKind,
+    instanceBudget: new InstanceBudget({
+      perModel: options.maxInstancesPerModel,
+      total: options.maxInstances,
+      processPerModel: options.maxProcessInstancesPerModel,
+      processTotal: options.maxProcessInstances,
+    }),
+    unloadTimeoutMs: options.modelUnloadTimeoutSecs * 1000,
   });
   const repository = new ModelRepositoryManager(
     {

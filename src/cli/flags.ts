@@ -8,6 +8,7 @@
 import { invalidArg } from '../common/errors.js';
 import { parseCompressionLevel } from '../frontends/grpc/compression.js';
 import { compileForwardPattern } from '../frontends/header-forward.js';
+import { defaultInstanceLimits } from '../core/model/instance-budget.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 import { parseRestrictedOption, restrictionWarnings, type RestrictionDraft } from './restricted-flags.js';
 
@@ -221,6 +222,41 @@ export const FLAGS: readonly Flag[] = [
     defaultText: '4',
     help: 'Models loaded in parallel.',
     apply: (d, v) => (d.modelLoadThreadCount = parseInt10('model-load-thread-count', v, 1)),
+  },
+  {
+    name: 'max-instances-per-model',
+    kind: 'int',
+    defaultText: 'max(32, 4 × CPUs)',
+    help: 'Most instances one model may have across the versions it loads (each instance_group count, for every version); a load asking for more is refused with INVALID_ARG before any instance starts. Nereid only.',
+    apply: (d, v) => (d.maxInstancesPerModel = parseInt10('max-instances-per-model', v, 1)),
+  },
+  {
+    name: 'max-instances',
+    kind: 'int',
+    defaultText: 'max(128, memory / 32 MiB)',
+    help: 'Most instances of every loaded model together; while a reload swaps versions, the old and the new ones both count. A load that would exceed it is refused with INVALID_ARG. Nereid only.',
+    apply: (d, v) => (d.maxInstances = parseInt10('max-instances', v, 1)),
+  },
+  {
+    name: 'max-process-instances-per-model',
+    kind: 'int',
+    defaultText: 'max(16, 2 × CPUs)',
+    help: 'Most instances one model may have when each is a process of its own (Python stubs). Nereid only.',
+    apply: (d, v) => (d.maxProcessInstancesPerModel = parseInt10('max-process-instances-per-model', v, 1)),
+  },
+  {
+    name: 'max-process-instances',
+    kind: 'int',
+    defaultText: 'max(64, memory / 128 MiB)',
+    help: 'Most process-backed instances (Python stubs) of every loaded model together. Nereid only.',
+    apply: (d, v) => (d.maxProcessInstances = parseInt10('max-process-instances', v, 1)),
+  },
+  {
+    name: 'model-unload-timeout-secs',
+    kind: 'int',
+    defaultText: '30',
+    help: 'Seconds an unloading model version (an unload, the old version of a reload, shutdown) waits for its accepted requests; then the rest fail with UNAVAILABLE and its instances are stopped, so a hung model cannot block an unload. 0 = wait as long as they take. Nereid only.',
+    apply: (d, v) => (d.modelUnloadTimeoutSecs = parseInt10('model-unload-timeout-secs', v, 0)),
   },
   {
     name: 'backend-config',
@@ -877,6 +913,7 @@ for (const f of FLAGS) {
 }
 
 export function defaultDraft(): Draft {
+  const limits = defaultInstanceLimits();
   return {
     id: 'triton',
     modelRepositories: [],
@@ -890,6 +927,11 @@ export function defaultDraft(): Draft {
     exitOnError: true,
     exitTimeoutSecs: 30,
     exitDelaySecs: 0,
+    maxInstancesPerModel: limits.perModel,
+    maxInstances: limits.total,
+    maxProcessInstancesPerModel: limits.processPerModel,
+    maxProcessInstances: limits.processTotal,
+    modelUnloadTimeoutSecs: 30,
     disableAutoCompleteConfig: false,
     strictGpuKind: false,
     modelLoadThreadCount: 4,

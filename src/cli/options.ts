@@ -28,6 +28,19 @@ export interface ServerOptions {
   /** `--model-readiness-timeout-ms`: a readiness poll that takes longer counts as not ready. */
   readonly modelReadinessTimeoutMs: number;
   readonly exitOnError: boolean;
+  /** `--max-instances-per-model`: instances one model may have across its loaded versions. */
+  readonly maxInstancesPerModel: number;
+  /** `--max-instances`: instances of every loaded model together (reloads count old and new versions). */
+  readonly maxInstances: number;
+  /** `--max-process-instances-per-model`: process-backed instances (Python stubs) of one model. */
+  readonly maxProcessInstancesPerModel: number;
+  /** `--max-process-instances`: process-backed instances of every loaded model together. */
+  readonly maxProcessInstances: number;
+  /**
+   * `--model-unload-timeout-secs`: how long an unloading model version waits for its accepted requests
+   * before it fails them and stops its instances (0 = wait as long as they take).
+   */
+  readonly modelUnloadTimeoutSecs: number;
   readonly exitTimeoutSecs: number;
   /**
    * `--exit-delay-secs`: on SIGTERM/SIGINT, seconds between turning not-ready and closing the listeners, so a
