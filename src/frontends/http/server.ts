@@ -10,9 +10,12 @@ import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
+import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './connection-limits.js';
 import { errorBody, toErrorReply } from './errors.js';
+import { JsonPool, type JsonLimits } from './json-pool.js';
 import { matchRoute, type RouteMatch } from './router.js';
 import { HANDLERS, type Reply, type RouteContext } from './routes.js';
+import { createTurnBudget } from './turn-budget.js';
 
 /** Triton's --http-max-input-size default (64 MiB). */
 export const DEFAULT_MAX_INPUT_SIZE = 1 << 26;
@@ -23,8 +26,17 @@ export interface HttpFrontendOptions {
   readonly port: number;
   /** Largest accepted request body, before and after decompression; default 64 MiB. */
   readonly maxInputSize?: number;
+  /** --http-backlog: the listen queue length (the kernel caps it at net.core.somaxconn). */
+  readonly backlog?: number;
+  /** --http-max-connections: connections over it get 503 + close (health checks excepted); 0 = no cap. */
+  readonly maxConnections?: number;
+  /** --http-max-json-size and the JSON worker settings (json-pool.ts). */
+  readonly json?: Partial<JsonLimits>;
   readonly log: Logger;
 }
+
+/** Default --http-backlog. Node's default, 511, is less than one burst of reconnecting clients. */
+export const DEFAULT_BACKLOG = 4096;
 
 export interface HttpFrontend {
   /** Starts listening; resolves with the bound address and port. */
@@ -49,6 +61,11 @@ function bodyLength(body: Reply['body']): number {
 export function createHttpFrontend(api: InferenceServerApi, options: HttpFrontendOptions): HttpFrontend {
   const { log } = options;
   const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const overCapBody = errorBody(
+    `the server is at its connection limit (${maxConnections}); retry later. Use --http-max-connections to raise it.`,
+  );
+  const json = new JsonPool(options.json);
   let closing = false;
 
   const send = (res: ServerResponse, reply: Reply, closeConnection = false): void => {
@@ -74,7 +91,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   };
 
   const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
-    const ctx: RouteContext = { api, req, res, match, maxInputSize };
+    const ctx: RouteContext = { api, req, res, match, maxInputSize, json };
     try {
       send(res, await HANDLERS[match.name](ctx));
     } catch (err) {
@@ -122,10 +139,23 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       sendError(res, 400, errorBody(bodyTooLarge(declared, maxInputSize).message), true);
       return;
     }
-    void dispatch(req, res, match, path);
+    // Health checks first: never refused for the connection cap, never waiting for a turn.
+    const health = match.name === 'serverLive' || match.name === 'serverReady' || match.name === 'modelReady';
+    if (connections.isOverCap(req.socket)) {
+      if (!health) {
+        sendError(res, 503, overCapBody, true);
+        return;
+      }
+      res.setHeader('Connection', 'close');
+    }
+    if (health) void dispatch(req, res, match, path);
+    else turns.admit(req.socket, () => void dispatch(req, res, match, path));
   };
+  const turns = createTurnBudget();
 
   const server = createServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle);
+  const connections = limitConnections(server, maxConnections);
+  server.on('connection', () => turns.connected());
 
   // Answer `Expect: 100-continue` ourselves so an oversized upload is refused before it is sent.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -176,11 +206,15 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
         };
         server.once('error', onError);
         server.once('listening', onListening);
-        server.listen(options.port, options.address);
+        server.listen({
+          port: options.port,
+          host: options.address,
+          backlog: options.backlog ?? DEFAULT_BACKLOG,
+        });
       }),
 
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         closing = true;
         if (!server.listening) {
           resolve();
@@ -189,6 +223,8 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
         server.close(() => resolve());
         // Idle keep-alive sockets go now; busy ones close after their reply (Connection: close).
         server.closeIdleConnections();
-      }),
+      });
+      await json.close();
+    },
   };
 }
