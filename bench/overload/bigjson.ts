@@ -5,7 +5,7 @@
  * by status (200, or 503 when the server's JSON budget is spent), requests lost, and their times.
  */
 import { parseArgs } from 'node:util';
-import { connect, requestHead, summarize } from './raw-http.js';
+import { connect, requestHead, summarize } from '../../test/integration/raw-http.js';
 
 const { values } = parseArgs({
   options: {

@@ -11,7 +11,13 @@
  * flight), connects that failed, and latency of accepted (200) requests.
  */
 import { parseArgs } from 'node:util';
-import { connect, requestHead, summarize, type Outcome, type RawConnection } from './raw-http.js';
+import {
+  connect,
+  requestHead,
+  summarize,
+  type Outcome,
+  type RawConnection,
+} from '../../test/integration/raw-http.js';
 
 const { values } = parseArgs({
   options: {

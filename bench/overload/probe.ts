@@ -9,7 +9,7 @@
  * statuses seen and the slowest probes with the second they started at.
  */
 import { parseArgs } from 'node:util';
-import { connect, requestHead, summarize, type RawConnection } from './raw-http.js';
+import { connect, requestHead, summarize, type RawConnection } from '../../test/integration/raw-http.js';
 
 const { values } = parseArgs({
   options: {

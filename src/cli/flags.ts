@@ -261,7 +261,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'http-json-worker-threads',
     kind: 'int',
     defaultText: '1',
-    help: "Threads parsing large JSON documents (started when needed, stopped after 30 s idle; each one's heap is capped at 8 × --http-max-json-size). 0 parses every document on the event loop. Nereid only.",
+    help: 'Threads parsing large JSON documents (started when needed, stopped after 30 s idle). A document whose parse could need more than 16 × --http-max-json-size of memory (many arrays or objects) is refused with 400 before it is parsed. 0 parses every document on the event loop. Nereid only.',
     apply: (d, v) => (d.httpJsonWorkerThreads = parseInt10('http-json-worker-threads', v, 0, 256)),
   },
   {

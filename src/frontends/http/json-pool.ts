@@ -11,8 +11,9 @@
  *   OS allows it); an inference body comes back as tensors, never as millions of JS numbers to copy;
  * - such documents in flight at once (being received, waiting for a worker, being parsed) are bounded by
  *   --http-json-worker-bytes: past it a request is refused with 503 before its body is read;
- * - a worker's heap is capped (8 × --http-max-json-size, at least 128 MB): a document that needs more
- *   fails alone, with a 400, and the worker is replaced.
+ * - a document whose parse could need more than 16 × --http-max-json-size of heap (1 GiB by default:
+ *   many arrays or objects, a nesting bomb) is refused with a 400 before it is parsed (json-worker.ts,
+ *   parseHeapBound); the worker's heap is capped at twice that, for anything else that runs away.
  * Smaller documents are parsed on the event loop as before: a worker round trip would cost them more
  * than it saves.
  */
@@ -53,9 +54,21 @@ export interface JsonTicket {
 
 const NO_TICKET: JsonTicket = { release() {} };
 
-/** Worker heap cap (MB): room for the JS values of the largest document allowed. */
+/**
+ * The most heap one parse may need (json-worker.ts's parseHeapBound, checked before parsing): 16 ×
+ * --http-max-json-size, 1 GiB by default, enough for the worst ordinary document (64 MB of one-digit
+ * numbers needs at most 768 MB by that bound) and not for nesting bombs.
+ */
+export function maxParseHeap(maxJsonSize: number): number {
+  return 16 * maxJsonSize;
+}
+
+/**
+ * Worker heap cap (MB): twice the largest parse admitted, so that the cap is never what stops a parse
+ * (inside JSON.parse it would abort the process, see parseHeapBound); it bounds the rest of the worker.
+ */
 export function workerHeapMb(maxJsonSize: number): number {
-  return Math.max(128, Math.ceil((8 * maxJsonSize) / MiB));
+  return Math.max(256, Math.ceil((2 * maxParseHeap(maxJsonSize)) / MiB));
 }
 
 /**
@@ -97,8 +110,8 @@ export class JsonPool {
     this.limits = { ...DEFAULT_JSON_LIMITS, ...limits };
   }
 
-  get maxJsonSize(): number {
-    return this.limits.maxJsonSize;
+  private get maxParseHeap(): number {
+    return maxParseHeap(this.limits.maxJsonSize);
   }
 
   /** Bytes of worker-bound documents admitted and not yet decoded. */
@@ -197,6 +210,7 @@ export class JsonPool {
     const result = await this.run(size, ticket, body, (view) => ({
       kind: 'infer',
       body: view,
+      maxParseHeap: this.maxParseHeap,
       headerLength,
       options,
     }));
@@ -212,7 +226,11 @@ export class JsonPool {
   /** parseJson, on a worker thread when the document is large (the body is moved there). */
   async parse(body: Buffer, ticket: JsonTicket = NO_TICKET): Promise<JsonIn> {
     if (!this.routes(body.length)) return parseJson(body);
-    const result = await this.run(body.length, ticket, body, (view) => ({ kind: 'json', body: view }));
+    const result = await this.run(body.length, ticket, body, (view) => ({
+      kind: 'json',
+      body: view,
+      maxParseHeap: this.maxParseHeap,
+    }));
     if (result.kind !== 'json') throw internal(`JSON worker answered a ${result.kind} task`);
     return result.value;
   }
@@ -228,6 +246,7 @@ export class JsonPool {
     const result = await this.run(body.length, ticket, body, (view) => ({
       kind: 'generate',
       body: view,
+      maxParseHeap: this.maxParseHeap,
       metadata,
       maxInputSize,
     }));

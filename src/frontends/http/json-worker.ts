@@ -6,26 +6,30 @@
  * returned as data: an Error crossing threads would lose its code.
  */
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { NereidError, type ErrorCode } from '../../common/errors.js';
+import { invalidArg, NereidError, type ErrorCode } from '../../common/errors.js';
 import type { ModelMetadata } from '../../core/types.js';
 import { parseGenerateRequest, type GenerateRequestParts } from './generate-codec.js';
 import { decodeInferRequest, type DecodeOptions, type DecodedInferRequest } from './infer-codec.js';
 import { parseJson, type JsonIn } from './json.js';
 
+interface TaskBase {
+  readonly body: Uint8Array;
+  /** Refuse a document whose parse could need more heap than this (parseHeapBound). */
+  readonly maxParseHeap: number;
+}
+
 export type JsonTask =
-  | {
+  | (TaskBase & {
       readonly kind: 'infer';
-      readonly body: Uint8Array;
       readonly headerLength: number | undefined;
       readonly options: DecodeOptions;
-    }
-  | { readonly kind: 'json'; readonly body: Uint8Array }
-  | {
+    })
+  | (TaskBase & { readonly kind: 'json' })
+  | (TaskBase & {
       readonly kind: 'generate';
-      readonly body: Uint8Array;
       readonly metadata: ModelMetadata;
       readonly maxInputSize: number;
-    };
+    });
 
 export type JsonTaskResult =
   | {
@@ -58,6 +62,39 @@ function pruned(value: JsonIn, depth: number): JsonIn {
   return value;
 }
 
+const OPEN_BRACKET = 0x5b;
+const OPEN_BRACE = 0x7b;
+
+/**
+ * An upper bound on the JS heap JSON.parse may need for `json`: 12 bytes per byte of text (the cheapest
+ * element, `0,`, costs about 16 bytes of heap while the parser builds its array, and 8 after) plus 80 per
+ * array or object (a nested `[0],` costs about 65). Measured on V8 11 (Node 20): 64 MB of `0,` took 260 MB
+ * of heap (500 MB RSS), 32 MB of `[0],` 520 MB.
+ *
+ * Why check at all when the worker's heap is capped: JSON.parse is one C++ builtin that does not stop for
+ * the worker's termination, so a document that crosses the cap inside it aborts the whole process
+ * ("Reached heap limit"), not just the worker. The bound refuses such a document before it is parsed.
+ */
+export function parseHeapBound(json: Uint8Array): number {
+  const buf = Buffer.isBuffer(json) ? json : Buffer.from(json.buffer, json.byteOffset, json.byteLength);
+  let containers = 0;
+  for (const c of [OPEN_BRACKET, OPEN_BRACE]) {
+    for (let i = buf.indexOf(c); i !== -1; i = buf.indexOf(c, i + 1)) containers++;
+  }
+  return 12 * buf.length + 80 * containers;
+}
+
+function checkParseHeap(json: Buffer, maxParseHeap: number): void {
+  const bound = parseHeapBound(json);
+  if (bound > maxParseHeap) {
+    throw invalidArg(
+      `request JSON of ${json.length} bytes could need up to ${Math.ceil(bound / 2 ** 20)} MB of memory to parse ` +
+        `(it holds many arrays or objects), more than the ${Math.floor(maxParseHeap / 2 ** 20)} MB allowed ` +
+        '(16 × --http-max-json-size); send tensors as binary data',
+    );
+  }
+}
+
 /** An ArrayBuffer this view covers alone, which can therefore move instead of being copied. */
 function movable(view: Uint8Array): ArrayBuffer | undefined {
   const buffer = view.buffer;
@@ -72,6 +109,8 @@ function asBuffer(view: Uint8Array): Buffer {
 export default function runJsonTask(task: JsonTask): unknown {
   const body = asBuffer(task.body);
   try {
+    const jsonLength = task.kind === 'infer' ? (task.headerLength ?? body.length) : body.length;
+    checkParseHeap(body.subarray(0, jsonLength), task.maxParseHeap);
     if (task.kind === 'json') return { ok: true, kind: 'json', value: pruned(parseJson(body), 0) };
     let result: JsonTaskResult;
     let inputs: readonly { readonly data: Uint8Array }[];

@@ -1,13 +1,22 @@
 /**
- * A minimal HTTP/1.1 client connection over node:net for the overload benchmark: one request at a time,
- * responses framed by Content-Length (all Nereid answers are). node:http's Agent would cost more CPU per
+ * A minimal HTTP/1.1 client connection over node:net, for the overload tests and the overload benchmark
+ * (bench/overload): one request at a time, responses framed by Content-Length (all Nereid answers are). node:http's Agent would cost more CPU per
  * request than the server under test at 2,000 connections, and hides what happened to a connection; here
  * every outcome is seen: the answer's status, a reset or close with the request in flight, a timeout.
  */
 import net from 'node:net';
 
 export type Outcome =
-  | { readonly kind: 'response'; readonly status: number; readonly ms: number; readonly closes: boolean }
+  | {
+      readonly kind: 'response';
+      readonly status: number;
+      readonly ms: number;
+      /** The answer said `Connection: close`. */
+      readonly closes: boolean;
+      /** The status line and headers (latin1), without the blank line. */
+      readonly head: string;
+      readonly body: Buffer;
+    }
   | { readonly kind: 'lost'; readonly ms: number; readonly reason: string };
 
 const HEADER_END = Buffer.from('\r\n\r\n');
@@ -28,6 +37,7 @@ export class RawConnection {
   private timer: NodeJS.Timeout | undefined;
   private connected = false;
   closed = false;
+  private readonly closedPromise: Promise<void>;
 
   /** `onConnect` gets null when connected, or the error's code. */
   constructor(
@@ -37,6 +47,7 @@ export class RawConnection {
     onConnect: (err: string | null) => void,
   ) {
     this.socket = net.connect({ port, host, noDelay: true });
+    this.closedPromise = new Promise((resolve) => this.socket.once('close', () => resolve()));
     this.socket.once('connect', () => {
       this.connected = true;
       onConnect(null);
@@ -52,8 +63,11 @@ export class RawConnection {
     });
   }
 
-  /** Sends one request (head + body already encoded) and resolves with what became of it. */
-  send(request: Buffer | readonly Buffer[]): Promise<Outcome> {
+  /**
+   * Sends one request (head + body already encoded) and resolves with what became of it. `onWritten` runs
+   * once the kernel has taken the last byte.
+   */
+  send(request: Buffer | readonly Buffer[], onWritten?: () => void): Promise<Outcome> {
     return new Promise((resolve) => {
       if (this.closed) {
         resolve({ kind: 'lost', ms: 0, reason: 'connection already closed' });
@@ -61,17 +75,22 @@ export class RawConnection {
       }
       this.pending = resolve;
       this.sentAt = performance.now();
-      if (Buffer.isBuffer(request)) this.socket.write(request);
-      else {
-        this.socket.cork();
-        for (const part of request) this.socket.write(part);
-        this.socket.uncork();
-      }
+      const parts = Buffer.isBuffer(request) ? [request] : request;
+      this.socket.cork();
+      parts.forEach((part, i) =>
+        this.socket.write(part, i === parts.length - 1 ? () => onWritten?.() : undefined),
+      );
+      this.socket.uncork();
       this.timer = setTimeout(() => {
         this.fail(`no answer within ${this.timeoutMs} ms`);
         this.socket.destroy();
       }, this.timeoutMs);
     });
+  }
+
+  /** Resolves once the socket has closed (either side). */
+  whenClosed(): Promise<void> {
+    return this.closedPromise;
   }
 
   close(): void {
@@ -96,9 +115,11 @@ export class RawConnection {
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
     const end = this.buffer.indexOf(HEADER_END);
     if (end === -1) return;
-    const head = parseHead(this.buffer.subarray(0, end).toString('latin1'));
+    const text = this.buffer.subarray(0, end).toString('latin1');
+    const head = parseHead(text);
     const total = end + 4 + head.length;
     if (this.buffer.length < total) return;
+    const body = this.buffer.subarray(end + 4, total);
     this.buffer = this.buffer.subarray(total);
     if (this.pending === undefined) return; // an answer nobody asked for: ignore
     this.settle({
@@ -106,6 +127,8 @@ export class RawConnection {
       status: head.status,
       ms: performance.now() - this.sentAt,
       closes: head.closes,
+      head: text,
+      body,
     });
     if (head.closes) this.close();
   }
