@@ -2,7 +2,8 @@
 # Small-request cost of the overload protections: the same closed-loop load (small JSON inference requests
 # to an identity model with no delay, raw keep-alive connections, bench/overload/load.ts) against this tree
 # and against a base revision built in a temporary folder, alternating A/B runs so that background load
-# hits both alike. Prints requests/s and latency p50/p99 per run.
+# hits both alike. Prints requests/s, latency p50/p99 and the server's CPU time per request (user + system,
+# from /proc/<pid>/stat), the figure least disturbed by other work on a shared machine.
 #
 # Usage: bash bench/overload/hotpath.sh [base revision, default HEAD~1] 
 # Env: HOTPATH_SECONDS (10 per run), HOTPATH_ROUNDS (3), HOTPATH_CONNECTIONS ("1 16").
@@ -47,10 +48,12 @@ run() { # <tree> <label> <connections>
   port=$(wait_port "$work/server.log" 'Started HTTPService at [^ ]*:[0-9]+' "$server_pid")
   # warm-up, then the measured run
   node dist/bench/overload/load.js --port "$port" --model small --mode closed --connections "$3" --seconds 2 >/dev/null
-  local r
+  local r cpu0 cpu1
+  cpu0=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
   r=$(node dist/bench/overload/load.js --port "$port" --model small --mode closed --connections "$3" --seconds "$seconds")
+  cpu1=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
   stop_server
-  node -e 'const r=JSON.parse(process.argv[1]); console.log(`${process.argv[2]} c=${process.argv[3]}: ${r.acceptedPerSecond} req/s, p50 ${r.acceptedMs.p50} ms, p99 ${r.acceptedMs.p99} ms, lost ${r.lost}, other ${JSON.stringify(r.otherStatus)}`)' "$r" "$2" "$3"
+  node -e 'const r=JSON.parse(process.argv[1]); const us=((process.argv[4]-process.argv[5])*1e6/Number(process.argv[6]))/r.ok; console.log(`${process.argv[2]} c=${process.argv[3]}: ${r.acceptedPerSecond} req/s, p50 ${r.acceptedMs.p50} ms, p99 ${r.acceptedMs.p99} ms, server CPU ${us.toFixed(0)} us/request, lost ${r.lost}`)' "$r" "$2" "$3" "$cpu1" "$cpu0" "$(getconf CLK_TCK)"
 }
 
 say "load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -196,17 +196,28 @@ export class JsonPool {
   }
 
   /**
-   * decodeInferRequest, on a worker thread when the JSON part is large. The body is moved to the worker:
-   * the caller must not use it afterwards (binary inputs come back as views into it).
+   * decodeInferRequest, on a worker thread when the JSON part is large (then a promise; a small body is
+   * decoded at once, without the cost of a promise). The body is moved to the worker: the caller must not
+   * use it afterwards (binary inputs come back as views into it).
    */
-  async decodeInfer(
+  decodeInfer(
     body: Buffer,
     headerLength: number | undefined,
     options: DecodeOptions,
     ticket: JsonTicket = NO_TICKET,
-  ): Promise<DecodedInferRequest> {
+  ): DecodedInferRequest | Promise<DecodedInferRequest> {
     const size = headerLength ?? body.length;
     if (!this.routes(size)) return decodeInferRequest(body, headerLength, options);
+    return this.decodeInferOnWorker(body, size, headerLength, options, ticket);
+  }
+
+  private async decodeInferOnWorker(
+    body: Buffer,
+    size: number,
+    headerLength: number | undefined,
+    options: DecodeOptions,
+    ticket: JsonTicket,
+  ): Promise<DecodedInferRequest> {
     const result = await this.run(size, ticket, body, (view) => ({
       kind: 'infer',
       body: view,

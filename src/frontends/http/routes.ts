@@ -119,7 +119,8 @@ async function infer(ctx: RouteContext): Promise<Reply> {
       };
     } else {
       const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
-      decoded = await ctx.json.decodeInfer(body, headerLength, options, ticket);
+      const d = ctx.json.decodeInfer(body, headerLength, options, ticket);
+      decoded = d instanceof Promise ? await d : d;
     }
   } finally {
     ticket.release();

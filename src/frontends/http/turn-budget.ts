@@ -10,12 +10,13 @@
  * (clients back off 1, 3, 7, 15, 31 s), final ACKs dropped (clients that think they are connected send a
  * request that waits or is reset), and a health check on a new connection waiting 30 s or more.
  *
- * How: once a turn has started `perTurn` requests, or spent `turnMs` doing so, further requests wait in a
- * FIFO (their socket paused, so a pipelining client cannot pile up more) and are started on later turns,
- * from setImmediate (the check phase, after the next poll, which is where the next accept happens). A turn
- * is then short whatever the number of connections, the loop comes back to poll often, and waiting
- * requests are served in arrival order. Nothing is refused here and nothing is reordered within a
- * connection; a request that does not wait costs a counter increment (and one setImmediate per busy turn).
+ * How: once `perTurn` requests have started within `turnMs`, further requests wait in a FIFO (their socket
+ * paused, so a pipelining client cannot pile up more). While requests wait, each loop turn starts up to
+ * `perTurn` of them (or `turnMs` worth) from setImmediate: the check phase, after the next poll, which is
+ * where the next accept happens. A turn is then short whatever the number of connections, the loop comes
+ * back to poll often, and waiting requests are served in arrival order. Nothing is refused here and
+ * nothing is reordered within a connection. While nothing waits, a request costs a clock read and a
+ * counter: no timer, no allocation.
  *
  * Accepting comes first: while requests wait and the last turn accepted a connection (so the listen queue
  * may hold more), a turn starts no request at all, up to `acceptTurns` turns in a row, and the loop goes
@@ -113,14 +114,13 @@ export function createTurnBudget(options: TurnBudgetOptions = DEFAULT_TURN_BUDGE
   return {
     admit(socket, start) {
       if (head === queue.length) {
-        if (used === 0) {
-          turnStart = performance.now();
-          used = 1;
-          schedule(); // ends this turn: resets the count
-          start();
-          return;
+        // Nothing waits: a turn is a window of turnMs, with no timer (a small request pays a clock read).
+        const now = performance.now();
+        if (now - turnStart >= turnMs) {
+          turnStart = now;
+          used = 0;
         }
-        if (used < perTurn && performance.now() - turnStart < turnMs) {
+        if (used < perTurn) {
           used++;
           start();
           return;
