@@ -2,18 +2,19 @@
 # Overload and soak benchmark (issue 23), loopback only, bounded in time: starts Nereid on the benchmark's
 # repository (bench/overload/repo.ts) and runs the scenarios of bench/overload/drive.ts one after the
 # other — capacity (2x capacity against a model with max_queue_size), connections (2,000 connections),
-# json (16 x 66 MB JSON bodies), soak (2x capacity with connection churn) — each with health probes on new
+# soak (2x capacity with connection churn), json (16 x 66 MB JSON bodies; last, so that the soak's memory
+# is not what the large bodies left) — each with health probes on new
 # connections, on a kept-alive connection and on --http-health-port, and the server's RSS every 10 s.
 # Results: bench/results/overload-<UTC time>/ (gitignored): <scenario>.json, server.log, summary.md.
 #
-# Env: OVERLOAD_SCENARIOS ("capacity connections json soak"), OVERLOAD_SECONDS (60: capacity, connections,
+# Env: OVERLOAD_SCENARIOS ("capacity connections soak json"), OVERLOAD_SECONDS (60: capacity, connections,
 #      and the json probing window), OVERLOAD_SOAK_SECONDS (600), OVERLOAD_JSON_MB (66), OVERLOAD_JSON_COUNT
 #      (16), OVERLOAD_SHORT=1 (a smoke run: 15 s per scenario, 30 s soak, 8 x 16 MB JSON),
 #      OVERLOAD_SERVER_FLAGS (extra nereid flags).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-scenarios=${OVERLOAD_SCENARIOS:-"capacity connections json soak"}
+scenarios=${OVERLOAD_SCENARIOS:-"capacity connections soak json"}
 if [[ ${OVERLOAD_SHORT:-0} == 1 ]]; then
   seconds=${OVERLOAD_SECONDS:-15}
   soak_seconds=${OVERLOAD_SOAK_SECONDS:-30}
