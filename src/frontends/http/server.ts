@@ -2,7 +2,9 @@
  * The KServe v2 HTTP/REST endpoint on bare node:http (measurably faster than a framework here): match the
  * route, run its handler, send the reply; every error goes through errors.ts. Oversized bodies are refused
  * from their Content-Length (even before `Expect: 100-continue` is answered) and the connection is closed
- * rather than drained. close() stops accepting and lets in-flight requests finish.
+ * rather than drained. close() stops accepting and lets in-flight requests finish. Under overload, requests
+ * start within a per-turn budget so accepts keep up (turn-budget.ts), health checks first and never
+ * refused for the connection cap (connection-limits.ts); large JSON is parsed off the loop (json-pool.ts).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
