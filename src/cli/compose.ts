@@ -21,7 +21,7 @@ import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
 import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
-import { createHttpFrontend } from '../frontends/http/index.js';
+import { createHealthListener, createHttpFrontend, type HealthListener } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
@@ -35,6 +35,8 @@ export interface Endpoint {
 export interface RunningNereid {
   readonly server: InferenceServer;
   readonly http: Endpoint | undefined;
+  /** The --http-health-port listener, when given. */
+  readonly httpHealth: Endpoint | undefined;
   readonly grpc: Endpoint | undefined;
   /** The Prometheus endpoint (`GET /metrics`), when --allow-metrics. */
   readonly metrics: Endpoint | undefined;
@@ -60,6 +62,24 @@ export function packageVersion(): string {
     return pkg.version ?? '0.0.0';
   } catch {
     return '0.0.0';
+  }
+}
+
+/**
+ * The kernel caps a listen backlog at net.core.somaxconn (128 before Linux 5.4): say so once when
+ * --http-backlog asks for more, since the cap is silent and shows only as dropped connections under load.
+ */
+function warnIfBacklogCapped(backlog: number, log: Logger): void {
+  let somaxconn: number;
+  try {
+    somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim());
+  } catch {
+    return; // not Linux, or no /proc: nothing to say
+  }
+  if (Number.isSafeInteger(somaxconn) && somaxconn > 0 && somaxconn < backlog) {
+    log.warn(
+      `--http-backlog=${backlog} is capped by the kernel at net.core.somaxconn=${somaxconn}; raise it (sysctl -w net.core.somaxconn=${backlog}) for the larger listen queue to take effect`,
+    );
   }
 }
 
@@ -185,6 +205,8 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
 
   let http: Endpoint | undefined;
   let httpFrontend: ReturnType<typeof createHttpFrontend> | undefined;
+  let httpHealth: Endpoint | undefined;
+  let healthListener: HealthListener | undefined;
   let metrics: Endpoint | undefined;
   let metricsFrontend: MetricsFrontend | undefined;
   let grpc: Endpoint | undefined;
@@ -210,11 +232,30 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
         maxInputSize: options.httpMaxInputSize,
         restrictedApis: options.httpRestrictedApis,
         headerForwardPattern: options.httpHeaderForwardPattern,
+        backlog: options.httpBacklog,
+        maxConnections: options.httpMaxConnections,
+        json: {
+          maxJsonSize: options.httpMaxJsonSize,
+          workerThreshold: options.httpJsonWorkerThreshold,
+          workerThreads: options.httpJsonWorkerThreads,
+          workerBytes: options.httpJsonWorkerBytes,
+        },
         log,
         tls: tls.get('http'),
       });
       http = await httpFrontend.listen();
       log.info(`Started HTTPService at ${http.address}:${http.port}`);
+      warnIfBacklogCapped(options.httpBacklog, log);
+      if (options.httpHealthPort >= 0) {
+        healthListener = createHealthListener(server, {
+          address: options.httpAddress,
+          port: options.httpHealthPort,
+          backlog: options.httpBacklog,
+          log,
+        });
+        httpHealth = await healthListener.listen();
+        log.info(`Started HTTP health service at ${httpHealth.address}:${httpHealth.port}`);
+      }
     }
     if (options.allowMetrics) {
       metricsFrontend = createMetricsFrontend(statsRegistry, {
@@ -231,6 +272,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     }
   } catch (err) {
     await grpcFrontend?.close();
+    await healthListener?.close();
     await httpFrontend?.close();
     await metricsFrontend?.close();
     await repository.close();
@@ -255,8 +297,10 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
       await repository.close();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
+      // Probes keep their answers (not ready) until the very end.
+      await healthListener?.close();
       await sharedMemory.close();
     })());
   const reloadCertificates = (why: string) => tls.reload(why);
-  return { server, http, grpc, metrics, statsRegistry, reloadCertificates, stop };
+  return { server, http, httpHealth, grpc, metrics, statsRegistry, reloadCertificates, stop };
 }

@@ -61,6 +61,20 @@ export interface ServerOptions {
   readonly httpRestrictedApis: Restrictions;
   /** `--http-header-forward-pattern` as given (RE2, case-insensitive unless `(?-i)`); undefined = none. */
   readonly httpHeaderForwardPattern: string | undefined;
+  /** `--http-max-json-size`: largest JSON document in a request. */
+  readonly httpMaxJsonSize: number;
+  /** `--http-json-worker-threshold`: JSON documents this large or larger are parsed on worker threads. */
+  readonly httpJsonWorkerThreshold: number;
+  /** `--http-json-worker-threads`: 0 = parse on the event loop. */
+  readonly httpJsonWorkerThreads: number;
+  /** `--http-json-worker-bytes`: large JSON documents in flight at once, in bytes. */
+  readonly httpJsonWorkerBytes: number;
+  /** `--http-backlog`: the HTTP listen queue. */
+  readonly httpBacklog: number;
+  /** `--http-max-connections`: 0 = no cap. */
+  readonly httpMaxConnections: number;
+  /** `--http-health-port`: -1 = no health listener. */
+  readonly httpHealthPort: number;
   readonly allowGrpc: boolean;
   readonly grpcAddress: string;
   readonly grpcPort: number;
