@@ -17,7 +17,7 @@ a case whose two measurements of the same server differ by more than --spread-li
 the reason and "no verdict". The 1-minute load average is recorded before and after every point.
 
 Usage: .venv/bin/python bench/vs-triton/vs_triton.py [--rounds 2] [--scale 1.0] [--cases a,b]
-           [--servers nereid,triton] [--out DIR]
+           [--servers nereid,triton] [--baseline OTHER_CHECKOUT] [--out DIR]
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ MODELS = Path(__file__).resolve().parent / "models"
 TRITON_VENV = Path(os.environ.get("NEREID_TRITON_VENV", ROOT / ".venv-triton"))
 TRITON = TRITON_VENV / "bin" / "tritonserver"
 PERF_ANALYZER = ROOT / ".venv" / "bin" / "perf_analyzer"
-NEREID = ROOT / "bin" / "nereid.js"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CPUS = os.cpu_count() or 1
 
@@ -167,12 +166,25 @@ class Server:
         except OSError:
             return 0, b""
 
-    def success_count(self, model: str) -> int:
+    def statistics(self, model: str) -> dict[str, int]:
+        """The model's success count and its success / queue / compute_* nanoseconds, summed over versions."""
         status, body = self.get(f"/v2/models/{model}/stats")
         if status != 200:
             raise RuntimeError(f"{self.name}: statistics of {model}: HTTP {status} {body[:200]!r}")
-        stats = json.loads(body)["model_stats"]
-        return sum(int(s["inference_stats"]["success"]["count"]) for s in stats)
+        out = {
+            "count": 0,
+            "success": 0,
+            "queue": 0,
+            "compute_input": 0,
+            "compute_infer": 0,
+            "compute_output": 0,
+        }
+        for s in json.loads(body)["model_stats"]:
+            inference = s["inference_stats"]
+            out["count"] += int(inference["success"]["count"])
+            for key in ("success", "queue", "compute_input", "compute_infer", "compute_output"):
+                out[key] += int(inference[key]["ns"])
+        return out
 
 
 def spawn(name: str, args: list[str], log: Path) -> Server:
@@ -188,9 +200,13 @@ def spawn(name: str, args: list[str], log: Path) -> Server:
     return Server(name, process, log)
 
 
-def nereid_args(repository: Path, http: int, grpc: int) -> list[str]:
+# --baseline: another built Nereid checkout, measured as server "baseline" (before/after a change).
+BASELINE: list[Path] = []
+
+
+def nereid_args(repository: Path, http: int, grpc: int, root: Path = ROOT) -> list[str]:
     return [
-        str(NEREID),
+        str(root / "bin" / "nereid.js"),
         f"--model-repository={repository}",
         "--http-address=127.0.0.1",
         f"--http-port={http}",
@@ -220,10 +236,15 @@ def start(name: str, repository: Path, log_dir: Path, timeout: float = 300) -> t
     """Starts a server and waits until /v2/health/ready; the server and the seconds it took."""
     for attempt in range(3):
         http, grpc = free_port(), free_port()
-        make = nereid_args if name == "nereid" else triton_args
+        if name == "nereid":
+            command = nereid_args(repository, http, grpc)
+        elif name == "baseline":
+            command = nereid_args(repository, http, grpc, BASELINE[0])
+        else:
+            command = triton_args(repository, http, grpc)
         log = log_dir / f"{name}-{int(time.time() * 1000)}-{attempt}.log"
         t0 = time.monotonic()
-        server = spawn(name, make(repository, http, grpc), log)
+        server = spawn(name, command, log)
         server.http_port, server.grpc_port = http, grpc
         while time.monotonic() - t0 < timeout:
             if server.process.poll() is not None:
@@ -252,6 +273,7 @@ class Point:
     load_before: float
     load_after: float
     requests: int
+    server_stats_us: dict[str, float]
 
 
 def perf_analyzer(server: Server, case: Case, out: Path, requests: int) -> tuple[float, float]:
@@ -289,11 +311,13 @@ def measure(server: Server, case: Case, out: Path, requests: int) -> Point:
     stub0 = {pid: proc_cpu_seconds(pid) for pid in stubs}
     busy0 = machine_busy_seconds()
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    count0 = server.success_count(case.model)
+    stats0 = server.statistics(case.model)
     t0 = time.monotonic()
     rate, p99 = perf_analyzer(server, case, out, requests)
     wall = time.monotonic() - t0
-    count = server.success_count(case.model) - count0
+    stats1 = server.statistics(case.model)
+    delta = {k: stats1[k] - stats0[k] for k in stats1}
+    count = delta["count"]
     kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     busy = machine_busy_seconds() - busy0
     host = proc_cpu_seconds(server.pid) - host0
@@ -311,6 +335,8 @@ def measure(server: Server, case: Case, out: Path, requests: int) -> Point:
         load_before,
         loadavg(),
         count,
+        # The server's own statistics per request (µs): queue + compute_* must fit in success.
+        {k: delta[k] / max(count, 1) / 1000 for k in delta if k != "count"},
     )
 
 
@@ -363,9 +389,18 @@ def main() -> int:
     parser.add_argument("--spread-limit", type=float, default=0.25)
     parser.add_argument("--no-cold-start", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another built Nereid checkout, measured too as server 'baseline' (Nereid before a change)",
+    )
     args = parser.parse_args()
 
     servers = [s for s in args.servers.split(",") if s]
+    if args.baseline is not None:
+        BASELINE.append(args.baseline.resolve())
+        servers.append("baseline")
     if "triton" in servers and not TRITON.exists():
         print("vs-triton: Triton is not installed here (run scripts/setup-triton.sh)", file=sys.stderr)
         return 2
@@ -439,7 +474,7 @@ def summarize(
         f"{meta.get('load_end')} at the end.",
         "",
     ]
-    both = servers == ["nereid", "triton"] or sorted(servers) == ["nereid", "triton"]
+    both = "nereid" in servers and "triton" in servers
     head = "| case | Nereid req/s | Triton req/s | Nereid/Triton | p99 µs N / T | CPU µs/req host N / T |"
     head += " CPU µs/req stub N / T | others' CPU |"
     lines += [head, "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -488,6 +523,48 @@ def summarize(
         ]
         if cn and ct and statistics.median(cn) > statistics.median(ct):
             misses.append("cold start slower than Triton's")
+    if "baseline" in servers:
+        lines += [
+            "",
+            "| case | baseline req/s | Nereid req/s | Nereid/baseline | CPU µs/req host B / N | "
+            "CPU µs/req stub B / N |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for r in results:
+            n, b = r.points.get("nereid", []), r.points.get("baseline", [])
+            if not n or not b:
+                continue
+
+            def m(ps: list[Point], attr: str) -> float:
+                return float(statistics.median(getattr(p, attr) for p in ps))
+
+            lines.append(
+                f"| {r.case.name} | {' / '.join(fmt(p.rate) for p in b)} | "
+                f"{' / '.join(fmt(p.rate) for p in n)} | {m(n, 'rate') / m(b, 'rate'):.2f} | "
+                f"{fmt(m(b, 'host_us'))} / {fmt(m(n, 'host_us'))} | "
+                f"{fmt(m(b, 'stub_us'))} / {fmt(m(n, 'stub_us'))} |"
+            )
+    lines += [
+        "",
+        "Each server's own statistics per request, µs (median of its points): success = queue + "
+        "compute_input + compute_infer + compute_output + what no phase covers (a phase sum over success "
+        "is an accounting bug).",
+        "",
+        "| case | server | success | queue | compute_input | compute_infer | compute_output |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    keys = ("success", "queue", "compute_input", "compute_infer", "compute_output")
+    for r in results:
+        for name, ps in r.points.items():
+            if not ps:
+                continue
+            v = {k: statistics.median(p.server_stats_us.get(k, math.nan) for p in ps) for k in keys}
+            lines.append(f"| {r.case.name} | {name} | " + " | ".join(f"{v[k]:,.1f}" for k in keys) + " |")
+            if (
+                v["queue"] + v["compute_input"] + v["compute_infer"] + v["compute_output"]
+                > v["success"] * 1.001
+            ):
+                misses.append(f"{r.case.name} [{name}]: its statistics' phases exceed its success time")
     lines.append("")
     if not both:
         lines.append("Only one server measured: no ratios, no verdict.")
