@@ -75,9 +75,11 @@ export function describeInline(
   sink: TensorSink,
   blob: BlobBuilder,
 ): WireTensor[] | undefined {
+  const list = [...tensors];
+  // Checked first, so that nothing is added to the blob for a list that goes the slow way.
+  if (sink.arena) for (const t of list) if (t.data.length >= sink.threshold) return undefined;
   const out: WireTensor[] = [];
-  for (const t of tensors) {
-    if (sink.arena && t.data.length >= sink.threshold) return undefined;
+  for (const t of list) {
     out.push({
       name: t.name,
       datatype: t.datatype,
