@@ -66,7 +66,6 @@ class WireError(_WireError, total=False):
 
 
 class _WireRequest(TypedDict):
-
     rid: int  # the request's number on this stub: responses, cancellations, reschedules name it
     request_id: str
     correlation_id: str  # as text; correlation_is_string False = an unsigned integer
