@@ -8,6 +8,7 @@ import type { InferenceServerApi } from '../../core/server-api.js';
 import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
 import { withForwarded, type HeaderForwarder } from '../header-forward.js';
+import type { Dashboard } from './dashboard.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
@@ -35,6 +36,8 @@ export interface RouteContext {
   readonly forwardHeaders?: HeaderForwarder;
   /** Large JSON bodies: size limits, admission, parsing off the event loop. */
   readonly json: JsonPool;
+  /** The operator's dashboard; undefined when it is off (the server answers 404 before any handler). */
+  readonly dashboard?: Dashboard;
   /** Set once known, for error logs. */
   requestId?: string;
 }
@@ -348,4 +351,7 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
     await ctx.api.unregisterSystemSharedMemory(ctx.match.region);
     return EMPTY_OK;
   },
+  dashboardPage: (ctx) => ctx.dashboard!.page(ctx.match.file, ctx.req.headers['if-none-match']),
+  dashboardServer: (ctx) => ctx.dashboard!.server(),
+  dashboardMetrics: (ctx) => ctx.dashboard!.metrics(),
 };
