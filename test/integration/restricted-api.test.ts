@@ -45,10 +45,7 @@ const GRPC_GROUPS: Readonly<Record<string, readonly [string, string]>> = {
   'model-repository,statistics,trace,logging': ['admin-key', 'Secret'],
 };
 
-function required(
-  groups: typeof HTTP_GROUPS,
-  prefix: string,
-): Map<HttpRestrictedCategory, [string, string]> {
+function required(groups: typeof HTTP_GROUPS, prefix: string): Map<HttpRestrictedCategory, [string, string]> {
   const m = new Map<HttpRestrictedCategory, [string, string]>();
   for (const [categories, [key, value]] of Object.entries(groups)) {
     for (const c of categories.split(',')) m.set(c as HttpRestrictedCategory, [prefix + key, value]);
