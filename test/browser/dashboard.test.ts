@@ -90,10 +90,13 @@ async function waitForState(page: Page, model: string, state: string): Promise<v
   await row(page, model).locator('.state', { hasText: state }).waitFor(WAIT);
 }
 
-async function shot(page: Page, name: string): Promise<void> {
+/** A screenshot for the docs: of the section holding `inside`, or of the window. */
+async function shot(page: Page, name: string, inside?: string): Promise<void> {
   if (SHOTS === undefined) return;
   mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: path.join(SHOTS, `dashboard-${name}.png`), fullPage: true });
+  const file = path.join(SHOTS, `dashboard-${name}.png`);
+  if (inside === undefined) await page.screenshot({ path: file });
+  else await page.locator('section', { has: page.locator(inside) }).screenshot({ path: file });
 }
 
 describe('the dashboard in a browser', { skip: setup.skip }, () => {
@@ -241,7 +244,8 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
       await page.locator('#tester-result').innerText(),
       /INPUT1: shape \[1, 16\] holds 16 values, 3 given/,
     );
-    await shot(page, 'model');
+    await shot(page, 'tester', '#tester');
+    await shot(page, 'model', '#detail');
   });
 
   it('moves the throughput chart and the batch table when requests arrive', async () => {
@@ -275,7 +279,7 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
       return shown !== null && Number(shown[1]) >= succeeded;
     });
     assert.ok((await page.locator('#batches-table tbody tr').count()) > 0);
-    await shot(page, 'live');
+    await shot(page, 'live', '#charts');
   });
 
   it('shows failures by reason from the metrics', async () => {
