@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from diff_servers import Pair
-from tritonclient.grpc import service_pb2, service_pb2_grpc
 from diff_wire import relative_to_model_folder
+from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 LOADED = [

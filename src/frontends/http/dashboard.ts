@@ -2,7 +2,7 @@
  * The operator's dashboard on the HTTP port (docs/dashboard.md): the page's static files under
  * GET /dashboard/, and two read-only routes the page reads besides the public v2 API —
  * /dashboard/api/server (identity, uptime, options in effect; the caller hands over a document already free
- * of secrets, see cli/dashboard-info.ts) and /dashboard/api/metrics (the metrics endpoint's text, for what
+ * of secrets, see compose/dashboard-info.ts) and /dashboard/api/metrics (the metrics endpoint's text, for what
  * the statistics API lacks: failure reasons and latency quantiles).
  *
  * The files are read once, on first use, into a table keyed by exact name: a request names a key, never a
@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NereidError, notFound, unavailable } from '../../common/errors.js';
-import type { Reply } from './routes.js';
+import type { Reply } from './route-context.js';
 
 export interface DashboardOptions {
   /** The body of GET /dashboard/api/server: what the server says about itself, with secrets left out. */
