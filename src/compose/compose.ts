@@ -10,7 +10,7 @@ import { JavascriptBackend } from '../backends/javascript/index.js';
 import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
 import { PythonBackend } from '../backends/python/index.js';
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
-import { NereidError } from '../common/errors.js';
+import { NereidError, unavailable } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { VersionLookup } from '../core/ensemble/index.js';
 import { InstanceBudget } from '../core/model/instance-budget.js';
@@ -24,6 +24,7 @@ import { SystemSharedMemoryManager } from '../core/shm/index.js';
 import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
 import { createHealthListener, createHttpFrontend, type HealthListener } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
+import { dashboardInfo } from './dashboard-info.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
 import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
@@ -127,6 +128,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
 }
 
 async function startServing(options: ServerOptions, log: Logger, tls: EndpointTls): Promise<RunningNereid> {
+  const startedAt = Date.now();
   const statsRegistry = new StatsRegistry();
   // One rate limiter for the whole server: it arbitrates between the instances of every model.
   const rateLimiter =
@@ -243,6 +245,15 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
         },
         log,
         tls: tls.get('http'),
+        // The metrics frontend starts after this one; the page asks for metrics only once both serve.
+        dashboard: options.allowDashboard
+          ? {
+              info: () => dashboardInfo({ options, version: packageVersion(), startedAt }),
+              metrics: options.allowMetrics
+                ? () => metricsFrontend?.scrape() ?? Promise.reject(unavailable('metrics are not up yet'))
+                : undefined,
+            }
+          : undefined,
       });
       http = await httpFrontend.listen();
       log.info(`Started HTTPService at ${http.address}:${http.port}`);

@@ -76,6 +76,8 @@ export interface ServerOptions {
   readonly httpMaxConnections: number;
   /** `--http-health-port`: -1 = no health listener. */
   readonly httpHealthPort: number;
+  /** `--allow-dashboard` (Nereid only): serve the operator's dashboard at /dashboard/ on the HTTP port. */
+  readonly allowDashboard: boolean;
   readonly allowGrpc: boolean;
   readonly grpcAddress: string;
   readonly grpcPort: number;

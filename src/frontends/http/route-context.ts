@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { HeaderForwarder } from '../header-forward.js';
+import type { Dashboard } from './dashboard.js';
 import type { JsonPool } from './json-pool.js';
 import type { RouteMatch } from './router.js';
 
@@ -26,6 +27,8 @@ export interface RouteContext {
   readonly forwardHeaders?: HeaderForwarder;
   /** Large JSON bodies: size limits, admission, parsing off the event loop. */
   readonly json: JsonPool;
+  /** The operator's dashboard; undefined when it is off (the server answers 404 before any handler). */
+  readonly dashboard?: Dashboard;
   /** Set once known, for error logs. */
   requestId?: string;
 }

@@ -325,4 +325,7 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
     await ctx.api.unregisterSystemSharedMemory(ctx.match.region);
     return EMPTY_OK;
   },
+  dashboardPage: (ctx) => ctx.dashboard!.page(ctx.match.file, ctx.req.headers['if-none-match']),
+  dashboardServer: (ctx) => ctx.dashboard!.server(),
+  dashboardMetrics: (ctx) => ctx.dashboard!.metrics(),
 };
