@@ -11,6 +11,7 @@ import { PythonBackend } from '../backends/python/index.js';
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
 import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import { createResponseCache, describeCacheConfig, type ResponseCache } from '../core/cache/index.js';
 import type { VersionLookup } from '../core/ensemble/index.js';
 import { ModelLoader } from '../core/model/loader.js';
 import type { LoadedVersion } from '../core/repository/contract.js';
@@ -60,7 +61,13 @@ export function builtinBackends(): Backend[] {
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
   // Clients see --id as the server's name (Triton's "triton" by default); the log says what runs.
   log.info(`Nereid ${packageVersion()} starting, server id '${options.id}'`);
-  const statsRegistry = new StatsRegistry();
+  // The response cache exists before any model loads: models that enable it use it from their first request.
+  let responseCache: ResponseCache | undefined;
+  if (options.responseCache !== undefined) {
+    responseCache = await createResponseCache(options.responseCache, log);
+    log.info(`Response cache: ${describeCacheConfig(options.responseCache)}`);
+  }
+  const statsRegistry = new StatsRegistry({ responseCache: responseCache !== undefined });
   // One rate limiter for the whole server: it arbitrates between the instances of every model.
   const rateLimiter =
     options.rateLimit === 'execution_count' ? new RateLimiter(options.rateLimitResources) : undefined;
@@ -97,6 +104,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
     strictGpuKind: options.strictGpuKind,
+    responseCache,
   });
   const repository = new ModelRepositoryManager(
     {
@@ -123,6 +131,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   log.raw(modelTable(repository.index(false)));
   if (failures.length > 0 && options.exitOnError) {
     await repository.close();
+    await responseCache?.close();
     throw new NereidError(
       'INTERNAL',
       `failed to load all models: ${failures.map((f) => `'${f.name}': ${f.reason}`).join('; ')}`,
@@ -165,6 +174,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         config: options.metricsConfig,
         cpuMetrics: options.allowCpuMetrics,
         customMetrics: (timeoutMs) => server.customMetrics(timeoutMs),
+        cacheMetrics: responseCache && (() => responseCache.metrics()),
       });
       metrics = await metricsFrontend.listen();
       log.info(`Started Metrics Service at ${metrics.address}:${metrics.port}`);
@@ -174,6 +184,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     await httpFrontend?.close();
     await metricsFrontend?.close();
     await repository.close();
+    await responseCache?.close();
     throw err;
   }
 
@@ -185,6 +196,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       await repository.close();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
+      await responseCache?.close();
       await sharedMemory.close();
     })());
   return { server, http, grpc, metrics, statsRegistry, stop };

@@ -3,6 +3,7 @@
  * flags → ServerOptions → constructors. Only cli/ reads process.argv and the environment.
  */
 import type { LogFormat } from '../common/logger.js';
+import type { ResponseCacheConfig } from '../core/cache/index.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -60,4 +61,9 @@ export interface ServerOptions {
   readonly rateLimit: 'off' | 'execution_count';
   /** `--rate-limit-resource` flags, in order. */
   readonly rateLimitResources: readonly RateLimitResourceOption[];
+  /**
+   * The response cache from `--cache-config` (or `--response-cache-byte-size`), checked and typed;
+   * undefined = no cache (models' response_cache settings then change nothing).
+   */
+  readonly responseCache: ResponseCacheConfig | undefined;
 }

@@ -21,6 +21,7 @@ import { isEnsembleConfig, loadEnsembleVersion, type VersionLookup } from '../en
 import type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
 import type { ModelRateLimit, RateLimiter } from '../scheduling/rate-limiter.js';
 import type { ReadinessPollOptions } from '../model-health.js';
+import type { ResponseCache } from '../cache/index.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import { ModelVersion } from './model-version.js';
 
@@ -45,6 +46,8 @@ export interface LoaderOptions {
    * GPUs. Default: such groups run on the CPU (their config shows KIND_CPU) and each load says so.
    */
   readonly strictGpuKind?: boolean;
+  /** The server's response cache (--cache-config); models and ensembles that enable it use it. */
+  readonly responseCache?: ResponseCache;
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
@@ -204,6 +207,7 @@ export class ModelLoader implements VersionLoader {
         loadDurationNs: Number(process.hrtime.bigint() - loadStart),
         rateLimit,
         readinessPoll: this.options.readinessPoll,
+        responseCache: this.options.responseCache,
       });
     } catch (err) {
       await Promise.allSettled(instances.map((i) => i.close()));
@@ -229,6 +233,8 @@ export class ModelLoader implements VersionLoader {
       labels: await this.readLabels(config, location.modelDir),
       statsRegistry: this.options.statsRegistry,
       loadStart,
+      responseCache: this.options.responseCache,
+      log: this.options.log,
     });
   }
 
