@@ -24,6 +24,7 @@ import type { ReadinessPollOptions } from '../model-health.js';
 import type { ResponseCache } from '../cache/index.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import { ModelVersion } from './model-version.js';
+import { warmUpInstances } from './warmup.js';
 
 export interface LoaderOptions {
   readonly backends: readonly Backend[];
@@ -194,6 +195,8 @@ export class ModelLoader implements VersionLoader {
       if (failed) throw NereidError.from(failed.reason);
       if (instances.length === 0)
         throw invalidArg(`model '${location.modelName}' has no instances to serve it`);
+      // model_warmup runs on every instance before the version can turn READY (warmup.ts).
+      await warmUpInstances(config, instances, { modelDir: location.modelDir, log: this.options.log });
       rateLimit = this.options.rateLimiter?.registerModel(config, instances.length);
       // Inside the try: a scheduler that rejects its config must not leave instances (worker threads) behind.
       return new ModelVersion({
