@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (README: `npm test`): build, unit + integration tests (node:test), the compatibility
+# The one test command (README: `npm test`): build, unit + integration tests (node:test; the Redis cache
+# tests use the redis-server that scripts/setup-redis.sh provides), the compatibility
 # suite (Triton's real Python client and perf_analyzer against bin/nereid.js: test/compat, in the .venv that
 # scripts/setup-python.sh provisions), then the differential suite (the real Triton 2.51 and Nereid side by
 # side: test/differential, with the Triton that scripts/setup-triton.sh puts in .venv-triton). The exit
@@ -9,7 +10,15 @@ cd "$(dirname "$0")/.."
 npx tsc -p tsconfig.json
 mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
 status=0
-node --test --test-concurrency=1 "${files[@]}" || status=$?
+# The Redis response-cache tests start their own redis-server (Debian's package, installed by
+# setup-redis.sh as root when missing); once it is there, a missing one is an error rather than a skip.
+require_redis=0
+if bash scripts/setup-redis.sh; then
+  command -v redis-server >/dev/null 2>&1 && require_redis=1
+else
+  status=1
+fi
+NEREID_REQUIRE_REDIS=$require_redis node --test --test-concurrency=1 "${files[@]}" || status=$?
 bash scripts/setup-python.sh
 .venv/bin/pytest -q test/compat || status=$?
 

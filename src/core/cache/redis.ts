@@ -211,6 +211,11 @@ export class RedisResponseCache implements ResponseCache {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.client.status !== 'ready') {
+      // Reconnecting (Redis is away): stop trying rather than wait for it.
+      this.client.disconnect();
+      return;
+    }
     try {
       await this.client.quit();
     } catch {
