@@ -4,14 +4,43 @@
  * the bound is the real memory of the stored tensors plus a small header, plus the key. An entry larger
  * than the whole cache is not stored; a new entry evicts least-recently-used ones until it fits.
  */
+import type { Tensor } from '../../common/tensor.js';
 import { decodeEntry, encodeEntry, type CachedResponse } from './codec.js';
 import type { CacheKey } from './key.js';
 import type { CacheMetrics, InsertOutcome, ResponseCache } from './response-cache.js';
+
+interface OutputLayout {
+  readonly name: string;
+  readonly datatype: Tensor['datatype'];
+  readonly shape: readonly number[];
+  readonly length: number;
+}
 
 interface Entry {
   readonly bytes: Buffer;
   /** What the entry costs against the bound: its bytes and its key. */
   readonly cost: number;
+  /** The entry's header, read once when stored: each output's name, datatype, shape and byte length. */
+  readonly layout: readonly OutputLayout[];
+  readonly parameters: CachedResponse['parameters'];
+  /** Where the tensor bytes sit in `bytes`. */
+  readonly dataStart: number;
+  readonly dataEnd: number;
+}
+
+/**
+ * A hit's response: one copy of the entry's tensor bytes, cut into the outputs, so whatever a consumer does
+ * with the tensors cannot change what the cache holds. The header was parsed once, when stored.
+ */
+function handOut(entry: Entry): CachedResponse {
+  const data = Buffer.from(entry.bytes.subarray(entry.dataStart, entry.dataEnd));
+  let offset = 0;
+  const outputs: Tensor[] = entry.layout.map((t) => {
+    const view = data.subarray(offset, offset + t.length);
+    offset += t.length;
+    return { name: t.name, datatype: t.datatype, shape: t.shape, data: view };
+  });
+  return { outputs, parameters: { ...entry.parameters } };
 }
 
 export class LocalResponseCache implements ResponseCache {
@@ -43,16 +72,9 @@ export class LocalResponseCache implements ResponseCache {
     const entry = this.entries.get(key.hex);
     let found: CachedResponse | undefined;
     if (entry !== undefined) {
-      const decoded = decodeEntry(key.digest, entry.bytes, false);
-      if (decoded.ok) {
-        this.entries.delete(key.hex);
-        this.entries.set(key.hex, entry);
-        found = decoded.response;
-      } else {
-        // Cannot happen for bytes this cache encoded; dropped rather than served.
-        this.errors++;
-        this.remove(key.hex, entry);
-      }
+      this.entries.delete(key.hex);
+      this.entries.set(key.hex, entry);
+      found = handOut(entry);
     }
     if (found) this.hits++;
     else this.misses++;
@@ -77,6 +99,14 @@ export class LocalResponseCache implements ResponseCache {
     const encoded = encodeEntry(key.digest, response);
     const cost = encoded.length + key.hex.length;
     if (cost > this.capacityBytes) return 'too-large';
+    const decoded = decodeEntry(key.digest, encoded, false);
+    if (!decoded.ok) {
+      // Cannot happen for bytes just encoded; counted and not stored rather than served wrong.
+      this.errors++;
+      return 'error';
+    }
+    const outputs = decoded.response.outputs;
+    const dataStart = encoded.length - 4 - outputs.reduce((n, t) => n + t.data.length, 0);
     const previous = this.entries.get(key.hex);
     if (previous !== undefined) this.remove(key.hex, previous);
     while (this.used + cost > this.capacityBytes) {
@@ -84,7 +114,19 @@ export class LocalResponseCache implements ResponseCache {
       this.remove(oldest[0], oldest[1]);
       this.evictions++;
     }
-    this.entries.set(key.hex, { bytes: encoded, cost });
+    this.entries.set(key.hex, {
+      bytes: encoded,
+      cost,
+      layout: outputs.map((t) => ({
+        name: t.name,
+        datatype: t.datatype,
+        shape: t.shape,
+        length: t.data.length,
+      })),
+      parameters: decoded.response.parameters,
+      dataStart,
+      dataEnd: encoded.length - 4,
+    });
     this.used += cost;
     return 'stored';
   }
