@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The one test command (README: `npm test`): build, unit + integration tests (node:test; the Redis cache
-# tests use the redis-server that scripts/setup-redis.sh provides), the compatibility
+# The one test command (README: `npm test`): build, unit + integration + deployment tests (node:test; the
+# deployment tools come from scripts/setup-deploy-tools.sh, docs/kubernetes.md; the Redis cache tests use
+# the redis-server that scripts/setup-redis.sh provides), the compatibility
 # suite (Triton's real Python client and perf_analyzer against bin/nereid.js: test/compat, in the .venv that
 # scripts/setup-python.sh provisions), then the differential suite (the real Triton 2.51 and Nereid side by
 # side: test/differential, with the Triton that scripts/setup-triton.sh puts in .venv-triton). The exit
@@ -8,8 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx tsc -p tsconfig.json
-mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
 status=0
+# The deployment tests (test/deploy: helm, kubeconform, hadolint, haproxy, prometheus) need their tools;
+# the setup installs and caches them. It exits 0 without a tool only when this machine cannot have it (the
+# tests then skip saying why); any other failure fails the run.
+bash scripts/setup-deploy-tools.sh || status=1
 # The Redis response-cache tests start their own redis-server (Debian's package, installed by
 # setup-redis.sh as root when missing); once it is there, a missing one is an error rather than a skip.
 require_redis=0
@@ -18,6 +22,7 @@ if bash scripts/setup-redis.sh; then
 else
   status=1
 fi
+mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
 NEREID_REQUIRE_REDIS=$require_redis node --test --test-concurrency=1 "${files[@]}" || status=$?
 bash scripts/setup-python.sh
 .venv/bin/pytest -q test/compat || status=$?

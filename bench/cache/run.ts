@@ -66,8 +66,8 @@ function start(cmd: string, argv: string[], ready: RegExp, log: string): Promise
       const m = ready.exec(text);
       if (m) resolve(m);
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     child.once('exit', (code) => reject(new Error(`${cmd} exited with ${code}:\n${text.slice(-2000)}`)));
   });
 }

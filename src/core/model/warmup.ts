@@ -110,9 +110,7 @@ async function inputData(
   options: WarmupOptions,
 ): Promise<Buffer> {
   if (dims.some((d) => d < 0)) {
-    throw invalidArg(
-      `warmup setting expects all variable-size dimensions are specified for input '${name}'`,
-    );
+    throw invalidArg(`warmup setting expects all variable-size dimensions are specified for input '${name}'`);
   }
   const count = elementCount(dims);
   const element = byteSizeOf(datatype);
