@@ -1,9 +1,10 @@
 // model_warmup on a real server: every sample runs on every instance before the model turns READY, with
 // zero, random and file data as the model sees them; warmup leaves the statistics untouched; a warmup that
-// fails (or names a file outside the warmup folder) fails the load with a clear reason while the server
+// fails (or names a file outside the model folder) fails the load with a clear reason while the server
 // keeps serving.
 import assert from 'node:assert/strict';
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { joinBytesElements } from '../../src/common/tensor.js';
@@ -101,6 +102,7 @@ async function load(url: string, model: string): Promise<{ status: number; error
 describe('model warmup', () => {
   let repo: string;
   let server: TestServer;
+  let outside = '';
 
   before(async () => {
     repo = makeRepository({
@@ -135,7 +137,7 @@ describe('model warmup', () => {
       probe_throw: probe('probe_throw', sample('refused', xFile('bad.bin')), {
         'warmup/bad.bin': int32([-7, 0, 0, 0]),
       }),
-      probe_escape: probe('probe_escape', sample('escape', xFile('../1/model.mjs'))),
+      probe_escape: probe('probe_escape', sample('escape', xFile('../../probe/1/model.mjs'))),
       probe_symlink: probe('probe_symlink', sample('link', xFile('link.bin')), { 'warmup/keep': '' }),
       probe_short: probe('probe_short', sample('short', xFile('short.bin')), {
         'warmup/short.bin': int32([1]),
@@ -160,11 +162,10 @@ describe('model warmup', () => {
         'warmup/gate.bin': int32([-9, 0, 0, 0]),
       }),
     });
-    // A symlink from inside the warmup folder to a file outside it.
-    symlinkSync(
-      path.join(repo, 'probe_symlink', '1', 'model.mjs'),
-      path.join(repo, 'probe_symlink', 'warmup', 'link.bin'),
-    );
+    // A symlink from inside the warmup folder to a file outside the repository.
+    outside = mkdtempSync(path.join(os.tmpdir(), 'nereid-warmup-outside-'));
+    writeFileSync(path.join(outside, 'secret.bin'), Buffer.alloc(16, 1));
+    symlinkSync(path.join(outside, 'secret.bin'), path.join(repo, 'probe_symlink', 'warmup', 'link.bin'));
     server = await startServer([`--model-repository=${repo}`, '--model-control-mode=explicit']);
     // Verbose logging (warmup runs are logged at level 1), set through the logging extension.
     assert.equal((await post(`${server.url}/v2/logging`, { log_verbose_level: 1 })).status, 200);
@@ -173,6 +174,7 @@ describe('model warmup', () => {
   after(async () => {
     await server?.stop();
     removeRepository(repo);
+    if (outside) rmSync(outside, { recursive: true, force: true });
   });
 
   it('runs every sample on every instance before READY, and logs it at verbose level', async () => {
@@ -238,18 +240,26 @@ describe('model warmup', () => {
     assert.equal((await request(`${server.url}/v2/models/probe_throw/ready`)).status, 400);
   });
 
-  it('refuses input_data_file paths that leave the warmup folder, symlinks included', async () => {
-    for (const model of ['probe_escape', 'probe_symlink']) {
+  it('refuses input_data_file paths that leave the model folder, symlinks included', async () => {
+    const expect: Record<string, RegExp> = {
+      probe_escape:
+        /input_data_file '\.\.\/\.\.\/probe\/1\/model\.mjs' of warmup 'escape' input 'X' of model 'probe_escape' leaves the model folder/,
+      probe_symlink:
+        /input_data_file 'link\.bin' of warmup 'link' input 'X' of model 'probe_symlink': 'warmup\/link\.bin' leads outside the model folder through a symbolic link/,
+    };
+    for (const [model, re] of Object.entries(expect)) {
       const r = await load(server.url, model);
       assert.equal(r.status, 400, model);
-      assert.match(r.error, /warmup input_data_file '.*' is outside the model's warmup folder/, model);
+      assert.match(r.error, re, model);
+      assert.ok(!r.error.includes(outside), 'the message does not name where the link leads');
     }
   });
 
   it('refuses short or missing files, variable dims, samples without data, and wrong datatypes', async () => {
     const expect: Record<string, RegExp> = {
       probe_short: /warmup setting expects 16 bytes, but the data provided from short\.bin only has 4 bytes/,
-      probe_missing: /unable to read warmup input_data_file 'nope\.bin'/,
+      probe_missing:
+        /input_data_file 'nope\.bin' of warmup 'missing' input 'X' of model 'probe_missing': 'warmup\/nope\.bin' not found in the model folder/,
       probe_variable: /warmup setting expects all variable-size dimensions are specified for input 'X'/,
       probe_nodata: /warmup setting expects input 'X' to have input_data_type set/,
       probe_dtype: /inference input 'X' data-type is 'FP32', but model 'probe_dtype' expects 'INT32'/,

@@ -31,7 +31,7 @@ import type { StatsRegistry } from '../stats/registry.js';
 import { InstanceBudget, instancesPerVersion, type InstanceLease } from './instance-budget.js';
 import { ModelFolder } from './model-paths.js';
 import { ModelVersion } from './model-version.js';
-import { warmUpInstances } from './warmup.js';
+import { warmUpInstances, warmupFilePath } from './warmup.js';
 
 export interface LoaderOptions {
   readonly backends: readonly Backend[];
@@ -66,9 +66,6 @@ export interface LoaderOptions {
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
-
-/** Where Triton reads a warmup input_data_file from: the model folder's `warmup` sub-folder. */
-const WARMUP_FOLDER = 'warmup';
 
 export class ModelLoader implements VersionLoader {
   readonly instanceBudget: InstanceBudget;
@@ -287,7 +284,7 @@ export class ModelLoader implements VersionLoader {
       if (instances.length === 0)
         throw invalidArg(`model '${location.modelName}' has no instances to serve it`);
       // model_warmup runs on every instance before the version can turn READY (warmup.ts).
-      await warmUpInstances(config, instances, { modelDir: location.modelDir, log: this.options.log });
+      await warmUpInstances(config, instances, { folder, log: this.options.log });
       rateLimit = this.options.rateLimiter?.registerModel(config, instances.length);
       // Inside the try: a scheduler that rejects its config must not leave instances (worker threads) behind.
       return new ModelVersion({
@@ -383,19 +380,18 @@ export class ModelLoader implements VersionLoader {
 
   /**
    * Warmup samples read from files (`input_data_file`, in the model's `warmup` folder as in Triton) must
-   * stay inside the model folder and exist, as Triton's warmup would fail without them. Nereid does not
-   * run warmup requests yet, so nothing is read.
+   * stay inside the model folder and exist, as Triton's warmup would fail without them: checked here, before
+   * any instance starts, and again when warmup.ts reads them.
    */
   private async checkWarmupFiles(config: FrozenModelConfig, folder: ModelFolder): Promise<void> {
     for (const warmup of config.model_warmup) {
       for (const [input, spec] of Object.entries(warmup.inputs ?? {})) {
         const file = spec.input_data_file;
         if (!file) continue;
-        await folder.resolveValue(
-          path.join(folder.location.modelDir, WARMUP_FOLDER),
+        await warmupFilePath(
+          folder,
           file,
           `input_data_file '${file}' of warmup '${warmup.name}' input '${input}'`,
-          { mustExist: true },
         );
       }
     }

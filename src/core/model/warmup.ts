@@ -6,18 +6,19 @@
  * sample '<name>': <error>; `.
  *
  * Inputs are zeros (`zero_data`), random bytes (`random_data`; BYTES inputs get empty strings instead, as
- * in Triton) or a file's bytes (`input_data_file`, in the model folder's `warmup/` subfolder — the path
- * must stay inside it, symlinks included). Inputs the config does not declare are passed as they are
+ * in Triton) or a file's bytes (`input_data_file`, in the model folder's `warmup/` subfolder, the path
+ * confined to the model folder as every path a config names: model-paths.ts). Inputs the config does not declare are passed as they are
  * (sequence control tensors for a sequence model). Warmup requests go to the instances directly: no
  * scheduler, no response cache, and no statistics (they are not client inferences).
  */
 import { randomFillSync } from 'node:crypto';
-import { open, realpath, stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { BackendRequest, InstanceHandle, ResponseSender } from '../../backend-api/backend.js';
 import { byteSizeOf, fromConfigDataType, type DataType } from '../../common/datatype.js';
 import { NereidError, invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import type { ModelFolder } from './model-paths.js';
 import { elementCount, type Tensor } from '../../common/tensor.js';
 import type { FrozenModelConfig, ModelWarmupInput } from '../../model-config/model-config.js';
 import { prepareRequest, withRequestId } from '../inference.js';
@@ -43,36 +44,30 @@ interface WarmupRequest {
 }
 
 export interface WarmupOptions {
-  /** The model's folder; files come from its `warmup/` subfolder. */
-  readonly modelDir: string;
+  /** The model's folder, with the repository's path rules; files come from its `warmup/` subfolder. */
+  readonly folder: ModelFolder;
   readonly log: Logger;
 }
 
 /**
- * Resolves `file` inside `<modelDir>/warmup`, refusing anything that would leave it: absolute paths, `..`
- * and symlinks pointing out. Returns the real path of a regular file.
+ * The path of `file` in the model's `warmup/` folder, joined as Triton joins it and checked by the rules
+ * every config-named path follows (model-paths.ts: it must stay inside the model folder, symbolic links
+ * included, and exist).
  */
-export async function warmupFilePath(modelDir: string, file: string): Promise<string> {
-  const outside = (): NereidError =>
-    invalidArg(`warmup input_data_file '${file}' is outside the model's ${WARMUP_FOLDER} folder`);
-  if (file === '' || file.includes('\0') || path.isAbsolute(file)) throw outside();
-  const folder = path.resolve(modelDir, WARMUP_FOLDER);
-  const candidate = path.resolve(folder, file);
-  if (!candidate.startsWith(folder + path.sep)) throw outside();
-  let real: string;
-  let realFolder: string;
-  try {
-    [real, realFolder] = await Promise.all([realpath(candidate), realpath(folder)]);
-  } catch (err) {
-    throw invalidArg(`unable to read warmup input_data_file '${file}': ${(err as Error).message}`);
-  }
-  if (!real.startsWith(realFolder + path.sep)) throw outside();
-  return real;
+export function warmupFilePath(folder: ModelFolder, file: string, what: string): Promise<string> {
+  return folder.resolveValue(path.join(folder.location.modelDir, WARMUP_FOLDER), file, what, {
+    mustExist: true,
+  });
 }
 
 /** The first `bytes` bytes of the file (all of it when undefined, up to the BYTES limit). */
-async function readWarmupFile(modelDir: string, file: string, bytes: number | undefined): Promise<Buffer> {
-  const real = await warmupFilePath(modelDir, file);
+async function readWarmupFile(
+  folder: ModelFolder,
+  file: string,
+  what: string,
+  bytes: number | undefined,
+): Promise<Buffer> {
+  const real = await warmupFilePath(folder, file, what);
   const info = await stat(real);
   if (!info.isFile()) throw invalidArg(`warmup input_data_file '${file}' is not a file`);
   if (bytes === undefined && info.size > MAX_WARMUP_BYTES_FILE) {
@@ -103,6 +98,7 @@ async function readWarmupFile(modelDir: string, file: string, bytes: number | un
 }
 
 async function inputData(
+  sample: string,
   name: string,
   spec: Readonly<Pick<ModelWarmupInput, 'zero_data' | 'random_data' | 'input_data_file'>>,
   datatype: DataType,
@@ -117,7 +113,12 @@ async function inputData(
   // BYTES: Triton's synthetic data is 4 zero bytes per element, i.e. every element an empty string.
   const size = element === 0 ? 4 * count : element * count;
   if (spec.input_data_file !== undefined && spec.input_data_file !== '') {
-    return readWarmupFile(options.modelDir, spec.input_data_file, element === 0 ? undefined : size);
+    return readWarmupFile(
+      options.folder,
+      spec.input_data_file,
+      `input_data_file '${spec.input_data_file}' of warmup '${sample}' input '${name}'`,
+      element === 0 ? undefined : size,
+    );
   }
   if (spec.zero_data === true) return Buffer.alloc(size);
   if (spec.random_data === true) {
@@ -152,7 +153,7 @@ export async function buildWarmupSamples(
         throw invalidArg(`warmup sample '${setting.name}': input '${name}' has no valid data_type`);
       }
       const dims = spec.dims.map(Number);
-      const data = await inputData(name, spec, datatype, dims, options);
+      const data = await inputData(setting.name, name, spec, datatype, dims, options);
       const shape = batching ? [1, ...dims] : dims;
       if (declared.has(name)) originals.push({ name, datatype, shape, data });
       else overrides.push({ name, datatype, shape, data });
