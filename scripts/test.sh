@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README: `npm test`): build, unit + integration + deployment tests (node:test; the
-# deployment tools come from scripts/setup-deploy-tools.sh, docs/kubernetes.md), the compatibility
+# deployment tools come from scripts/setup-deploy-tools.sh, docs/kubernetes.md; the Redis cache tests use
+# the redis-server that scripts/setup-redis.sh provides), the compatibility
 # suite (Triton's real Python client and perf_analyzer against bin/nereid.js: test/compat, in the .venv that
 # scripts/setup-python.sh provisions), then the differential suite (the real Triton 2.51 and Nereid side by
 # side: test/differential, with the Triton that scripts/setup-triton.sh puts in .venv-triton).
@@ -28,11 +29,20 @@ if ! bash scripts/setup-deploy-tools.sh; then
   status=1
   summary+=("  FAILED  deployment tools setup (scripts/setup-deploy-tools.sh)")
 fi
+# The Redis response-cache tests start their own redis-server (Debian's package, installed by
+# setup-redis.sh as root when missing); once it is there, a missing one is an error rather than a skip.
+require_redis=0
+if bash scripts/setup-redis.sh; then
+  command -v redis-server >/dev/null 2>&1 && require_redis=1
+else
+  status=1
+  summary+=("  FAILED  redis-server setup (scripts/setup-redis.sh)")
+fi
 
 # node:test prints its usual report here and writes TAP beside it, from which the summary is taken.
 mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
 code=0
-node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
+NEREID_REQUIRE_REDIS=$require_redis node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$logs/node.tap" "${files[@]}" || code=$?
 [[ $code -eq 0 ]] || status=$code
 node_counts=$(grep -E '^# (tests|pass|fail|skipped|cancelled) ' "$logs/node.tap" | sed 's/^# //' | paste -sd, - || true)

@@ -12,6 +12,7 @@ import { PythonBackend } from '../backends/python/index.js';
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
 import { NereidError, unavailable } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import { createResponseCache, describeCacheConfig, type ResponseCache } from '../core/cache/index.js';
 import type { VersionLookup } from '../core/ensemble/index.js';
 import { InstanceBudget } from '../core/model/instance-budget.js';
 import { ModelLoader } from '../core/model/loader.js';
@@ -129,7 +130,13 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
 
 async function startServing(options: ServerOptions, log: Logger, tls: EndpointTls): Promise<RunningNereid> {
   const startedAt = Date.now();
-  const statsRegistry = new StatsRegistry();
+  // The response cache exists before any model loads: models that enable it use it from their first request.
+  let responseCache: ResponseCache | undefined;
+  if (options.responseCache !== undefined) {
+    responseCache = await createResponseCache(options.responseCache, log);
+    log.info(`Response cache: ${describeCacheConfig(options.responseCache)}`);
+  }
+  const statsRegistry = new StatsRegistry({ responseCache: responseCache !== undefined });
   // One rate limiter for the whole server: it arbitrates between the instances of every model.
   const rateLimiter =
     options.rateLimit === 'execution_count' ? new RateLimiter(options.rateLimitResources) : undefined;
@@ -166,6 +173,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
     strictGpuKind: options.strictGpuKind,
+    responseCache,
     instanceBudget: new InstanceBudget({
       perModel: options.maxInstancesPerModel,
       total: options.maxInstances,
@@ -199,6 +207,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
   log.raw(modelTable(repository.index(false)));
   if (failures.length > 0 && options.exitOnError) {
     await repository.close();
+    await responseCache?.close();
     throw new NereidError(
       'INTERNAL',
       `failed to load all models: ${failures.map((f) => `'${f.name}': ${f.reason}`).join('; ')}`,
@@ -278,6 +287,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
         config: options.metricsConfig,
         cpuMetrics: options.allowCpuMetrics,
         customMetrics: (timeoutMs) => server.customMetrics(timeoutMs),
+        cacheMetrics: responseCache && (() => responseCache.metrics()),
       });
       metrics = await metricsFrontend.listen();
       log.info(`Started Metrics Service at ${metrics.address}:${metrics.port}`);
@@ -288,6 +298,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     await httpFrontend?.close();
     await metricsFrontend?.close();
     await repository.close();
+    await responseCache?.close();
     throw err;
   }
 
@@ -309,6 +320,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
       await repository.close();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
+      await responseCache?.close();
       // Probes keep their answers (not ready) until the very end.
       await healthListener?.close();
       await sharedMemory.close();

@@ -100,6 +100,8 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   logFile: 'show',
   rateLimit: 'show',
   rateLimitResources: 'show',
+  // A Redis cache's settings hold its password and TLS key paths: only whether a cache is on.
+  responseCache: 'presence',
 };
 
 /** Category → header name, in Triton's category order; values are dropped here and nowhere else. */

@@ -6,6 +6,7 @@
  * library...) are accepted with a warning, so existing command lines keep working.
  */
 import { invalidArg } from '../common/errors.js';
+import { parseCacheSetting, resolveCacheConfig, type CacheSetting } from '../core/cache/index.js';
 import { parseCompressionLevel } from '../frontends/grpc/compression.js';
 import { compileForwardPattern } from '../frontends/header-forward.js';
 import { defaultInstanceLimits } from '../core/model/instance-budget.js';
@@ -26,6 +27,7 @@ type Draft = Mutable<
     | 'loadModels'
     | 'metricsConfig'
     | 'rateLimitResources'
+    | 'responseCache'
     | 'httpRestrictedApis'
     | 'grpcRestrictedProtocols'
   >
@@ -37,6 +39,9 @@ type Draft = Mutable<
   metricsConfig: Map<string, string>;
   modelRepositories: string[];
   loadModels: string[];
+  /** --cache-config occurrences in order, and --response-cache-byte-size; resolved into responseCache. */
+  cacheSettings: CacheSetting[];
+  responseCacheByteSize: string | undefined;
 };
 
 interface Flag {
@@ -891,8 +896,12 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'cache-config',
     kind: 'list',
-    help: "Response cache setting '<cache>,<key>=<value>' (local,size=<bytes> or redis,...).",
-    inert: 'not implemented yet; responses are not cached',
+    help:
+      "Response cache setting '<cache>,<key>=<value>'; repeat for several keys. <cache> is local " +
+      '(size=<bytes>: an LRU in this process) or redis (host, port, user, password, db, connect_timeout, ' +
+      "socket_timeout, tls_enabled, cert, key, cacert, cacert_dir, sni, and Nereid's ttl_ms). Models use " +
+      'it with response_cache { enable: true }. See docs/response-cache.md.',
+    apply: (d, v) => d.cacheSettings.push(parseCacheSetting(v)),
   },
   {
     name: 'cache-directory',
@@ -903,8 +912,8 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'response-cache-byte-size',
     kind: 'int',
-    help: 'Deprecated: --cache-config local,size=<bytes>.',
-    inert: 'not implemented yet; responses are not cached',
+    help: 'Deprecated: the same as --cache-config local,size=<bytes>; not together with --cache-config.',
+    apply: (d, v) => (d.responseCacheByteSize = String(parseInt10('response-cache-byte-size', v, 0))),
   },
   {
     name: 'pinned-memory-pool-byte-size',
@@ -1052,6 +1061,8 @@ export function defaultDraft(): Draft {
     logFile: '',
     rateLimit: 'off',
     rateLimitResources: [],
+    cacheSettings: [],
+    responseCacheByteSize: undefined,
   };
 }
 
@@ -1065,8 +1076,14 @@ export interface ParsedCommandLine {
   readonly warnings: readonly string[];
 }
 
-/** Parses `--flag=value`, `--flag value` and bare boolean `--flag` forms. Throws INVALID_ARG. */
-export function parseFlags(argv: readonly string[]): ParsedCommandLine {
+/**
+ * Parses `--flag=value`, `--flag value` and bare boolean `--flag` forms. Throws INVALID_ARG. `env` gives
+ * the variables some settings fall back to (redis_cache's TRITONCACHE_REDIS_USERNAME / _PASSWORD).
+ */
+export function parseFlags(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = {},
+): ParsedCommandLine {
   const d = defaultDraft();
   const ignored: string[] = [];
   /** Flag name → the last value given. */
@@ -1112,8 +1129,18 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
   warnings.push(...tlsWarnings(d, given));
   if (!help && !version) validate(d);
   if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
+  const { cacheSettings, responseCacheByteSize, ...rest } = d;
+  const cache = help || version ? undefined : resolveCacheConfig(cacheSettings, responseCacheByteSize, env);
+  if (responseCacheByteSize !== undefined) {
+    warnings.push(
+      "--response-cache-byte-size is deprecated: it is the 'local' cache with that size, " +
+        `'--cache-config=local,size=${responseCacheByteSize}'`,
+    );
+  }
+  warnings.push(...(cache?.warnings ?? []));
   const options: ServerOptions = Object.freeze({
-    ...d,
+    ...rest,
+    responseCache: cache?.config,
     modelRepositories: Object.freeze([...d.modelRepositories]),
     loadModels: Object.freeze([...d.loadModels]),
     rateLimitResources: Object.freeze(d.rateLimitResources.map((r) => Object.freeze(r))),

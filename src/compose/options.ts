@@ -4,6 +4,7 @@
  * API (embedded/) builds flags from its options object instead.
  */
 import type { LogFormat } from '../common/logger.js';
+import type { ResponseCacheConfig } from '../core/cache/index.js';
 import type { CompressionLevel } from '../frontends/grpc/compression.js';
 import type { Restrictions } from '../frontends/restricted.js';
 
@@ -144,4 +145,9 @@ export interface ServerOptions {
   readonly rateLimit: 'off' | 'execution_count';
   /** `--rate-limit-resource` flags, in order. */
   readonly rateLimitResources: readonly RateLimitResourceOption[];
+  /**
+   * The response cache from `--cache-config` (or `--response-cache-byte-size`), checked and typed;
+   * undefined = no cache (models' response_cache settings then change nothing).
+   */
+  readonly responseCache: ResponseCacheConfig | undefined;
 }

@@ -7,7 +7,19 @@ import type { NereidError } from '../common/errors.js';
 
 type Waiter<T> = { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void };
 
-export class ResponseStream<T> implements AsyncIterable<T> {
+/**
+ * The producing side of a response stream: what a request's response sender writes to. ResponseStream is
+ * one; the response cache puts a sink in front of it that stores a request's answer before passing it on.
+ */
+export interface ResponseSink<T> {
+  /** True once the final response or an error was pushed. */
+  readonly done: boolean;
+  push(item: T, final: boolean): void;
+  fail(error: NereidError): void;
+  close(): void;
+}
+
+export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
   private readonly items: T[] = [];
   private error: NereidError | undefined;
   private ended = false;

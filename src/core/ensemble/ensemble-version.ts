@@ -5,10 +5,12 @@
  * (the repository unloads an ensemble before its members, so they still serve meanwhile).
  */
 import { unavailable } from '../../common/errors.js';
+import { silentLogger, type Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { prepareRequest, withRequestId } from '../inference.js';
+import { VersionCache, type ResponseCache } from '../cache/index.js';
 import { modelMetadataOf } from '../model/model-version.js';
-import { ResponseStream } from '../response-stream.js';
+import { ResponseStream, type ResponseSink } from '../response-stream.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata } from '../types.js';
@@ -33,6 +35,9 @@ export interface EnsembleVersionParts {
   readonly labels: ReadonlyMap<string, readonly string[]>;
   readonly statsRegistry?: StatsRegistry;
   readonly loadDurationNs?: number;
+  /** Present when the ensemble's top level uses the response cache (load.ts decides). */
+  readonly responseCache?: ResponseCache;
+  readonly log?: Logger;
 }
 
 export class EnsembleVersion implements ServableVersion {
@@ -51,6 +56,7 @@ export class EnsembleVersion implements ServableVersion {
   private drained: (() => void) | undefined;
   private unloading: Promise<void> | undefined;
   private readonly detachStats: (() => void) | undefined;
+  private readonly cache: VersionCache | undefined;
 
   constructor(parts: EnsembleVersionParts) {
     this.config = parts.config;
@@ -60,6 +66,16 @@ export class EnsembleVersion implements ServableVersion {
     this.metadata = modelMetadataOf(parts.config, [String(parts.version)]);
     this.stats = new ModelStats(this.modelName, String(this.version));
     this.detachStats = parts.statsRegistry?.attach(this.stats, parts.config, parts.loadDurationNs);
+    this.cache =
+      parts.responseCache === undefined
+        ? undefined
+        : new VersionCache(
+            parts.responseCache,
+            this.modelName,
+            String(this.version),
+            this.stats,
+            parts.log ?? silentLogger(),
+          );
     const maxInflight = parts.config.ensemble_scheduling?.max_inflight_requests ?? 0;
     this.ctx = {
       config: parts.config,
@@ -116,17 +132,20 @@ export class EnsembleVersion implements ServableVersion {
     // No queue of its own: the request is "executing" once it reaches the step graph (as in Triton).
     record.computeStart = record.queueStart;
     const stream = new ResponseStream<InferenceResponse>();
-    this.active++;
-    const run = new EnsembleRun(
-      this.ctx,
-      this.planFor(prepared.outputs.map((o) => o.name)),
-      prepared,
-      request.signal,
-      stream,
-      record,
-      () => this.settled(),
-    );
-    run.start();
+    const run = (sink: ResponseSink<InferenceResponse>): void => {
+      this.active++;
+      new EnsembleRun(
+        this.ctx,
+        this.planFor(prepared.outputs.map((o) => o.name)),
+        prepared,
+        request.signal,
+        sink,
+        record,
+        () => this.settled(),
+      ).start();
+    };
+    if (this.cache) this.cache.serve(prepared, record, stream, run);
+    else run(stream);
     return stream;
   }
 
@@ -156,6 +175,8 @@ export class EnsembleVersion implements ServableVersion {
 
   private async doUnload(): Promise<void> {
     this.state = 'UNLOADING';
+    // Requests still waiting for a cache lookup were accepted: they start their runs before the drain.
+    await this.cache?.whenIdle();
     if (this.active > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;

@@ -5,7 +5,9 @@
  */
 import { NereidError, invalidArg } from '../../common/errors.js';
 import { ENSEMBLE_PLATFORM, freezeModelConfig } from '../../model-config/index.js';
+import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import type { ResponseCache } from '../cache/index.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import { EnsembleVersion } from './ensemble-version.js';
 import { checkMembers } from './members.js';
@@ -25,6 +27,32 @@ export interface EnsembleLoadOptions {
   readonly statsRegistry?: StatsRegistry;
   /** When the load began (process.hrtime.bigint()), for nv_model_load_duration_secs. */
   readonly loadStart?: bigint;
+  /** The server's response cache, for an ensemble that enables it at its top level. */
+  readonly responseCache?: ResponseCache;
+  readonly log?: Logger;
+}
+
+/**
+ * Whether the ensemble's top level may use the response cache. Triton's rule: only when every step could
+ * be cached too — none decoupled, none a sequence model (each step's own cache setting does not matter).
+ */
+function cacheableEnsemble(
+  config: FrozenModelConfig,
+  memberConfigs: readonly FrozenModelConfig[],
+  decoupled: boolean,
+  log: Logger | undefined,
+): boolean {
+  if (config.response_cache?.enable !== true) return false;
+  const blocker = memberConfigs.find(
+    (m) => m.model_transaction_policy?.decoupled === true || m.sequence_batching !== undefined,
+  );
+  if (!decoupled && blocker === undefined) return true;
+  log?.warn(
+    `ensemble '${config.name}' enables response_cache but its step model '${blocker?.name ?? ''}' is ` +
+      `${blocker?.sequence_batching !== undefined ? 'a sequence model' : 'decoupled'}: the ensemble's ` +
+      'responses are not cached',
+  );
+  return false;
 }
 
 export function loadEnsembleVersion(
@@ -65,5 +93,10 @@ export function loadEnsembleVersion(
     labels: options.labels,
     statsRegistry: options.statsRegistry,
     loadDurationNs: Number(process.hrtime.bigint() - loadStart),
+    ...(options.responseCache !== undefined &&
+      cacheableEnsemble(config, memberConfigs, check.decoupled, options.log) && {
+        responseCache: options.responseCache,
+        log: options.log,
+      }),
   });
 }

@@ -18,7 +18,7 @@ import type { Tensor } from '../../common/tensor.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { classify } from '../classification.js';
 import type { PreparedRequest } from '../inference.js';
-import type { ResponseStream } from '../response-stream.js';
+import type { ResponseSink } from '../response-stream.js';
 import type { ModelStats } from '../stats/model-stats.js';
 import type { RequestRecord } from '../stats/request-record.js';
 import type { InferInput, InferenceResponse, OutputTensor } from '../types.js';
@@ -85,7 +85,7 @@ export class EnsembleRun {
     private readonly rp: RequestPlan,
     private readonly request: PreparedRequest,
     private readonly signal: AbortSignal | undefined,
-    private readonly stream: ResponseStream<InferenceResponse>,
+    private readonly stream: ResponseSink<InferenceResponse>,
     private readonly record: RequestRecord,
     private readonly onSettled: () => void,
   ) {

@@ -10,7 +10,7 @@ import type { Tensor } from '../../common/tensor.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { classify } from '../classification.js';
 import type { PreparedRequest } from '../inference.js';
-import type { ResponseStream } from '../response-stream.js';
+import type { ResponseSink } from '../response-stream.js';
 import type { FailureReason, ModelStats, ResponseOutcome } from '../stats/model-stats.js';
 import type { RequestRecord } from '../stats/request-record.js';
 import type { InferenceResponse } from '../types.js';
@@ -32,7 +32,7 @@ export class JobSender implements ResponseSender {
   constructor(
     private readonly ctx: OutputContext,
     private readonly request: PreparedRequest,
-    private readonly stream: ResponseStream<InferenceResponse>,
+    private readonly stream: ResponseSink<InferenceResponse>,
     readonly record: RequestRecord,
     private readonly decoupled: boolean,
   ) {}

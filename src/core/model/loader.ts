@@ -26,10 +26,12 @@ import { isEnsembleConfig, loadEnsembleVersion, type VersionLookup } from '../en
 import type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
 import type { ModelRateLimit, RateLimiter } from '../scheduling/rate-limiter.js';
 import type { ReadinessPollOptions } from '../model-health.js';
+import type { ResponseCache } from '../cache/index.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import { InstanceBudget, instancesPerVersion, type InstanceLease } from './instance-budget.js';
 import { ModelFolder } from './model-paths.js';
 import { ModelVersion } from './model-version.js';
+import { warmUpInstances, warmupFilePath } from './warmup.js';
 
 export interface LoaderOptions {
   readonly backends: readonly Backend[];
@@ -52,6 +54,8 @@ export interface LoaderOptions {
    * GPUs. Default: such groups run on the CPU (their config shows KIND_CPU) and each load says so.
    */
   readonly strictGpuKind?: boolean;
+  /** The server's response cache (--cache-config); models and ensembles that enable it use it. */
+  readonly responseCache?: ResponseCache;
   /** Instances the server may run (--max-instances and friends); default limits when omitted. */
   readonly instanceBudget?: InstanceBudget;
   /**
@@ -62,9 +66,6 @@ export interface LoaderOptions {
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
-
-/** Where Triton reads a warmup input_data_file from: the model folder's `warmup` sub-folder. */
-const WARMUP_FOLDER = 'warmup';
 
 export class ModelLoader implements VersionLoader {
   readonly instanceBudget: InstanceBudget;
@@ -282,6 +283,8 @@ export class ModelLoader implements VersionLoader {
       if (failed) throw NereidError.from(failed.reason);
       if (instances.length === 0)
         throw invalidArg(`model '${location.modelName}' has no instances to serve it`);
+      // model_warmup runs on every instance before the version can turn READY (warmup.ts).
+      await warmUpInstances(config, instances, { folder, log: this.options.log });
       rateLimit = this.options.rateLimiter?.registerModel(config, instances.length);
       // Inside the try: a scheduler that rejects its config must not leave instances (worker threads) behind.
       return new ModelVersion({
@@ -295,6 +298,7 @@ export class ModelLoader implements VersionLoader {
         loadDurationNs: Number(process.hrtime.bigint() - loadStart),
         rateLimit,
         readinessPoll: this.options.readinessPoll,
+        responseCache: this.options.responseCache,
         unloadTimeoutMs: this.options.unloadTimeoutMs,
         onUnloaded: () => lease.release(),
       });
@@ -345,6 +349,8 @@ export class ModelLoader implements VersionLoader {
       labels: await this.readLabels(config, folder),
       statsRegistry: this.options.statsRegistry,
       loadStart,
+      responseCache: this.options.responseCache,
+      log: this.options.log,
     });
   }
 
@@ -374,19 +380,18 @@ export class ModelLoader implements VersionLoader {
 
   /**
    * Warmup samples read from files (`input_data_file`, in the model's `warmup` folder as in Triton) must
-   * stay inside the model folder and exist, as Triton's warmup would fail without them. Nereid does not
-   * run warmup requests yet, so nothing is read.
+   * stay inside the model folder and exist, as Triton's warmup would fail without them: checked here, before
+   * any instance starts, and again when warmup.ts reads them.
    */
   private async checkWarmupFiles(config: FrozenModelConfig, folder: ModelFolder): Promise<void> {
     for (const warmup of config.model_warmup) {
       for (const [input, spec] of Object.entries(warmup.inputs ?? {})) {
         const file = spec.input_data_file;
         if (!file) continue;
-        await folder.resolveValue(
-          path.join(folder.location.modelDir, WARMUP_FOLDER),
+        await warmupFilePath(
+          folder,
           file,
           `input_data_file '${file}' of warmup '${warmup.name}' input '${input}'`,
-          { mustExist: true },
         );
       }
     }

@@ -17,8 +17,9 @@ import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { prepareRequest, withRequestId } from '../inference.js';
 import { DEFAULT_READINESS_POLL, ModelHealthMonitor, type ReadinessPollOptions } from '../model-health.js';
+import { VersionCache, type ResponseCache } from '../cache/index.js';
 import type { LoadedVersion } from '../repository/contract.js';
-import { ResponseStream } from '../response-stream.js';
+import { ResponseStream, type ResponseSink } from '../response-stream.js';
 import { createScheduler } from '../scheduling/factory.js';
 import { InstancePool } from '../scheduling/instance-pool.js';
 import type { ModelRateLimit } from '../scheduling/rate-limiter.js';
@@ -54,6 +55,27 @@ export interface ModelVersionParts {
   readonly unloadTimeoutMs?: number;
   /** Called once the version's instances are closed (the loader gives their budget back). */
   readonly onUnloaded?: () => void;
+  /** The server's response cache; used when the config enables it (response_cache { enable: true }). */
+  readonly responseCache?: ResponseCache;
+}
+
+/**
+ * The cache a version uses, or undefined: the server has one and the config enables it. Decoupled and
+ * sequence models never get here with the cache enabled (their configs are refused), checked again so
+ * a future config path cannot cache them by accident.
+ */
+export function versionCacheOf(
+  cache: ResponseCache | undefined,
+  config: FrozenModelConfig,
+  version: number,
+  stats: ModelStats,
+  log: Logger,
+): VersionCache | undefined {
+  if (cache === undefined || config.response_cache?.enable !== true) return undefined;
+  if (config.model_transaction_policy?.decoupled === true || config.sequence_batching !== undefined) {
+    return undefined;
+  }
+  return new VersionCache(cache, config.name, String(version), stats, log);
 }
 
 export function modelMetadataOf(config: FrozenModelConfig, versions: readonly string[]): ModelMetadata {
@@ -86,6 +108,7 @@ export class ModelVersion implements LoadedVersion {
   private unloading: Promise<void> | undefined;
   private readonly detachStats: (() => void) | undefined;
   private readonly health: ModelHealthMonitor | undefined;
+  private readonly cache: VersionCache | undefined;
 
   constructor(private readonly parts: ModelVersionParts) {
     this.config = parts.config;
@@ -100,6 +123,7 @@ export class ModelVersion implements LoadedVersion {
     this.scheduler = createScheduler({ config: parts.config, pool: this.pool, log: parts.log });
     this.stats.pendingSource = () => this.scheduler.queued;
     this.detachStats = parts.statsRegistry?.attach(this.stats, parts.config, parts.loadDurationNs);
+    this.cache = versionCacheOf(parts.responseCache, parts.config, parts.version, this.stats, parts.log);
     this.outputContext = {
       config: parts.config,
       version: String(parts.version),
@@ -159,13 +183,13 @@ export class ModelVersion implements LoadedVersion {
     }
     const record = this.stats.startRequest(requestStart, prepared.batchSize);
     const stream = new ResponseStream<InferenceResponse>();
-    const sender = new JobSender(this.outputContext, prepared, stream, record, this.decoupled);
-    this.scheduler.enqueue({
-      request: prepared,
-      sender,
-      signal: request.signal ?? NEVER_ABORTED,
-      acceptedAt: record.queueStart,
-    });
+    const signal = request.signal ?? NEVER_ABORTED;
+    const run = (sink: ResponseSink<InferenceResponse>): void => {
+      const sender = new JobSender(this.outputContext, prepared, sink, record, this.decoupled);
+      this.scheduler.enqueue({ request: prepared, sender, signal, acceptedAt: record.queueStart });
+    };
+    if (this.cache) this.cache.serve(prepared, record, stream, run);
+    else run(stream);
     return stream;
   }
 
@@ -204,6 +228,8 @@ export class ModelVersion implements LoadedVersion {
    */
   private async drainWithin(timeoutMs: number): Promise<void> {
     const drained = (async (): Promise<void> => {
+      // Requests still waiting for a cache lookup were accepted: they reach the scheduler before it drains.
+      await this.cache?.whenIdle();
       await this.scheduler.drain();
       // Executions are over; a decoupled model's streams may still be open (their clients may cancel them).
       await this.pool.whenStreamsEnded();

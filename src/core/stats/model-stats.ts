@@ -46,6 +46,10 @@ export interface SuccessSample {
 export interface StatsSink {
   success(sample: SuccessSample): void;
   firstResponse(ns: number): void;
+  /** A request answered from the response cache: its queue time and the lookup's time, in ns. */
+  cacheHit?(queueNs: number, hitNs: number): void;
+  /** A request the cache missed, answered by the model: its lookup plus insert time, in ns. */
+  cacheMiss?(ns: number): void;
 }
 
 /** Cumulative counters of one version, the part the Prometheus metrics expose. */
@@ -170,6 +174,31 @@ export class ModelStats {
   /** The first response (or error) of a request went out: time to first response. */
   recordFirstResponse(rec: RequestRecord, at: bigint): void {
     this.sink?.firstResponse(ns(rec.requestStart, at));
+  }
+
+  /**
+   * A request answered from the response cache (Triton's UpdateSuccessCacheHit): a success with its
+   * request and queue time (accepted to lookup start), and a cache hit with the lookup's time. It counts
+   * no inference, no execution and no compute phase, and leaves last_inference alone.
+   */
+  recordCacheHit(rec: RequestRecord, lookupStart: bigint, lookupEnd: bigint, end: bigint): void {
+    const queueNs = ns(rec.queueStart, lookupStart);
+    const hitNs = ns(lookupStart, lookupEnd);
+    add(this.success, 1, ns(rec.requestStart, end));
+    add(this.queue, 1, queueNs);
+    add(this.cacheHit, 1, hitNs);
+    this.sink?.cacheHit?.(queueNs, hitNs);
+  }
+
+  /**
+   * A request the cache missed and the model answered (Triton's UpdateSuccessCacheMiss): the lookup and
+   * the insert of its answer count as a cache miss, and are added to the request's duration (the insert
+   * happens after the request's own timeline was recorded).
+   */
+  recordCacheMiss(missNs: number): void {
+    add(this.cacheMiss, 1, missNs);
+    this.success.ns += missNs;
+    this.sink?.cacheMiss?.(missNs);
   }
 
   /** A request that ended before any instance took it (cancelled in the queue, refused by the scheduler). */

@@ -43,6 +43,10 @@ export interface LatencyObserver {
   success(series: MetricSeries, sample: SuccessSample): void;
   /** Request start to its first response (or error), in nanoseconds. */
   firstResponse(series: MetricSeries, ns: number): void;
+  /** A response-cache hit: the request's queue time and the lookup's time, in nanoseconds. */
+  cacheHit?(series: MetricSeries, queueNs: number, hitNs: number): void;
+  /** A response-cache miss: lookup plus insert time, in nanoseconds. */
+  cacheMiss?(series: MetricSeries, ns: number): void;
 }
 
 /** What a metrics frontend reads. */
@@ -106,6 +110,14 @@ class Series implements MetricSeries, StatsSink {
 
   firstResponse(ns: number): void {
     for (const o of this.observers) o.firstResponse(this, ns);
+  }
+
+  cacheHit(queueNs: number, hitNs: number): void {
+    for (const o of this.observers) o.cacheHit?.(this, queueNs, hitNs);
+  }
+
+  cacheMiss(ns: number): void {
+    for (const o of this.observers) o.cacheMiss?.(this, ns);
   }
 }
 

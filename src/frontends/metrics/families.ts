@@ -119,6 +119,44 @@ export const FAMILIES = Object.freeze({
     'summary',
     'Cumulative inference compute output duration in microseconds (does not include cached requests)',
   ),
+  cacheHitSummary: f(
+    'nv_cache_hit_summary_per_model',
+    'summary',
+    'Summary of cache hit counts/durations per model, in microseconds.',
+  ),
+  cacheMissSummary: f(
+    'nv_cache_miss_summary_per_model',
+    'summary',
+    'Summary of cache miss counts/durations per model, in microseconds.',
+  ),
+  // The cache itself, server-wide (what Triton's local cache publishes; gauges, as there).
+  cacheUtil: f('nv_cache_util', 'gauge', 'Cache utilization [0.0 - 1.0]'),
+  cacheEntries: f('nv_cache_num_entries', 'gauge', 'Number of responses stored in response cache'),
+  cacheNumHits: f('nv_cache_num_hits', 'gauge', 'Number of cache hits in response cache'),
+  cacheNumMisses: f('nv_cache_num_misses', 'gauge', 'Number of cache misses in response cache'),
+  cacheLookups: f('nv_cache_num_lookups', 'gauge', 'Number of cache lookups in response cache'),
+  cacheEvictions: f('nv_cache_num_evictions', 'gauge', 'Number of cache evictions in response cache'),
+  cacheLookupDuration: f(
+    'nv_cache_lookup_duration',
+    'gauge',
+    'Total cache lookup duration (hit and miss), in microseconds',
+  ),
+  cacheInsertionDuration: f(
+    'nv_cache_insertion_duration',
+    'gauge',
+    'Total cache insertion duration, in microseconds',
+  ),
+  // Nereid's own cache families (no Triton counterpart).
+  cacheErrors: f(
+    'nereid_cache_errors_total',
+    'counter',
+    'Response cache lookups and inserts that failed and were answered by computing instead',
+  ),
+  cacheConnected: f(
+    'nereid_cache_connected',
+    'gauge',
+    'Whether the Redis response cache is connected (1) or not (0)',
+  ),
   // CPU (per interval, --allow-cpu-metrics).
   cpuUtilization: f('nv_cpu_utilization', 'gauge', 'CPU utilization rate [0.0 - 1.0]'),
   cpuMemoryTotal: f('nv_cpu_memory_total_bytes', 'gauge', 'CPU total memory (RAM), in bytes'),

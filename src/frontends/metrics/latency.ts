@@ -72,6 +72,9 @@ export interface SeriesLatency {
   readonly computeInput: WindowedSummary;
   readonly computeInfer: WindowedSummary;
   readonly computeOutput: WindowedSummary;
+  /** Present for a series with a response cache: hit and miss durations. */
+  readonly cacheHit: WindowedSummary | undefined;
+  readonly cacheMiss: WindowedSummary | undefined;
   readonly firstResponse: BucketHistogram;
 }
 
@@ -97,6 +100,8 @@ export class LatencyTracker implements LatencyObserver {
         computeInput: summary(),
         computeInfer: summary(),
         computeOutput: summary(),
+        cacheHit: series.cacheEnabled ? summary() : undefined,
+        cacheMiss: series.cacheEnabled ? summary() : undefined,
         firstResponse: new BucketHistogram(
           series.firstResponseBucketsMs ?? DEFAULT_FIRST_RESPONSE_BUCKETS_MS,
         ),
@@ -120,5 +125,18 @@ export class LatencyTracker implements LatencyObserver {
   firstResponse(series: MetricSeries, ns: number): void {
     if (!this.settings.histogramLatencies) return;
     this.of(series).firstResponse.observe(Math.floor(ns / MS));
+  }
+
+  // Triton's cache hit: the queue summary and the cache hit summary (no request summary with a cache).
+  cacheHit(series: MetricSeries, queueNs: number, hitNs: number): void {
+    if (!this.settings.summaryLatencies) return;
+    const s = this.of(series);
+    s.queue.observe(Math.floor(queueNs / US));
+    s.cacheHit?.observe(Math.floor(hitNs / US));
+  }
+
+  cacheMiss(series: MetricSeries, ns: number): void {
+    if (!this.settings.summaryLatencies) return;
+    this.of(series).cacheMiss?.observe(Math.floor(ns / US));
   }
 }

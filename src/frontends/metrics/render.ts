@@ -4,6 +4,7 @@
  * Families and their order follow Triton's registry; which ones appear follows --metrics-config.
  */
 import { FAILURE_REASONS } from '../../core/stats/model-stats.js';
+import type { CacheMetrics } from '../../core/cache/index.js';
 import type { MetricSeries } from '../../core/stats/registry.js';
 import type { MetricsSettings } from './config.js';
 import {
@@ -41,6 +42,8 @@ export interface RenderInput {
   readonly latency?: LatencyTracker;
   /** Present when CPU metrics are enabled. */
   readonly system?: SystemValues;
+  /** Present when the server has a response cache: its own counters (nv_cache_*, server-wide). */
+  readonly cache?: CacheMetrics;
 }
 
 export function renderMetrics(input: RenderInput): string {
@@ -113,6 +116,8 @@ export function renderMetrics(input: RenderInput): string {
       [FAMILIES.computeInputSummary, (l) => l.computeInput],
       [FAMILIES.computeInferSummary, (l) => l.computeInfer],
       [FAMILIES.computeOutputSummary, (l) => l.computeOutput],
+      [FAMILIES.cacheHitSummary, (l) => l.cacheHit],
+      [FAMILIES.cacheMissSummary, (l) => l.cacheMiss],
     ];
     for (const [family, pick] of summaries) {
       out += familyText(
@@ -124,6 +129,7 @@ export function renderMetrics(input: RenderInput): string {
       );
     }
   }
+  if (input.cache) out += renderCacheMetrics(input.cache);
   if (input.system) {
     const v = input.system;
     out += familyText(FAMILIES.cpuUtilization, [sample(FAMILIES.cpuUtilization.name, [], v.cpuUtilization)]);
@@ -132,5 +138,27 @@ export function renderMetrics(input: RenderInput): string {
     ]);
     out += familyText(FAMILIES.cpuMemoryUsed, [sample(FAMILIES.cpuMemoryUsed.name, [], v.memoryUsedBytes)]);
   }
+  return out;
+}
+
+/**
+ * The cache's own families: Triton's local cache publishes these eight gauges (no labels); a Redis cache
+ * has no entry count, utilisation or evictions of its own to report (Redis evicts by itself), so those
+ * three are left out for it. Nereid adds the error count and, for Redis, whether it is connected.
+ */
+export function renderCacheMetrics(m: CacheMetrics): string {
+  const one = (family: Family, v: number | undefined): string =>
+    v === undefined ? '' : familyText(family, [sample(family.name, [], v)]);
+  let out = '';
+  out += one(FAMILIES.cacheUtil, m.utilization);
+  out += one(FAMILIES.cacheEntries, m.entries);
+  out += one(FAMILIES.cacheNumHits, m.hits);
+  out += one(FAMILIES.cacheNumMisses, m.misses);
+  out += one(FAMILIES.cacheLookups, m.lookups);
+  out += one(FAMILIES.cacheEvictions, m.evictions);
+  out += one(FAMILIES.cacheLookupDuration, us(m.lookupNs));
+  out += one(FAMILIES.cacheInsertionDuration, us(m.insertNs));
+  out += one(FAMILIES.cacheErrors, m.errors);
+  out += one(FAMILIES.cacheConnected, m.connected === undefined ? undefined : m.connected ? 1 : 0);
   return out;
 }

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import type { CacheMetrics } from '../../core/cache/index.js';
 import type { ModelCustomMetrics } from '../../core/model/custom-metrics.js';
 import type { MetricsSource } from '../../core/stats/registry.js';
 import { metricsSettings, type MetricsSettings } from './config.js';
@@ -40,6 +41,8 @@ export interface MetricsFrontendOptions {
   readonly customMetrics?: (timeoutMs: number) => Promise<readonly ModelCustomMetrics[]>;
   /** Bound on how long a scrape waits for a model's custom metrics; default 2000 ms. */
   readonly customMetricsTimeoutMs?: number;
+  /** The response cache's counters, read at every scrape; absent when the server has no cache. */
+  readonly cacheMetrics?: () => CacheMetrics;
 }
 
 /** Distinct problems logged per frontend, at most: a model inventing names cannot grow the log or memory. */
@@ -115,7 +118,13 @@ export function createMetricsFrontend(
 
   const scrape = async (): Promise<string> => {
     const custom = customText();
-    const nv = renderMetrics({ series: source.metricSeries(), settings, latency, system: poller?.values });
+    const nv = renderMetrics({
+      series: source.metricSeries(),
+      settings,
+      latency,
+      system: poller?.values,
+      cache: options.cacheMetrics?.(),
+    });
     return nv + (await custom) + (await processRegistry.metrics());
   };
 
