@@ -47,6 +47,8 @@ export function topLevelKeys(text: string): string[] {
     while (i < n && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
     i++;
   };
+  // The JSON parser drops a leading byte order mark (rapidjson does); the keys must be read past it too.
+  if (text.charCodeAt(0) === 0xfeff) i = 1;
   ws();
   if (text[i] !== '{') return keys;
   i++;
