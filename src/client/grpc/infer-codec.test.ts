@@ -28,6 +28,24 @@ void test('parameters keep their type and exact 64-bit values through the wire',
   assert.deepEqual(Object.keys(toInferParameter(3, true)), ['uint64_param']);
 });
 
+void test('a parameter named __proto__ travels as a parameter (found by the fuzzer)', () => {
+  const input = new InferInput('A', [1], 'INT32').setData([1]).setParameter('__proto__', 'in');
+  assert.deepEqual(Object.keys(input.parameters), ['__proto__']);
+  const out = new InferRequestedOutput('Y').setParameter('__proto__', 2);
+  const msg = wire(
+    encodeInferRequest('m', [input], {
+      parameters: JSON.parse('{"__proto__":true}') as Record<string, boolean>,
+      outputs: [out],
+    }),
+  );
+  assert.deepEqual(Object.keys(msg.parameters), ['__proto__']);
+  assert.deepEqual(Object.keys(msg.inputs[0].parameters ?? {}), ['__proto__']);
+  assert.deepEqual(Object.keys(msg.outputs[0].parameters), ['__proto__']);
+  // Names of Object.prototype's members are ordinary parameter names too.
+  const named = wire(encodeInferRequest('m', [input], { parameters: { constructor: 1, toString: 'x' } }));
+  assert.deepEqual(Object.keys(named.parameters).sort(), ['constructor', 'toString']);
+});
+
 void test('raw_input_contents by default, one entry per input with data, in input order', () => {
   const a = new InferInput('A', [2], 'INT32').setData([1, 2]);
   const shm = new InferInput('S', [2], 'INT32').setSharedMemory('r', 8);

@@ -4,6 +4,7 @@
  * a decoded ModelInferResponse → InferResult (raw_output_contents used as they are, no copies).
  */
 import type { DataType } from '../../common/datatype.js';
+import { setOwn } from '../../common/own.js';
 import { splitBytesElements } from '../../common/tensor.js';
 import { NereidClientError } from '../errors.js';
 import type { InferInput, InferRequestedOutput, ParameterValue, SharedMemoryRef } from '../infer-input.js';
@@ -99,7 +100,7 @@ export function fromInferParameter(p: InferParameterMsg): ParameterValue | undef
 
 function parametersMsg(params: Readonly<Record<string, ParameterValue>>): Record<string, InferParameterMsg> {
   const out: Record<string, InferParameterMsg> = {};
-  for (const [k, v] of Object.entries(params)) out[k] = toInferParameter(v, k === 'priority');
+  for (const [k, v] of Object.entries(params)) setOwn(out, k, toInferParameter(v, k === 'priority'));
   return out;
 }
 
@@ -111,7 +112,7 @@ export function parametersOf(
   for (const [k, p] of Object.entries(msg ?? {})) {
     if (k === drop) continue;
     const v = fromInferParameter(p);
-    if (v !== undefined) out[k] = v;
+    if (v !== undefined) setOwn(out, k, v);
   }
   return out;
 }

@@ -42,6 +42,12 @@ describe('topLevelKeys', () => {
     );
     assert.deepEqual(r.parameters, { temperature: 9007199254740993n });
   });
+
+  it('keeps a parameter named __proto__ (found by the fuzzer)', () => {
+    const r = parse('{"__proto__": 1}');
+    assert.equal(Object.getOwnPropertyDescriptor(r.parameters, '__proto__')?.value, 1);
+    assert.equal(Object.getPrototypeOf(r.parameters), Object.prototype);
+  });
 });
 
 describe('shapeFor', () => {

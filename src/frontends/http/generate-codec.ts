@@ -9,6 +9,7 @@
  */
 import { byteSizeOf, type DataType } from '../../common/datatype.js';
 import { internal, invalidArg, NereidError } from '../../common/errors.js';
+import { setOwn } from '../../common/own.js';
 import { elementCount, splitBytesElements } from '../../common/tensor.js';
 import type { InferInput, InferenceResponse, ModelMetadata, Parameters } from '../../core/types.js';
 import {
@@ -170,7 +171,7 @@ class RequestBuilder {
       if (!this.exact && isRoundedInteger(value)) {
         throw roundedIntegerError(invalidArg(`parameter '${key}' is beyond 2^53`));
       }
-      this.parameters[key] = parameterOf(key, value);
+      setOwn(this.parameters, key, parameterOf(key, value));
       return;
     }
     if (this.inputs.some((i) => i.name === key)) throw invalidArg(`input '${key}' already exists in request`);
