@@ -26,6 +26,11 @@ void test('parameters keep their type and exact 64-bit values through the wire',
   }
   // Triton's clients send priority as uint64_param.
   assert.deepEqual(Object.keys(toInferParameter(3, true)), ['uint64_param']);
+  // A number beyond 2^53 is a double: sent as one, never wrapped into int64 (found by the fuzzer).
+  for (const v of [-9223372036854778000, 2 ** 64, 1e300, 2 ** 53]) {
+    const decoded = type.decode(encodeMessage(type, toInferParameter(v)));
+    assert.equal(fromInferParameter(decoded as never), v, String(v));
+  }
 });
 
 void test('a parameter named __proto__ travels as a parameter (found by the fuzzer)', () => {

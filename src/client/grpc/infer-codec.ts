@@ -81,7 +81,9 @@ export function toInferParameter(v: ParameterValue, unsigned = false): InferPara
       if (unsigned || v > INT64_MAX) return { uint64_param: longOf(v, true) };
       return { int64_param: longOf(v, false) };
     default:
-      if (!Number.isInteger(v)) return { double_param: v };
+      // Integers beyond 2^53 are doubles already (and beyond 2^63 an int64 would wrap): send the double,
+      // as the server does with its own response parameters. bigint is the way to send exact 64-bit values.
+      if (!Number.isSafeInteger(v)) return { double_param: v };
       return unsigned ? { uint64_param: v } : { int64_param: v };
   }
 }
