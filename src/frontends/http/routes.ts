@@ -17,6 +17,7 @@ import {
   type DecodedInferRequest,
 } from './infer-codec.js';
 import { isJsonObject, parseJson, type JsonIn, type JsonInObject } from './json.js';
+import { openApiDocument } from './openapi.js';
 import { deduceRawInput } from './raw-input.js';
 import type { RouteMatch, RouteName } from './router.js';
 
@@ -40,6 +41,8 @@ export interface RouteContext {
 type Handler = (ctx: RouteContext) => Reply | Promise<Reply>;
 
 const JSON_TYPE = { 'Content-Type': 'application/json' } as const;
+// RFC 9512's media type for YAML.
+const YAML_TYPE = { 'Content-Type': 'application/yaml' } as const;
 const EMPTY_OK: Reply = { status: 200 };
 const EMPTY_BAD: Reply = { status: 400 };
 
@@ -295,4 +298,5 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
     await ctx.api.unregisterSystemSharedMemory(ctx.match.region);
     return EMPTY_OK;
   },
+  openApi: async () => ({ status: 200, headers: YAML_TYPE, body: await openApiDocument() }),
 };
