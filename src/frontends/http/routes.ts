@@ -236,8 +236,10 @@ async function traceSetting(ctx: RouteContext): Promise<Reply> {
     if (value === null || typeof value === 'string') update[key] = value;
     else if (Array.isArray(value) && value.every((v): v is string => typeof v === 'string'))
       update[key] = value;
-    else if (typeof value === 'number' || typeof value === 'bigint') update[key] = String(value);
-    else throw invalidArg(`trace setting '${key}' must be a string, a list of strings or null`);
+    // A number is taken as its decimal text only when that text is exact: JSON.parse has rounded integers
+    // beyond 2^53 (9007199254740993 would become "9007199254740992") and 1e21 prints as "1e+21".
+    else if (typeof value === 'number' && Number.isSafeInteger(value)) update[key] = String(value);
+    else throw invalidArg(`trace setting '${key}' must be a string, a list of strings, an integer or null`);
   }
   return json(ctx.api.updateTraceSettings(model, update));
 }
