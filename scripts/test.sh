@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (README: `npm test`): build, unit + integration tests (node:test), the compatibility
+# The one test command (README: `npm test`): build, unit + integration + deployment tests (node:test; the
+# deployment tools come from scripts/setup-deploy-tools.sh, docs/kubernetes.md), the compatibility
 # suite (Triton's real Python client and perf_analyzer against bin/nereid.js: test/compat, in the .venv that
 # scripts/setup-python.sh provisions), then the differential suite (the real Triton 2.51 and Nereid side by
 # side: test/differential, with the Triton that scripts/setup-triton.sh puts in .venv-triton). The exit
@@ -7,8 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx tsc -p tsconfig.json
-mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
 status=0
+# The deployment tests (test/deploy: helm, kubeconform, hadolint, haproxy, prometheus) need their tools;
+# the setup installs and caches them. It exits 0 without a tool only when this machine cannot have it (the
+# tests then skip saying why); any other failure fails the run.
+bash scripts/setup-deploy-tools.sh || status=1
+mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
 node --test --test-concurrency=1 "${files[@]}" || status=$?
 bash scripts/setup-python.sh
 .venv/bin/pytest -q test/compat || status=$?

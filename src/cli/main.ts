@@ -1,6 +1,9 @@
 /**
  * `nereid` — a tritonserver-compatible command line. Parses flags, starts the server, and on SIGINT or
- * SIGTERM stops accepting, lets in-flight requests finish (at most --exit-timeout-secs) and exits 0.
+ * SIGTERM turns not-ready, keeps serving for --exit-delay-secs, then stops accepting, lets in-flight
+ * requests finish (at most --exit-timeout-secs) and exits 0. A second signal ends the process at once. SIGHUP
+ * re-reads the TLS certificates and does nothing else (it never stops the server, unlike in tritonserver,
+ * which has no handler for it).
  */
 import { createWriteStream } from 'node:fs';
 import { NereidError } from '../common/errors.js';
@@ -43,7 +46,21 @@ async function main(argv: readonly string[]): Promise<number> {
   );
   for (const warning of parsed.warnings) log.warn(warning);
 
-  let running;
+  // SIGHUP never stops the server: from here on it re-reads the TLS certificates (before the server is up,
+  // the files were just read, and the poll of the files catches a change).
+  let running: Awaited<ReturnType<typeof startNereid>> | undefined;
+  process.on('SIGHUP', () => {
+    if (running === undefined) {
+      log.info('Received SIGHUP while starting: the TLS certificates in use were read at start-up');
+      return;
+    }
+    running.reloadCertificates('SIGHUP').then(
+      (results) => {
+        if (results.length === 0) log.info('Received SIGHUP: no TLS certificates to reload');
+      },
+      (err: unknown) => log.error(`SIGHUP: reloading the TLS certificates failed: ${String(err)}`),
+    );
+  });
   try {
     running = await startNereid(options, log);
   } catch (err) {
@@ -53,11 +70,17 @@ async function main(argv: readonly string[]): Promise<number> {
 
   return new Promise<number>((resolve) => {
     const onSignal = (signal: string): void => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
       log.info(`Received ${signal}, stopping: waiting for in-flight requests to finish`);
-      const timer = setTimeout(() => {
-        log.warn(`Exit timeout (${options.exitTimeoutSecs} s) expired with requests still in flight`);
-        resolve(0);
-      }, options.exitTimeoutSecs * 1000);
+      // The exit timeout counts from the end of the --exit-delay-secs window, when the listeners close.
+      const timer = setTimeout(
+        () => {
+          log.warn(`Exit timeout (${options.exitTimeoutSecs} s) expired with requests still in flight`);
+          resolve(0);
+        },
+        (options.exitDelaySecs + options.exitTimeoutSecs) * 1000,
+      );
       timer.unref();
       running.stop().then(
         () => {
@@ -71,8 +94,12 @@ async function main(argv: readonly string[]): Promise<number> {
         },
       );
     };
-    process.once('SIGINT', () => onSignal('SIGINT'));
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    // Both handlers go with the first signal, so a second SIGINT or SIGTERM takes Node's default: it ends
+    // the process at once (the impatient Ctrl-C, or an orchestrator that has waited long enough).
+    const onInt = (): void => onSignal('SIGINT');
+    const onTerm = (): void => onSignal('SIGTERM');
+    process.once('SIGINT', onInt);
+    process.once('SIGTERM', onTerm);
   });
 }
 

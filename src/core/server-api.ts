@@ -7,6 +7,7 @@ import type { JsonObject } from '../model-config/json.js';
 import type {
   LogSettingsUpdate,
   LogSettingsView,
+  CudaSharedMemoryRegionStatus,
   SystemSharedMemoryRegionStatus,
   TraceSettings,
   TraceSettingsUpdate,
@@ -58,8 +59,16 @@ export interface InferenceServerApi {
   registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number): Promise<void>;
   /** name undefined or '' = every region. */
   unregisterSystemSharedMemory(name?: string): Promise<void>;
-  /** CUDA shared memory: this server has no GPU; every call throws UNSUPPORTED with a clear message. */
-  cudaSharedMemoryUnsupported(): never;
+  // CUDA shared memory extension, as Triton answers it on a machine without a GPU (core/shm/cuda.ts):
+  // status lists no region, unregister has nothing to do, register is refused.
+  cudaSharedMemoryStatus(name?: string): CudaSharedMemoryRegionStatus[];
+  /**
+   * Always throws: ALREADY_EXISTS for a name already taken, else INVALID_ARG (no GPU). The handle,
+   * device and size are what the frontends parsed, checked there as Triton checks them.
+   */
+  registerCudaSharedMemory(name: string, rawHandle: Buffer, deviceId: number, byteSize: number): void;
+  /** name undefined or '' = every region. */
+  unregisterCudaSharedMemory(name?: string): void;
 
   // Logging extension.
   logSettings(): LogSettingsView;

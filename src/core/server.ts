@@ -16,8 +16,14 @@ import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
 import type { InferenceServerApi } from './server-api.js';
 import { TraceSettingsStore } from './trace-settings.js';
-import { SystemSharedMemoryManager, inferWithSharedMemory, usesSharedMemory } from './shm/index.js';
+import {
+  CudaSharedMemory,
+  SystemSharedMemoryManager,
+  inferWithSharedMemory,
+  usesSharedMemory,
+} from './shm/index.js';
 import type {
+  CudaSharedMemoryRegionStatus,
   LogSettingsUpdate,
   LogSettingsView,
   SystemSharedMemoryRegionStatus,
@@ -63,6 +69,8 @@ export const SUPPORTED_EXTENSIONS: readonly string[] = [
   'schedule_policy',
   'model_configuration',
   'system_shared_memory',
+  // Answered as Triton answers it without a GPU: status and unregister work, register is refused.
+  'cuda_shared_memory',
   'binary_tensor_data',
   'parameters',
   'statistics',
@@ -73,6 +81,7 @@ export class InferenceServer implements InferenceServerApi {
   private started = false;
   private stopping = false;
   private readonly trace: TraceSettingsStore;
+  private readonly cudaSharedMemory: CudaSharedMemory;
 
   constructor(
     private readonly identity: ServerIdentity,
@@ -83,6 +92,7 @@ export class InferenceServer implements InferenceServerApi {
     /** System shared-memory regions (`--allow-client-shm`); the caller closes it on stop. */
     private readonly sharedMemory = new SystemSharedMemoryManager({ allowClientShm: false }),
   ) {
+    this.cudaSharedMemory = new CudaSharedMemory(sharedMemory);
     this.trace = new TraceSettingsStore((name) => this.repository.index(false).some((e) => e.name === name));
   }
 
@@ -248,8 +258,16 @@ export class InferenceServer implements InferenceServerApi {
     return this.sharedMemory.unregister(name);
   }
 
-  cudaSharedMemoryUnsupported(): never {
-    throw unsupported('CUDA shared memory is not supported: this server runs without a GPU');
+  cudaSharedMemoryStatus(name?: string): CudaSharedMemoryRegionStatus[] {
+    return this.cudaSharedMemory.status(name);
+  }
+
+  registerCudaSharedMemory(name: string, _rawHandle: Buffer, _deviceId: number, _byteSize: number): void {
+    this.cudaSharedMemory.register(name);
+  }
+
+  unregisterCudaSharedMemory(_name?: string): void {
+    this.cudaSharedMemory.unregister();
   }
 
   logSettings(): LogSettingsView {

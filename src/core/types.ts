@@ -145,6 +145,13 @@ export interface SystemSharedMemoryRegionStatus {
   byte_size: number;
 }
 
+/** One CUDA shared-memory region (Triton's status fields); a server without GPUs never has one. */
+export interface CudaSharedMemoryRegionStatus {
+  name: string;
+  device_id: number;
+  byte_size: number;
+}
+
 /** The logging extension's settings, with Triton's keys. */
 export interface LogSettingsView {
   log_file: string;

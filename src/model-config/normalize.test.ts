@@ -79,21 +79,44 @@ void test('explicit groups: unnamed ones become <model>_<index>, KIND_AUTO becom
   assert.equal(normalizeModelConfig(parse(SIMPLE_SEQUENCE)).instance_group[0].count, 2);
 });
 
-void test('KIND_GPU groups move to the CPU with a warning (no GPUs here)', () => {
-  const warnings: string[] = [];
+void test('KIND_GPU groups move to the CPU and are named (no GPUs here)', () => {
+  const moved: string[][] = [];
   const c = normalizeModelConfig(
-    parse(`${SIMPLE} instance_group [ { count: 1 kind: KIND_GPU gpus: [ 0, 1 ] } ]`),
-    {
-      onWarning: (m) => warnings.push(m),
-    },
+    parse(
+      `${SIMPLE} instance_group [ { count: 1 kind: KIND_GPU gpus: [ 0, 1 ] }, { kind: KIND_CPU }, { name: "g" kind: KIND_GPU } ]`,
+    ),
+    { onGpuGroupsMoved: (groups) => moved.push([...groups]) },
   );
   assert.deepEqual(
     c.instance_group.map((g) => [g.name, g.kind, g.count, g.gpus]),
-    [['simple_0', 'KIND_CPU', 1, []]],
+    [
+      ['simple_0', 'KIND_CPU', 1, []],
+      ['simple_1', 'KIND_CPU', 2, []],
+      ['g', 'KIND_CPU', 2, []],
+    ],
   );
-  assert.deepEqual(warnings, [
-    'instance group simple_0 of model simple has kind KIND_GPU but no GPUs are available; using KIND_CPU',
-  ]);
+  assert.deepEqual(moved, [['simple_0', 'g']], 'one report per config');
+  // A config without KIND_GPU groups reports nothing.
+  normalizeModelConfig(parse(`${SIMPLE} instance_group [ { kind: KIND_CPU } ]`), {
+    onGpuGroupsMoved: (groups) => moved.push([...groups]),
+  });
+  assert.equal(moved.length, 1);
+});
+
+void test("gpuGroups 'keep' leaves KIND_GPU groups for validation to refuse, as Triton does", () => {
+  const moved: string[][] = [];
+  const c = normalizeModelConfig(
+    parse(`${SIMPLE} instance_group [ { kind: KIND_GPU gpus: [ 0 ] }, { name: "g" kind: KIND_GPU } ]`),
+    { gpuGroups: 'keep', onGpuGroupsMoved: (groups) => moved.push([...groups]) },
+  );
+  assert.deepEqual(
+    c.instance_group.map((g) => [g.name, g.kind, g.count, g.gpus]),
+    [
+      ['simple_0', 'KIND_GPU', 1, [0]],
+      ['g', 'KIND_GPU', 1, []],
+    ],
+  );
+  assert.deepEqual(moved, []);
 });
 
 void test('preferred instance groups of a backend: GPU ones skipped, CPU count used', () => {

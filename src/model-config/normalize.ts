@@ -3,7 +3,8 @@
  * fields its server-side autofill derives (AutoCompleteBackendFields), then NormalizeModelConfig
  * (version policy, preferred batch sizes, sequence idle time, pinned-memory flags), then
  * NormalizeInstanceGroup (default group, names, kind, count). Nereid has no GPUs, so KIND_AUTO resolves
- * to KIND_CPU as in Triton, and KIND_GPU groups are moved to the CPU with a warning (Triton would refuse).
+ * to KIND_CPU as in Triton, and KIND_GPU groups are moved to the CPU and reported (Triton would refuse
+ * the model; `gpuGroups: 'keep'` leaves them for validate() to refuse as Triton does).
  * Pure: returns a new config and leaves the argument untouched.
  */
 import { invalidArg } from '../common/errors.js';
@@ -55,8 +56,14 @@ export interface NormalizeOptions {
   /** Number of GPUs; Nereid serves on CPU only. */
   readonly gpuCount?: 0;
   readonly preferredInstanceGroups?: readonly PreferredInstanceGroup[];
-  /** Receives notes about changes Triton would not make (KIND_GPU moved to CPU). */
-  readonly onWarning?: (message: string) => void;
+  /**
+   * KIND_GPU groups on this server without GPUs: 'cpu' (the default) runs them on the CPU — kind KIND_CPU,
+   * `gpus` cleared — and names them to onGpuGroupsMoved; 'keep' leaves them as they are, for validate() to
+   * refuse with Triton's message (`--strict-gpu-kind`).
+   */
+  readonly gpuGroups?: 'cpu' | 'keep';
+  /** Receives the names of the KIND_GPU groups moved to the CPU (once per config, when there are any). */
+  readonly onGpuGroupsMoved?: (groups: readonly string[]) => void;
 }
 
 interface BackendRule {
@@ -202,14 +209,13 @@ function normalizeInstanceGroups(cfg: ModelConfig, opts: NormalizeOptions): void
     }
     cfg.instance_group.push(group);
   }
+  const moved: string[] = [];
   cfg.instance_group.forEach((group, index) => {
     if (!group.name) group.name = `${cfg.name}_${index}`;
     group.gpus ??= [];
     if (group.kind === 'KIND_AUTO') group.kind = 'KIND_CPU';
-    if (group.kind === 'KIND_GPU') {
-      opts.onWarning?.(
-        `instance group ${group.name} of model ${cfg.name} has kind KIND_GPU but no GPUs are available; using KIND_CPU`,
-      );
+    if (group.kind === 'KIND_GPU' && opts.gpuGroups !== 'keep') {
+      moved.push(group.name);
       group.kind = 'KIND_CPU';
       group.gpus = [];
     }
@@ -218,6 +224,7 @@ function normalizeInstanceGroups(cfg: ModelConfig, opts: NormalizeOptions): void
     }
     if (group.count < 1) group.count = defaultInstanceCount(group.kind, cfg.backend);
   });
+  if (moved.length > 0) opts.onGpuGroupsMoved?.(moved);
 }
 
 /** Returns a copy of `input` with Triton's defaults filled in (see the module comment for the stages). */

@@ -344,10 +344,14 @@ void test('instance groups on a GPU-less server (Triton wording)', () => {
   // Checks that only fire when validate() sees a config normalize() did not prepare.
   const raw = prepared(BASE);
   raw.instance_group[0].kind = 'KIND_GPU';
+  assert.equal(problem(raw), 'instance group m of model m has kind KIND_GPU but no GPUs are available');
+  raw.instance_group[0].gpus = [1, 0];
   assert.equal(
     problem(raw),
-    'instance group m of model m has kind KIND_GPU but server does not support GPUs',
+    'instance group m of model m specifies invalid or unsupported gpu id 1. GPUs with at least the minimum ' +
+      'required CUDA compute compatibility of 6.000000 are: ',
   );
+  raw.instance_group[0].gpus = [];
   raw.instance_group[0].kind = 'KIND_AUTO';
   assert.equal(problem(raw, 'INTERNAL'), 'instance group m of model m has unexpected kind KIND_AUTO');
   raw.instance_group[0].kind = 'KIND_CPU';

@@ -214,6 +214,9 @@ function checkModelConfig(cfg: FrozenModelConfig): void {
   checkMetrics(cfg);
 }
 
+/** Triton's default --min-supported-compute-capability, as its message prints it. */
+const MIN_COMPUTE_CAPABILITY = '6.000000';
+
 /** Triton's ValidateInstanceGroup on a server without GPUs. */
 function checkInstanceGroups(cfg: FrozenModelConfig): void {
   if (cfg.ensemble_scheduling !== undefined) return;
@@ -226,7 +229,12 @@ function checkInstanceGroups(cfg: FrozenModelConfig): void {
         if (g.gpus.length > 0) fail(`${group} has kind KIND_MODEL but specifies one or more GPUs`);
         break;
       case 'KIND_GPU':
-        fail(`${group} has kind KIND_GPU but server does not support GPUs`);
+        // Triton's words on a machine without GPUs (its GPU build, which is what its users run).
+        if (g.gpus.length === 0) fail(`${group} has kind KIND_GPU but no GPUs are available`);
+        fail(
+          `${group} specifies invalid or unsupported gpu id ${g.gpus[0]}. GPUs with at least the minimum ` +
+            `required CUDA compute compatibility of ${MIN_COMPUTE_CAPABILITY} are: `,
+        );
         break;
       case 'KIND_CPU':
         if (g.gpus.length > 0) fail(`${group} has kind KIND_CPU but specifies one or more GPUs`);

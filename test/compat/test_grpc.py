@@ -335,9 +335,18 @@ def test_error_load_unknown_model(grpc: Any) -> None:
     assert grpc.is_server_live() is True
 
 
-def test_error_cuda_shared_memory_unimplemented(grpc: Any) -> None:
-    err = _raises(grpc.get_cuda_shared_memory_status)
-    assert err.status() == "StatusCode.UNIMPLEMENTED"
+def test_cuda_shared_memory_as_triton_without_a_gpu(grpc: Any) -> None:
+    """What Triton's *_cudashm_client.py examples and reuse_infer_objects_client.py call first: status and
+    unregister work (no regions), register needs a GPU."""
+    assert grpc.get_cuda_shared_memory_status(as_json=True) == {}
+    grpc.unregister_cuda_shared_memory()
+    grpc.unregister_cuda_shared_memory("never_registered")
+    err = _raises(grpc.get_cuda_shared_memory_status, "never_registered")
+    assert err.status() == "StatusCode.NOT_FOUND"
+    assert err.message() == "Unable to find cuda shared memory region: 'never_registered'"
+    err = _raises(grpc.register_cuda_shared_memory, "c", b"\0" * 64, 0, 64)
+    assert err.status() == "StatusCode.INVALID_ARGUMENT"
+    assert err.message() == "failed to register CUDA shared memory region: 'c', GPUs not supported"
 
 
 def test_server_live_after_errors(grpc: Any) -> None:

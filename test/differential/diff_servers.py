@@ -172,6 +172,10 @@ def start_nereid(repository: Path, flags: list[str], log_dir: Path, timeout: flo
         "--grpc-address=127.0.0.1",
         "--grpc-port=0",
         "--allow-metrics=false",
+        # Triton 2.51 has no --allow-client-shm: clients may always register shared memory there. Nereid
+        # follows the newer Triton, where it is off by default, so it is turned on to compare the same
+        # behaviour (test_diff_shared_memory.py).
+        "--allow-client-shm=true",
         *flags,
     ]
     return _start("nereid", args, log_dir / "nereid.log", timeout)

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from diff_servers import Pair
+from diff_wire import relative_to_model_folder
+from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 LOADED = [
@@ -56,6 +58,22 @@ def test_server_metadata(clients: tuple[Any, Any]) -> None:
     triton, nereid = (c.get_server_metadata(as_json=True) for c in clients)
     assert sorted(triton) == sorted(nereid) == ["extensions", "name", "version"]
     assert set(nereid["extensions"]) <= set(triton["extensions"])
+    # --id, default "triton", as simple_grpc_health_metadata.py expects.
+    assert nereid["name"] == triton["name"] == "triton"
+
+
+def test_server_metadata_key_says_nereid(pair: Pair) -> None:
+    """Nereid's responses carry the `server` metadata key (nereid/<version>); Triton's do not."""
+    found: dict[str, str | None] = {}
+    for name, port in (("triton", pair.triton.grpc_port), ("nereid", pair.nereid.grpc_port)):
+        # grpcio itself, as tritonclient imports it (typed Any: neither ships type information).
+        with grpcclient.grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+            reply, call = stub.ServerMetadata.with_call(service_pb2.ServerMetadataRequest())
+            assert reply.name == "triton"
+            found[name] = dict(call.initial_metadata()).get("server")
+    assert found["triton"] is None
+    assert (found["nereid"] or "").startswith("nereid/")
 
 
 def test_health(clients: tuple[Any, Any]) -> None:
@@ -92,6 +110,9 @@ def test_repository_index(clients: tuple[Any, Any]) -> None:
     n.pop(("invalid_config", "1"), None)
     for entry in (t[("broken_init", "1")], n[("broken_init", "1")]):
         entry["reason"] = entry["reason"].rstrip("\n")  # Triton's traceback ends in a newline
+    # Nereid names the model's file relative to its folder (test_diff_server.py says why).
+    broken = t[("broken_init", "1")]
+    broken["reason"] = relative_to_model_folder(broken["reason"], "broken_init")
     assert n == t
 
 

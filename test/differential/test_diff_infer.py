@@ -287,3 +287,20 @@ def test_fp16_output_without_binary(pair: Pair) -> None:
     assert "sending FP16 data via JSON is not supported" in triton.error()
     assert nereid.status == 200
     assert output_array(nereid, "OUTPUT0").tolist() == [[1.0, 2.0, 3.0, 4.0]]
+
+
+def test_bytes_are_carried_exactly(pair: Pair) -> None:
+    """Every byte value, NUL included, alone and all together, through a Python model: both servers hand
+    the model exactly the bytes sent and send back exactly what it returned (byte-identical replies). This
+    is the comparison behind docs/onnxruntime.md "Which BYTES elements pass": Triton's Python backend and
+    Nereid's carry any bytes; only onnxruntime-node's string tensors cannot (they refuse what is not
+    UTF-8)."""
+    elements = [bytes([b]) for b in range(256)] + [bytes(range(256)), b"", b"\xff\xfe\x00tail"]
+    body, headers = infer_binary(
+        [BinaryInput("INPUT0", "BYTES", [1, len(elements)], bytes_tensor(elements))],
+        [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+    )
+    triton, nereid = pair.send("POST", "/v2/models/identity_bytes/infer", body, headers)
+    assert (triton.status, nereid.status) == (200, 200), f"Triton {triton}, Nereid {nereid}"
+    assert output_array(triton, "OUTPUT0").tolist() == [elements]
+    assert nereid.body == triton.body

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from diff_servers import Pair
-from diff_wire import differences
+from diff_wire import differences, relative_to_model_folder
 
 # Models both servers load (the rest of models/ fails to load on purpose).
 LOADED = [
@@ -29,11 +29,20 @@ def test_server_metadata_has_triton_shape(pair: Pair) -> None:
     assert (triton.status, nereid.status) == (200, 200)
     t, n = triton.json(), nereid.json()
     assert sorted(t) == sorted(n) == ["extensions", "name", "version"]
-    # name and version are the servers' own ("triton" 2.51.0, "nereid" <package version>)
-    assert isinstance(n["name"], str)
+    # The version is each server's own (Triton 2.51.0, Nereid its package version).
     assert isinstance(n["version"], str)
     assert all(isinstance(e, str) for e in n["extensions"])
     assert triton.headers["content-type"] == nereid.headers["content-type"] == "application/json"
+
+
+def test_server_name_is_the_id_with_tritons_default(pair: Pair) -> None:
+    """Both report --id, default "triton": what Triton's simple_http_health_metadata.py checks
+    (`if metadata["name"] != "triton": sys.exit(1)`). Nereid says what it is in a Server header, which
+    Triton does not send."""
+    triton, nereid = pair.send("GET", "/v2")
+    assert nereid.json()["name"] == triton.json()["name"] == "triton"
+    assert "server" not in triton.headers
+    assert nereid.headers["server"].startswith("nereid/")
 
 
 def test_server_claims_no_extension_triton_lacks(pair: Pair) -> None:
@@ -41,8 +50,9 @@ def test_server_claims_no_extension_triton_lacks(pair: Pair) -> None:
     assert set(nereid.json()["extensions"]) <= set(triton.json()["extensions"])
 
 
-# Not offered by Nereid on purpose: no CUDA, no tracing.
-NOT_OFFERED = {"cuda_shared_memory", "trace"}
+# Not offered by Nereid on purpose: no tracing. (cuda_shared_memory is offered as Triton offers it on a
+# machine without a GPU: test_diff_shared_memory.py.)
+NOT_OFFERED = {"trace"}
 
 
 def test_server_lists_the_extensions_it_implements(pair: Pair) -> None:
@@ -112,8 +122,10 @@ def test_repository_index_reason_of_a_model_that_failed_to_load(pair: Pair) -> N
     n = _index(nereid.json())[("broken_init", "1")]
     assert t["state"] == n["state"] == "UNAVAILABLE"
     # Both: "Internal: TritonModelException: broken_init refuses to load\n\nAt:\n  <file>(10): initialize\n",
-    # the traceback's final newline included.
-    assert n["reason"] == t["reason"]
+    # the traceback's final newline included. Intended difference (docs/security.md): Triton names the file
+    # with its absolute path, Nereid relative to the model folder (`1/broken_init.py`), so load errors never
+    # tell a client where the server keeps its files.
+    assert n["reason"] == relative_to_model_folder(t["reason"], "broken_init")
 
 
 def test_repository_index_of_a_config_refused_at_poll(pair: Pair) -> None:

@@ -142,7 +142,7 @@ describe('nereid/client against a real server', () => {
         assert.equal(await c().isModelReady('simple', 1), true);
         assert.equal(await c().isModelReady('no_such_model'), false);
         const server = await c().serverMetadata();
-        assert.equal(server.name, 'nereid');
+        assert.equal(server.name, 'triton');
         assert.ok(server.extensions.includes('binary_tensor_data'));
         assert.deepEqual(await c().modelMetadata('simple'), {
           name: 'simple',

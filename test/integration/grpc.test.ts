@@ -585,10 +585,20 @@ describe('gRPC against the real server', () => {
       );
       await client.call('SystemSharedMemoryUnregister', {});
       assert.deepEqual((await client.call('SystemSharedMemoryStatus', {})).regions, {});
-      await rejectsWith(client.call('CudaSharedMemoryStatus', {}), Code.UNIMPLEMENTED);
+      // CUDA shared memory, as Triton answers it without a GPU: no regions, unregister succeeds, register
+      // is refused.
+      assert.deepEqual((await client.call('CudaSharedMemoryStatus', {})).regions, {});
       await rejectsWith(
-        client.call('CudaSharedMemoryRegister', { name: 'c', byte_size: '4' }),
-        Code.UNIMPLEMENTED,
+        client.call('CudaSharedMemoryStatus', { name: 'c' }),
+        Code.NOT_FOUND,
+        "Unable to find cuda shared memory region: 'c'",
+      );
+      await client.call('CudaSharedMemoryUnregister', {});
+      await client.call('CudaSharedMemoryUnregister', { name: 'c' });
+      await rejectsWith(
+        client.call('CudaSharedMemoryRegister', { name: 'c', raw_handle: Buffer.alloc(64), byte_size: '4' }),
+        Code.INVALID_ARGUMENT,
+        "failed to register CUDA shared memory region: 'c', GPUs not supported",
       );
       await healthy();
     });

@@ -153,6 +153,74 @@ describe('system shared memory over HTTP (--allow-client-shm=true)', () => {
     assert.equal(errorOf(unknown), "Unable to find system shared memory region: 'nope'");
   });
 
+  it('CUDA shared memory answers as Triton without a GPU: no regions, unregister is a no-op', async () => {
+    const meta = (await request(`${s.url}/v2`)).json<{ extensions: string[] }>();
+    assert.ok(meta.extensions.includes('cuda_shared_memory'));
+    const st = await request(`${s.url}/v2/cudasharedmemory/status`);
+    assert.equal(st.status, 200);
+    assert.deepEqual(st.json(), []);
+    const unknown = await request(`${s.url}/v2/cudasharedmemory/region/nope/status`);
+    assert.equal(unknown.status, 404);
+    assert.equal(errorOf(unknown), "Unable to find cuda shared memory region: 'nope'");
+    // Region names are one namespace: a system region is named as such.
+    const system = await request(`${s.url}/v2/cudasharedmemory/region/out1/status`);
+    assert.equal(system.status, 404);
+    assert.equal(
+      errorOf(system),
+      "The region named 'out1' is registered as system shared memory, not CUDA shared memory",
+    );
+    for (const path of ['/v2/cudasharedmemory/unregister', '/v2/cudasharedmemory/region/out1/unregister']) {
+      const r = await post(`${s.url}${path}`, '');
+      assert.equal(r.status, 200, r.body.toString());
+    }
+    // Unregistering CUDA regions leaves system regions alone.
+    const all = (await request(`${s.url}/v2/systemsharedmemory/status`)).json<{ name: string }[]>();
+    assert.deepEqual(all.map((r) => r.name).sort(), ['in0', 'in1', 'out0', 'out1']);
+  });
+
+  it("CUDA register: malformed requests get Triton's texts, a well-formed one needs a GPU", async () => {
+    const b64 = Buffer.alloc(64, 1).toString('base64');
+    const good = { raw_handle: { b64 }, device_id: 0, byte_size: 64 };
+    // [region (undefined: none in the path), body, Triton's text]; every one is a 400.
+    const cases: [string | undefined, unknown, string][] = [
+      [undefined, {}, "'region name' is necessary to register cuda shared memory region"],
+      ['c', {}, "Shared memory register request has no 'raw_handle' field"],
+      ['c', { ...good, raw_handle: 'x' }, "attempt to access non-existing object member 'b64'"],
+      ['c', { ...good, raw_handle: { b64: 5 } }, 'attempt to access JSON non-string as string'],
+      [
+        'c',
+        { raw_handle: { b64 }, device_id: 0 },
+        "attempt to access non-existing object member 'byte_size'",
+      ],
+      [
+        'c',
+        { raw_handle: { b64 }, byte_size: 64 },
+        "attempt to access non-existing object member 'device_id'",
+      ],
+      ['c', { ...good, device_id: -1 }, 'attempt to access JSON non-unsigned-integer as unsigned-integer'],
+      [
+        'c',
+        { ...good, raw_handle: { b64: 'AAAA' } },
+        "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t",
+      ],
+      [
+        'c',
+        { ...good, raw_handle: { b64: '!!!!' } },
+        "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t",
+      ],
+      ['out1', good, "shared memory region 'out1' already in manager"],
+      ['c', good, "failed to register CUDA shared memory region: 'c', GPUs not supported"],
+    ];
+    for (const [region, body, error] of cases) {
+      const path = region === undefined ? '' : `/region/${region}`;
+      const r = await post(`${s.url}/v2/cudasharedmemory${path}/register`, body);
+      assert.equal(r.status, 400, `${path} ${JSON.stringify(body)}: ${r.body.toString()}`);
+      assert.equal(errorOf(r), error);
+    }
+    assert.deepEqual((await request(`${s.url}/v2/cudasharedmemory/status`)).json(), []);
+    await healthy();
+  });
+
   it('infers with inputs from shared memory and writes outputs into it', async () => {
     const r = await shmInfer();
     assert.equal(r.status, 200, r.body.toString());
@@ -513,6 +581,21 @@ describe('system shared memory with --allow-client-shm left at its default (fals
     }
     assert.deepEqual((await request(`${s.url}/v2/systemsharedmemory/status`)).json(), []);
     assert.equal(fdsOn(key), 0);
+    // CUDA shared memory follows the same rule: status answers, register and unregister are refused.
+    assert.deepEqual((await request(`${s.url}/v2/cudasharedmemory/status`)).json(), []);
+    for (const r of [
+      await post(`${s.url}/v2/cudasharedmemory/region/c/register`, {
+        raw_handle: { b64: Buffer.alloc(64).toString('base64') },
+        device_id: 0,
+        byte_size: 64,
+      }),
+      await post(`${s.url}/v2/cudasharedmemory/register`, {}),
+      await post(`${s.url}/v2/cudasharedmemory/region/c/unregister`, ''),
+      await post(`${s.url}/v2/cudasharedmemory/unregister`, ''),
+    ]) {
+      assert.equal(r.status, 501, r.body.toString());
+      assert.equal(errorOf(r), disabled);
+    }
     assert.equal((await request(`${s.url}/v2/health/ready`)).status, 200);
   });
 });

@@ -20,7 +20,7 @@ import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import { concatBatch, splitBatch } from '../batching.js';
 import type { ExecutionThread } from './options.js';
-import type { WireTensor, WorkerInit } from './protocol.js';
+import type { RunResult, WireTensor, WorkerInit } from './protocol.js';
 import { checkStringTensor } from './strings.js';
 import { OrtWorker } from './worker-client.js';
 
@@ -80,6 +80,11 @@ function acceptsStrings(r: BackendRequest): boolean {
     }
   }
   return true;
+}
+
+/** Nanoseconds from `a` to `b` (0 if the clock reads otherwise). */
+function nsBetween(a: bigint, b: bigint): number {
+  return b > a ? Number(b - a) : 0;
 }
 
 function fromWire(w: WireTensor): Tensor {
@@ -173,7 +178,7 @@ export class OrtInstance implements InstanceHandle {
   }
 
   /** One run on this instance's session, wherever it lives. The feeds are not to be used afterwards. */
-  private async run(feeds: WireTensor[], fetches: string[]): Promise<WireTensor[]> {
+  private async run(feeds: WireTensor[], fetches: string[]): Promise<RunResult> {
     if (this.thread === 'event_loop') {
       const [session, m] = await Promise.all([this.ensureSession(), loadSessionModule()]);
       const started = performance.now();
@@ -208,7 +213,15 @@ export class OrtInstance implements InstanceHandle {
     return worker;
   }
 
+  /**
+   * One run for `requests`, timed as Triton's onnxruntime backend reports it: compute_input from here to
+   * the start of onnxruntime's run (joining and copying the inputs, the hop to the worker, making ORT
+   * tensors), compute_infer the run itself, compute_output from its end until every request's outputs are
+   * cut out and ready to send (reading ORT's outputs, the hop back, splitting the batch). The core adds
+   * the time it spends in send().
+   */
   private async runGroup(requests: readonly BackendRequest[]): Promise<void> {
+    const execStart = process.hrtime.bigint();
     try {
       const fetches = new Set<string>();
       for (const r of requests) for (const o of r.requestedOutputs) fetches.add(o);
@@ -217,8 +230,19 @@ export class OrtInstance implements InstanceHandle {
         return;
       }
       const feeds = this.buildFeeds(requests);
-      const outputs = (await this.run(feeds, [...fetches])).map(fromWire);
-      this.respond(requests, outputs);
+      const run = await this.run(feeds, [...fetches]);
+      const perRequest = this.cutOutputs(requests, run.outputs.map(fromWire));
+      const outputEnd = process.hrtime.bigint();
+      const timings = {
+        computeInputNs: nsBetween(execStart, run.runStart),
+        computeInferNs: nsBetween(run.runStart, run.runEnd),
+        computeOutputNs: nsBetween(run.runEnd, outputEnd),
+      };
+      requests.forEach((r, i) => {
+        if (r.sender.done) return;
+        r.reportTiming?.(timings);
+        r.sender.send(perRequest[i], { final: true });
+      });
     } catch (err) {
       const e = NereidError.from(err);
       for (const r of requests) if (!r.sender.done) r.sender.fail(e);
@@ -241,24 +265,14 @@ export class OrtInstance implements InstanceHandle {
     });
   }
 
-  private respond(requests: readonly BackendRequest[], outputs: readonly Tensor[]): void {
+  /** Each request's outputs: the batch's outputs cut along dim 0, only those it asked for. */
+  private cutOutputs(requests: readonly BackendRequest[], outputs: readonly Tensor[]): Tensor[][] {
     if (requests.length === 1) {
       const r = requests[0];
-      if (r.sender.done) return;
-      r.sender.send(
-        outputs.filter((o) => r.requestedOutputs.has(o.name)),
-        { final: true },
-      );
-      return;
+      return [outputs.filter((o) => r.requestedOutputs.has(o.name))];
     }
     const sizes = requests.map((r) => r.batchSize);
     const pieces = outputs.map((o) => splitBatch(o, sizes));
-    requests.forEach((r, i) => {
-      if (r.sender.done) return;
-      r.sender.send(
-        pieces.map((p) => p[i]).filter((t) => r.requestedOutputs.has(t.name)),
-        { final: true },
-      );
-    });
+    return requests.map((r, i) => pieces.map((p) => p[i]).filter((t) => r.requestedOutputs.has(t.name)));
   }
 }

@@ -65,8 +65,20 @@ export interface CrashNextRunMessage {
 
 export type ToWorker = RunMessage | CrashNextRunMessage;
 
+/**
+ * One run's outputs and when onnxruntime itself ran: process.hrtime.bigint() just before session.run()
+ * (the feeds are ORT tensors by then) and just after it. The clock is the process's, the same on every
+ * thread, so the instance can split the whole execution into Triton's compute_input / compute_infer /
+ * compute_output phases.
+ */
+export interface RunResult {
+  outputs: WireTensor[];
+  runStart: bigint;
+  runEnd: bigint;
+}
+
 export type FromWorker =
   | { kind: 'ready'; inputs: IoMeta[]; outputs: IoMeta[] }
   | { kind: 'load-error'; code: ErrorCode; message: string }
-  | { kind: 'result'; id: number; outputs: WireTensor[] }
+  | ({ kind: 'result'; id: number } & RunResult)
   | { kind: 'run-error'; id: number; code: ErrorCode; message: string };

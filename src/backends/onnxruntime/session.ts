@@ -6,7 +6,7 @@
 import { InferenceSession, type Tensor as OrtTensor } from 'onnxruntime-node';
 import { NereidError } from '../../common/errors.js';
 import { fromOrtTensor, toOrtTensor } from './codec.js';
-import type { IoMeta, WireTensor, WorkerInit } from './protocol.js';
+import type { IoMeta, RunResult, WireTensor, WorkerInit } from './protocol.js';
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -64,25 +64,33 @@ export function sessionIo(session: InferenceSession): { inputs: IoMeta[]; output
   return { inputs: describe(session.inputMetadata), outputs: describe(session.outputMetadata) };
 }
 
-/** One run: wire tensors in, the fetched outputs out (each in an ArrayBuffer of its own). */
+/**
+ * One run: wire tensors in, the fetched outputs out (each in an ArrayBuffer of its own), with the moments
+ * onnxruntime's own run started and ended (RunResult).
+ */
 export async function runSession(
   session: InferenceSession,
   feeds: readonly WireTensor[],
   fetches: readonly string[],
-): Promise<WireTensor[]> {
+): Promise<RunResult> {
   const ortFeeds: Record<string, OrtTensor> = {};
   for (const f of feeds) ortFeeds[f.name] = toOrtTensor(f);
   let result: InferenceSession.ReturnType;
+  // session.run() defers its synchronous work to setImmediate: the run starts here as far as the
+  // statistics go, the wait for the next turn of this thread's loop included.
+  const runStart = process.hrtime.bigint();
   try {
     result = await session.run(ortFeeds, [...fetches]);
   } catch (err) {
     // Triton reports ORT failures as INTERNAL "onnx runtime error <code>: <message>".
     throw new NereidError('INTERNAL', `onnx runtime error: ${messageOf(err)}`);
   }
-  return fetches.map((name) => {
+  const runEnd = process.hrtime.bigint();
+  const outputs = fetches.map((name) => {
     const value = result[name];
     if (value === undefined)
       throw new NereidError('INTERNAL', `onnx runtime did not produce output '${name}'`);
     return fromOrtTensor(name, value);
   });
+  return { outputs, runStart, runEnd };
 }

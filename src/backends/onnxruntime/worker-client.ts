@@ -5,10 +5,18 @@
  */
 import { Worker } from 'node:worker_threads';
 import { NereidError, internal } from '../../common/errors.js';
-import type { FromWorker, ModelIo, RunMessage, ToWorker, WireTensor, WorkerInit } from './protocol.js';
+import type {
+  FromWorker,
+  ModelIo,
+  RunMessage,
+  RunResult,
+  ToWorker,
+  WireTensor,
+  WorkerInit,
+} from './protocol.js';
 
 interface Pending {
-  resolve(outputs: WireTensor[]): void;
+  resolve(result: RunResult): void;
   reject(err: NereidError): void;
 }
 
@@ -17,7 +25,7 @@ const WORKER_URL = new URL('./worker.js', import.meta.url);
 
 export class OrtWorker {
   private readonly pending = new Map<number, Pending>();
-  private readonly inFlight = new Set<Promise<WireTensor[]>>();
+  private readonly inFlight = new Set<Promise<RunResult>>();
   private nextId = 1;
   private exited = false;
   private stopping = false;
@@ -105,13 +113,13 @@ export class OrtWorker {
    * Runs the session. The feeds' ArrayBuffers are transferred: they are detached here once this returns,
    * so callers pass only buffers they own.
    */
-  run(feeds: WireTensor[], fetches: string[]): Promise<WireTensor[]> {
+  run(feeds: WireTensor[], fetches: string[]): Promise<RunResult> {
     if (this.exited) {
       return Promise.reject(internal(`onnxruntime worker for '${this.label}' is not running`));
     }
     const id = this.nextId++;
     const msg: RunMessage = { kind: 'run', id, feeds, fetches };
-    const result = new Promise<WireTensor[]>((resolve, reject) => {
+    const result = new Promise<RunResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       try {
         this.worker.postMessage(
@@ -160,7 +168,8 @@ export class OrtWorker {
     const p = this.pending.get(msg.id);
     if (!p) return;
     this.pending.delete(msg.id);
-    if (msg.kind === 'result') p.resolve(msg.outputs);
+    if (msg.kind === 'result')
+      p.resolve({ outputs: msg.outputs, runStart: msg.runStart, runEnd: msg.runEnd });
     else p.reject(new NereidError(msg.code, msg.message));
   }
 

@@ -8,7 +8,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceSession } from 'onnxruntime-node';
 import { NereidError } from '../../common/errors.js';
-import type { FromWorker, RunMessage, ToWorker, WireTensor, WorkerInit } from './protocol.js';
+import type { FromWorker, RunMessage, RunResult, ToWorker, WorkerInit } from './protocol.js';
 import { openSession, runSession, sessionIo } from './session.js';
 
 function post(message: FromWorker, transfer: ArrayBuffer[] = []): void {
@@ -18,9 +18,9 @@ function post(message: FromWorker, transfer: ArrayBuffer[] = []): void {
 let crashArmed = false;
 
 async function run(session: InferenceSession, msg: RunMessage): Promise<void> {
-  let outputs: WireTensor[];
+  let result: RunResult;
   try {
-    outputs = await runSession(session, msg.feeds, msg.fetches);
+    result = await runSession(session, msg.feeds, msg.fetches);
   } catch (err) {
     const e = NereidError.from(err);
     post({ kind: 'run-error', id: msg.id, code: e.code, message: e.message });
@@ -34,8 +34,8 @@ async function run(session: InferenceSession, msg: RunMessage): Promise<void> {
     return;
   }
   post(
-    { kind: 'result', id: msg.id, outputs },
-    outputs.map((o) => o.data),
+    { kind: 'result', id: msg.id, ...result },
+    result.outputs.map((o) => o.data),
   );
 }
 

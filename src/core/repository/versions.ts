@@ -43,12 +43,10 @@ export class VersionLifecycle {
       modelDir: p.source.modelDir,
       repositoryPath: p.source.repositoryPath,
     };
-    let config: FrozenModelConfig;
-    try {
-      config = await this.limiter.run(() => this.loader.completeConfig(p.raw, location, p.versions));
-    } catch (err) {
+    /** A failure before any version loads: every selected version shows it (or the model, if none). */
+    const refuse = (err: unknown, policy: Parameters<typeof selectVersions>[0]): string => {
       const reason = statusString(err);
-      const sel = selectVersions(p.raw?.version_policy, p.versions);
+      const sel = selectVersions(policy, p.versions);
       rec.missing = sel.missing;
       this.log.error(`failed to load '${rec.name}': ${reason}`);
       if (sel.load.length === 0) {
@@ -59,9 +57,22 @@ export class VersionLifecycle {
         if (rec.slots.get(v)?.state !== 'READY') rec.slots.set(v, { state: 'UNAVAILABLE', reason });
       }
       return sel.load.map((v) => msg.versionFailed(v, reason)).join('');
+    };
+    let config: FrozenModelConfig;
+    try {
+      config = await this.limiter.run(() => this.loader.completeConfig(p.raw, location, p.versions));
+    } catch (err) {
+      return refuse(err, p.raw?.version_policy);
     }
 
     const sel = selectVersions(config.version_policy, p.versions);
+    if (sel.load.length > 0 && this.loader.admit) {
+      try {
+        await this.loader.admit(config, location, sel.load.length);
+      } catch (err) {
+        return refuse(err, config.version_policy);
+      }
+    }
     rec.missing = sel.missing;
     for (const v of sel.missing) this.log.error(msg.specificVersionMissing(rec.name, v));
     if (sel.load.length === 0) {

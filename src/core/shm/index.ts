@@ -8,3 +8,4 @@ export {
 } from './manager.js';
 export { inferWithSharedMemory, prepareShmRequest, usesSharedMemory, type ShmRequest } from './request.js';
 export { RESERVED_SHM_PREFIXES, shmObjectName } from './key.js';
+export { CUDA_IPC_HANDLE_BYTES, CudaSharedMemory } from './cuda.js';

@@ -194,6 +194,11 @@ export class SystemSharedMemoryManager {
     await Promise.all(all.map((r) => r.close().catch(() => undefined)));
   }
 
+  /** Whether a region of this name is registered (or being registered): names are shared with CUDA. */
+  has(name: string): boolean {
+    return this.regions.has(name) || this.pending.has(name);
+  }
+
   /** Registered regions (tests and diagnostics). */
   get size(): number {
     return this.regions.size;

@@ -26,9 +26,10 @@ describe('ModelStats', () => {
     assert.ok(snap.last_inference > 0);
     assert.deepEqual(snap.inference_stats.success, { count: 1, ns: Number(10n * MS) });
     assert.deepEqual(snap.inference_stats.queue, { count: 1, ns: Number(2n * MS) });
-    // No timings reported: the execute() wall time minus the core's output handling is compute_infer.
+    // No timings reported: the execute() wall time minus the core's output handling is compute_infer, for
+    // the request only up to its end (10 ms; execute() settled at 11 ms), for the batch the whole of it.
     assert.deepEqual(snap.inference_stats.compute_input, { count: 1, ns: 0 });
-    assert.deepEqual(snap.inference_stats.compute_infer, { count: 1, ns: Number(6n * MS) });
+    assert.deepEqual(snap.inference_stats.compute_infer, { count: 1, ns: Number(5n * MS) });
     assert.deepEqual(snap.inference_stats.compute_output, { count: 1, ns: Number(2n * MS) });
     assert.deepEqual(snap.inference_stats.fail, { count: 0, ns: 0 });
     assert.deepEqual(snap.batch_stats, [
@@ -51,6 +52,33 @@ describe('ModelStats', () => {
     assert.deepEqual(st.compute_input, { count: 1, ns: 100 });
     assert.deepEqual(st.compute_infer, { count: 1, ns: 200 });
     assert.deepEqual(st.compute_output, { count: 1, ns: 350 });
+  });
+
+  it("keeps a request's phases inside its own time, however long the execution ran", () => {
+    const s = new ModelStats('m', '1');
+    // Batch phases of 1 + 4 + 3 ms reported (plus 1 ms of the core's output handling for both); the first
+    // request ended 6 ms after dispatch, the second 9 ms after.
+    const first = rec(1, 2n, 8n);
+    const second = rec(1, 2n, 11n);
+    for (const r of [first, second]) {
+      r.reportTiming({
+        computeInputNs: Number(MS),
+        computeInferNs: Number(4n * MS),
+        computeOutputNs: Number(3n * MS),
+      });
+      r.outputNs = Number(MS / 2n);
+    }
+    s.recordExecution([first, second], 2n * MS, 12n * MS);
+    const snap = s.snapshot();
+    const st = snap.inference_stats;
+    // first: 1 + 4 + 1 (4 ms of output cut: it lies past its end); second: 1 + 4 + 4, all inside 9 ms.
+    assert.deepEqual(st.compute_input, { count: 2, ns: Number(2n * MS) });
+    assert.deepEqual(st.compute_infer, { count: 2, ns: Number(8n * MS) });
+    assert.deepEqual(st.compute_output, { count: 2, ns: Number(5n * MS) });
+    const computeNs = st.compute_input.ns + st.compute_infer.ns + st.compute_output.ns;
+    assert.ok(st.queue.ns + computeNs <= st.success.ns);
+    // The batch's own phases are not cut.
+    assert.deepEqual(snap.batch_stats[0].compute_output, { count: 1, ns: Number(4n * MS) });
   });
 
   it('ignores malformed timing reports', () => {

@@ -118,6 +118,24 @@ interface Triple {
   output: number;
 }
 
+/**
+ * A request's compute phases, kept inside its own compute span (dispatch to end). An execution's phases
+ * can outlast one of its requests: the first request of a batch ends when its response goes out, before
+ * the others' outputs are handled, and an execute() may settle after its responses were sent. Triton
+ * takes a request's end after its whole execution, so its phases always fit in the request's time; here
+ * what lies past the request's end is cut, from the last phase back (output, then infer, then input), so
+ * queue + compute_input + compute_infer + compute_output never exceed the request's success time.
+ */
+function withinSpan(t: Triple, span: number): Triple {
+  let excess = t.input + t.infer + t.output - span;
+  if (excess <= 0) return t;
+  const output = Math.max(0, t.output - excess);
+  excess -= t.output - output;
+  const infer = Math.max(0, t.infer - excess);
+  excess -= t.infer - infer;
+  return { input: Math.max(0, t.input - excess), infer, output };
+}
+
 export class ModelStats {
   lastInference = 0;
   inferenceCount = 0;
@@ -183,11 +201,17 @@ export class ModelStats {
       reported ??= r.timing;
       batchSize += r.batchSize;
     }
-    const wall = ns(start, end);
+    // Without reported timings, the execute() wall time minus the core's output handling is compute_infer;
+    // for one request, only up to its end (execute() may settle after the response went out).
+    const untimed = (until: bigint): Triple => ({
+      input: 0,
+      infer: Math.max(0, ns(start, until < end ? until : end) - coreOutputNs),
+      output: coreOutputNs,
+    });
     const triple = (t: PhaseTimings | undefined): Triple =>
       t
         ? { input: t.computeInputNs, infer: t.computeInferNs, output: t.computeOutputNs + coreOutputNs }
-        : { input: 0, infer: Math.max(0, wall - coreOutputNs), output: coreOutputNs };
+        : untimed(end);
     const batch = triple(reported);
     let counted = false;
     const countExecution = (): void => {
@@ -208,7 +232,8 @@ export class ModelStats {
         this.addFailure(r);
         return false;
       }
-      this.addSuccess(r, r.timing ? triple(r.timing) : batch);
+      const timing = r.timing ?? reported;
+      this.addSuccess(r, timing ? triple(timing) : untimed(r.end));
       return true;
     };
     let succeeded = false;
@@ -273,9 +298,10 @@ export class ModelStats {
     }
   }
 
-  private addSuccess(r: RequestRecord, t: Triple): void {
+  private addSuccess(r: RequestRecord, execution: Triple): void {
     const requestNs = ns(r.requestStart, r.end);
     const queueNs = ns(r.queueStart, r.computeStart);
+    const t = withinSpan(execution, ns(r.computeStart, r.end));
     this.inferenceCount += Math.max(1, r.batchSize);
     add(this.success, 1, requestNs);
     add(this.queue, 1, queueNs);

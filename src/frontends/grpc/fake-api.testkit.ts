@@ -5,6 +5,7 @@
  */
 import { NereidError, invalidArg } from '../../common/errors.js';
 import type {
+  CudaSharedMemoryRegionStatus,
   InferenceRequest,
   InferenceResponse,
   LogSettingsUpdate,
@@ -84,6 +85,19 @@ export class GrpcFakeApi extends FakeApi {
   override unregisterSystemSharedMemory(name?: string): Promise<void> {
     this.shmCalls.push(['unregister', name]);
     return Promise.resolve();
+  }
+  override cudaSharedMemoryStatus(name?: string): CudaSharedMemoryRegionStatus[] {
+    this.shmCalls.push(['cuda status', name]);
+    return name === 'c0' ? [{ name: 'c0', device_id: 1, byte_size: 64 }] : [];
+  }
+  override registerCudaSharedMemory(...args: unknown[]): void {
+    this.shmCalls.push(['cuda register', ...args]);
+    throw invalidArg(
+      `failed to register CUDA shared memory region: '${String(args[0])}', GPUs not supported`,
+    );
+  }
+  override unregisterCudaSharedMemory(name?: string): void {
+    this.shmCalls.push(['cuda unregister', name]);
   }
   override logSettings(): LogSettingsView {
     return this.log;

@@ -221,15 +221,29 @@ export const COLD_RPCS: ReadonlyMap<string, ColdRpc> = new Map<string, ColdRpc>(
   ],
   [
     SERVICE + 'CudaSharedMemoryStatus',
-    rpc('CudaSharedMemoryStatus', (api) => api.cudaSharedMemoryUnsupported()),
+    rpc<{ name: string }>('CudaSharedMemoryStatus', (api, r) => {
+      const regions: Record<string, object> = {};
+      for (const s of api.cudaSharedMemoryStatus(r.name === '' ? undefined : r.name)) regions[s.name] = s;
+      return { regions };
+    }),
   ],
   [
     SERVICE + 'CudaSharedMemoryRegister',
-    rpc('CudaSharedMemoryRegister', (api) => api.cudaSharedMemoryUnsupported()),
+    rpc<{ name: string; raw_handle: Buffer; device_id: string; byte_size: string }>(
+      'CudaSharedMemoryRegister',
+      (api, r) => {
+        // Triton's gRPC path takes the fields as they come; the core refuses (no GPU).
+        api.registerCudaSharedMemory(r.name, r.raw_handle, Number(r.device_id), Number(r.byte_size));
+        return {};
+      },
+    ),
   ],
   [
     SERVICE + 'CudaSharedMemoryUnregister',
-    rpc('CudaSharedMemoryUnregister', (api) => api.cudaSharedMemoryUnsupported()),
+    rpc<{ name: string }>('CudaSharedMemoryUnregister', (api, r) => {
+      api.unregisterCudaSharedMemory(r.name === '' ? undefined : r.name);
+      return {};
+    }),
   ],
   [
     SERVICE + 'TraceSetting',

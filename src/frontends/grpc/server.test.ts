@@ -161,7 +161,7 @@ describe('gRPC frontend over real sockets (fake api)', () => {
 
     it('returns server and model metadata, NOT_FOUND for an unknown model', async () => {
       const s = await client.call('ServerMetadata', {});
-      assert.equal(s.name, 'nereid');
+      assert.equal(s.name, 'triton');
       assert.deepEqual(s.extensions, ['binary_tensor_data', 'statistics']);
       const m = await client.call('ModelMetadata', { name: 'identity' });
       assert.deepEqual(m, {
@@ -274,7 +274,7 @@ describe('gRPC frontend over real sockets (fake api)', () => {
       );
     });
 
-    it('passes system shared memory calls to the api; CUDA shared memory is UNIMPLEMENTED', async () => {
+    it('passes system and CUDA shared memory calls to the api', async () => {
       const status = await client.call('SystemSharedMemoryStatus', {});
       assert.deepEqual(status.regions, { r0: { name: 'r0', key: '/shm0', offset: '8', byte_size: '64' } });
       await client.call('SystemSharedMemoryRegister', {
@@ -291,13 +291,30 @@ describe('gRPC frontend over real sockets (fake api)', () => {
         ['unregister', undefined],
         ['unregister', 'r1'],
       ]);
-      for (const rpc of [
-        'CudaSharedMemoryStatus',
-        'CudaSharedMemoryRegister',
-        'CudaSharedMemoryUnregister',
-      ]) {
-        await rejectsWith(client.call(rpc, {}), GrpcCode.UNIMPLEMENTED, 'not in the fake');
-      }
+      api.shmCalls.length = 0;
+      assert.deepEqual((await client.call('CudaSharedMemoryStatus', {})).regions, {});
+      assert.deepEqual((await client.call('CudaSharedMemoryStatus', { name: 'c0' })).regions, {
+        c0: { name: 'c0', device_id: '1', byte_size: '64' },
+      });
+      await rejectsWith(
+        client.call('CudaSharedMemoryRegister', {
+          name: 'c1',
+          raw_handle: Buffer.alloc(64, 7),
+          device_id: '2',
+          byte_size: '128',
+        }),
+        GrpcCode.INVALID_ARGUMENT,
+        "failed to register CUDA shared memory region: 'c1', GPUs not supported",
+      );
+      await client.call('CudaSharedMemoryUnregister', {});
+      await client.call('CudaSharedMemoryUnregister', { name: 'c1' });
+      assert.deepEqual(api.shmCalls, [
+        ['cuda status', undefined],
+        ['cuda status', 'c0'],
+        ['cuda register', 'c1', Buffer.alloc(64, 7), 2, 128],
+        ['cuda unregister', undefined],
+        ['cuda unregister', 'c1'],
+      ]);
     });
 
     it('reads and updates trace settings (an empty value list clears)', async () => {

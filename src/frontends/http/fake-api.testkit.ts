@@ -8,6 +8,7 @@ import { NereidError, invalidArg, notFound, unsupported } from '../../common/err
 import type { Tensor } from '../../common/tensor.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type {
+  CudaSharedMemoryRegionStatus,
   InferenceRequest,
   InferenceResponse,
   LoadOptions,
@@ -216,7 +217,7 @@ export class FakeApi implements InferenceServerApi {
     return this.ready;
   }
   serverMetadata(): ServerMetadata {
-    return { name: 'nereid', version: '0.1.0', extensions: ['binary_tensor_data', 'statistics'] };
+    return { name: 'triton', version: '0.1.0', extensions: ['binary_tensor_data', 'statistics'] };
   }
   isModelReady(name: string, version?: string): boolean {
     return this.models.has(name) && (version === undefined || version === '' || version === '1');
@@ -321,7 +322,13 @@ export class FakeApi implements InferenceServerApi {
   unregisterSystemSharedMemory(): Promise<void> {
     return Promise.reject(unsupported('not in the fake'));
   }
-  cudaSharedMemoryUnsupported(): never {
+  cudaSharedMemoryStatus(): CudaSharedMemoryRegionStatus[] {
+    throw unsupported('not in the fake');
+  }
+  registerCudaSharedMemory(): void {
+    throw unsupported('not in the fake');
+  }
+  unregisterCudaSharedMemory(): void {
     throw unsupported('not in the fake');
   }
   logSettings(): LogSettingsView {

@@ -164,12 +164,36 @@ void test('settings and CUDA shared-memory routes', () => {
     model: 'm',
   });
   assert.throws(() => matchRoute('/v2/models/m/versions/1/trace/setting'), /per model, not per version/);
-  assert.deepEqual(matchRoute('/v2/cudasharedmemory/status'), { name: 'cudaSharedMemory', method: 'GET' });
+  assert.deepEqual(matchRoute('/v2/cudasharedmemory/status'), {
+    name: 'cudaSharedMemoryStatus',
+    method: 'GET',
+  });
+  assert.deepEqual(matchRoute('/v2/cudasharedmemory/region/r%2F1/status'), {
+    name: 'cudaSharedMemoryStatus',
+    method: 'GET',
+    region: 'r/1',
+  });
   assert.deepEqual(matchRoute('/v2/cudasharedmemory/region/r/register'), {
-    name: 'cudaSharedMemory',
+    name: 'cudaSharedMemoryRegister',
+    method: 'POST',
+    region: 'r',
+  });
+  assert.deepEqual(matchRoute('/v2/cudasharedmemory/region/r/unregister'), {
+    name: 'cudaSharedMemoryUnregister',
+    method: 'POST',
+    region: 'r',
+  });
+  assert.deepEqual(matchRoute('/v2/cudasharedmemory/unregister'), {
+    name: 'cudaSharedMemoryUnregister',
     method: 'POST',
   });
-  assert.equal(matchRoute('/v2/cudasharedmemory/register'), undefined);
+  // Triton answers 400 "'region name' is necessary ...", not 404: the handler refuses it.
+  assert.deepEqual(matchRoute('/v2/cudasharedmemory/register'), {
+    name: 'cudaSharedMemoryRegister',
+    method: 'POST',
+  });
+  assert.equal(matchRoute('/v2/cudasharedmemory/region/r/open'), undefined);
+  assert.equal(matchRoute('/v2/cudasharedmemory/region/status'), undefined);
 });
 
 void test('system shared-memory routes', () => {

@@ -24,7 +24,9 @@ export type RouteName =
   | 'repositoryUnload'
   | 'logging'
   | 'traceSetting'
-  | 'cudaSharedMemory'
+  | 'cudaSharedMemoryStatus'
+  | 'cudaSharedMemoryRegister'
+  | 'cudaSharedMemoryUnregister'
   | 'systemSharedMemoryStatus'
   | 'systemSharedMemoryRegister'
   | 'systemSharedMemoryUnregister'
@@ -39,7 +41,7 @@ export interface RouteMatch {
   readonly version?: string;
   /** The `${REPO}` of /v2/repository/${REPO}/..., when given. */
   readonly repository?: string;
-  /** The `${R}` of /v2/systemsharedmemory/region/${R}/..., when given. */
+  /** The `${R}` of /v2/{system,cuda}sharedmemory/region/${R}/..., when given. */
   readonly region?: string;
 }
 
@@ -112,29 +114,25 @@ function matchRepository(segs: readonly string[]): RouteMatch | undefined {
   return undefined;
 }
 
-function matchCudaSharedMemory(segs: readonly string[]): RouteMatch | undefined {
-  // /v2/cudasharedmemory[/region/${R}]/{status|register|unregister}
-  const action = segs[segs.length - 1];
-  const withRegion = segs.length === 6 && segs[3] === 'region' && name(segs[4]) !== undefined;
-  if (segs.length !== 4 && !withRegion) return undefined;
-  if (action === 'status') return { name: 'cudaSharedMemory', method: 'GET' };
-  if (action === 'unregister' || (action === 'register' && withRegion)) {
-    return { name: 'cudaSharedMemory', method: 'POST' };
-  }
-  return undefined;
-}
+type ShmActions = Readonly<Record<string, { name: RouteName; method: 'GET' | 'POST' }>>;
 
-const SYSTEM_SHM_ACTIONS: Readonly<Record<string, { name: RouteName; method: 'GET' | 'POST' }>> = {
+const SYSTEM_SHM_ACTIONS: ShmActions = {
   status: { name: 'systemSharedMemoryStatus', method: 'GET' },
   register: { name: 'systemSharedMemoryRegister', method: 'POST' },
   unregister: { name: 'systemSharedMemoryUnregister', method: 'POST' },
 };
 
-function matchSystemSharedMemory(segs: readonly string[]): RouteMatch | undefined {
-  // /v2/systemsharedmemory[/region/${R}]/{status|register|unregister}; register without a region is
-  // Triton's INVALID_ARG, not a 404, so it matches here and the core refuses it.
+const CUDA_SHM_ACTIONS: ShmActions = {
+  status: { name: 'cudaSharedMemoryStatus', method: 'GET' },
+  register: { name: 'cudaSharedMemoryRegister', method: 'POST' },
+  unregister: { name: 'cudaSharedMemoryUnregister', method: 'POST' },
+};
+
+function matchSharedMemory(segs: readonly string[], actions: ShmActions): RouteMatch | undefined {
+  // /v2/{system,cuda}sharedmemory[/region/${R}]/{status|register|unregister}; register without a region
+  // is Triton's INVALID_ARG, not a 404, so it matches here and the handler refuses it.
   const last = segs[segs.length - 1];
-  const action = Object.hasOwn(SYSTEM_SHM_ACTIONS, last) ? SYSTEM_SHM_ACTIONS[last] : undefined;
+  const action = Object.hasOwn(actions, last) ? actions[last] : undefined;
   if (action === undefined) return undefined;
   if (segs.length === 4) return action;
   if (segs.length !== 6 || segs[3] !== 'region') return undefined;
@@ -181,9 +179,9 @@ function parseRoute(path: string): RouteMatch | undefined {
         ? { name: 'traceSetting', method: 'GET,POST' }
         : undefined;
     case 'cudasharedmemory':
-      return matchCudaSharedMemory(segs);
+      return matchSharedMemory(segs, CUDA_SHM_ACTIONS);
     case 'systemsharedmemory':
-      return matchSystemSharedMemory(segs);
+      return matchSharedMemory(segs, SYSTEM_SHM_ACTIONS);
     default:
       return undefined;
   }

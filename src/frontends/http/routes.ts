@@ -5,18 +5,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidArg, unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
+import { withForwarded, type HeaderForwarder } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
 import { generate } from './generate.js';
-import {
-  decodeInferRequest,
-  encodeInferResponse,
-  inferenceHeaderLength,
-  type DecodedInferRequest,
-} from './infer-codec.js';
-import { isJsonObject, parseJson, type JsonIn, type JsonInObject } from './json.js';
+import { encodeInferResponse, inferenceHeaderLength, type DecodedInferRequest } from './infer-codec.js';
+import { isJsonObject, type JsonIn, type JsonInObject } from './json.js';
+import type { JsonPool } from './json-pool.js';
 import { openApiDocument } from './openapi.js';
 import { deduceRawInput } from './raw-input.js';
 import type { RouteMatch, RouteName } from './router.js';
@@ -34,6 +32,10 @@ export interface RouteContext {
   readonly res: ServerResponse;
   readonly match: RouteMatch;
   readonly maxInputSize: number;
+  /** Headers forwarded to models as request parameters (`--http-header-forward-pattern`), when set. */
+  readonly forwardHeaders?: HeaderForwarder;
+  /** Large JSON bodies: size limits, admission, parsing off the event loop. */
+  readonly json: JsonPool;
   /** Set once known, for error logs. */
   requestId?: string;
 }
@@ -52,10 +54,15 @@ function json(value: unknown): Reply {
 
 /** Reads, decompresses and parses an optional JSON body; undefined when the body is empty. */
 async function readJsonBody(ctx: RouteContext): Promise<JsonIn | undefined> {
-  const raw = await readBody(ctx.req, ctx.maxInputSize);
-  const body = await decodeContentEncoding(raw, ctx.req.headers['content-encoding'], ctx.maxInputSize);
-  if (body.length === 0) return undefined;
-  return parseJson(body);
+  const ticket = ctx.json.admit(ctx.req, false);
+  try {
+    const raw = await readBody(ctx.req, ctx.maxInputSize);
+    const body = await decodeContentEncoding(raw, ctx.req.headers['content-encoding'], ctx.maxInputSize);
+    if (body.length === 0) return undefined;
+    return await ctx.json.parse(body, ticket);
+  } finally {
+    ticket.release();
+  }
 }
 
 function parametersOf(doc: JsonIn | undefined): JsonInObject | undefined {
@@ -104,23 +111,26 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   if (api.isModelDecoupled(model, version)) {
     throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   }
-  const raw = await readBody(req, ctx.maxInputSize, () => api.sharesInputMemory(model, version));
-  const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
-  const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
-
+  // A large JSON document takes its share of the JSON workers' budget before its body is read.
+  const ticket = ctx.json.admit(req, true);
   let decoded: DecodedInferRequest;
-  if (headerLength === 0) {
-    const input = deduceRawInput(api.modelConfigJson(model, version), model, body);
-    decoded = {
-      request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
-      format: { defaultBinary: true, binary: new Map() },
-    };
-  } else {
-    decoded = decodeInferRequest(body, headerLength, {
-      modelName: model,
-      modelVersion: version,
-      maxInputSize: ctx.maxInputSize,
-    });
+  try {
+    const raw = await readBody(req, ctx.maxInputSize, () => api.sharesInputMemory(model, version));
+    const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+    const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
+    if (headerLength === 0) {
+      const input = deduceRawInput(api.modelConfigJson(model, version), model, body);
+      decoded = {
+        request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
+        format: { defaultBinary: true, binary: new Map() },
+      };
+    } else {
+      const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
+      const d = ctx.json.decodeInfer(body, headerLength, options, ticket);
+      decoded = d instanceof Promise ? await d : d;
+    }
+  } finally {
+    ticket.release();
   }
   ctx.requestId = decoded.request.id;
 
@@ -133,7 +143,8 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   res.once('close', onClose);
   let response: InferenceResponse;
   try {
-    response = await api.inferOnce({ ...decoded.request, signal: controller.signal });
+    const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
+    response = await api.inferOnce({ ...request, signal: controller.signal });
   } finally {
     res.removeListener('close', onClose);
     returnController(controller);
@@ -255,6 +266,43 @@ function registerSize(doc: JsonInObject, member: string): number | undefined {
   );
 }
 
+/** A register request's unsigned member, with TritonJson's texts (Triton answers 500, Nereid 400). */
+function registerUint(doc: JsonInObject, member: string): number {
+  const v = doc[member];
+  if (v === undefined) throw invalidArg(`attempt to access non-existing object member '${member}'`);
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
+  if (typeof v === 'bigint' && v >= 0n) return Number(v);
+  throw invalidArg('attempt to access JSON non-unsigned-integer as unsigned-integer');
+}
+
+/**
+ * CUDA register, parsed as Triton's GPU build parses it (so a malformed request gets Triton's answer);
+ * the core then refuses it: this server has no GPU (core/shm/cuda.ts).
+ */
+async function cudaSharedMemoryRegister(ctx: RouteContext): Promise<Reply> {
+  const region = ctx.match.region;
+  if (region === undefined) {
+    // The core answers: client shm disabled, or Triton's "'region name' is necessary".
+    ctx.api.registerCudaSharedMemory('', Buffer.alloc(0), 0, 0);
+    return EMPTY_OK;
+  }
+  const doc = await readJsonBody(ctx);
+  const body = isJsonObject(doc) ? doc : {};
+  const rawHandle = body.raw_handle;
+  if (rawHandle === undefined) throw invalidArg("Shared memory register request has no 'raw_handle' field");
+  const b64 = isJsonObject(rawHandle) ? rawHandle.b64 : undefined;
+  if (b64 === undefined) throw invalidArg("attempt to access non-existing object member 'b64'");
+  if (typeof b64 !== 'string') throw invalidArg('attempt to access JSON non-string as string');
+  const byteSize = registerUint(body, 'byte_size');
+  const deviceId = registerUint(body, 'device_id');
+  const handle = b64.length % 4 === 0 && BASE64.test(b64) ? Buffer.from(b64, 'base64') : undefined;
+  if (handle?.length !== CUDA_IPC_HANDLE_BYTES) {
+    throw invalidArg("'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t");
+  }
+  ctx.api.registerCudaSharedMemory(region, handle, deviceId, byteSize);
+  return EMPTY_OK;
+}
+
 async function systemSharedMemoryRegister(ctx: RouteContext): Promise<Reply> {
   const region = ctx.match.region;
   // No region in the path: the core answers (client shm disabled, or Triton's "region name is necessary").
@@ -293,7 +341,12 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   repositoryUnload,
   logging,
   traceSetting,
-  cudaSharedMemory: (ctx) => ctx.api.cudaSharedMemoryUnsupported(),
+  cudaSharedMemoryStatus: (ctx) => json(ctx.api.cudaSharedMemoryStatus(ctx.match.region)),
+  cudaSharedMemoryRegister,
+  cudaSharedMemoryUnregister: (ctx) => {
+    ctx.api.unregisterCudaSharedMemory(ctx.match.region);
+    return EMPTY_OK;
+  },
   systemSharedMemoryStatus: (ctx) => json(ctx.api.systemSharedMemoryStatus(ctx.match.region)),
   systemSharedMemoryRegister,
   systemSharedMemoryUnregister: async (ctx) => {

@@ -22,11 +22,11 @@ import type { InferenceServerApi } from '../../../src/core/server-api.js';
 import {
   MessageReader,
   decodeGrpcMessage,
-  decompress,
   encodeGrpcMessage,
   frame,
   parseTimeout,
 } from '../../../src/frontends/grpc/framing.js';
+import { decompress } from '../../../src/frontends/grpc/compression.js';
 import { COLD_RPCS } from '../../../src/frontends/grpc/handlers.js';
 import { parseInferRequest, toInferenceRequest } from '../../../src/frontends/grpc/infer-request.js';
 import { codec, protoRoot } from '../../../src/frontends/grpc/messages.js';
