@@ -7,9 +7,10 @@
  *   GrpcStatusError); a TypeError, RangeError or any other exception is a bug;
  * - no internal error: INTERNAL (or UNKNOWN) for bad input is a bug, except the few Triton itself answers
  *   with INTERNAL, listed per target with the reason;
- * - no hang: each case must finish within the watchdog's limit (asynchronous cases are raced against a
- *   timer; a synchronous case that never returns is caught by the node:test timeout, and by the nightly
- *   runner's heartbeat, which runs each target in a worker thread);
+ * - no hang: an asynchronous case is raced against a watchdog timer (a limit far above any case's real
+ *   duration: it catches a promise that never settles, it is not a speed check); a synchronous case that
+ *   never returns is caught by the node:test timeout, and by the nightly runner's heartbeat, which runs
+ *   each target in a worker thread;
  * - and whatever the target asserts itself (round-trips, invariants).
  */
 import fc from 'fast-check';
@@ -119,7 +120,7 @@ export interface TargetReport {
 export interface RunOptions {
   readonly numRuns: number;
   readonly seed: number;
-  /** Per-case limit (ms); a case that takes longer is a hang. */
+  /** Watchdog of an asynchronous case (ms): a promise still pending after this long is a hang. */
   readonly caseTimeoutMs: number;
   /** Stop the whole target after this long (the cases run so far still count). */
   readonly timeLimitMs?: number;
@@ -172,7 +173,6 @@ export async function runTarget<T>(t: FuzzTarget<T>, options: RunOptions): Promi
 
   const runCase = async (input: T): Promise<void> => {
     cases++;
-    const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     try {
       const result = t.run(input, ctx);
@@ -189,12 +189,8 @@ export async function runTarget<T>(t: FuzzTarget<T>, options: RunOptions): Promi
       if (timer !== undefined) clearTimeout(timer);
       options.onCase?.();
     }
-    const elapsed = performance.now() - started;
-    if (elapsed > options.caseTimeoutMs) {
-      throw new FuzzFailure(
-        `hang: the case took ${Math.round(elapsed)} ms (limit ${options.caseTimeoutMs} ms)`,
-      );
-    }
+    // A case that finished is not a hang however long it took (a loaded machine can stall any case), so
+    // there is no check of the elapsed time here: only the watchdog above and the nightly heartbeat judge.
   };
 
   await t.setup?.();
