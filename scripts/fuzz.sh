@@ -4,7 +4,7 @@
 # thread, watched for hangs) and prints the cases and outcomes per target. A fresh seed each run unless
 # --seed is given; a failure prints the shrunk counterexample and the arguments that replay it.
 #
-#   bash scripts/fuzz.sh [--cases=100000] [--seed=N] [--target=name,...] [--path=P] [--hang-seconds=60]
+#   bash scripts/fuzz.sh [--cases=100000] [--seed=N] [--target=name,...] [--path=P] [--hang-seconds=120]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx tsc -p tsconfig.json

@@ -128,6 +128,8 @@ export interface RunOptions {
   readonly path?: string;
   /** Called after each case (the nightly runner's heartbeat). */
   readonly onCase?: () => void;
+  /** Called once the target's setup is done, before the first case (the runner starts its hang watch). */
+  readonly onReady?: () => void;
 }
 
 function bump(map: Map<string, number>, key: string): void {
@@ -194,6 +196,7 @@ export async function runTarget<T>(t: FuzzTarget<T>, options: RunOptions): Promi
   };
 
   await t.setup?.();
+  options.onReady?.();
   let details: fc.RunDetails<[T]>;
   try {
     details = await fc.check(fc.asyncProperty(t.arbitrary, runCase), {

@@ -1,6 +1,7 @@
 /**
- * One fuzz target in a worker thread, for the nightly runner (run.ts): runs it, bumps the shared heartbeat
- * after every case so the runner can tell a hang from a slow target, and posts the report back.
+ * One fuzz target in a worker thread, for the nightly runner (run.ts): runs it, says when its setup is done
+ * and bumps the shared heartbeat after every case so the runner can tell a hang from a slow target, and
+ * posts the report back.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { runTarget } from './harness.js';
@@ -12,7 +13,10 @@ export interface WorkerInput {
   readonly seed: number;
   readonly caseTimeoutMs: number;
   readonly path?: string;
-  /** Cases finished so far, read by the runner. */
+  /**
+   * Read by the runner: [0] the cases finished so far; [1] 1 once the worker has loaded the targets and
+   * run the target's setup (before that, a slow start on a loaded machine is not a hang).
+   */
   readonly heartbeat: Int32Array;
 }
 
@@ -36,6 +40,7 @@ if (parentPort !== null) {
     caseTimeoutMs: input.caseTimeoutMs,
     ...(input.path !== undefined && { path: input.path }),
     onCase: () => Atomics.add(input.heartbeat, 0, 1),
+    onReady: () => Atomics.store(input.heartbeat, 1, 1),
   });
   await stopLiveServer();
   const out: WorkerOutput = {
