@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import * as fixtures from '../../src/model-config/example-configs.fixture.js';
+import * as fixtures from '../../src/model-config/example-configs.testkit.js';
 import {
   enumDescriptor,
   messageDescriptor,
