@@ -5,6 +5,7 @@
  * HTTP and gRPC clients read the same objects.
  */
 import { isDataType, type DataType } from '../common/datatype.js';
+import { setOwn } from '../common/own.js';
 import { countElements, encodeValues, type TensorValues } from './tensor-data.js';
 
 /** A request, input or output parameter value. */
@@ -124,7 +125,7 @@ export class InferInput {
 
   /** An input parameter sent with the tensor (reserved keys of the protocol are refused by the server). */
   setParameter(key: string, value: ParameterValue): this {
-    this.#parameters[checkName('parameter', key)] = value;
+    setOwn(this.#parameters, checkName('parameter', key), value);
     return this;
   }
 
@@ -209,7 +210,7 @@ export class InferRequestedOutput {
   }
 
   setParameter(key: string, value: ParameterValue): this {
-    this.#parameters[checkName('parameter', key)] = value;
+    setOwn(this.#parameters, checkName('parameter', key), value);
     return this;
   }
 

@@ -5,6 +5,7 @@
  */
 import { byteSizeOf, isDataType, type DataType } from '../common/datatype.js';
 import { countBytesElements } from '../common/tensor.js';
+import { setOwn } from '../common/own.js';
 import { NereidClientError } from './errors.js';
 import type { ParameterValue } from './infer-input.js';
 import type { InferOptions } from './types.js';
@@ -29,9 +30,10 @@ function checkUnsigned(name: string, v: number): number {
 export function requestParameters(options: InferOptions): Record<string, ParameterValue> {
   const out: Record<string, ParameterValue> = {};
   for (const [key, value] of Object.entries(options.parameters ?? {})) {
-    const own = OWN_OPTION[key];
+    // hasOwn: 'constructor' or '__proto__' are parameter names like any other, not Object.prototype's.
+    const own = Object.hasOwn(OWN_OPTION, key) ? OWN_OPTION[key] : undefined;
     if (own !== undefined) throw new TypeError(`parameter '${key}' is set with the '${own}' option`);
-    out[key] = value;
+    setOwn(out, key, value);
   }
   const seq = options.sequenceId;
   if (typeof seq === 'number') {
@@ -67,7 +69,7 @@ export function primitiveParameters(v: unknown, drop?: string): Record<string, P
     if (key === drop) continue;
     const t = typeof value;
     if (t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean')
-      out[key] = value as ParameterValue;
+      setOwn(out, key, value as ParameterValue);
   }
   return out;
 }

@@ -54,6 +54,8 @@ const HTTP_PATHS: readonly [string, HttpRestrictedCategory][] = [
   ['/dashboard/vendor/uPlot.iife.min.js', 'dashboard'],
   ['/dashboard/api/server', 'dashboard'],
   ['/dashboard/api/metrics', 'dashboard'],
+  // Nereid's API document (not in Triton): it describes the server, like the metadata routes.
+  ['/openapi.yaml', 'metadata'],
 ];
 
 /** Every rpc of the service and its category (grpc_server.cc: the restricted_keys_.Get of each Register*). */

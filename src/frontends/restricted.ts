@@ -91,6 +91,8 @@ export const HTTP_ROUTE_CATEGORY: Readonly<Record<RouteName, HttpRestrictedCateg
   dashboardPage: 'dashboard',
   dashboardServer: 'dashboard',
   dashboardMetrics: 'dashboard',
+  // Nereid's own route (Triton has no API document): it describes the server, so it is metadata.
+  openApi: 'metadata',
 };
 
 /**

@@ -32,6 +32,8 @@ describe('sdk Tensor', () => {
     assert.equal(t.datatype, 'BYTES');
     assert.deepEqual([...t.data.subarray(0, 4)], [3, 0, 0, 0], 'a 4-byte little-endian length first');
     assert.deepEqual(t.strings(), ['hé', '', 'xyz']);
+    // An element that starts with U+FEFF keeps it: it is data, not a byte order mark to drop.
+    assert.deepEqual(Tensor.fromStrings('b', ['\uFEFFx', '\uFEFF']).strings(), ['\uFEFFx', '\uFEFF']);
     const views = t.bytes();
     assert.equal(views[2].buffer, t.data.buffer);
     assert.deepEqual(

@@ -57,7 +57,8 @@ function bytesOf(a: ArrayBufferView, name = 'tensor'): Uint8Array {
 }
 
 const utf8 = new TextEncoder();
-const utf8Decoder = new TextDecoder();
+// ignoreBOM: an element that starts with U+FEFF keeps it (TextDecoder drops it as a byte order mark).
+const utf8Decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** Length-prefixed BYTES form of `elements` in one fresh buffer. */
 export function encodeBytesElements(elements: readonly (string | Uint8Array)[]): Uint8Array {

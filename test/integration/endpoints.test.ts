@@ -294,6 +294,23 @@ describe('HTTP endpoints on the example repository', () => {
     const cleared = await post(`${s.url}/v2/models/simple/trace/setting`, { trace_rate: null });
     assert.equal(cleared.json<Record<string, unknown>>().trace_rate, '1000');
     assert.equal((await post(`${s.url}/v2/trace/setting`, { trace_level: ['LOUD'] })).status, 400);
+    // Integers are their decimal text; a number that text cannot hold exactly is refused, not rounded
+    // (found by schemathesis: 9007199254740993 was stored as "9007199254740992", 1.5 as a file name "1.5").
+    const rate = await post(`${s.url}/v2/models/simple/trace/setting`, { trace_rate: 7 });
+    assert.equal(rate.json<Record<string, unknown>>().trace_rate, '7');
+    for (const body of ['{"trace_rate": 9007199254740993}', '{"trace_file": 1.5}', '{"trace_count": 1e21}']) {
+      const r = await request(`${s.url}/v2/trace/setting`, { method: 'POST', body });
+      assert.equal(r.status, 400, body);
+      assert.match(
+        r.json<{ error: string }>().error,
+        /must be a string, a list of strings, an integer or null/,
+      );
+    }
+    assert.equal(
+      (await request(`${s.url}/v2/trace/setting`)).json<Record<string, unknown>>().trace_rate,
+      '1000',
+    );
+    await post(`${s.url}/v2/models/simple/trace/setting`, { trace_rate: null });
     assert.equal((await request(`${s.url}/v2/models/nope/trace/setting`)).status, 404);
   });
 

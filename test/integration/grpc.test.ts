@@ -306,7 +306,7 @@ describe('gRPC against the real server', () => {
 
       await rejectsWith(
         client.call('RepositoryModelLoad', { model_name: 'no_such_model' }),
-        Code.INTERNAL,
+        Code.NOT_FOUND,
         /failed to poll from model repository/,
       );
       await healthy();

@@ -113,6 +113,7 @@ const HTTP_CASES: readonly HttpCase[] = [
   { route: 'dashboardPage', method: 'GET', path: '/dashboard/vendor/uPlot.iife.min.js' },
   { route: 'dashboardServer', method: 'GET', path: '/dashboard/api/server', statusOnly: true },
   { route: 'dashboardMetrics', method: 'GET', path: '/dashboard/api/metrics', statusOnly: true },
+  { route: 'openApi', method: 'GET', path: '/openapi.yaml' },
 ];
 
 type GrpcCall = (client: TestClient, md: Metadata) => Promise<Plain>;

@@ -340,13 +340,13 @@ describe('system shared memory over HTTP (--allow-client-shm=true)', () => {
       [
         'r',
         { key: `/${link}`, byte_size: 8 },
-        500,
+        400,
         /^Unable to open shared memory region: '\/.*': is a symbolic link$/,
       ],
       [
         'r',
         { key: '/nereid-no-such-object', byte_size: 8 },
-        500,
+        400,
         /^Unable to open shared memory region: '\/nereid-no-such-object'/,
       ],
       ['r', { key: in0, byte_size: 65 }, 400, /^failed to register shared memory region 'r': invalid args$/],

@@ -26,6 +26,29 @@ void test('parameters keep their type and exact 64-bit values through the wire',
   }
   // Triton's clients send priority as uint64_param.
   assert.deepEqual(Object.keys(toInferParameter(3, true)), ['uint64_param']);
+  // A number beyond 2^53 is a double: sent as one, never wrapped into int64 (found by the fuzzer).
+  for (const v of [-9223372036854778000, 2 ** 64, 1e300, 2 ** 53]) {
+    const decoded = type.decode(encodeMessage(type, toInferParameter(v)));
+    assert.equal(fromInferParameter(decoded as never), v, String(v));
+  }
+});
+
+void test('a parameter named __proto__ travels as a parameter (found by the fuzzer)', () => {
+  const input = new InferInput('A', [1], 'INT32').setData([1]).setParameter('__proto__', 'in');
+  assert.deepEqual(Object.keys(input.parameters), ['__proto__']);
+  const out = new InferRequestedOutput('Y').setParameter('__proto__', 2);
+  const msg = wire(
+    encodeInferRequest('m', [input], {
+      parameters: JSON.parse('{"__proto__":true}') as Record<string, boolean>,
+      outputs: [out],
+    }),
+  );
+  assert.deepEqual(Object.keys(msg.parameters), ['__proto__']);
+  assert.deepEqual(Object.keys(msg.inputs[0].parameters ?? {}), ['__proto__']);
+  assert.deepEqual(Object.keys(msg.outputs[0].parameters), ['__proto__']);
+  // Names of Object.prototype's members are ordinary parameter names too.
+  const named = wire(encodeInferRequest('m', [input], { parameters: { constructor: 1, toString: 'x' } }));
+  assert.deepEqual(Object.keys(named.parameters).sort(), ['constructor', 'toString']);
 });
 
 void test('raw_input_contents by default, one entry per input with data, in input order', () => {

@@ -4,6 +4,7 @@
  * a decoded ModelInferResponse → InferResult (raw_output_contents used as they are, no copies).
  */
 import type { DataType } from '../../common/datatype.js';
+import { setOwn } from '../../common/own.js';
 import { splitBytesElements } from '../../common/tensor.js';
 import { NereidClientError } from '../errors.js';
 import type { InferInput, InferRequestedOutput, ParameterValue, SharedMemoryRef } from '../infer-input.js';
@@ -80,7 +81,9 @@ export function toInferParameter(v: ParameterValue, unsigned = false): InferPara
       if (unsigned || v > INT64_MAX) return { uint64_param: longOf(v, true) };
       return { int64_param: longOf(v, false) };
     default:
-      if (!Number.isInteger(v)) return { double_param: v };
+      // Integers beyond 2^53 are doubles already (and beyond 2^63 an int64 would wrap): send the double,
+      // as the server does with its own response parameters. bigint is the way to send exact 64-bit values.
+      if (!Number.isSafeInteger(v)) return { double_param: v };
       return unsigned ? { uint64_param: v } : { int64_param: v };
   }
 }
@@ -99,7 +102,7 @@ export function fromInferParameter(p: InferParameterMsg): ParameterValue | undef
 
 function parametersMsg(params: Readonly<Record<string, ParameterValue>>): Record<string, InferParameterMsg> {
   const out: Record<string, InferParameterMsg> = {};
-  for (const [k, v] of Object.entries(params)) out[k] = toInferParameter(v, k === 'priority');
+  for (const [k, v] of Object.entries(params)) setOwn(out, k, toInferParameter(v, k === 'priority'));
   return out;
 }
 
@@ -111,7 +114,7 @@ export function parametersOf(
   for (const [k, p] of Object.entries(msg ?? {})) {
     if (k === drop) continue;
     const v = fromInferParameter(p);
-    if (v !== undefined) out[k] = v;
+    if (v !== undefined) setOwn(out, k, v);
   }
   return out;
 }

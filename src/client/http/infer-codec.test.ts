@@ -68,6 +68,15 @@ void test('INT64 JSON data is written exactly; FP16 and non-UTF-8 BYTES refuse J
   assert.throws(() => encodeInferRequest([s], {}), /not UTF-8 text/);
 });
 
+void test('JSON float data keeps the sign of zero (found by the fuzzer)', () => {
+  // String(-0) is '0': the server read +0. '-0.0' is a double -0 for both Triton's parser and Nereid's.
+  const a = new InferInput('A', [3], 'FP32').setData([-0, 0, -1.5], { binary: false });
+  const b = new InferInput('B', [1], 'FP64').setData([-0], { binary: false });
+  const text = encodeInferRequest([a, b], {}).chunks[0].toString();
+  assert.match(text, /"data":\[-0\.0,0,-1\.5\]/);
+  assert.match(text, /"data":\[-0\.0\]/);
+});
+
 void test('shared-memory inputs and outputs carry region parameters and no data', () => {
   const a = new InferInput('A', [4], 'FP32').setSharedMemory('in', 16, 32);
   const o = new InferRequestedOutput('O').setSharedMemory('out', 16);

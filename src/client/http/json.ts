@@ -17,6 +17,8 @@ export type JsonOut =
   | { readonly [key: string]: JsonOut };
 
 function numberText(v: number): string {
+  // String(-0) is '0'; a float tensor's -0 must arrive as -0 (rapidjson reads '-0' as the integer 0).
+  if (v === 0 && 1 / v < 0) return '-0.0';
   if (Number.isFinite(v)) return String(v);
   return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
 }

@@ -370,7 +370,10 @@ export class ModelRepositoryManager {
     const first = materialized
       ? ({ repositoryPath: materialized.root, modelDir: materialized.modelDir, override: true } as const)
       : locate(name);
-    if (typeof first === 'string') throw msg.pollFailed(name, first);
+    if (typeof first === 'string') {
+      // A name no repository has is the client's mistake (404), not the server's (Triton answers 500 here).
+      throw msg.pollFailed(name, first, scan.duplicates.has(name) ? 'INTERNAL' : 'NOT_FOUND');
+    }
     try {
       polled.set(name, await readModel(name, first, this.readSettings, configOverride));
     } catch (err) {

@@ -107,7 +107,7 @@ void test('bad keys and missing objects are refused before anything is opened', 
   const missing = objects.name('missing');
   await assert.rejects(
     m.register('r', `/${missing}`, 0, 1),
-    fails('INTERNAL', `Unable to open shared memory region: '/${missing}': no such shared memory object`),
+    fails('INVALID_ARG', `Unable to open shared memory region: '/${missing}': no such shared memory object`),
   );
   await assert.rejects(
     m.register('', 'x', 0, 1),

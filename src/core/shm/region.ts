@@ -8,7 +8,7 @@
  */
 import { constants, readSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { NereidError, internal, invalidArg } from '../../common/errors.js';
+import { NereidError, internal, invalidArg, type ErrorCode } from '../../common/errors.js';
 import type { SystemSharedMemoryRegionStatus } from '../types.js';
 import { shown } from './key.js';
 
@@ -23,21 +23,27 @@ const SYNC_IO_LIMIT = 64 * 1024;
 // FIFO or device someone put there cannot hang the server (fstat then refuses it). libuv adds O_CLOEXEC.
 const OPEN_FLAGS = constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 
-const OPEN_REASONS: Readonly<Record<string, string>> = {
-  ENOENT: 'no such shared memory object',
-  ELOOP: 'is a symbolic link',
-  EACCES: 'permission denied',
-  EPERM: 'permission denied',
-  EISDIR: 'not a regular file',
-  ENXIO: 'not a regular file',
-  ENODEV: 'not a regular file',
-  EMFILE: 'too many open files',
-  ENFILE: 'too many open files',
+/**
+ * Why an object cannot be opened, and whose fault it is: a key that names nothing the server may use is the
+ * client's (INVALID_ARG), no descriptor left is the server's for now (UNAVAILABLE); any other errno is
+ * INTERNAL. Triton answers every one of them with INTERNAL (500).
+ */
+const OPEN_REASONS: Readonly<Record<string, readonly [string, ErrorCode]>> = {
+  ENOENT: ['no such shared memory object', 'INVALID_ARG'],
+  ELOOP: ['is a symbolic link', 'INVALID_ARG'],
+  EACCES: ['permission denied', 'INVALID_ARG'],
+  EPERM: ['permission denied', 'INVALID_ARG'],
+  EISDIR: ['not a regular file', 'INVALID_ARG'],
+  ENXIO: ['not a regular file', 'INVALID_ARG'],
+  ENODEV: ['not a regular file', 'INVALID_ARG'],
+  ENAMETOOLONG: ['name too long', 'INVALID_ARG'],
+  EMFILE: ['too many open files', 'UNAVAILABLE'],
+  ENFILE: ['too many open files', 'UNAVAILABLE'],
 };
 
-function openError(key: string, why: string): NereidError {
-  // Triton's code and text (INTERNAL "Unable to open shared memory region: '<key>'"), with the reason.
-  return internal(`Unable to open shared memory region: '${shown(key)}': ${why}`);
+function openError(key: string, why: string, code: ErrorCode): NereidError {
+  // Triton's text ("Unable to open shared memory region: '<key>'"), with the reason.
+  return new NereidError(code, `Unable to open shared memory region: '${shown(key)}': ${why}`);
 }
 
 function errnoOf(err: unknown): string {
@@ -56,17 +62,22 @@ export async function openShmObject(key: string, object: string, dir = SHM_DIR):
   try {
     handle = await open(`${dir}/${object}`, OPEN_FLAGS);
   } catch (err) {
-    const code = errnoOf(err);
-    throw openError(key, OPEN_REASONS[code] ?? code);
+    const errno = errnoOf(err);
+    const [why, code] = Object.hasOwn(OPEN_REASONS, errno)
+      ? OPEN_REASONS[errno]
+      : [errno, 'INTERNAL' as const];
+    throw openError(key, why, code);
   }
   try {
     const st = await handle.stat();
-    if (!st.isFile()) throw openError(key, 'not a regular file');
-    if (!Number.isSafeInteger(st.size) || st.size < 0) throw openError(key, 'invalid object size');
+    if (!st.isFile()) throw openError(key, 'not a regular file', 'INVALID_ARG');
+    if (!Number.isSafeInteger(st.size) || st.size < 0) {
+      throw openError(key, 'invalid object size', 'INVALID_ARG');
+    }
     return { handle, size: st.size };
   } catch (err) {
     await handle.close().catch(() => undefined);
-    throw err instanceof NereidError ? err : openError(key, errnoOf(err));
+    throw err instanceof NereidError ? err : openError(key, errnoOf(err), 'INTERNAL');
   }
 }
 

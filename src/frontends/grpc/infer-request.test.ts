@@ -127,6 +127,21 @@ describe('ModelInferRequest: typed contents', () => {
 describe('ModelInferRequest: request parameters', () => {
   const withParams = (parameters: object): ConvertedRequest => decode({ model_name: 'm', parameters });
 
+  it('keeps a parameter named __proto__ as a parameter (found by the fuzzer)', () => {
+    const params = JSON.parse('{"__proto__":{"int64_param":"5"}}') as object;
+    const { request } = decode({
+      model_name: 'm',
+      parameters: params,
+      inputs: [
+        input('x', 'INT32', [1], { parameters: JSON.parse('{"__proto__":{"bool_param":true}}') as object }),
+      ],
+      raw_input_contents: [Buffer.alloc(4)],
+    });
+    assert.equal(Object.getOwnPropertyDescriptor(request.parameters, '__proto__')?.value, 5);
+    assert.equal(Object.getPrototypeOf(request.parameters), Object.prototype);
+    assert.equal(Object.getOwnPropertyDescriptor(request.inputs[0].parameters, '__proto__')?.value, true);
+  });
+
   it('passes well-known and custom parameters with their types', () => {
     const { request, enableEmptyFinalResponse } = withParams({
       sequence_id: { int64_param: '42' },

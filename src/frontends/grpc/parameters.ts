@@ -5,6 +5,7 @@
  * an output's `classification`. Error texts are Triton's (clients and its QA match on them).
  */
 import { invalidArg } from '../../common/errors.js';
+import { setOwn } from '../../common/own.js';
 import type { Parameters, ParameterValue, SharedMemoryRef } from '../../core/types.js';
 import {
   ProtoReader,
@@ -132,7 +133,7 @@ export function requestParameters(wire: WireParameters): RequestParameters {
           enableEmptyFinalResponse = p.value;
           break;
         }
-        parameters[key] = customValue(key, p);
+        setOwn(parameters, key, customValue(key, p));
     }
   }
   return { parameters, enableEmptyFinalResponse };
@@ -216,7 +217,7 @@ export function otherTensorParameters(
   let out: Parameters | undefined;
   for (const [key, p] of wire) {
     if (SHM_KEYS.has(key) || key === skip) continue;
-    (out ??= {})[key] = customValue(key, p);
+    setOwn((out ??= {}), key, customValue(key, p));
   }
   return out;
 }

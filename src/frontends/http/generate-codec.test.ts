@@ -31,6 +31,23 @@ describe('topLevelKeys', () => {
     assert.deepEqual(topLevelKeys('{}'), []);
     assert.deepEqual(topLevelKeys('[1]'), []);
   });
+
+  it('skips a leading byte order mark, as the JSON parser does (found by the fuzzer)', () => {
+    assert.deepEqual(topLevelKeys('\uFEFF{"a": 1, "a": 2}'), ['a', 'a']);
+    // Before the fix the body parsed but its keys were not seen: the input and parameter were dropped.
+    const r = parse('\uFEFF{"text_input": "hi", "temperature": 9007199254740993}');
+    assert.deepEqual(
+      r.inputs.map((i) => i.name),
+      ['text_input'],
+    );
+    assert.deepEqual(r.parameters, { temperature: 9007199254740993n });
+  });
+
+  it('keeps a parameter named __proto__ (found by the fuzzer)', () => {
+    const r = parse('{"__proto__": 1}');
+    assert.equal(Object.getOwnPropertyDescriptor(r.parameters, '__proto__')?.value, 1);
+    assert.equal(Object.getPrototypeOf(r.parameters), Object.prototype);
+  });
 });
 
 describe('shapeFor', () => {

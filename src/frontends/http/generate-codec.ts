@@ -9,6 +9,7 @@
  */
 import { byteSizeOf, type DataType } from '../../common/datatype.js';
 import { internal, invalidArg, NereidError } from '../../common/errors.js';
+import { setOwn } from '../../common/own.js';
 import { elementCount, splitBytesElements } from '../../common/tensor.js';
 import type { InferInput, InferenceResponse, ModelMetadata, Parameters } from '../../core/types.js';
 import {
@@ -47,6 +48,8 @@ export function topLevelKeys(text: string): string[] {
     while (i < n && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
     i++;
   };
+  // The JSON parser drops a leading byte order mark (rapidjson does); the keys must be read past it too.
+  if (text.charCodeAt(0) === 0xfeff) i = 1;
   ws();
   if (text[i] !== '{') return keys;
   i++;
@@ -168,7 +171,7 @@ class RequestBuilder {
       if (!this.exact && isRoundedInteger(value)) {
         throw roundedIntegerError(invalidArg(`parameter '${key}' is beyond 2^53`));
       }
-      this.parameters[key] = parameterOf(key, value);
+      setOwn(this.parameters, key, parameterOf(key, value));
       return;
     }
     if (this.inputs.some((i) => i.name === key)) throw invalidArg(`input '${key}' already exists in request`);

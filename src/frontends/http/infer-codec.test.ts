@@ -409,6 +409,20 @@ void test('request parameter rules', () => {
   );
 });
 
+void test('a parameter named __proto__ is kept as a parameter (found by the fuzzer)', () => {
+  // JSON.parse makes "__proto__" an ordinary member; assigning it to a plain object changed the object's
+  // prototype instead, so the parameter vanished.
+  const text =
+    '{"parameters":{"__proto__":1},"inputs":[{"name":"x","datatype":"INT32","shape":[1],"data":[1],' +
+    '"parameters":{"__proto__":"a"}}],"outputs":[{"name":"y","parameters":{"__proto__":true}}]}';
+  const { request } = decode(text);
+  assert.deepEqual(Object.keys(request.parameters ?? {}), ['__proto__']);
+  assert.equal(Object.getOwnPropertyDescriptor(request.parameters, '__proto__')?.value, 1);
+  assert.equal(Object.getPrototypeOf(request.parameters), Object.prototype);
+  assert.equal(Object.getOwnPropertyDescriptor(request.inputs[0].parameters, '__proto__')?.value, 'a');
+  assert.equal(Object.getOwnPropertyDescriptor(request.outputs?.[0].parameters, '__proto__')?.value, true);
+});
+
 void test('duplicate requested output', () => {
   rejects(
     () => decode({ inputs: [], outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT0' }] }),

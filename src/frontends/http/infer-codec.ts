@@ -7,6 +7,7 @@
  */
 import { isDataType, byteSizeOf, type DataType } from '../../common/datatype.js';
 import { NereidError, invalidArg } from '../../common/errors.js';
+import { setOwn } from '../../common/own.js';
 import type { Tensor } from '../../common/tensor.js';
 import type {
   InferenceRequest,
@@ -146,7 +147,7 @@ function decodeRequestParameters(
             "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
           );
         }
-        parameters[key] = customParameter(key, v, exact);
+        setOwn(parameters, key, customParameter(key, v, exact));
     }
   }
   return { parameters, defaultBinary };
@@ -322,7 +323,7 @@ function decodeInput(
   if (params !== undefined) {
     for (const key of Object.keys(params)) {
       if (key === 'binary_data_size' || SHM_KEYS.has(key)) continue;
-      (parameters ??= {})[key] = customParameter(key, params[key], exact);
+      setOwn((parameters ??= {}), key, customParameter(key, params[key], exact));
     }
   }
   return {
@@ -373,7 +374,7 @@ function decodeOutputs(raw: JsonIn, binary: Map<string, boolean>, exact: boolean
         }
         (parameters ??= {})[key] = v;
       } else {
-        (parameters ??= {})[key] = customParameter(key, params[key], exact);
+        setOwn((parameters ??= {}), key, customParameter(key, params[key], exact));
       }
     }
     outputs.push({

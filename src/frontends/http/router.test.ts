@@ -5,6 +5,9 @@ import { matchRoute } from './router.js';
 
 void test('server, health and model routes', () => {
   assert.deepEqual(matchRoute('/v2'), { name: 'serverMetadata', method: 'GET' });
+  assert.deepEqual(matchRoute('/openapi.yaml'), { name: 'openApi', method: 'GET' });
+  assert.equal(matchRoute('/openapi.json'), undefined);
+  assert.equal(matchRoute('/v2/openapi.yaml'), undefined);
   assert.deepEqual(matchRoute('/v2/health/live'), { name: 'serverLive', method: 'GET' });
   assert.deepEqual(matchRoute('/v2/health/ready'), { name: 'serverReady', method: 'GET' });
   assert.deepEqual(matchRoute('/v2/models/stats'), { name: 'allModelStats', method: 'GET' });

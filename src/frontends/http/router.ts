@@ -1,9 +1,11 @@
 /**
  * The path → route matcher: one split of the path and a few string compares, no regular expressions.
+ * Besides Triton's paths, GET /openapi.yaml serves the API's OpenAPI document (openapi.ts).
  * Paths and their shapes follow Triton's http_server.cc: `${V}` versions are all digits, names are
  * non-empty segments (percent-decoded), anything else is 404; a known path with the wrong verb is 405.
  */
 import { invalidArg } from '../../common/errors.js';
+import { OPENAPI_PATH } from './openapi.js';
 
 export type RouteName =
   | 'serverMetadata'
@@ -30,7 +32,8 @@ export type RouteName =
   | 'systemSharedMemoryUnregister'
   | 'dashboardPage'
   | 'dashboardServer'
-  | 'dashboardMetrics';
+  | 'dashboardMetrics'
+  | 'openApi';
 
 export interface RouteMatch {
   readonly name: RouteName;
@@ -195,7 +198,7 @@ function parseRoute(path: string): RouteMatch | undefined {
   if (path.startsWith('/dashboard') && (path.length === 10 || path.charCodeAt(10) === 0x2f)) {
     return matchDashboard(path);
   }
-  if (!path.startsWith('/v2')) return undefined;
+  if (!path.startsWith('/v2')) return path === OPENAPI_PATH ? { name: 'openApi', method: 'GET' } : undefined;
   if (path.length === 3) return { name: 'serverMetadata', method: 'GET' };
   if (path.charCodeAt(3) !== 0x2f) return undefined;
   const segs = path.split('/');

@@ -12,6 +12,7 @@ import { errorBody } from './errors.js';
 import { generate } from './generate.js';
 import { encodeInferResponse, inferenceHeaderLength, type DecodedInferRequest } from './infer-codec.js';
 import { isJsonObject, type JsonIn, type JsonInObject } from './json.js';
+import { openApiDocument } from './openapi.js';
 import { deduceRawInput } from './raw-input.js';
 import type { Reply, RouteContext } from './route-context.js';
 import type { RouteName } from './router.js';
@@ -19,6 +20,8 @@ import type { RouteName } from './router.js';
 type Handler = (ctx: RouteContext) => Reply | Promise<Reply>;
 
 const JSON_TYPE = { 'Content-Type': 'application/json' } as const;
+// RFC 9512's media type for YAML.
+const YAML_TYPE = { 'Content-Type': 'application/yaml' } as const;
 const EMPTY_OK: Reply = { status: 200 };
 const EMPTY_BAD: Reply = { status: 400 };
 
@@ -221,8 +224,10 @@ async function traceSetting(ctx: RouteContext): Promise<Reply> {
     if (value === null || typeof value === 'string') update[key] = value;
     else if (Array.isArray(value) && value.every((v): v is string => typeof v === 'string'))
       update[key] = value;
-    else if (typeof value === 'number' || typeof value === 'bigint') update[key] = String(value);
-    else throw invalidArg(`trace setting '${key}' must be a string, a list of strings or null`);
+    // A number is taken as its decimal text only when that text is exact: JSON.parse has rounded integers
+    // beyond 2^53 (9007199254740993 would become "9007199254740992") and 1e21 prints as "1e+21".
+    else if (typeof value === 'number' && Number.isSafeInteger(value)) update[key] = String(value);
+    else throw invalidArg(`trace setting '${key}' must be a string, a list of strings, an integer or null`);
   }
   return json(ctx.api.updateTraceSettings(model, update));
 }
@@ -328,4 +333,5 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   dashboardPage: (ctx) => ctx.dashboard!.page(ctx.match.file, ctx.req.headers['if-none-match']),
   dashboardServer: (ctx) => ctx.dashboard!.server(),
   dashboardMetrics: (ctx) => ctx.dashboard!.metrics(),
+  openApi: async () => ({ status: 200, headers: YAML_TYPE, body: await openApiDocument() }),
 };

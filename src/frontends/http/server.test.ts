@@ -2,11 +2,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { Logger } from '../../common/logger.js';
 import { joinBytesElements } from '../../common/tensor.js';
 import { FakeApi } from './fake-api.testkit.js';
+import { OPENAPI_FILE } from './openapi.js';
 import { createHttpFrontend, type HttpFrontend } from './server.js';
 
 interface Res {
@@ -96,6 +98,15 @@ const ADD_SUB = {
     { name: 'INPUT1', datatype: 'INT32', shape: [16], data: Array.from({ length: 16 }, () => 1) },
   ],
 };
+
+void test('GET /openapi.yaml serves docs/openapi.yaml as it is', async () => {
+  const r = await send('GET', '/openapi.yaml');
+  assert.equal(r.status, 200);
+  assert.equal(r.headers['content-type'], 'application/yaml');
+  assert.ok(r.body.equals(readFileSync(OPENAPI_FILE)));
+  assert.match(r.body.toString('utf8'), /^openapi: 3\.1\.0\n/);
+  assert.equal((await send('POST', '/openapi.yaml')).status, 405);
+});
 
 void test('server metadata and health', async () => {
   const meta = await send('GET', '/v2');

@@ -33,7 +33,8 @@ const MAX_INTEGER_DIGITS = 40;
 
 const TRUE_WORDS = new Set(['true', 'True', 't']);
 const FALSE_WORDS = new Set(['false', 'False', 'f']);
-const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a U+FEFF at the start of a value is part of the value, not a marker to drop.
+const utf8Strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 class TextParser {
   constructor(private readonly lx: Lexer) {}
