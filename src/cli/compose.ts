@@ -16,6 +16,7 @@ import { ModelLoader } from '../core/model/loader.js';
 import type { LoadedVersion } from '../core/repository/contract.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
 import { RateLimiter } from '../core/scheduling/rate-limiter.js';
+import { RepositoryStorage } from '../core/storage/storage.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
@@ -101,9 +102,27 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
     strictGpuKind: options.strictGpuKind,
   });
+  // Object-store repositories: credentials and endpoints from the environment (main.ts), limits from
+  // flags. Downloaded copies are removed when their models unload, at stop, and at process exit.
+  const storage = new RepositoryStorage({
+    ...options.cloudStorage,
+    limits: {
+      downloadConcurrency: options.repositoryDownloadConcurrency,
+      maxObjectBytes: options.repositoryMaxObjectBytes,
+      maxListEntries: options.repositoryMaxListEntries,
+      requestTimeoutMs: options.repositoryRequestTimeoutSecs * 1000,
+    },
+  });
+  const removeCopiesAtExit = (): void => storage.closeSync();
+  process.on('exit', removeCopiesAtExit);
+  const closeStorage = async (): Promise<void> => {
+    process.off('exit', removeCopiesAtExit);
+    await storage.close();
+  };
   const repository = new ModelRepositoryManager(
     {
       repositoryPaths: options.modelRepositories,
+      storage,
       controlMode: options.modelControlMode,
       repositoryPollSecs: options.repositoryPollSecs,
       startupModels: options.loadModels,
@@ -122,10 +141,18 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     sharedMemory,
   );
 
-  const failures = await repository.startup();
+  let failures;
+  try {
+    failures = await repository.startup();
+  } catch (err) {
+    await repository.close();
+    await closeStorage();
+    throw err;
+  }
   log.raw(modelTable(repository.index(false)));
   if (failures.length > 0 && options.exitOnError) {
     await repository.close();
+    await closeStorage();
     throw new NereidError(
       'INTERNAL',
       `failed to load all models: ${failures.map((f) => `'${f.name}': ${f.reason}`).join('; ')}`,
@@ -177,6 +204,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     await httpFrontend?.close();
     await metricsFrontend?.close();
     await repository.close();
+    await closeStorage();
     throw err;
   }
 
@@ -195,6 +223,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       }
       await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
       await repository.close();
+      await closeStorage();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
       await sharedMemory.close();
