@@ -71,6 +71,10 @@ export interface ObjectStoreLimits {
 const DISK_RESERVE_BYTES = 64 * 1024 * 1024;
 const PAGE_SIZE = 1000;
 
+function field(err: unknown, name: string): unknown {
+  return typeof err === 'object' && err !== null ? (err as Record<string, unknown>)[name] : undefined;
+}
+
 /** A counting semaphore: at most `n` tasks at once, the rest wait in order. */
 class Slots {
   private active = 0;
@@ -385,34 +389,27 @@ export class ObjectFileSystem implements FileSystem {
         await mkdir(local(d), { recursive: true, mode: 0o700 });
       }
       const ac = new AbortController();
-      const results = await Promise.allSettled(
+      // The failure that stopped the download, in time order: the others it cancels are not the reason.
+      let first: { error: unknown } | undefined;
+      await Promise.allSettled(
         files.map(([rel, o]) =>
           this.slots.run(async () => {
-            if (ac.signal.aborted) throw new NereidError('CANCELLED', 'download cancelled');
+            if (ac.signal.aborted) return;
             const target = local(rel);
             const known = cached.get(rel);
-            if (known !== undefined) {
-              await writeFile(target, known, { flag: 'wx', mode: 0o600 });
-              return;
-            }
             try {
-              await this.fetchTo(o, view.locationOf(rel), target, ac.signal);
+              if (known !== undefined) await writeFile(target, known, { flag: 'wx', mode: 0o600 });
+              else await this.fetchTo(o, view.locationOf(rel), target, ac.signal);
             } catch (err) {
-              ac.abort();
-              throw err;
+              if (!ac.signal.aborted) {
+                first = { error: err };
+                ac.abort();
+              }
             }
           }),
         ),
       );
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failed) {
-        // The first real failure, not the cancellations it caused.
-        const real = results.find(
-          (r): r is PromiseRejectedResult =>
-            r.status === 'rejected' && !(r.reason instanceof NereidError && r.reason.code === 'CANCELLED'),
-        );
-        throw (real ?? failed).reason;
-      }
+      if (first !== undefined) throw first.error;
       return { path: modelDir, tempRoot };
     } catch (err) {
       await rm(tempRoot, { recursive: true, force: true });
@@ -447,6 +444,14 @@ export class ObjectFileSystem implements FileSystem {
             `object '${href}' changed while it was downloaded (larger than the ${o.size} bytes listed)`,
           );
         }
+        // An SDK that gives up on a body cut short may report an abort of its own (Azure's retrying stream
+        // does, once the store refuses the retry): what happened is the connection closing mid-object.
+        if (!(err instanceof NereidError) && !ac.signal.aborted && field(err, 'name') === 'AbortError') {
+          throw new NereidError(
+            'UNAVAILABLE',
+            `object '${href}' ended after ${g.bytes()} of ${o.size} bytes: the connection was closed`,
+          );
+        }
         throw err;
       }
       if (g.bytes() !== o.size) {
@@ -456,6 +461,8 @@ export class ObjectFileSystem implements FileSystem {
         );
       }
     } catch (err) {
+      // Cancelled because another file of the copy failed: that failure is the reason, not this one.
+      if (signal.aborted) throw new NereidError('CANCELLED', 'download cancelled');
       throw this.fail(err, `failed to download ${href}`);
     } finally {
       signal.removeEventListener('abort', onAbort);
