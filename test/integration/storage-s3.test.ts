@@ -1,4 +1,6 @@
-// The repository-conformance suite against a real s3 server started by the test (test/integration/storage/).
+// The repository-conformance suite and the fault tests against a real S3 server (moto_server), started by the tests (test/integration/storage/).
 import { conformanceSuite } from './storage/conformance.js';
+import { faultSuite } from './storage/faults.js';
 
 conformanceSuite('s3');
+faultSuite('s3');

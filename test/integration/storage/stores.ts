@@ -34,6 +34,10 @@ export interface TestStore {
   restart(): Promise<void>;
   readonly persistent: boolean;
   stop(): Promise<void>;
+  /** The server's loopback port (0 for local disk). */
+  readonly port: number;
+  /** The URL form and settings that reach the store through another port (a proxy in front of it). */
+  through(port: number): { url(prefix: string): string; cloudStorage: CloudStorageSettings };
 }
 
 /** Azurite's well-known development account (public, documented by Microsoft). */
@@ -164,6 +168,8 @@ abstract class BaseStore implements TestStore {
   abstract kill(): Promise<void>;
   abstract restart(): Promise<void>;
   abstract stop(): Promise<void>;
+  abstract readonly port: number;
+  abstract through(port: number): { url(prefix: string): string; cloudStorage: CloudStorageSettings };
 
   async putTree(localDir: string, prefix: string): Promise<void> {
     const files = filesUnder(localDir);
@@ -184,6 +190,10 @@ class LocalStore extends BaseStore {
   readonly kind = 'local';
   readonly cloudStorage = {};
   readonly persistent = true;
+  readonly port = 0;
+  through(): { url(prefix: string): string; cloudStorage: CloudStorageSettings } {
+    return { url: (p) => this.url(p), cloudStorage: {} };
+  }
   readonly dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-local-store-'));
   url(prefix: string): string {
     return path.join(this.dir, prefix);
@@ -255,6 +265,9 @@ class S3Store extends BaseStore {
   url(prefix: string): string {
     return `s3://127.0.0.1:${this.port}/${BUCKET}/${prefix}`;
   }
+  through(port: number): { url(prefix: string): string; cloudStorage: CloudStorageSettings } {
+    return { url: (p) => `s3://127.0.0.1:${port}/${BUCKET}/${p}`, cloudStorage: this.cloudStorage };
+  }
   async put(key: string, body: string | Buffer): Promise<void> {
     await this.client!.send(new this.sdk!.PutObjectCommand({ Bucket: BUCKET, Key: key, Body: body }));
   }
@@ -303,6 +316,12 @@ class GcsStore extends BaseStore {
 
   url(prefix: string): string {
     return `gs://${BUCKET}/${prefix}`;
+  }
+  through(port: number): { url(prefix: string): string; cloudStorage: CloudStorageSettings } {
+    return {
+      url: (p) => this.url(p),
+      cloudStorage: { ...this.cloudStorage, gcsEndpoint: `http://127.0.0.1:${port}` },
+    };
   }
   async put(key: string, body: string | Buffer): Promise<void> {
     await this.bucket!.file(key).save(typeof body === 'string' ? Buffer.from(body) : body, {
@@ -360,6 +379,20 @@ class AzureStore extends BaseStore {
   url(prefix: string): string {
     return `as://${AZURITE_ACCOUNT}/${BUCKET}/${prefix}`;
   }
+  through(port: number): { url(prefix: string): string; cloudStorage: CloudStorageSettings } {
+    const connectionString = this.connectionString.replace(`:${this.port}/`, `:${port}/`);
+    return {
+      url: (p) => this.url(p),
+      cloudStorage: {
+        credentials: {
+          source: 'test',
+          s3: [],
+          gs: [],
+          as: [{ prefix: '', credential: { connectionString } }],
+        },
+      },
+    };
+  }
   async put(key: string, body: string | Buffer): Promise<void> {
     const data = typeof body === 'string' ? Buffer.from(body) : body;
     await this.container!.getBlockBlobClient(key).upload(data, data.length);
@@ -380,8 +413,18 @@ class AzureStore extends BaseStore {
   }
 }
 
-/** Starts a store of `kind` (its server on a free loopback port) with an empty bucket. */
-export async function startStore(kind: StoreKind, extraEnv: Record<string, string> = {}): Promise<TestStore> {
+/**
+ * Starts a store of `kind` (its server on a free loopback port) with an empty bucket. `checkCredentials`
+ * (S3 on moto): the server checks every request's access key (moto's IAM mode), so with the test's made-up
+ * key every request is refused; no bucket is made.
+ */
+export async function startStore(
+  kind: StoreKind,
+  options: { checkCredentials?: boolean } = {},
+): Promise<TestStore> {
+  const extraEnv: Record<string, string> = options.checkCredentials
+    ? { INITIAL_NO_AUTH_ACTION_COUNT: '0' }
+    : {};
   if (kind === 'local') return new LocalStore();
   const port = await freePort();
   if (kind === 's3') {
@@ -393,7 +436,7 @@ export async function startStore(kind: StoreKind, extraEnv: Record<string, strin
     );
     await proc.start();
     const store = new S3Store('s3', proc, port, undefined);
-    await store.init();
+    if (!options.checkCredentials) await store.init();
     return store;
   }
   if (kind === 'minio') {
