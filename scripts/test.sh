@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README: `npm test`): build, unit + integration + deployment tests (node:test; the
-# deployment tools come from scripts/setup-deploy-tools.sh, docs/kubernetes.md), the compatibility
+# deployment tools come from scripts/setup-deploy-tools.sh, docs/kubernetes.md, the storage servers from
+# scripts/setup-storage-servers.sh, docs/model-repository.md), the compatibility
 # suite (Triton's real Python client and perf_analyzer against bin/nereid.js: test/compat, in the .venv that
 # scripts/setup-python.sh provisions), then the differential suite (the real Triton 2.51 and Nereid side by
 # side: test/differential, with the Triton that scripts/setup-triton.sh puts in .venv-triton). The exit
@@ -13,6 +14,10 @@ status=0
 # the setup installs and caches them. It exits 0 without a tool only when this machine cannot have it (the
 # tests then skip saying why); any other failure fails the run.
 bash scripts/setup-deploy-tools.sh || status=1
+# The object-store tests (test/integration/storage-*.test.ts, test/compat/test_object_storage.py) start real
+# S3, GCS and Azure servers: moto_server, fake-gcs-server, Azurite (docs/model-repository.md), installed and
+# cached by version in .cache/ by this setup. Same rule: a skip only when this machine cannot have a server.
+bash scripts/setup-storage-servers.sh || status=1
 mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
 node --test --test-concurrency=1 "${files[@]}" || status=$?
 bash scripts/setup-python.sh

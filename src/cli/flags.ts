@@ -106,7 +106,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'model-repository',
     aliases: ['model-store'],
     kind: 'list',
-    help: 'Path to a model repository; repeat for several.',
+    help: 'A model repository: a local folder, or s3://[host:port/]bucket/path, gs://bucket/path, as://account/container/path (credentials from the environment, see docs/model-repository.md); repeat for several, local and remote mixed.',
     apply: (d, v) => d.modelRepositories.push(v),
   },
   {
