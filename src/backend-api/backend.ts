@@ -144,6 +144,13 @@ export interface InstanceHandle {
   execute(requests: readonly BackendRequest[]): Promise<ExecuteResult | void>;
   /** Releases the instance (threads, sessions, processes). Called after the last execute() settled. */
   close(): Promise<void>;
+  /**
+   * Optional: ends the instance's work at once, for an unload that waited long enough (a hung model).
+   * Fails every request the instance still holds with `error` (open decoupled streams included), stops
+   * its thread or process without waiting for the model, and makes a pending execute() settle soon; no
+   * replacement is started. close() follows as usual. Instances without it are waited for.
+   */
+  abort?(error: NereidError): void;
 }
 
 export type CustomMetricKind = 'counter' | 'gauge' | 'histogram';
@@ -184,6 +191,17 @@ export interface ModelHandle {
   customMetrics?(): Promise<readonly CustomMetricFamily[]>;
   /** Called after every instance was closed. */
   unload(): Promise<void>;
+}
+
+/**
+ * Checks paths a backend derives from a model's config or folder (a model file inside a folder, an
+ * execution environment): the core's rules for config paths (core/model/model-paths.ts). `candidate` is
+ * absolute; the result is the path to open. Throws INVALID_ARG with a message relative to the model
+ * folder when the path leaves the model folder, as text or through a symbolic link, or (mustExist) when
+ * it does not exist.
+ */
+export interface ModelFiles {
+  check(candidate: string, what: string, options?: { readonly mustExist?: boolean }): Promise<string>;
 }
 
 export interface BackendContext {
@@ -242,8 +260,13 @@ export interface ModelLoadContext extends BackendContext {
   readonly modelDir: string;
   /** `<repository>/<model>/<version>` */
   readonly versionDir: string;
-  /** `<versionDir>/<default_model_filename>` (a file or a folder). */
+  /** `<versionDir>/<default_model_filename>` (a file or a folder), already checked to stay inside. */
   readonly modelPath: string;
+  /**
+   * Checks further paths the backend derives (see ModelFiles). The loader always sets it; a context built
+   * by hand (a unit test, a bench) may leave it out, and the backend then uses paths as given.
+   */
+  readonly files?: ModelFiles;
   /** Calls back into the server (BLS); absent when the embedding offers none. */
   readonly serverApi?: ServerApi;
 }
@@ -254,6 +277,8 @@ export interface AutoCompleteContext extends BackendContext {
   readonly modelDir: string;
   readonly versionDir: string;
   readonly modelPath: string;
+  /** As ModelLoadContext.files. */
+  readonly files?: ModelFiles;
 }
 
 export interface Backend {
@@ -270,6 +295,11 @@ export interface Backend {
    * loader only needs the version folder, and never picks this backend by probing for a file. Default true.
    */
   readonly requiresModelFile?: boolean;
+  /**
+   * true: each instance is an OS process of its own (Python stubs), so it also counts against the
+   * server's tighter limits for process-backed instances. Default false (threads, or the event loop).
+   */
+  readonly processPerInstance?: boolean;
   /**
    * Fills in what the model file can tell: inputs, outputs, max_batch_size. Returns the completed config.
    * Called unless --disable-auto-complete-config.

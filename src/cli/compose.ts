@@ -12,6 +12,7 @@ import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/bac
 import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { VersionLookup } from '../core/ensemble/index.js';
+import { InstanceBudget } from '../core/model/instance-budget.js';
 import { ModelLoader } from '../core/model/loader.js';
 import type { LoadedVersion } from '../core/repository/contract.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
@@ -20,11 +21,12 @@ import { RepositoryStorage } from '../core/storage/storage.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
-import { createGrpcFrontend } from '../frontends/grpc/index.js';
-import { createHttpFrontend } from '../frontends/http/index.js';
+import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
+import { createHealthListener, createHttpFrontend, type HealthListener } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
+import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
 
 export interface Endpoint {
   readonly address: string;
@@ -34,11 +36,18 @@ export interface Endpoint {
 export interface RunningNereid {
   readonly server: InferenceServer;
   readonly http: Endpoint | undefined;
+  /** The --http-health-port listener, when given. */
+  readonly httpHealth: Endpoint | undefined;
   readonly grpc: Endpoint | undefined;
   /** The Prometheus endpoint (`GET /metrics`), when --allow-metrics. */
   readonly metrics: Endpoint | undefined;
   /** What the metrics frontend reads (an embedding attaches one later with it). */
   readonly statsRegistry: StatsRegistry;
+  /**
+   * Re-reads the TLS certificate files of every TLS endpoint (SIGHUP): new connections get the new
+   * certificate, open ones keep theirs; a failure keeps the old one and is logged. Empty without TLS.
+   */
+  reloadCertificates(why: string): Promise<{ endpoint: TlsEndpoint; reloaded: boolean }[]>;
   /**
    * Turns not-ready, keeps serving for --exit-delay-secs, then stops accepting, lets in-flight requests
    * finish and unloads every model. Calls after the first return the same promise.
@@ -57,13 +66,67 @@ export function packageVersion(): string {
   }
 }
 
+/**
+ * The kernel caps a listen backlog at net.core.somaxconn (128 before Linux 5.4): say so once when
+ * --http-backlog asks for more, since the cap is silent and shows only as dropped connections under load.
+ */
+function warnIfBacklogCapped(backlog: number, log: Logger): void {
+  let somaxconn: number;
+  try {
+    somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim());
+  } catch {
+    return; // not Linux, or no /proc: nothing to say
+  }
+  if (Number.isSafeInteger(somaxconn) && somaxconn > 0 && somaxconn < backlog) {
+    log.warn(
+      `--http-backlog=${backlog} is capped by the kernel at net.core.somaxconn=${somaxconn}; raise it (sysctl -w net.core.somaxconn=${backlog}) for the larger listen queue to take effect`,
+    );
+  }
+}
+
 export function builtinBackends(): Backend[] {
   return [new OnnxRuntimeBackend(), new PythonBackend(), new JavascriptBackend(), ...builtinTestBackends()];
+}
+
+/** The gRPC frontend's transport settings from the command line (also used by the embedded server). */
+export function grpcTransportOptions(
+  options: ServerOptions,
+): Omit<GrpcFrontendOptions, 'address' | 'port' | 'log'> {
+  return {
+    maxDecompressedSize: options.grpcMaxDecompressedSize,
+    maxConcurrentStreams: options.grpcMaxConcurrentStreams,
+    maxBufferedBytes: options.grpcMaxBufferedBytes,
+    responseCompression: options.grpcInferResponseCompressionLevel,
+    streamIdleTimeoutMs: options.grpcInferStreamIdleTimeoutMs,
+    connection: {
+      keepaliveTimeMs: options.grpcKeepaliveTimeMs,
+      keepaliveTimeoutMs: options.grpcKeepaliveTimeoutMs,
+      keepalivePermitWithoutCalls: options.grpcKeepalivePermitWithoutCalls,
+      http2MaxPingsWithoutData: options.grpcHttp2MaxPingsWithoutData,
+      http2MinRecvPingIntervalWithoutDataMs: options.grpcHttp2MinRecvPingIntervalWithoutDataMs,
+      http2MaxPingStrikes: options.grpcHttp2MaxPingStrikes,
+      maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
+      maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
+      maxConnectionIdleMs: options.grpcMaxConnectionIdleMs,
+      maxConnectionBufferedBytes: options.grpcMaxConnectionBufferedBytes,
+    },
+  };
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
   // Clients see --id as the server's name (Triton's "triton" by default); the log says what runs.
   log.info(`Nereid ${packageVersion()} starting, server id '${options.id}'`);
+  // Certificates are read and checked before any model loads: a TLS mistake fails the start at once.
+  const tls = await EndpointTls.load(options, log);
+  try {
+    return await startServing(options, log, tls);
+  } catch (err) {
+    tls.close();
+    throw err;
+  }
+}
+
+async function startServing(options: ServerOptions, log: Logger, tls: EndpointTls): Promise<RunningNereid> {
   const statsRegistry = new StatsRegistry();
   // One rate limiter for the whole server: it arbitrates between the instances of every model.
   const rateLimiter =
@@ -101,6 +164,13 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
     strictGpuKind: options.strictGpuKind,
+    instanceBudget: new InstanceBudget({
+      perModel: options.maxInstancesPerModel,
+      total: options.maxInstances,
+      processPerModel: options.maxProcessInstancesPerModel,
+      processTotal: options.maxProcessInstances,
+    }),
+    unloadTimeoutMs: options.modelUnloadTimeoutSecs * 1000,
   });
   // Object-store repositories: credentials and endpoints from the environment (main.ts), limits from
   // flags. Downloaded copies are removed when their models unload, at stop, and at process exit.
@@ -162,6 +232,8 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
 
   let http: Endpoint | undefined;
   let httpFrontend: ReturnType<typeof createHttpFrontend> | undefined;
+  let httpHealth: Endpoint | undefined;
+  let healthListener: HealthListener | undefined;
   let metrics: Endpoint | undefined;
   let metricsFrontend: MetricsFrontend | undefined;
   let grpc: Endpoint | undefined;
@@ -171,7 +243,11 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
       grpcFrontend = createGrpcFrontend(server, {
         address: options.grpcAddress,
         port: options.grpcPort,
+        restrictedProtocols: options.grpcRestrictedProtocols,
+        headerForwardPattern: options.grpcHeaderForwardPattern,
         log,
+        ...grpcTransportOptions(options),
+        tls: tls.get('grpc'),
       });
       grpc = await grpcFrontend.listen();
       log.info(`Started GRPCInferenceService at ${grpc.address}:${grpc.port}`);
@@ -181,10 +257,32 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         address: options.httpAddress,
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
+        restrictedApis: options.httpRestrictedApis,
+        headerForwardPattern: options.httpHeaderForwardPattern,
+        backlog: options.httpBacklog,
+        maxConnections: options.httpMaxConnections,
+        json: {
+          maxJsonSize: options.httpMaxJsonSize,
+          workerThreshold: options.httpJsonWorkerThreshold,
+          workerThreads: options.httpJsonWorkerThreads,
+          workerBytes: options.httpJsonWorkerBytes,
+        },
         log,
+        tls: tls.get('http'),
       });
       http = await httpFrontend.listen();
       log.info(`Started HTTPService at ${http.address}:${http.port}`);
+      warnIfBacklogCapped(options.httpBacklog, log);
+      if (options.httpHealthPort >= 0) {
+        healthListener = createHealthListener(server, {
+          address: options.httpAddress,
+          port: options.httpHealthPort,
+          backlog: options.httpBacklog,
+          log,
+        });
+        httpHealth = await healthListener.listen();
+        log.info(`Started HTTP health service at ${httpHealth.address}:${httpHealth.port}`);
+      }
     }
     if (options.allowMetrics) {
       metricsFrontend = createMetricsFrontend(statsRegistry, {
@@ -201,6 +299,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
     }
   } catch (err) {
     await grpcFrontend?.close();
+    await healthListener?.close();
     await httpFrontend?.close();
     await metricsFrontend?.close();
     await repository.close();
@@ -221,12 +320,16 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
         );
         await new Promise((resolve) => setTimeout(resolve, options.exitDelaySecs * 1000));
       }
+      tls.close();
       await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
       await repository.close();
       await closeStorage();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
+      // Probes keep their answers (not ready) until the very end.
+      await healthListener?.close();
       await sharedMemory.close();
     })());
-  return { server, http, grpc, metrics, statsRegistry, stop };
+  const reloadCertificates = (why: string) => tls.reload(why);
+  return { server, http, httpHealth, grpc, metrics, statsRegistry, reloadCertificates, stop };
 }

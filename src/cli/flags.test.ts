@@ -107,7 +107,7 @@ describe('parseFlags', () => {
     const rows = tritonFlags();
     assert.ok(rows.length >= 90, `the fixture lists ${rows.length} flags`);
     for (const row of rows) {
-      const base = ['--model-repository=/r', ...(row.needs === '-' ? [] : [row.needs])];
+      const base = ['--model-repository=/r', ...(row.needs === '-' ? [] : row.needs.split(' '))];
       const forms =
         row.example === '-'
           ? [[`--${row.flag}`]]
@@ -127,6 +127,69 @@ describe('parseFlags', () => {
     );
   });
 
+  it("reads Triton's gRPC transport flags and Nereid's gRPC limits, with Triton's defaults", () => {
+    const defaults = parseFlags(['--model-repository=/r']).options;
+    assert.equal(defaults.grpcKeepaliveTimeMs, 7_200_000);
+    assert.equal(defaults.grpcKeepaliveTimeoutMs, 20_000);
+    assert.equal(defaults.grpcKeepalivePermitWithoutCalls, false);
+    assert.equal(defaults.grpcHttp2MaxPingsWithoutData, 2);
+    assert.equal(defaults.grpcHttp2MinRecvPingIntervalWithoutDataMs, 300_000);
+    assert.equal(defaults.grpcHttp2MaxPingStrikes, 2);
+    assert.equal(defaults.grpcMaxConnectionAgeMs, 0);
+    assert.equal(defaults.grpcMaxConnectionAgeGraceMs, 0);
+    assert.equal(defaults.grpcInferResponseCompressionLevel, 'none');
+    const { options, warnings } = parseFlags([
+      '--model-repository=/r',
+      '--grpc-keepalive-time=1000',
+      '--grpc-keepalive-timeout=500',
+      '--grpc-keepalive-permit-without-calls=true',
+      '--grpc-http2-max-pings-without-data=0',
+      '--grpc-http2-min-recv-ping-interval-without-data=10000',
+      '--grpc-http2-max-ping-strikes=5',
+      '--grpc-max-connection-age=60000',
+      '--grpc-max-connection-age-grace=5000',
+      '--grpc-infer-response-compression-level=MEDIUM',
+      '--grpc-max-connection-idle=0',
+      '--grpc-max-concurrent-streams=64',
+      '--grpc-max-decompressed-size=1024',
+      '--grpc-max-connection-buffered-bytes=2048',
+      '--grpc-max-buffered-bytes=4096',
+      '--grpc-infer-stream-idle-timeout=30000',
+    ]);
+    assert.deepEqual(warnings, []);
+    assert.equal(options.grpcKeepaliveTimeMs, 1000);
+    assert.equal(options.grpcKeepaliveTimeoutMs, 500);
+    assert.equal(options.grpcKeepalivePermitWithoutCalls, true);
+    assert.equal(options.grpcHttp2MaxPingsWithoutData, 0);
+    assert.equal(options.grpcHttp2MinRecvPingIntervalWithoutDataMs, 10_000);
+    assert.equal(options.grpcHttp2MaxPingStrikes, 5);
+    assert.equal(options.grpcMaxConnectionAgeMs, 60_000);
+    assert.equal(options.grpcMaxConnectionAgeGraceMs, 5000);
+    assert.equal(options.grpcInferResponseCompressionLevel, 'medium');
+    assert.equal(options.grpcMaxConnectionIdleMs, 0);
+    assert.equal(options.grpcMaxConcurrentStreams, 64);
+    assert.equal(options.grpcMaxDecompressedSize, 1024);
+    assert.equal(options.grpcMaxConnectionBufferedBytes, 2048);
+    assert.equal(options.grpcMaxBufferedBytes, 4096);
+    assert.equal(options.grpcInferStreamIdleTimeoutMs, 30_000);
+    const refused = (flag: string, re: RegExp): void =>
+      assert.throws(() => parseFlags(['--model-repository=/r', flag]), re, flag);
+    refused('--grpc-infer-response-compression-level=max', /--grpc_infer_response_compression_level/);
+    refused('--grpc-keepalive-time=-1', /between 0 and/);
+    refused('--grpc-max-concurrent-streams=0', /between 1 and/);
+    // Triton's own range checks on flags that change nothing here.
+    refused('--grpc-infer-thread-count=1', /between 2 and 128/);
+    refused('--grpc-infer-thread-count=129', /between 2 and 128/);
+    refused('--grpc-max-response-pool-size=0', /between 1 and/);
+    const inert = parseFlags([
+      '--model-repository=/r',
+      '--grpc-infer-thread-count=4',
+      '--grpc-infer-allocation-pool-size=16',
+      '--grpc-max-response-pool-size=100',
+    ]);
+    assert.equal(inert.warnings.length, 3);
+  });
+
   it('reads --log-verbose as an integer or true/false, as Model Analyzer passes it', () => {
     const level = (v: string) =>
       parseFlags(['--model-repository=/r', `--log-verbose=${v}`]).options.logVerbose;
@@ -134,6 +197,72 @@ describe('parseFlags', () => {
     assert.equal(level('false'), 0);
     assert.equal(level('3'), 3);
     assert.throws(() => level('loud'), /expects an integer/);
+  });
+
+  it('reads the TLS flags as Triton does, and refuses TLS without its certificate and key', () => {
+    const r = (...args: string[]) => parseFlags(['--model-repository=/r', ...args]);
+    const files = ['--grpc-server-cert=/c/s.crt', '--grpc-server-key=/c/s.key'];
+    const on = r('--grpc-use-ssl', ...files).options;
+    assert.equal(on.grpcUseSsl, true);
+    assert.equal(on.grpcUseSslMutual, false);
+    assert.equal(on.grpcServerCert, '/c/s.crt');
+    assert.equal(on.grpcServerKey, '/c/s.key');
+    assert.equal(on.httpUseSsl, false, 'the HTTP port stays clear text');
+    assert.equal(on.tlsCertPollMs, 2000);
+
+    const mutual = r('--grpc-use-ssl-mutual=true', ...files, '--grpc-root-cert=/c/ca.crt').options;
+    assert.deepEqual(
+      [mutual.grpcUseSsl, mutual.grpcUseSslMutual, mutual.grpcRootCert],
+      [true, true, '/c/ca.crt'],
+    );
+    // Triton's parser sets use_ssl for --grpc-use-ssl-mutual whatever its value; a later --grpc-use-ssl wins.
+    const quirk = r('--grpc-use-ssl-mutual=false', ...files);
+    assert.deepEqual([quirk.options.grpcUseSsl, quirk.options.grpcUseSslMutual], [true, false]);
+    assert.match(quirk.warnings.join('\n'), /--grpc-use-ssl-mutual=false turns TLS on all the same/);
+    const off = r('--grpc-use-ssl-mutual=true', '--grpc-use-ssl=false').options;
+    assert.equal(off.grpcUseSsl, false);
+
+    assert.throws(
+      () => r('--grpc-use-ssl'),
+      /^NereidError: --grpc-use-ssl needs --grpc-server-cert and --grpc-server-key/,
+    );
+    assert.throws(
+      () => r('--grpc-use-ssl', '--grpc-server-cert=/c/s.crt'),
+      /--grpc-use-ssl needs --grpc-server-key:/,
+    );
+    assert.throws(
+      () => r('--grpc-use-ssl-mutual', ...files),
+      /--grpc-use-ssl-mutual needs --grpc-root-cert: the PEM file of the CA certificate\(s\) that sign client certificates/,
+    );
+    assert.doesNotThrow(() => r('--allow-grpc=false', '--grpc-use-ssl'), 'no gRPC, no certificate needed');
+
+    assert.match(
+      r(...files).warnings.join('\n'),
+      /--grpc-server-cert, --grpc-server-key given without --grpc-use-ssl: gRPC is served in clear text/,
+    );
+    assert.match(
+      r('--grpc-use-ssl', ...files, '--grpc-root-cert=/c/ca.crt').warnings.join('\n'),
+      /--grpc-root-cert is used with --grpc-use-ssl-mutual only/,
+    );
+    assert.deepEqual(r('--grpc-use-ssl', ...files).warnings, []);
+  });
+
+  it('reads the HTTPS flags (Nereid only) like the gRPC ones', () => {
+    const r = (...args: string[]) => parseFlags(['--model-repository=/r', ...args]).options;
+    const o = r(
+      '--http-use-ssl-mutual',
+      '--http-server-cert=/c/h.crt',
+      '--http-server-key=/c/h.key',
+      '--http-root-cert=/c/ca.crt',
+      '--tls-cert-poll-ms=0',
+    );
+    assert.deepEqual(
+      [o.httpUseSsl, o.httpUseSslMutual, o.httpServerCert, o.httpServerKey, o.httpRootCert, o.tlsCertPollMs],
+      [true, true, '/c/h.crt', '/c/h.key', '/c/ca.crt', 0],
+    );
+    assert.equal(o.grpcUseSsl, false);
+    assert.throws(() => r('--http-use-ssl'), /--http-use-ssl needs --http-server-cert and --http-server-key/);
+    assert.throws(() => r('--tls-cert-poll-ms=-1'), /--tls-cert-poll-ms must be between 0/);
   });
 
   it('every flag in the table either applies or says why it changes nothing', () => {

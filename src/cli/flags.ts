@@ -6,7 +6,11 @@
  * library...) are accepted with a warning, so existing command lines keep working.
  */
 import { invalidArg } from '../common/errors.js';
+import { parseCompressionLevel } from '../frontends/grpc/compression.js';
+import { compileForwardPattern } from '../frontends/header-forward.js';
+import { defaultInstanceLimits } from '../core/model/instance-budget.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
+import { parseRestrictedOption, restrictionWarnings, type RestrictionDraft } from './restricted-flags.js';
 
 /**
  * How a flag's value is read. 'int-or-bool': an integer, or true/false for 1/0 (Triton's log-verbose);
@@ -17,9 +21,17 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type Draft = Mutable<
   Omit<
     ServerOptions,
-    'backendConfig' | 'modelRepositories' | 'loadModels' | 'metricsConfig' | 'rateLimitResources'
+    | 'backendConfig'
+    | 'modelRepositories'
+    | 'loadModels'
+    | 'metricsConfig'
+    | 'rateLimitResources'
+    | 'httpRestrictedApis'
+    | 'grpcRestrictedProtocols'
   >
 > & {
+  httpRestrictedApis: RestrictionDraft;
+  grpcRestrictedProtocols: RestrictionDraft;
   rateLimitResources: RateLimitResourceOption[];
   backendConfig: Map<string, Map<string, string>>;
   metricsConfig: Map<string, string>;
@@ -41,6 +53,8 @@ interface Flag {
    * gets.
    */
   readonly inert?: string;
+  /** For an inert flag: checks its value as Triton's parser does (instead of by kind alone). */
+  readonly check?: (value: string) => void;
 }
 
 function parseBool(flag: string, v: string): boolean {
@@ -240,6 +254,41 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.modelLoadThreadCount = parseInt10('model-load-thread-count', v, 1)),
   },
   {
+    name: 'max-instances-per-model',
+    kind: 'int',
+    defaultText: 'max(32, 4 × CPUs)',
+    help: 'Most instances one model may have across the versions it loads (each instance_group count, for every version); a load asking for more is refused with INVALID_ARG before any instance starts. Nereid only.',
+    apply: (d, v) => (d.maxInstancesPerModel = parseInt10('max-instances-per-model', v, 1)),
+  },
+  {
+    name: 'max-instances',
+    kind: 'int',
+    defaultText: 'max(128, memory / 32 MiB)',
+    help: 'Most instances of every loaded model together; while a reload swaps versions, the old and the new ones both count. A load that would exceed it is refused with INVALID_ARG. Nereid only.',
+    apply: (d, v) => (d.maxInstances = parseInt10('max-instances', v, 1)),
+  },
+  {
+    name: 'max-process-instances-per-model',
+    kind: 'int',
+    defaultText: 'max(16, 2 × CPUs)',
+    help: 'Most instances one model may have when each is a process of its own (Python stubs). Nereid only.',
+    apply: (d, v) => (d.maxProcessInstancesPerModel = parseInt10('max-process-instances-per-model', v, 1)),
+  },
+  {
+    name: 'max-process-instances',
+    kind: 'int',
+    defaultText: 'max(64, memory / 128 MiB)',
+    help: 'Most process-backed instances (Python stubs) of every loaded model together. Nereid only.',
+    apply: (d, v) => (d.maxProcessInstances = parseInt10('max-process-instances', v, 1)),
+  },
+  {
+    name: 'model-unload-timeout-secs',
+    kind: 'int',
+    defaultText: '30',
+    help: 'Seconds an unloading model version (an unload, the old version of a reload, shutdown) waits for its accepted requests; then the rest fail with UNAVAILABLE and its instances are stopped, so a hung model cannot block an unload. 0 = wait as long as they take. Nereid only.',
+    apply: (d, v) => (d.modelUnloadTimeoutSecs = parseInt10('model-unload-timeout-secs', v, 0)),
+  },
+  {
     name: 'backend-config',
     kind: 'list',
     help: "Backend setting '<backend>,<key>=<value>'; backend 'default' applies to every backend.",
@@ -287,6 +336,91 @@ export const FLAGS: readonly Flag[] = [
     help: 'Largest accepted HTTP request body, also after decompression.',
     apply: (d, v) => (d.httpMaxInputSize = parseInt10('http-max-input-size', v, 1)),
   },
+  // TLS on the HTTP port is Nereid's own (Triton has none and suggests a proxy); the flags mirror the gRPC ones.
+  {
+    name: 'http-use-ssl',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve HTTPS on the HTTP port with --http-server-cert and --http-server-key. Nereid only (Triton has no TLS on HTTP); docs/security.md#tls.',
+    apply: (d, v) => (d.httpUseSsl = parseBool('http-use-ssl', v)),
+  },
+  {
+    name: 'http-use-ssl-mutual',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve HTTPS and require client certificates signed by --http-root-cert. Giving it at all, even =false, turns HTTPS on, as --grpc-use-ssl-mutual does in Triton. Nereid only.',
+    apply: (d, v) => {
+      d.httpUseSslMutual = parseBool('http-use-ssl-mutual', v);
+      d.httpUseSsl = true;
+    },
+  },
+  {
+    name: 'http-server-cert',
+    kind: 'string',
+    help: 'PEM file of the HTTPS server certificate (its own first, then intermediates); re-read on SIGHUP and when it changes. Nereid only.',
+    apply: (d, v) => (d.httpServerCert = v),
+  },
+  {
+    name: 'http-server-key',
+    kind: 'string',
+    help: 'PEM file of the HTTPS server key (unencrypted). Nereid only.',
+    apply: (d, v) => (d.httpServerKey = v),
+  },
+  {
+    name: 'http-root-cert',
+    kind: 'string',
+    help: 'PEM file of the CA certificate(s) that sign client certificates, for --http-use-ssl-mutual. Nereid only.',
+    apply: (d, v) => (d.httpRootCert = v),
+  },
+  {
+    name: 'http-max-json-size',
+    kind: 'int',
+    defaultText: '67108864',
+    help: "Largest JSON document in an HTTP request (an inference request's JSON part, or a whole JSON body); a larger one gets 400, from its declared size before the body is read when it can be. Send large tensors as binary data. Nereid only.",
+    apply: (d, v) => (d.httpMaxJsonSize = parseInt10('http-max-json-size', v, 1)),
+  },
+  {
+    name: 'http-json-worker-threshold',
+    kind: 'int',
+    defaultText: '65536',
+    help: 'JSON documents of this many bytes or more are parsed on worker threads, off the event loop (smaller ones are parsed in place, where a thread hop would cost more than it saves). Nereid only.',
+    apply: (d, v) => (d.httpJsonWorkerThreshold = parseInt10('http-json-worker-threshold', v, 0)),
+  },
+  {
+    name: 'http-json-worker-threads',
+    kind: 'int',
+    defaultText: '1',
+    help: 'Threads parsing large JSON documents (started when needed, stopped after 30 s idle). A document whose parse could need more than 16 × --http-max-json-size of memory (many arrays or objects) is refused with 400 before it is parsed. 0 parses every document on the event loop. Nereid only.',
+    apply: (d, v) => (d.httpJsonWorkerThreads = parseInt10('http-json-worker-threads', v, 0, 256)),
+  },
+  {
+    name: 'http-json-worker-bytes',
+    kind: 'int',
+    defaultText: '268435456',
+    help: 'Total size of the large JSON documents in flight at once (being received, waiting for a thread or being parsed); a request past it is refused with 503 before its body is read (one document is always admitted). Nereid only.',
+    apply: (d, v) => (d.httpJsonWorkerBytes = parseInt10('http-json-worker-bytes', v, 1)),
+  },
+  {
+    name: 'http-backlog',
+    kind: 'int',
+    defaultText: '4096',
+    help: "The HTTP port's listen queue (connections the kernel has accepted and the server has not yet taken); the kernel caps it at net.core.somaxconn, and a start-up warning says so when that is lower. Nereid only.",
+    apply: (d, v) => (d.httpBacklog = parseInt10('http-backlog', v, 1, 2 ** 31 - 1)),
+  },
+  {
+    name: 'http-max-connections',
+    kind: 'int',
+    defaultText: '8192',
+    help: 'HTTP connections held open at once; requests on a connection over the limit get 503 with Connection: close (health checks are still answered). 0 = no limit. Nereid only.',
+    apply: (d, v) => (d.httpMaxConnections = parseInt10('http-max-connections', v, 0)),
+  },
+  {
+    name: 'http-health-port',
+    kind: 'int',
+    defaultText: 'off',
+    help: 'Also serve GET /v2/health/live and /v2/health/ready on this port (at --http-address), from a thread of their own: probes there are answered at once however loaded the HTTP port is. 0 picks a free port. Nereid only.',
+    apply: (d, v) => (d.httpHealthPort = port('http-health-port', v)),
+  },
   {
     name: 'allow-grpc',
     kind: 'bool',
@@ -307,6 +441,48 @@ export const FLAGS: readonly Flag[] = [
     defaultText: '8001',
     help: 'gRPC port (0 picks a free one).',
     apply: (d, v) => (d.grpcPort = port('grpc-port', v)),
+  },
+  {
+    name: 'grpc-use-ssl',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve gRPC over TLS with --grpc-server-cert and --grpc-server-key; docs/security.md#tls.',
+    apply: (d, v) => (d.grpcUseSsl = parseBool('grpc-use-ssl', v)),
+  },
+  {
+    name: 'grpc-use-ssl-mutual',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Serve gRPC over TLS and require client certificates signed by --grpc-root-cert. As in Triton, giving it at all (even =false) turns TLS on.',
+    apply: (d, v) => {
+      d.grpcUseSslMutual = parseBool('grpc-use-ssl-mutual', v);
+      d.grpcUseSsl = true;
+    },
+  },
+  {
+    name: 'grpc-server-cert',
+    kind: 'string',
+    help: 'PEM file of the gRPC server certificate (its own first, then intermediates); re-read on SIGHUP and when it changes.',
+    apply: (d, v) => (d.grpcServerCert = v),
+  },
+  {
+    name: 'grpc-server-key',
+    kind: 'string',
+    help: 'PEM file of the gRPC server key (unencrypted).',
+    apply: (d, v) => (d.grpcServerKey = v),
+  },
+  {
+    name: 'grpc-root-cert',
+    kind: 'string',
+    help: 'PEM file of the CA certificate(s) that sign client certificates; used with --grpc-use-ssl-mutual only, as in Triton.',
+    apply: (d, v) => (d.grpcRootCert = v),
+  },
+  {
+    name: 'tls-cert-poll-ms',
+    kind: 'int',
+    defaultText: '2000',
+    help: 'Milliseconds between looks at the TLS certificate and key files; new contents seen twice in a row are served to new connections. 0 = only on SIGHUP. Nereid only.',
+    apply: (d, v) => (d.tlsCertPollMs = parseInt10('tls-cert-poll-ms', v, 0)),
   },
   {
     name: 'allow-metrics',
@@ -456,14 +632,17 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'http-header-forward-pattern',
     kind: 'string',
-    help: 'Regular expression of HTTP headers forwarded to models as request parameters.',
-    inert: 'not implemented yet; headers are not forwarded',
+    help: "HTTP headers whose name matches this RE2 regular expression (anywhere in the name; case-insensitive unless it starts with '(?-i)') reach models as string request parameters, on /infer. Names the server consumes (sequence_id, priority, timeout, triton_*...) are never forwarded. Default: none.",
+    apply: (d, v) => {
+      compileForwardPattern('http-header-forward-pattern', v);
+      d.httpHeaderForwardPattern = v;
+    },
   },
   {
     name: 'http-restricted-api',
     kind: 'list',
-    help: "Restrict HTTP API categories to requests carrying a header: '<category>,...:<key>=<value>'.",
-    inert: 'not implemented yet; every API is open',
+    help: "Requests to these HTTP API categories must carry header <key> with exactly <value>, or get 403: '<category>[,<category>...]:<key>=<value>'; repeat for groups with other keys, a category in one group only. Categories: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging (docs/security.md). Default: every API open.",
+    apply: (d, v) => parseRestrictedOption(v, 'http-restricted-api', d.httpRestrictedApis),
   },
   {
     name: 'reuse-grpc-port',
@@ -474,116 +653,164 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'grpc-header-forward-pattern',
     kind: 'string',
-    help: 'Regular expression of gRPC metadata keys forwarded to models as request parameters.',
-    inert: 'not implemented yet; metadata is not forwarded',
+    help: 'gRPC metadata whose key matches this RE2 regular expression (as --http-header-forward-pattern) reaches models as string request parameters, on ModelInfer and ModelStreamInfer. Default: none.',
+    apply: (d, v) => {
+      compileForwardPattern('grpc-header-forward-pattern', v);
+      d.grpcHeaderForwardPattern = v;
+    },
   },
   {
     name: 'grpc-infer-thread-count',
     kind: 'int',
-    help: "Triton's gRPC inference handler thread count.",
-    inert: 'Nereid serves gRPC on its event loop and runs models off it; there are no gRPC threads to size',
+    help: "Triton's gRPC inference handler thread count (2 to 128, as Triton checks).",
+    inert:
+      'Nereid serves gRPC on its event loop and runs models off it (worker threads, stub processes); there are no gRPC handler threads to size',
+    check: (v) => void parseInt10('grpc-infer-thread-count', v, 2, 128),
   },
   {
     name: 'grpc-infer-allocation-pool-size',
     kind: 'int',
-    help: "Triton's pool of reusable gRPC inference request states.",
-    inert: 'not implemented yet',
+    help: "Triton's pool of reusable gRPC inference request/response states.",
+    inert:
+      'Nereid keeps no per-rpc state objects to pool: a call is a few small objects the garbage collector reuses, and request signals come from a process-wide pool of 256',
   },
   {
     name: 'grpc-max-response-pool-size',
     kind: 'int',
-    help: "Triton's bound on gRPC inference response objects held at once.",
-    inert: 'not implemented yet',
-  },
-  {
-    name: 'grpc-use-ssl',
-    kind: 'bool',
-    help: 'Serve gRPC over TLS.',
-    inert: 'not implemented yet; gRPC is served in clear text',
-  },
-  {
-    name: 'grpc-use-ssl-mutual',
-    kind: 'bool',
-    help: 'Serve gRPC over TLS and require client certificates.',
-    inert: 'not implemented yet; gRPC is served in clear text',
-  },
-  {
-    name: 'grpc-server-cert',
-    kind: 'string',
-    help: 'PEM server certificate for gRPC TLS.',
-    inert: 'not implemented yet',
-  },
-  {
-    name: 'grpc-server-key',
-    kind: 'string',
-    help: 'PEM server key for gRPC TLS.',
-    inert: 'not implemented yet',
-  },
-  {
-    name: 'grpc-root-cert',
-    kind: 'string',
-    help: 'PEM root certificate for gRPC mutual TLS.',
-    inert: 'not implemented yet',
+    help: "Triton's bound on gRPC inference response objects allocated at once (greater than 0).",
+    inert:
+      'Nereid encodes each response straight into the stream and holds no response objects; a call buffers at most what HTTP/2 flow control lets it queue',
+    check: (v) => void parseInt10('grpc-max-response-pool-size', v, 1, 2 ** 31 - 1),
   },
   {
     name: 'grpc-infer-response-compression-level',
     kind: 'string',
-    help: "Compression of gRPC inference responses: 'none', 'low', 'med' or 'high'.",
-    inert: 'not implemented yet; responses are not compressed',
+    defaultText: 'none',
+    help: "Compression of ModelInfer/ModelStreamInfer responses: none, low, medium (or med) or high. The level picks gzip or deflate among those the client's grpc-accept-encoding lists, as gRPC core does (low: gzip, medium and high: deflate when both are accepted).",
+    apply: (d, v) => {
+      const level = parseCompressionLevel(v);
+      if (level === undefined) {
+        throw invalidArg('invalid argument for --grpc_infer_response_compression_level');
+      }
+      d.grpcInferResponseCompressionLevel = level;
+    },
   },
   {
     name: 'grpc-keepalive-time',
     kind: 'int',
-    help: 'Milliseconds between keepalive pings.',
-    inert: 'not implemented yet',
+    defaultText: '7200000',
+    help: 'Milliseconds between keepalive pings the server sends while calls are in flight (or always, with --grpc-keepalive-permit-without-calls); 0 = none.',
+    apply: (d, v) => (d.grpcKeepaliveTimeMs = parseInt10('grpc-keepalive-time', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-keepalive-timeout',
     kind: 'int',
-    help: 'Milliseconds to wait for a keepalive ping acknowledgement.',
-    inert: 'not implemented yet',
+    defaultText: '20000',
+    help: 'Milliseconds a ping (keepalive or liveness) may go unanswered before the connection is closed.',
+    apply: (d, v) => (d.grpcKeepaliveTimeoutMs = parseInt10('grpc-keepalive-timeout', v, 1, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-keepalive-permit-without-calls',
     kind: 'bool',
-    help: 'Allow keepalive pings without calls in flight.',
-    inert: 'not implemented yet',
+    defaultText: 'false',
+    help: "Send keepalive pings, and accept the client's, even when no call is in flight.",
+    apply: (d, v) =>
+      (d.grpcKeepalivePermitWithoutCalls = parseBool('grpc-keepalive-permit-without-calls', v)),
   },
   {
     name: 'grpc-http2-max-pings-without-data',
     kind: 'int',
-    help: 'Pings allowed without data in between.',
-    inert: 'not implemented yet',
+    defaultText: '2',
+    help: 'Keepalive pings the server sends without sending headers or data in between; 0 = no limit.',
+    apply: (d, v) =>
+      (d.grpcHttp2MaxPingsWithoutData = parseInt10('grpc-http2-max-pings-without-data', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-http2-min-recv-ping-interval-without-data',
     kind: 'int',
-    help: 'Least milliseconds between pings received without data.',
-    inert: 'not implemented yet',
+    defaultText: '300000',
+    help: 'Least milliseconds between pings received while the server sends no data; a ping sooner is a strike (with no call in flight and pings without calls not permitted, the least interval is two hours).',
+    apply: (d, v) =>
+      (d.grpcHttp2MinRecvPingIntervalWithoutDataMs = parseInt10(
+        'grpc-http2-min-recv-ping-interval-without-data',
+        v,
+        0,
+        2 ** 31 - 1,
+      )),
   },
   {
     name: 'grpc-http2-max-ping-strikes',
     kind: 'int',
-    help: 'Bad pings tolerated before the connection is closed.',
-    inert: 'not implemented yet',
+    defaultText: '2',
+    help: 'Ping strikes tolerated before GOAWAY ENHANCE_YOUR_CALM ("too_many_pings") and closing the connection; 0 = any number.',
+    apply: (d, v) =>
+      (d.grpcHttp2MaxPingStrikes = parseInt10('grpc-http2-max-ping-strikes', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-max-connection-age',
     kind: 'int',
-    help: 'Milliseconds a connection may live.',
-    inert: 'not implemented yet',
+    defaultText: '0',
+    help: 'Milliseconds (with ±10 % jitter) after which a connection gets GOAWAY; 0 = no limit.',
+    apply: (d, v) => (d.grpcMaxConnectionAgeMs = parseInt10('grpc-max-connection-age', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-max-connection-age-grace',
     kind: 'int',
-    help: 'Milliseconds calls may finish after the maximum connection age.',
-    inert: 'not implemented yet',
+    defaultText: '0',
+    help: 'Milliseconds calls may still run after the age GOAWAY before the connection is closed; 0 = until they end.',
+    apply: (d, v) =>
+      (d.grpcMaxConnectionAgeGraceMs = parseInt10('grpc-max-connection-age-grace', v, 0, 2 ** 31 - 1)),
+  },
+  {
+    name: 'grpc-max-connection-idle',
+    kind: 'int',
+    defaultText: '300000',
+    help: "Milliseconds a connection may stay without calls before GOAWAY and close (gRPC's GRPC_ARG_MAX_CONNECTION_IDLE_MS); 0 = never. Nereid's own.",
+    apply: (d, v) => (d.grpcMaxConnectionIdleMs = parseInt10('grpc-max-connection-idle', v, 0, 2 ** 31 - 1)),
+  },
+  {
+    name: 'grpc-max-concurrent-streams',
+    kind: 'int',
+    defaultText: '1000',
+    help: "Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue the rest. Nereid's own.",
+    apply: (d, v) =>
+      (d.grpcMaxConcurrentStreams = parseInt10('grpc-max-concurrent-streams', v, 1, 2 ** 32 - 1)),
+  },
+  {
+    name: 'grpc-max-decompressed-size',
+    kind: 'int',
+    defaultText: '67108864',
+    help: "Largest gRPC request message after gzip/deflate decompression; beyond it the call fails with RESOURCE_EXHAUSTED. Nereid's own.",
+    apply: (d, v) => (d.grpcMaxDecompressedSize = parseInt10('grpc-max-decompressed-size', v, 1)),
+  },
+  {
+    name: 'grpc-max-connection-buffered-bytes',
+    kind: 'int',
+    defaultText: '536870912',
+    help: "Bytes of gRPC request messages still arriving (or being decompressed) that one connection may hold; the call that would pass it fails with RESOURCE_EXHAUSTED. Nereid's own.",
+    apply: (d, v) =>
+      (d.grpcMaxConnectionBufferedBytes = parseInt10('grpc-max-connection-buffered-bytes', v, 1)),
+  },
+  {
+    name: 'grpc-max-buffered-bytes',
+    kind: 'int',
+    defaultText: '1073741824',
+    help: "The same, for all gRPC connections together. Nereid's own.",
+    apply: (d, v) => (d.grpcMaxBufferedBytes = parseInt10('grpc-max-buffered-bytes', v, 1)),
+  },
+  {
+    name: 'grpc-infer-stream-idle-timeout',
+    kind: 'int',
+    defaultText: '3600000',
+    help: "Milliseconds a ModelStreamInfer stream with no request in flight may wait for its next request before it is ended with UNAVAILABLE; 0 = never. Nereid's own.",
+    apply: (d, v) =>
+      (d.grpcInferStreamIdleTimeoutMs = parseInt10('grpc-infer-stream-idle-timeout', v, 0, 2 ** 31 - 1)),
   },
   {
     name: 'grpc-restricted-protocol',
     kind: 'list',
-    help: "Restrict gRPC protocol categories to calls carrying a metadata key: '<category>,...:<key>=<value>'.",
-    inert: 'not implemented yet; every rpc is open',
+    help: "Calls to these gRPC categories must carry metadata 'triton-grpc-protocol-<key>' with exactly <value>, or get UNAVAILABLE: '<category>[,<category>...]:<key>=<value>', as --http-restricted-api. Default: every rpc open.",
+    apply: (d, v) => parseRestrictedOption(v, 'grpc-restricted-protocol', d.grpcRestrictedProtocols),
   },
   {
     name: 'allow-sagemaker',
@@ -765,6 +992,7 @@ for (const f of FLAGS) {
 }
 
 export function defaultDraft(): Draft {
+  const limits = defaultInstanceLimits();
   return {
     id: 'triton',
     modelRepositories: [],
@@ -783,6 +1011,11 @@ export function defaultDraft(): Draft {
     exitOnError: true,
     exitTimeoutSecs: 30,
     exitDelaySecs: 0,
+    maxInstancesPerModel: limits.perModel,
+    maxInstances: limits.total,
+    maxProcessInstancesPerModel: limits.processPerModel,
+    maxProcessInstances: limits.processTotal,
+    modelUnloadTimeoutSecs: 30,
     disableAutoCompleteConfig: false,
     strictGpuKind: false,
     modelLoadThreadCount: 4,
@@ -791,9 +1024,46 @@ export function defaultDraft(): Draft {
     httpAddress: '0.0.0.0',
     httpPort: 8000,
     httpMaxInputSize: 64 * 1024 * 1024,
+    httpRestrictedApis: {},
+    httpHeaderForwardPattern: undefined,
+    httpMaxJsonSize: 64 * 1024 * 1024,
+    httpJsonWorkerThreshold: 64 * 1024,
+    httpJsonWorkerThreads: 1,
+    httpJsonWorkerBytes: 256 * 1024 * 1024,
+    httpBacklog: 4096,
+    httpMaxConnections: 8192,
+    httpHealthPort: -1,
     allowGrpc: true,
     grpcAddress: '0.0.0.0',
     grpcPort: 8001,
+    grpcInferResponseCompressionLevel: 'none',
+    grpcKeepaliveTimeMs: 7_200_000,
+    grpcKeepaliveTimeoutMs: 20_000,
+    grpcKeepalivePermitWithoutCalls: false,
+    grpcHttp2MaxPingsWithoutData: 2,
+    grpcHttp2MinRecvPingIntervalWithoutDataMs: 300_000,
+    grpcHttp2MaxPingStrikes: 2,
+    grpcMaxConnectionAgeMs: 0,
+    grpcMaxConnectionAgeGraceMs: 0,
+    grpcMaxConnectionIdleMs: 300_000,
+    grpcMaxConcurrentStreams: 1000,
+    grpcMaxDecompressedSize: 64 * 1024 * 1024,
+    grpcMaxConnectionBufferedBytes: 512 * 1024 * 1024,
+    grpcMaxBufferedBytes: 1024 * 1024 * 1024,
+    grpcInferStreamIdleTimeoutMs: 3_600_000,
+    grpcRestrictedProtocols: {},
+    grpcHeaderForwardPattern: undefined,
+    httpUseSsl: false,
+    httpUseSslMutual: false,
+    httpServerCert: '',
+    httpServerKey: '',
+    httpRootCert: '',
+    grpcUseSsl: false,
+    grpcUseSslMutual: false,
+    grpcServerCert: '',
+    grpcServerKey: '',
+    grpcRootCert: '',
+    tlsCertPollMs: 2000,
     allowMetrics: true,
     metricsAddress: '',
     metricsPort: 8002,
@@ -826,6 +1096,8 @@ export interface ParsedCommandLine {
 export function parseFlags(argv: readonly string[]): ParsedCommandLine {
   const d = defaultDraft();
   const ignored: string[] = [];
+  /** Flag name → the last value given. */
+  const given = new Map<string, string>();
   let help = false;
   let version = false;
   for (let i = 0; i < argv.length; i++) {
@@ -848,10 +1120,12 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     else if (flag.kind === 'bool' && (i + 1 >= argv.length || argv[i + 1].startsWith('--'))) value = 'true';
     else if (i + 1 < argv.length) value = argv[++i];
     else throw invalidArg(`option '--${name}' requires a value`);
+    given.set(flag.name, value);
     if (flag.apply) {
       flag.apply(d, value);
     } else {
-      checkValue(flag, value);
+      if (flag.check) flag.check(value);
+      else checkValue(flag, value);
       if (!ignored.includes(`--${flag.name}`)) ignored.push(`--${flag.name}`);
     }
   }
@@ -859,6 +1133,10 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     (f) =>
       `${f} is accepted for compatibility and changes nothing: ${BY_NAME.get(f.slice(2))?.inert ?? 'no effect here'}`,
   );
+  warnings.push(
+    ...restrictionWarnings(d.grpcRestrictedProtocols, d.httpHeaderForwardPattern, d.grpcHeaderForwardPattern),
+  );
+  warnings.push(...tlsWarnings(d, given));
   if (!help && !version) validate(d);
   if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
   const options: ServerOptions = Object.freeze({
@@ -867,11 +1145,93 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
     loadModels: Object.freeze([...d.loadModels]),
     rateLimitResources: Object.freeze(d.rateLimitResources.map((r) => Object.freeze(r))),
     backendConfig: d.backendConfig,
+    httpRestrictedApis: Object.freeze({ ...d.httpRestrictedApis }),
+    grpcRestrictedProtocols: Object.freeze({ ...d.grpcRestrictedProtocols }),
   });
   return { options, help, version, ignored, warnings };
 }
 
+/** One endpoint's TLS settings, as parsed. */
+interface TlsDraft {
+  readonly protocol: 'grpc' | 'http';
+  readonly name: string;
+  readonly allowed: boolean;
+  readonly useSsl: boolean;
+  readonly mutual: boolean;
+  readonly cert: string;
+  readonly key: string;
+  readonly root: string;
+}
+
+function tlsDrafts(d: Draft): TlsDraft[] {
+  return [
+    {
+      protocol: 'grpc',
+      name: 'gRPC',
+      allowed: d.allowGrpc,
+      useSsl: d.grpcUseSsl,
+      mutual: d.grpcUseSslMutual,
+      cert: d.grpcServerCert,
+      key: d.grpcServerKey,
+      root: d.grpcRootCert,
+    },
+    {
+      protocol: 'http',
+      name: 'HTTP',
+      allowed: d.allowHttp,
+      useSsl: d.httpUseSsl,
+      mutual: d.httpUseSslMutual,
+      cert: d.httpServerCert,
+      key: d.httpServerKey,
+      root: d.httpRootCert,
+    },
+  ];
+}
+
+/** TLS flags that say less than they seem to: each gets a start-up warning. */
+function tlsWarnings(d: Draft, given: ReadonlyMap<string, string>): string[] {
+  const warnings: string[] = [];
+  for (const t of tlsDrafts(d)) {
+    if (!t.allowed) continue;
+    const p = t.protocol;
+    if (t.useSsl && !t.mutual && given.has(`${p}-use-ssl-mutual`)) {
+      warnings.push(
+        `--${p}-use-ssl-mutual=${given.get(`${p}-use-ssl-mutual`)} turns TLS on all the same (as --grpc-use-ssl-mutual does in Triton): ${t.name} is served over TLS without client certificates`,
+      );
+    }
+    const files = ['server-cert', 'server-key', 'root-cert'].filter((f) => given.has(`${p}-${f}`));
+    if (!t.useSsl && files.length > 0) {
+      warnings.push(
+        `${files.map((f) => `--${p}-${f}`).join(', ')} given without --${p}-use-ssl: ${t.name} is served in clear text`,
+      );
+    }
+    if (t.useSsl && !t.mutual && t.root) {
+      warnings.push(
+        `--${p}-root-cert is used with --${p}-use-ssl-mutual only (as in Triton): ${t.name} clients are not asked for certificates`,
+      );
+    }
+  }
+  return warnings;
+}
+
+function validateTls(t: TlsDraft): void {
+  if (!t.allowed || !t.useSsl) return;
+  const p = t.protocol;
+  const missing = [!t.cert && `--${p}-server-cert`, !t.key && `--${p}-server-key`].filter((f) => f !== false);
+  if (missing.length > 0) {
+    throw invalidArg(
+      `--${p}-use-ssl${t.mutual ? '-mutual' : ''} needs ${missing.join(' and ')}: the PEM files of the server's certificate and its key`,
+    );
+  }
+  if (t.mutual && !t.root) {
+    throw invalidArg(
+      `--${p}-use-ssl-mutual needs --${p}-root-cert: the PEM file of the CA certificate(s) that sign client certificates`,
+    );
+  }
+}
+
 function validate(d: Draft): void {
+  for (const t of tlsDrafts(d)) validateTls(t);
   if (d.modelRepositories.length === 0) throw invalidArg('--model-repository must be specified');
   if (d.loadModels.length > 0 && d.modelControlMode !== 'explicit') {
     throw invalidArg('--load-model can only be used with --model-control-mode=explicit');

@@ -1,7 +1,9 @@
 /**
  * `nereid` — a tritonserver-compatible command line. Parses flags, starts the server, and on SIGINT or
  * SIGTERM turns not-ready, keeps serving for --exit-delay-secs, then stops accepting, lets in-flight
- * requests finish (at most --exit-timeout-secs) and exits 0. A second signal ends the process at once.
+ * requests finish (at most --exit-timeout-secs) and exits 0. A second signal ends the process at once. SIGHUP
+ * re-reads the TLS certificates and does nothing else (it never stops the server, unlike in tritonserver,
+ * which has no handler for it).
  */
 import { createWriteStream } from 'node:fs';
 import { NereidError } from '../common/errors.js';
@@ -55,7 +57,21 @@ async function main(argv: readonly string[]): Promise<number> {
   );
   for (const warning of parsed.warnings) log.warn(warning);
 
-  let running;
+  // SIGHUP never stops the server: from here on it re-reads the TLS certificates (before the server is up,
+  // the files were just read, and the poll of the files catches a change).
+  let running: Awaited<ReturnType<typeof startNereid>> | undefined;
+  process.on('SIGHUP', () => {
+    if (running === undefined) {
+      log.info('Received SIGHUP while starting: the TLS certificates in use were read at start-up');
+      return;
+    }
+    running.reloadCertificates('SIGHUP').then(
+      (results) => {
+        if (results.length === 0) log.info('Received SIGHUP: no TLS certificates to reload');
+      },
+      (err: unknown) => log.error(`SIGHUP: reloading the TLS certificates failed: ${String(err)}`),
+    );
+  });
   try {
     running = await startNereid(options, log);
   } catch (err) {

@@ -3,6 +3,8 @@
  * flags → ServerOptions → constructors. Only cli/ reads process.argv and the environment.
  */
 import type { LogFormat } from '../common/logger.js';
+import type { CompressionLevel } from '../frontends/grpc/compression.js';
+import type { Restrictions } from '../frontends/restricted.js';
 import type { StorageOptions } from '../core/storage/storage.js';
 
 /**
@@ -45,6 +47,19 @@ export interface ServerOptions {
   /** `--model-readiness-timeout-ms`: a readiness poll that takes longer counts as not ready. */
   readonly modelReadinessTimeoutMs: number;
   readonly exitOnError: boolean;
+  /** `--max-instances-per-model`: instances one model may have across its loaded versions. */
+  readonly maxInstancesPerModel: number;
+  /** `--max-instances`: instances of every loaded model together (reloads count old and new versions). */
+  readonly maxInstances: number;
+  /** `--max-process-instances-per-model`: process-backed instances (Python stubs) of one model. */
+  readonly maxProcessInstancesPerModel: number;
+  /** `--max-process-instances`: process-backed instances of every loaded model together. */
+  readonly maxProcessInstances: number;
+  /**
+   * `--model-unload-timeout-secs`: how long an unloading model version waits for its accepted requests
+   * before it fails them and stops its instances (0 = wait as long as they take).
+   */
+  readonly modelUnloadTimeoutSecs: number;
   readonly exitTimeoutSecs: number;
   /**
    * `--exit-delay-secs`: on SIGTERM/SIGINT, seconds between turning not-ready and closing the listeners, so a
@@ -61,9 +76,70 @@ export interface ServerOptions {
   readonly httpAddress: string;
   readonly httpPort: number;
   readonly httpMaxInputSize: number;
+  /** `--http-restricted-api`: HTTP categories that need a header, and which (frontends/restricted.ts). */
+  readonly httpRestrictedApis: Restrictions;
+  /** `--http-header-forward-pattern` as given (RE2, case-insensitive unless `(?-i)`); undefined = none. */
+  readonly httpHeaderForwardPattern: string | undefined;
+  /** `--http-max-json-size`: largest JSON document in a request. */
+  readonly httpMaxJsonSize: number;
+  /** `--http-json-worker-threshold`: JSON documents this large or larger are parsed on worker threads. */
+  readonly httpJsonWorkerThreshold: number;
+  /** `--http-json-worker-threads`: 0 = parse on the event loop. */
+  readonly httpJsonWorkerThreads: number;
+  /** `--http-json-worker-bytes`: large JSON documents in flight at once, in bytes. */
+  readonly httpJsonWorkerBytes: number;
+  /** `--http-backlog`: the HTTP listen queue. */
+  readonly httpBacklog: number;
+  /** `--http-max-connections`: 0 = no cap. */
+  readonly httpMaxConnections: number;
+  /** `--http-health-port`: -1 = no health listener. */
+  readonly httpHealthPort: number;
   readonly allowGrpc: boolean;
   readonly grpcAddress: string;
   readonly grpcPort: number;
+  /** `--grpc-infer-response-compression-level`. */
+  readonly grpcInferResponseCompressionLevel: CompressionLevel;
+  /** Triton's gRPC keepalive flags (`--grpc-keepalive-*`, `--grpc-http2-*`), in milliseconds. */
+  readonly grpcKeepaliveTimeMs: number;
+  readonly grpcKeepaliveTimeoutMs: number;
+  readonly grpcKeepalivePermitWithoutCalls: boolean;
+  readonly grpcHttp2MaxPingsWithoutData: number;
+  readonly grpcHttp2MinRecvPingIntervalWithoutDataMs: number;
+  readonly grpcHttp2MaxPingStrikes: number;
+  /** `--grpc-max-connection-age` / `-grace`; 0 = unset, as in Triton. */
+  readonly grpcMaxConnectionAgeMs: number;
+  readonly grpcMaxConnectionAgeGraceMs: number;
+  /** `--grpc-max-connection-idle`: no calls this long → GOAWAY; 0 = never. */
+  readonly grpcMaxConnectionIdleMs: number;
+  /** `--grpc-max-concurrent-streams`: SETTINGS_MAX_CONCURRENT_STREAMS. */
+  readonly grpcMaxConcurrentStreams: number;
+  /** `--grpc-max-decompressed-size`: one request message after decompression. */
+  readonly grpcMaxDecompressedSize: number;
+  /** `--grpc-max-connection-buffered-bytes` / `--grpc-max-buffered-bytes`: request bytes still arriving. */
+  readonly grpcMaxConnectionBufferedBytes: number;
+  readonly grpcMaxBufferedBytes: number;
+  /** `--grpc-infer-stream-idle-timeout`: a ModelStreamInfer waiting this long for a request ends; 0 = never. */
+  readonly grpcInferStreamIdleTimeoutMs: number;
+  /** `--grpc-restricted-protocol`: gRPC categories that need a `triton-grpc-protocol-<key>` metadata key. */
+  readonly grpcRestrictedProtocols: Restrictions;
+  /** `--grpc-header-forward-pattern` as given; undefined = none. */
+  readonly grpcHeaderForwardPattern: string | undefined;
+  /** `--http-use-ssl` (Nereid only): serve HTTPS with httpServerCert / httpServerKey. */
+  readonly httpUseSsl: boolean;
+  /** `--http-use-ssl-mutual` (Nereid only): also require client certificates signed by httpRootCert. */
+  readonly httpUseSslMutual: boolean;
+  readonly httpServerCert: string;
+  readonly httpServerKey: string;
+  readonly httpRootCert: string;
+  /** `--grpc-use-ssl`: serve gRPC over TLS with grpcServerCert / grpcServerKey. */
+  readonly grpcUseSsl: boolean;
+  /** `--grpc-use-ssl-mutual`: also require client certificates signed by grpcRootCert. */
+  readonly grpcUseSslMutual: boolean;
+  readonly grpcServerCert: string;
+  readonly grpcServerKey: string;
+  readonly grpcRootCert: string;
+  /** `--tls-cert-poll-ms` (Nereid only): ms between looks at the certificate files for changes; 0 = SIGHUP only. */
+  readonly tlsCertPollMs: number;
   readonly allowMetrics: boolean;
   readonly metricsAddress: string;
   readonly metricsPort: number;

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -95,16 +96,29 @@ def node_executable() -> str | None:
     return shutil.which(os.environ.get("NODE", "node"))
 
 
-def start_server(extra_args: list[str], log_path: Path, startup_timeout: float = 120.0) -> NereidServer:
-    """Starts the server with `extra_args` and waits until its HTTP endpoint is announced."""
+def start_server(
+    extra_args: list[str], log_path: Path, startup_timeout: float = 120.0, fd_limit: int | None = None
+) -> NereidServer:
+    """Starts the server with `extra_args` and waits until its HTTP endpoint is announced. `fd_limit` caps
+    the server's open file descriptors (RLIMIT_NOFILE), as a container's ulimit would."""
     node = node_executable()
     if node is None:
         raise ServerStartError("node is not on PATH")
     args = [node, str(ENTRY), *extra_args]
     log_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def limit_fds() -> None:
+        if fd_limit is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
+
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            args, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            args,
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=limit_fds if fd_limit is not None else None,
         )
     server = NereidServer(args=args, log_path=log_path, process=process)
     if server.wait_for("http", startup_timeout) is None:

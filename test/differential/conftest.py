@@ -55,3 +55,28 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     finally:
         nereid.stop()
         triton.stop()
+
+
+def start_pair(work: Path, repository: Path, flags: list[str]) -> Iterator[Pair]:
+    """Another pair, for a module whose flags differ from FLAGS (its own fixture drives this generator):
+    skips and fails as `pair` does, stops both servers afterwards."""
+    if not triton_available():
+        message = f"Triton is not provisioned ({TRITON} is missing): run `bash scripts/setup-triton.sh`"
+        if os.environ.get("NEREID_DIFF_REQUIRE_TRITON") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    if node_executable() is None:
+        pytest.skip("node is not installed")
+    if not (REPO_ROOT / "dist" / "src" / "cli" / "main.js").exists() or not NEREID.exists():
+        pytest.skip("Nereid is not built: run `npx tsc -p tsconfig.json`")
+    triton = start_triton(repository, flags, work / "logs")
+    try:
+        nereid = start_nereid(repository, flags, work / "logs")
+    except BaseException:
+        triton.stop()
+        raise
+    try:
+        yield Pair(triton, nereid)
+    finally:
+        nereid.stop()
+        triton.stop()

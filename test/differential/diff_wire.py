@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -194,3 +195,9 @@ def differences(triton: Any, nereid: Any, path: str = "") -> list[str]:
     elif triton != nereid or type(triton) is not type(nereid):
         out.append(f"{path or '.'}: Triton={json.dumps(triton)[:300]} Nereid={json.dumps(nereid)[:300]}")
     return out
+
+
+def relative_to_model_folder(text: str, model: str) -> str:
+    """Triton's text with `<absolute path>/<model>/` dropped, as Nereid writes paths in load errors: relative
+    to the model folder, so a client never learns where the server keeps its files (docs/security.md)."""
+    return re.sub(rf"/\S*?/{re.escape(model)}/", "", text)

@@ -749,6 +749,8 @@ ${Object.entries(params)
         '--load-model=env_archive_too',
         '--backend-config=python,python-executable=/nonexistent/python3',
         `--backend-config=python,execution-env-cache-directory=${cache}`,
+        // Environments outside a model's own folder need the operator's leave (security.md).
+        `--backend-config=python,execution-env-allowed-paths=${path.join(ROOT, '.venv')}:${path.join(repo, 'env_archive')}`,
       ]);
       try {
         for (const m of ['env_folder', 'env_archive', 'env_archive_too']) {
@@ -776,6 +778,7 @@ ${Object.entries(params)
         `--model-repository=${repo}`,
         '--model-control-mode=explicit',
         '--exit-on-error=false',
+        '--backend-config=python,execution-env-allowed-paths=/nonexistent',
       ]);
       try {
         const load = (m: string): Promise<void> => s.running.server.loadModel(m);

@@ -5,6 +5,10 @@
  * whether or not the responses are done: the instance then takes its next request while the earlier ones
  * keep streaming, so with one instance the responses of several requests interleave. A cancelled request
  * stops at once and ends CANCELLED (Triton's backend does not look).
+ *
+ * The waits come from clients, so Nereid bounds them (Triton's test backend does not): a WAIT over
+ * MAX_WAIT_MS or a DELAY over MAX_DELAY_MS is refused with INVALID_ARG, and abort() (an unload that waited
+ * too long) ends every wait at once.
  */
 import type {
   Backend,
@@ -29,6 +33,10 @@ import {
 } from './support.js';
 
 const ONE = [1] as const;
+/** execute() waits WAIT ms with the instance held: at most 10 s. */
+export const MAX_WAIT_MS = 10_000;
+/** Each response waits DELAY[i] ms (the instance is free meanwhile): at most 60 s. */
+export const MAX_DELAY_MS = 60_000;
 
 /** The checks of Triton's repeat backend at model load, with its messages. */
 export function validateRepeatConfig(config: FrozenModelConfig): void {
@@ -63,9 +71,14 @@ export function validateRepeatConfig(config: FrozenModelConfig): void {
 }
 
 /** Sends one response per element; resolves once the request has ended. */
-async function respond(r: BackendRequest, values: Int32Array, delays: Uint32Array): Promise<void> {
+async function respond(
+  r: BackendRequest,
+  values: Int32Array,
+  delays: Uint32Array,
+  signal: AbortSignal,
+): Promise<void> {
   for (let e = 0; e < values.length; e++) {
-    if (!(await sleep(delays[e], r.signal))) break;
+    if (!(await sleep(delays[e], signal))) break;
     if (r.sender.done) return;
     r.sender.send([scalarTensor('OUT', 'INT32', values[e], ONE), scalarTensor('IDX', 'UINT32', e, ONE)], {
       final: false,
@@ -80,7 +93,7 @@ async function respond(r: BackendRequest, values: Int32Array, delays: Uint32Arra
  * Checks the request and starts its responses (they run on after execute() returns); resolves after the
  * request's WAIT, or at once for a request that failed.
  */
-function startRequest(r: BackendRequest): Promise<unknown> {
+function startRequest(r: BackendRequest, stopped: AbortSignal): Promise<unknown> {
   const wait = r.inputs.get('WAIT');
   const inT = r.inputs.get('IN');
   const delay = r.inputs.get('DELAY');
@@ -100,10 +113,19 @@ function startRequest(r: BackendRequest): Promise<unknown> {
     );
     return Promise.resolve();
   }
-  respond(r, readInt32s(inT), readUint32s(delay)).catch((err: unknown) => {
+  const waitMs = wait.data.readUInt32LE(0);
+  const delays = readUint32s(delay);
+  if (waitMs > MAX_WAIT_MS || delays.some((d) => d > MAX_DELAY_MS)) {
+    r.sender.fail(
+      invalidArg(`WAIT must be at most ${MAX_WAIT_MS} ms and each DELAY at most ${MAX_DELAY_MS} ms`),
+    );
+    return Promise.resolve();
+  }
+  const signal = AbortSignal.any([r.signal, stopped]);
+  respond(r, readInt32s(inT), delays, signal).catch((err: unknown) => {
     if (!r.sender.done) r.sender.fail(NereidError.from(err));
   });
-  return sleep(wait.data.readUInt32LE(0), r.signal);
+  return sleep(waitMs, signal);
 }
 
 export class RepeatBackend implements Backend {
@@ -115,13 +137,19 @@ export class RepeatBackend implements Backend {
   loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
     return Promise.resolve().then(() => {
       validateRepeatConfig(ctx.config);
-      return simpleModelHandle((spec): InstanceHandle => ({
-        name: spec.name,
-        execute: async (requests) => {
-          await Promise.all(requests.map(startRequest));
-        },
-        close: () => Promise.resolve(),
-      }));
+      return simpleModelHandle((spec): InstanceHandle => {
+        const stop = new AbortController();
+        return {
+          name: spec.name,
+          execute: async (requests) => {
+            await Promise.all(requests.map((r) => startRequest(r, stop.signal)));
+          },
+          abort: (error) => {
+            stop.abort(error);
+          },
+          close: () => Promise.resolve(),
+        };
+      });
     });
   }
 }

@@ -13,6 +13,7 @@ import type {
   InstanceHandle,
   InstanceSpec,
   ModelHandle,
+  ModelFiles,
   ModelLoadContext,
 } from '../../backend-api/backend.js';
 import { fromConfigDataType, type DataType } from '../../common/datatype.js';
@@ -31,18 +32,34 @@ export const MODEL_FILES: readonly string[] = ['model.js', 'model.mjs', 'model.t
 const isFile = async (p: string): Promise<boolean> =>
   (await stat(p).catch(() => undefined))?.isFile() === true;
 
-/** `<versionDir>/<file>`; for the default `model.js`, also `model.mjs` and `model.ts`. */
-export async function resolveModelFile(modelPath: string, modelName: string): Promise<string> {
-  if (await isFile(modelPath)) return modelPath;
+/**
+ * `<versionDir>/<file>`; for the default `model.js`, also `model.mjs` and `model.ts`. With `files` (the
+ * core's path rules), each candidate must stay inside the model folder. Messages name the files, not the
+ * server's folders.
+ */
+export async function resolveModelFile(
+  modelPath: string,
+  modelName: string,
+  files?: ModelFiles,
+): Promise<string> {
+  const usable = async (p: string): Promise<string | undefined> => {
+    const checked = files ? await files.check(p, `model file '${path.basename(p)}'`) : p;
+    return (await isFile(checked)) ? checked : undefined;
+  };
+  const found = await usable(modelPath);
+  if (found) return found;
   const dir = path.dirname(modelPath);
   if (path.basename(modelPath) === MODEL_FILES[0]) {
-    for (const f of MODEL_FILES.slice(1)) if (await isFile(path.join(dir, f))) return path.join(dir, f);
+    for (const f of MODEL_FILES.slice(1)) {
+      const alt = await usable(path.join(dir, f));
+      if (alt) return alt;
+    }
     throw invalidArg(
-      `failed to load model '${modelName}': none of ${MODEL_FILES.join(', ')} found in ${dir}`,
+      `failed to load model '${modelName}': none of ${MODEL_FILES.join(', ')} found in its version folder`,
     );
   }
   throw invalidArg(
-    `failed to load model '${modelName}': model file '${path.basename(modelPath)}' not found in ${dir}`,
+    `failed to load model '${modelName}': model file '${path.basename(modelPath)}' not found in its version folder`,
   );
 }
 
@@ -57,7 +74,7 @@ export class JavascriptBackend implements Backend {
   readonly requiresModelFile = false;
 
   async autoCompleteConfig(ctx: AutoCompleteContext): Promise<ModelConfig> {
-    const file = await resolveModelFile(ctx.modelPath, ctx.config.name).catch(() => undefined);
+    const file = await resolveModelFile(ctx.modelPath, ctx.config.name, ctx.files).catch(() => undefined);
     if (!file) return ctx.config; // loadModel() reports the missing file
     const source = await readFile(file, 'utf8').catch(() => '');
     if (!mayAutoComplete(source)) return ctx.config;
@@ -86,7 +103,7 @@ export class JavascriptBackend implements Backend {
 
   async loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
     const options = javascriptOptions(ctx.config, ctx.backendConfig);
-    const modelPath = await resolveModelFile(ctx.modelPath, ctx.modelName);
+    const modelPath = await resolveModelFile(ctx.modelPath, ctx.modelName, ctx.files);
     ctx.log.verbose(
       `javascript model '${ctx.modelName}' version ${ctx.version}: ${modelPath}, execution timeout ${options.executionTimeoutMs} ms`,
     );

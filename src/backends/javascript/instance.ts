@@ -15,6 +15,8 @@
  *   earlier batches included) fail with INTERNAL, and a new worker (initialize() again) is started right
  *   away; if that fails, the next batch tries again and fails with UNAVAILABLE if it cannot.
  * Cancelled requests are told to the worker (request.signal, isCancelled()) within CANCEL_POLL_MS.
+ * abort() (an unload that waited too long) fails everything and terminates the worker without a
+ * replacement.
  */
 import type {
   BackendRequest,
@@ -178,6 +180,22 @@ export class JsInstance implements InstanceHandle {
       batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
       worker.post({ kind: 'execute', batch: batch.id, requests: wire }, transfer);
     });
+  }
+
+  /**
+   * Ends everything at once (an unload that waited too long): every request fails with `error`, the
+   * worker is terminated (a busy loop included) and none replaces it; close() follows.
+   */
+  abort(error: NereidError): void {
+    this.closed = true;
+    const workers = new Set<JsWorker>([...this.batches.values()].map((b) => b.worker));
+    if (this.worker) workers.add(this.worker);
+    this.worker = undefined;
+    this.bls?.abortAll();
+    for (const w of workers) {
+      this.failWorkerRequests(w, error);
+      void w.terminate();
+    }
   }
 
   async close(): Promise<void> {

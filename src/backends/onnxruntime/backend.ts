@@ -7,13 +7,14 @@
  */
 import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type {
   AutoCompleteContext,
   Backend,
   InstanceHandle,
   InstanceSpec,
   ModelHandle,
+  ModelFiles,
   ModelLoadContext,
 } from '../../backend-api/backend.js';
 import { NereidError, invalidArg } from '../../common/errors.js';
@@ -32,20 +33,26 @@ const FOLDER_MODEL_FILE = 'model.onnx';
 
 /**
  * `<version>/<default_model_filename>` as a file, or `<that folder>/model.onnx`; loading the inner path
- * lets ORT resolve external-data files relative to it.
+ * lets ORT resolve external-data files relative to it. With `files` (the core's path rules) the inner
+ * file must stay inside the model folder too. Messages name files, not the server's folders.
  */
-export async function resolveModelFile(modelPath: string, modelName: string): Promise<string> {
+export async function resolveModelFile(
+  modelPath: string,
+  modelName: string,
+  files?: ModelFiles,
+): Promise<string> {
   const missing = (p: string): NereidError =>
-    new NereidError('UNAVAILABLE', `unable to find '${p}' for model '${modelName}'`);
+    new NereidError('UNAVAILABLE', `unable to find '${basename(p)}' for model '${modelName}'`);
   let path = modelPath;
   let st = await stat(path).catch(() => undefined);
   if (!st) throw missing(path);
   if (st.isDirectory()) {
     path = join(path, FOLDER_MODEL_FILE);
+    if (files) path = await files.check(path, `model file '${basename(modelPath)}/${FOLDER_MODEL_FILE}'`);
     st = await stat(path).catch(() => undefined);
     if (!st) throw missing(path);
   }
-  if (!st.isFile()) throw invalidArg(`'${path}' for model '${modelName}' is not a file`);
+  if (!st.isFile()) throw invalidArg(`'${basename(path)}' for model '${modelName}' is not a file`);
   return path;
 }
 
@@ -84,7 +91,7 @@ export class OnnxRuntimeBackend implements Backend {
       return config;
     }
     const maxBatch = defaultMaxBatchSize(ctx.backendConfig);
-    const modelPath = await resolveModelFile(ctx.modelPath, config.name);
+    const modelPath = await resolveModelFile(ctx.modelPath, config.name, ctx.files);
     const probe = await OrtWorker.start(
       { modelPath, settings: PROBE_SETTINGS },
       `${config.name} (auto-complete)`,
@@ -102,7 +109,10 @@ export class OnnxRuntimeBackend implements Backend {
       verbose: ctx.log.isVerbose(),
     });
     for (const w of warnings) ctx.log.warn(w);
-    const init: WorkerInit = { modelPath: await resolveModelFile(ctx.modelPath, ctx.modelName), settings };
+    const init: WorkerInit = {
+      modelPath: await resolveModelFile(ctx.modelPath, ctx.modelName, ctx.files),
+      settings,
+    };
     const { spare, io } = await openFirst(init, executionThread, ctx.modelName);
     try {
       validateAgainstModel(ctx.config, io);

@@ -23,7 +23,12 @@ import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-co
 import { PythonInstance, type InitTemplate } from './instance.js';
 import { chooseInterpreter, type Interpreter } from './interpreter.js';
 import { mergeStubMetrics } from './metrics.js';
-import { pythonBackendOptions, type PythonBackendOptions } from './options.js';
+import {
+  pythonBackendOptions,
+  pythonModelSettings,
+  type PythonBackendOptions,
+  type PythonModelSettings,
+} from './options.js';
 import { MessageType } from './protocol.js';
 import type { ShmFileOptions } from './shm.js';
 import { StubProcess } from './stub-process.js';
@@ -65,6 +70,8 @@ export class PythonBackend implements Backend {
   readonly name = 'python';
   readonly platforms: readonly string[] = [];
   readonly defaultModelFilename = 'model.py';
+  /** One stub process per instance: the server's process limits apply. */
+  readonly processPerInstance = true;
 
   async autoCompleteConfig(ctx: AutoCompleteContext): Promise<ModelConfig> {
     const source = await readFile(ctx.modelPath, 'utf8').catch(() => undefined);
@@ -77,6 +84,8 @@ export class PythonBackend implements Backend {
       executionEnvPath: executionEnvPath(ctx.config),
       pythonExecutable: options.pythonExecutable,
       envCacheDir: options.envCacheDir,
+      allowedPaths: options.executionEnvAllowedPaths,
+      files: ctx.files,
       log: ctx.log,
     });
     const stub = StubProcess.launch({ name, interpreter, shm: undefined, log: ctx.log });
@@ -118,18 +127,22 @@ export class PythonBackend implements Backend {
     if (!ctx.modelPath.endsWith('.py')) {
       throw invalidArg(`Model name must end with '.py'. Model name is "${path.basename(ctx.modelPath)}".`);
     }
+    const settings = pythonModelSettings(ctx.config, options);
     const interpreter = await chooseInterpreter({
       modelName: ctx.modelName,
       modelDir: ctx.modelDir,
       executionEnvPath: executionEnvPath(ctx.config),
       pythonExecutable: options.pythonExecutable,
       envCacheDir: options.envCacheDir,
+      allowedPaths: options.executionEnvAllowedPaths,
+      files: ctx.files,
       log: ctx.log,
     });
     ctx.log.verbose(
-      `python model '${ctx.modelName}' version ${ctx.version}: ${ctx.modelPath} with ${interpreter.executable} (${interpreter.origin})`,
+      `python model '${ctx.modelName}' version ${ctx.version}: ${ctx.modelPath} with ${interpreter.executable} (${interpreter.origin}), ` +
+        `execution timeout ${settings.executionTimeoutMs} ms, stub memory limit ${settings.stubMemoryLimitBytes} bytes`,
     );
-    return new PythonModel(ctx, options, interpreter);
+    return new PythonModel(ctx, options, settings, interpreter);
   }
 }
 
@@ -140,6 +153,7 @@ class PythonModel implements ModelHandle {
   constructor(
     private readonly ctx: ModelLoadContext,
     private readonly options: PythonBackendOptions,
+    private readonly settings: PythonModelSettings,
     private readonly interpreter: Interpreter,
   ) {
     this.init = {
@@ -172,6 +186,8 @@ class PythonModel implements ModelHandle {
       init: this.init,
       decoupled: this.ctx.config.model_transaction_policy?.decoupled === true,
       timeoutMs: this.options.stubTimeoutMs,
+      executionTimeoutMs: this.settings.executionTimeoutMs,
+      memoryLimitBytes: this.settings.stubMemoryLimitBytes,
       shmThreshold: this.options.shmThreshold,
       log: this.log,
       serverInfer: this.ctx.serverApi ? (request) => this.ctx.serverApi!.infer(request) : undefined,

@@ -22,6 +22,16 @@
  * Faults: if the stub dies, every request it held fails with "Stub process '<name>' is not healthy" and the
  * reason, and a new stub is started right away (initialize runs again); the next batch waits for it. If
  * restarting fails, batches fail with UNAVAILABLE and each new batch tries again.
+ *
+ * Runaway models are stopped the same way, with their own UNAVAILABLE error:
+ * - a batch that makes no progress (the model's execute has not returned and sent no response) for the
+ *   execution timeout (`execution_timeout_seconds`) fails, and its stub is killed and replaced: a hung
+ *   execute never blocks the instance, its unload or its reload for long. After a decoupled model's
+ *   execute returned, a batch whose open streams send nothing for that long fails just those requests
+ *   (the model was told they were cancelled); the stub goes on serving;
+ * - a stub whose resident memory passes its limit (`stub_memory_limit_mb`, memory-watch.ts) is killed and
+ *   replaced; the requests it held fail.
+ * abort() (an unload that waited too long) fails everything and kills the stub without a replacement.
  */
 import type {
   BackendRequest,
@@ -47,6 +57,7 @@ import {
   type WireRequest,
   type WireResponse,
 } from './protocol.js';
+import { watchMemory } from './memory-watch.js';
 import type { StubLaunchOptions } from './stub-process.js';
 import { StubProcess } from './stub-process.js';
 import { BlobBuilder, describeTensors, readTensors, type FreedRanges } from './tensors.js';
@@ -58,7 +69,12 @@ export interface PythonInstanceOptions {
   /** The INIT header without the instance's own fields. */
   readonly init: InitTemplate;
   readonly decoupled: boolean;
+  /** Bound on initialize() and finalize() (stub-timeout-seconds). */
   readonly timeoutMs: number;
+  /** Longest a batch may go without progress (0 = none). */
+  readonly executionTimeoutMs?: number;
+  /** Resident memory a stub may hold (bytes, 0 = no limit). */
+  readonly memoryLimitBytes?: number;
   readonly shmThreshold: number;
   readonly log: Logger;
   readonly serverInfer: ServerInfer | undefined;
@@ -89,12 +105,16 @@ interface Batch {
   /** process.hrtime.bigint() when execute() began preparing the batch, and when it was sent to the stub. */
   readonly execStart: bigint;
   readonly computeStart: bigint;
+  /** The stub the batch was sent to. */
+  readonly stub: StubProcess;
   pending: number;
   /** EXECUTE_DONE arrived: the model's execute returned or raised. */
   pythonReturned: boolean;
   /** Settles execute() (see the module comment for when). */
   readonly resolve: (result: ExecuteResult) => void;
   cancelPoll: NodeJS.Timeout | undefined;
+  /** Fires after the execution timeout without progress. */
+  timer: NodeJS.Timeout | undefined;
   /** Frees the batch's space in the host->stub file (once every request of it has ended). */
   readonly unpin: () => void;
 }
@@ -270,10 +290,12 @@ export class PythonInstance implements InstanceHandle {
         requests: live,
         execStart,
         computeStart: process.hrtime.bigint(),
+        stub,
         pending: live.length,
         pythonReturned: false,
         resolve,
         cancelPoll: undefined,
+        timer: undefined,
         unpin,
       };
       this.batches.set(id, batch);
@@ -282,6 +304,8 @@ export class PythonInstance implements InstanceHandle {
       });
       stub.send(MessageType.Execute, { b: id, r: wire }, blob.parts);
       batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
+      const timeoutMs = this.opts.executionTimeoutMs ?? 0;
+      if (timeoutMs > 0) batch.timer = setTimeout(() => this.onTimeout(batch), timeoutMs);
     });
   }
 
@@ -295,6 +319,13 @@ export class PythonInstance implements InstanceHandle {
     batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
   }
 
+  /** Ends everything at once (see the module comment); close() follows. */
+  abort(error: NereidError): void {
+    this.closed = true;
+    this.failInflight(error);
+    this.stub?.kill();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const stub = this.stub ?? (await this.starting?.catch(() => undefined));
@@ -306,13 +337,14 @@ export class PythonInstance implements InstanceHandle {
     );
   }
 
-  /** Fails every request this instance still holds and settles its batches. */
-  private failInflight(error: NereidError): void {
+  /** Fails every request this instance (or only `stub`) still holds and settles those batches. */
+  private failInflight(error: NereidError, stub?: StubProcess): void {
     for (const [rid, f] of this.inflight) {
+      if (stub && f.batch.stub !== stub) continue;
       if (!f.request.sender.done) f.request.sender.fail(error);
       this.finish(rid, f);
     }
-    for (const b of [...this.batches.values()]) this.settle(b, true);
+    for (const b of [...this.batches.values()]) if (!stub || b.stub === stub) this.settle(b, true);
   }
 
   // --- stub lifecycle ---------------------------------------------------------------------------------------
@@ -321,6 +353,9 @@ export class PythonInstance implements InstanceHandle {
     const stub = StubProcess.launch(this.opts.launch);
     const { spec } = this.opts;
     stub.onFrame = (frame) => this.onFrame(stub, frame);
+    const limit = this.opts.memoryLimitBytes ?? 0;
+    const stopWatch = watchMemory(stub.pid, limit, (rss) => this.onMemoryExceeded(stub, rss, limit));
+    stub.onExitOnce(() => stopWatch());
     stub.onExitOnce((reason, expected) => this.onStubExit(stub, reason, expected));
     this.bls = new BlsService(stub, this.opts.serverInfer, this.opts.shmThreshold, this.opts.log);
     this.control = new ModelControlService(stub, {
@@ -389,8 +424,8 @@ export class PythonInstance implements InstanceHandle {
   private onStubExit(stub: StubProcess, _reason: string, expected: boolean): void {
     this.bls?.abortAll();
     for (const done of [...this.metricsQueries.values()]) done(undefined);
-    // Every request of the instance fails, open decoupled streams of earlier batches included.
-    if (this.inflight.size > 0 || this.batches.size > 0) this.failInflight(this.unhealthy(stub));
+    // Every request the stub held fails, open decoupled streams of earlier batches included.
+    if (this.inflight.size > 0 || this.batches.size > 0) this.failInflight(this.unhealthy(stub), stub);
     if (this.stub === stub) this.stub = undefined;
     if (expected || this.closed) return;
     this.opts.log.error(
@@ -407,6 +442,62 @@ export class PythonInstance implements InstanceHandle {
           `failed to restart the stub of '${this.name}' (the next request tries again): ${NereidError.from(err).message}`,
         ),
     );
+  }
+
+  /**
+   * A batch made no progress for the execution timeout. Before the model's execute returned, the stub is
+   * hung (or busy for too long): its requests fail and it is killed and replaced. After it returned (a
+   * decoupled model), only the batch's silent streams fail.
+   */
+  private onTimeout(batch: Batch): void {
+    if (!this.batches.has(batch.id)) return;
+    const secs = (this.opts.executionTimeoutMs ?? 0) / 1000;
+    if (batch.pythonReturned) {
+      this.failStalledStreams(batch, secs);
+      return;
+    }
+    const why = `made no progress for ${secs} s (execution_timeout_seconds)`;
+    this.opts.log.error(`Python model instance '${this.name}' ${why}; restarting its stub`);
+    const stub = batch.stub;
+    // The next batch must not reach the dying stub: it waits for a new one instead.
+    if (this.stub === stub) this.stub = undefined;
+    this.failInflight(
+      unavailable(`Python model instance '${this.name}' ${why}; its stub was stopped and is being restarted`),
+      stub,
+    );
+    stub.terminate(`the stub ${why} and was stopped`);
+  }
+
+  /** Decoupled streams that sent nothing for the timeout after execute returned: fail those requests. */
+  private failStalledStreams(batch: Batch, secs: number): void {
+    this.opts.log.error(
+      `Python model instance '${this.name}': ${batch.pending} response stream(s) sent nothing for ${secs} s after execute returned (execution_timeout_seconds); failing them`,
+    );
+    for (const [rid, f] of this.inflight) {
+      if (f.batch !== batch) continue;
+      if (!f.request.sender.done) {
+        f.request.sender.fail(
+          unavailable(
+            `Python model instance '${this.name}' sent nothing for request '${f.request.id}' for ${secs} s after execute returned (execution_timeout_seconds)`,
+          ),
+        );
+      }
+      // The model sees the request cancelled; whatever it sends later is dropped.
+      if (batch.stub.alive) batch.stub.send(MessageType.Cancel, { i: rid });
+      this.finish(rid, f);
+    }
+    this.settle(batch, true);
+  }
+
+  /** The stub holds more resident memory than its limit: fail what it holds, kill it, start a new one. */
+  private onMemoryExceeded(stub: StubProcess, rss: number, limit: number): void {
+    if (!stub.alive || this.closed) return;
+    const mib = (n: number): string => `${Math.round(n / (1024 * 1024))} MiB`;
+    const why = `its stub's resident memory reached ${mib(rss)}, over its limit of ${mib(limit)} (stub_memory_limit_mb)`;
+    this.opts.log.error(`Python model instance '${this.name}': ${why}; restarting it`);
+    if (this.stub === stub) this.stub = undefined;
+    this.failInflight(unavailable(`Python model instance '${this.name}' was restarted: ${why}`), stub);
+    stub.terminate(`the stub was stopped: ${why}`);
   }
 
   // --- frames from the stub ---------------------------------------------------------------------------------
@@ -488,6 +579,8 @@ export class PythonInstance implements InstanceHandle {
     }
     if (Array.isArray(h.rr)) for (const rid of h.rr) this.handBack(rid);
     batch.pythonReturned = true;
+    // Open streams get a whole execution timeout from here.
+    batch.timer?.refresh();
     this.settle(batch, false);
   }
 
@@ -513,6 +606,7 @@ export class PythonInstance implements InstanceHandle {
     const freed: FreedRanges = [];
     for (const r of responses) {
       const f = typeof r?.i === 'number' ? this.inflight.get(r.i) : undefined;
+      f?.batch.timer?.refresh();
       const final = r?.f === true;
       let outputs;
       const readStart = process.hrtime.bigint();
@@ -561,6 +655,7 @@ export class PythonInstance implements InstanceHandle {
     if (!force && !(batch.pythonReturned && batch.pending <= 0)) return;
     if (!this.batches.delete(batch.id)) return;
     clearTimeout(batch.cancelPoll);
+    clearTimeout(batch.timer);
     batch.unpin();
     batch.resolve(result);
   }

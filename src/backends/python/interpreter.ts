@@ -3,7 +3,11 @@
  * 1. the model's `EXECUTION_ENV_PATH` parameter (Triton's): a folder holding `bin/python3` or `bin/python`
  *    (a venv or an unpacked conda env), or a packed `.tar.gz` / `.tgz` environment (conda-pack) unpacked
  *    once into a cache folder and reused by every model and reload that names the same archive;
- *    `$$TRITON_MODEL_DIRECTORY` is replaced by the model's folder, relative paths are taken from it;
+ *    `$$TRITON_MODEL_DIRECTORY` is replaced by the model's folder, relative paths are taken from it.
+ *    It must stay inside the model folder (as Triton's docs require of `$$TRITON_MODEL_DIRECTORY` paths),
+ *    or lie in a folder the operator allows (`--backend-config=python,execution-env-allowed-paths=`):
+ *    a config, and a load request's config override, must not pick an interpreter elsewhere
+ *    (`EXECUTION_ENV_PATH=/usr` would run the system's Python with whatever it can import);
  * 2. `--backend-config=python,python-executable=<path>`;
  * 3. in a source checkout, the repository's own `.venv/bin/python` (scripts/setup-python.sh makes it);
  * 4. `python3` on PATH, like Triton's default stub.
@@ -15,6 +19,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ModelFiles } from '../../backend-api/backend.js';
+import { confine, isWithin, realFolder } from '../../common/confine.js';
 import { invalidArg, internal, type NereidError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 
@@ -38,6 +44,10 @@ export interface InterpreterChoice {
   readonly executionEnvPath: string | undefined;
   readonly pythonExecutable: string | undefined;
   readonly envCacheDir: string;
+  /** Folders an EXECUTION_ENV_PATH outside the model folder may name (absolute). */
+  readonly allowedPaths: readonly string[];
+  /** The core's check for paths inside the model folder (absent: only a text check is made). */
+  readonly files: ModelFiles | undefined;
   readonly log: Logger;
 }
 
@@ -53,13 +63,38 @@ export async function chooseInterpreter(choice: InterpreterChoice): Promise<Inte
   return { executable: 'python3', env: {}, origin: 'python3 on PATH' };
 }
 
-async function executionEnvironment(choice: InterpreterChoice, raw: string): Promise<Interpreter> {
-  const substituted = raw.split('$$TRITON_MODEL_DIRECTORY').join(choice.modelDir);
-  const where = path.resolve(choice.modelDir, substituted);
-  const info = await stat(where).catch(() => undefined);
-  if (!info) {
-    throw invalidArg(`EXECUTION_ENV_PATH '${raw}' of model '${choice.modelName}' does not exist (${where})`);
+/** Where EXECUTION_ENV_PATH may point: inside the model folder, or inside a folder the operator allows. */
+async function locateEnvironment(choice: InterpreterChoice, raw: string): Promise<string> {
+  const modelDir = path.resolve(choice.modelDir);
+  const what = `EXECUTION_ENV_PATH '${raw}'`;
+  if (raw.includes('\0')) throw invalidArg(`${what} of model '${choice.modelName}' contains a NUL character`);
+  const where = path.resolve(modelDir, raw.split('$$TRITON_MODEL_DIRECTORY').join(modelDir));
+  if (isWithin(where, modelDir) && where !== modelDir) {
+    if (choice.files) return choice.files.check(where, what, { mustExist: true });
+    if (!(await stat(where).catch(() => undefined))) {
+      throw invalidArg(`${what} of model '${choice.modelName}' does not exist in the model folder`);
+    }
+    return where;
   }
+  const realAllowed = await Promise.all(choice.allowedPaths.map((p) => realFolder(p)));
+  // One message whether or not the path exists: a client learns nothing about folders it may not use.
+  if ((await confine(where, choice.allowedPaths, realAllowed)) !== 'inside') {
+    throw invalidArg(
+      `${what} of model '${choice.modelName}' is outside the model folder; it must name an environment inside it ` +
+        `($$TRITON_MODEL_DIRECTORY/...), or a folder the server's operator allows with ` +
+        `--backend-config=python,execution-env-allowed-paths=<folder>[:<folder>...]`,
+    );
+  }
+  if (!(await stat(where).catch(() => undefined))) {
+    throw invalidArg(`${what} of model '${choice.modelName}' does not exist`);
+  }
+  return where;
+}
+
+async function executionEnvironment(choice: InterpreterChoice, raw: string): Promise<Interpreter> {
+  const where = await locateEnvironment(choice, raw);
+  const info = await stat(where).catch(() => undefined);
+  if (!info) throw invalidArg(`EXECUTION_ENV_PATH '${raw}' of model '${choice.modelName}' does not exist`);
   let root: string;
   if (info.isDirectory()) {
     root = where;
@@ -73,7 +108,7 @@ async function executionEnvironment(choice: InterpreterChoice, raw: string): Pro
   const exe = ['python3', 'python'].map((n) => path.join(root, 'bin', n)).find((p) => existsSync(p));
   if (!exe) {
     throw invalidArg(
-      `EXECUTION_ENV_PATH '${raw}' of model '${choice.modelName}' has no bin/python3 or bin/python (${root})`,
+      `EXECUTION_ENV_PATH '${raw}' of model '${choice.modelName}' has no bin/python3 or bin/python`,
     );
   }
   const prepend = (name: string, dir: string): string => {
@@ -116,9 +151,10 @@ async function doUnpack(archive: string, target: string, choice: InterpreterChoi
   choice.log.info(
     `unpacking execution environment ${archive} for model '${choice.modelName}' into ${target}`,
   );
+  // Named by its file name only: the message reaches clients, the cache folder is the server's business.
   const failed = (err: unknown): NereidError =>
     internal(
-      `failed to unpack EXECUTION_ENV_PATH archive ${archive} for model '${choice.modelName}': ${err instanceof Error ? err.message : String(err)}`,
+      `failed to unpack EXECUTION_ENV_PATH archive '${path.basename(archive)}' for model '${choice.modelName}': ${(err instanceof Error ? err.message : String(err)).split(target).join('<cache>')}`,
     );
   try {
     // GNU tar refuses members with '..' and strips leading '/', so a hostile archive stays inside tmp.

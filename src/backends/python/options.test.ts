@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DEFAULT_SHM_PREFIX, DEFAULT_SHM_THRESHOLD, pythonBackendOptions } from './options.js';
+import type { ModelConfig } from '../../model-config/model-config.js';
+import {
+  DEFAULT_SHM_PREFIX,
+  DEFAULT_SHM_THRESHOLD,
+  pythonBackendOptions,
+  pythonModelSettings,
+} from './options.js';
 
 void test("defaults are Triton's, plus Nereid's own keys", () => {
   const o = pythonBackendOptions({});
@@ -57,4 +63,51 @@ void test('unknown keys are reported, not fatal', () => {
   const warnings: string[] = [];
   pythonBackendOptions({ 'shm-defualt-byte-size': '1' }, (m) => warnings.push(m));
   assert.deepEqual(warnings, ["unknown python backend config key 'shm-defualt-byte-size' is ignored"]);
+});
+
+void test('execution timeout, stub memory limit and allowed environment folders', () => {
+  const d = pythonBackendOptions({});
+  assert.equal(d.executionTimeoutMs, 300_000);
+  assert.ok(d.stubMemoryLimitBytes > 0 && d.stubMemoryLimitBytes % (1024 * 1024) === 0);
+  assert.deepEqual(d.executionEnvAllowedPaths, []);
+
+  const o = pythonBackendOptions({
+    'execution-timeout-seconds': '2.5',
+    'stub-memory-limit-mb': '512',
+    'execution-env-allowed-paths': '/opt/envs:/srv/conda/',
+  });
+  assert.equal(o.executionTimeoutMs, 2500);
+  assert.equal(o.stubMemoryLimitBytes, 512 * 1024 * 1024);
+  assert.deepEqual(o.executionEnvAllowedPaths, ['/opt/envs', '/srv/conda']);
+  assert.equal(pythonBackendOptions({ 'execution-timeout-seconds': '0' }).executionTimeoutMs, 0);
+
+  const config = (params: Record<string, string>): ModelConfig =>
+    ({
+      parameters: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, { string_value: v }])),
+    }) as unknown as ModelConfig;
+  assert.deepEqual(pythonModelSettings(config({}), o), {
+    executionTimeoutMs: 2500,
+    stubMemoryLimitBytes: 512 * 1024 * 1024,
+  });
+  assert.deepEqual(
+    pythonModelSettings(config({ execution_timeout_seconds: '0', stub_memory_limit_mb: '64' }), o),
+    { executionTimeoutMs: 0, stubMemoryLimitBytes: 64 * 1024 * 1024 },
+  );
+
+  for (const [key, value, pattern] of [
+    ['execution-timeout-seconds', '-1', /seconds >= 0/],
+    ['execution-timeout-seconds', 'never', /seconds >= 0/],
+    ['stub-memory-limit-mb', '1.5', /whole number of MiB/],
+    ['execution-env-allowed-paths', 'relative/dir', /absolute folders/],
+  ] as const) {
+    assert.throws(
+      () => pythonBackendOptions({ [key]: value }),
+      (e: Error & { code?: string }) => e.code === 'INVALID_ARG' && pattern.test(e.message),
+      `${key}=${value}`,
+    );
+  }
+  assert.throws(
+    () => pythonModelSettings(config({ stub_memory_limit_mb: 'lots' }), o),
+    /model parameter 'stub_memory_limit_mb'/,
+  );
 });

@@ -2,11 +2,20 @@
  * The python backend's settings from `--backend-config=python,<key>=<value>`: Triton's keys (shm sizes,
  * stub timeout, shm name prefix; the message-queue and thread-pool sizes are accepted and unused, as
  * Nereid has neither) plus Nereid's own (the interpreter, the inline/shared-memory threshold, the cache
- * for unpacked execution environments). Checked once per model load; a bad value fails the load.
+ * for unpacked execution environments, the execution timeout, the stub memory limit and where execution
+ * environments outside the model folder may live). Checked once per model load; a bad value fails the
+ * load. Two of them a model's config may set for itself (pythonModelSettings), like the javascript
+ * backend's parameters:
+ *
+ * | model parameter | backend-config key | default | meaning |
+ * | --- | --- | --- | --- |
+ * | `execution_timeout_seconds` | `execution-timeout-seconds` | 300 | longest a batch may go without the model's execute returning or sending a response; then its requests fail and the stub is restarted (0 = never) |
+ * | `stub_memory_limit_mb` | `stub-memory-limit-mb` | half the memory | resident memory a stub may reach; then it is restarted, failing the requests it holds (0 = no limit) |
  */
 import os from 'node:os';
 import path from 'node:path';
 import { invalidArg } from '../../common/errors.js';
+import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
 
 export interface PythonBackendOptions {
   readonly shmDefaultByteSize: number;
@@ -21,6 +30,18 @@ export interface PythonBackendOptions {
   readonly shmDisabled: boolean;
   /** Where packed EXECUTION_ENV_PATH archives are unpacked (once). */
   readonly envCacheDir: string;
+  /** Folders (absolute) an EXECUTION_ENV_PATH outside the model folder may name; empty = none. */
+  readonly executionEnvAllowedPaths: readonly string[];
+  /** Server-wide execution timeout (ms, 0 = none); a model parameter may set its own. */
+  readonly executionTimeoutMs: number;
+  /** Server-wide resident-memory limit of a stub (bytes, 0 = none); a model parameter may set its own. */
+  readonly stubMemoryLimitBytes: number;
+}
+
+/** What one model's stubs run with: the server-wide settings, or the model's own parameters. */
+export interface PythonModelSettings {
+  readonly executionTimeoutMs: number;
+  readonly stubMemoryLimitBytes: number;
 }
 
 export const DEFAULT_SHM_BYTE_SIZE = 1 << 20;
@@ -28,6 +49,21 @@ export const DEFAULT_STUB_TIMEOUT_SECONDS = 30;
 export const DEFAULT_SHM_PREFIX = 'triton_python_backend_shm_region_';
 /** Chosen by measurement (docs/python-backend.md): below this, inline on the socket is as fast or faster. */
 export const DEFAULT_SHM_THRESHOLD = 64 * 1024;
+/**
+ * Long enough for a slow batch of a CPU-bound model (Triton itself has no such limit), short enough that
+ * a hung model comes back within minutes rather than never.
+ */
+export const DEFAULT_EXECUTION_TIMEOUT_SECONDS = 300;
+const MIB = 1024 * 1024;
+
+/** Half the memory the server may use (its cgroup limit, when lower than the machine's). */
+export function defaultStubMemoryLimitBytes(): number {
+  const total = os.totalmem();
+  const constrained =
+    typeof process.constrainedMemory === 'function' ? (process.constrainedMemory() ?? 0) : 0;
+  const usable = constrained > 0 && constrained < total ? constrained : total;
+  return Math.floor(usable / 2 / MIB) * MIB;
+}
 
 const KNOWN_KEYS = new Set([
   'shm-default-byte-size',
@@ -40,6 +76,9 @@ const KNOWN_KEYS = new Set([
   'shm-tensor-threshold-byte-size',
   'disable-shm',
   'execution-env-cache-directory',
+  'execution-env-allowed-paths',
+  'execution-timeout-seconds',
+  'stub-memory-limit-mb',
   // global keys every backend receives
   'default-max-batch-size',
   'backend-directory',
@@ -60,6 +99,54 @@ function integer(
     throw invalidArg(`--backend-config=python,${key}='${raw}' must be an integer of at least ${min}`);
   }
   return v;
+}
+
+/** Seconds as a number >= 0 (fractions allowed, tests want short timeouts), in ms; undefined when unset. */
+function seconds(raw: string | undefined, what: string): number | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const secs = Number(raw.trim());
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(raw) || !Number.isFinite(secs)) {
+    throw invalidArg(`${what}='${raw}' must be a number of seconds >= 0`);
+  }
+  return Math.round(secs * 1000);
+}
+
+function megabytes(raw: string | undefined, what: string): number | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const mb = Number(raw.trim());
+  if (!/^\s*\d+\s*$/.test(raw) || !Number.isSafeInteger(mb * MIB)) {
+    throw invalidArg(`${what}='${raw}' must be a whole number of MiB >= 0`);
+  }
+  return mb * MIB;
+}
+
+function allowedPaths(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(':').map((p) => {
+    const dir = p.trim();
+    if (!path.isAbsolute(dir) || dir.includes('\0')) {
+      throw invalidArg(
+        `--backend-config=python,execution-env-allowed-paths='${raw}' must be absolute folders separated by ':'`,
+      );
+    }
+    return path.resolve(dir);
+  });
+}
+
+/** The model's own `execution_timeout_seconds` / `stub_memory_limit_mb` parameters over the server's. */
+export function pythonModelSettings(
+  config: FrozenModelConfig | ModelConfig,
+  options: PythonBackendOptions,
+): PythonModelSettings {
+  const param = (key: string): string | undefined => config.parameters?.[key]?.string_value;
+  return {
+    executionTimeoutMs:
+      seconds(param('execution_timeout_seconds'), "model parameter 'execution_timeout_seconds'") ??
+      options.executionTimeoutMs,
+    stubMemoryLimitBytes:
+      megabytes(param('stub_memory_limit_mb'), "model parameter 'stub_memory_limit_mb'") ??
+      options.stubMemoryLimitBytes,
+  };
 }
 
 function bool(config: Readonly<Record<string, string>>, key: string): boolean {
@@ -111,5 +198,12 @@ export function pythonBackendOptions(
     shmThreshold: integer(config, 'shm-tensor-threshold-byte-size', DEFAULT_SHM_THRESHOLD, 0),
     shmDisabled: bool(config, 'disable-shm'),
     envCacheDir: config['execution-env-cache-directory'] ?? path.join(os.tmpdir(), 'nereid-python-envs'),
+    executionEnvAllowedPaths: allowedPaths(config['execution-env-allowed-paths']),
+    executionTimeoutMs:
+      seconds(config['execution-timeout-seconds'], '--backend-config=python,execution-timeout-seconds') ??
+      DEFAULT_EXECUTION_TIMEOUT_SECONDS * 1000,
+    stubMemoryLimitBytes:
+      megabytes(config['stub-memory-limit-mb'], '--backend-config=python,stub-memory-limit-mb') ??
+      defaultStubMemoryLimitBytes(),
   };
 }

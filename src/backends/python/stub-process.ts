@@ -160,6 +160,17 @@ export class StubProcess {
     if (this.alive) this.child.kill('SIGKILL');
   }
 
+  /**
+   * Kills a stub that must not go on (hung, over its memory limit): unlike kill(), its exit counts as
+   * unexpected, so the owner fails what it held and starts a new one; `reason` is how describeExit()
+   * explains it.
+   */
+  terminate(reason: string): void {
+    if (!this.alive) return;
+    this.fatal ??= reason;
+    this.child.kill('SIGKILL');
+  }
+
   /** Why the process ended, with what it said on the way out. */
   describeExit(): string {
     const reason = this.exitReason ?? 'is running';

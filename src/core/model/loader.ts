@@ -3,11 +3,16 @@
  * (read → auto-complete → normalise → validate → freeze), loads the model, creates one instance per
  * instance_group entry × count, and reads label files. Implements the repository's VersionLoader.
  * Ensembles (`platform: "ensemble"`) have no backend: their versions come from core/ensemble.
+ *
+ * What a config may make the server do is bounded here: the instances it asks for are checked against
+ * the server's instance budget (instance-budget.ts) before any starts, every config value that becomes a
+ * path stays inside the model folder (model-paths.ts), and load errors name paths relative to the model
+ * folder, never where the server keeps its files.
  */
-import { pathExists } from '../../common/fs.js';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Backend, InstanceHandle, ServerApi } from '../../backend-api/backend.js';
+import { realFolder, relativizePaths } from '../../common/confine.js';
 import { NereidError, invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import {
@@ -22,6 +27,8 @@ import type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } fro
 import type { ModelRateLimit, RateLimiter } from '../scheduling/rate-limiter.js';
 import type { ReadinessPollOptions } from '../model-health.js';
 import type { StatsRegistry } from '../stats/registry.js';
+import { InstanceBudget, instancesPerVersion, type InstanceLease } from './instance-budget.js';
+import { ModelFolder } from './model-paths.js';
 import { ModelVersion } from './model-version.js';
 
 export interface LoaderOptions {
@@ -45,12 +52,26 @@ export interface LoaderOptions {
    * GPUs. Default: such groups run on the CPU (their config shows KIND_CPU) and each load says so.
    */
   readonly strictGpuKind?: boolean;
+  /** Instances the server may run (--max-instances and friends); default limits when omitted. */
+  readonly instanceBudget?: InstanceBudget;
+  /**
+   * How long an unloading version waits for its accepted requests before it fails the rest and aborts
+   * its instances (--model-unload-timeout-secs, in ms); 0 or omitted = wait as long as they take.
+   */
+  readonly unloadTimeoutMs?: number;
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
 
+/** Where Triton reads a warmup input_data_file from: the model folder's `warmup` sub-folder. */
+const WARMUP_FOLDER = 'warmup';
+
 export class ModelLoader implements VersionLoader {
-  constructor(private readonly options: LoaderOptions) {}
+  readonly instanceBudget: InstanceBudget;
+
+  constructor(private readonly options: LoaderOptions) {
+    this.instanceBudget = options.instanceBudget ?? new InstanceBudget();
+  }
 
   private backendSettings(name: string): Record<string, string> {
     const out: Record<string, string> = {};
@@ -64,6 +85,7 @@ export class ModelLoader implements VersionLoader {
     config: ModelConfig,
     location: ModelLocation,
     versions: readonly number[],
+    folder: ModelFolder,
   ): Promise<Backend> {
     const { backends } = this.options;
     if (config.backend) {
@@ -82,7 +104,7 @@ export class ModelLoader implements VersionLoader {
       for (const b of backends) {
         if (b.requiresModelFile === false) continue; // its 'file' would be the version folder itself
         const file = config.default_model_filename || b.defaultModelFilename;
-        if (await pathExists(path.join(location.modelDir, String(latest), file))) return b;
+        if (await folder.has(path.join(location.modelDir, String(latest), file))) return b;
       }
     }
     throw invalidArg(
@@ -91,6 +113,14 @@ export class ModelLoader implements VersionLoader {
   }
 
   async completeConfig(
+    raw: ModelConfig | undefined,
+    location: ModelLocation,
+    availableVersions: readonly number[],
+  ): Promise<FrozenModelConfig> {
+    return this.relativeErrors(location, () => this.doCompleteConfig(raw, location, availableVersions));
+  }
+
+  private async doCompleteConfig(
     raw: ModelConfig | undefined,
     location: ModelLocation,
     availableVersions: readonly number[],
@@ -106,7 +136,16 @@ export class ModelLoader implements VersionLoader {
       validateModelConfig(config);
       return freezeModelConfig(config);
     }
-    const backend = await this.resolveBackend(config, location, availableVersions);
+    const folder = await ModelFolder.of(location);
+    // Refused as text before anything is probed: nothing below may open a path outside the folder.
+    if (config.default_model_filename) {
+      await folder.resolveValue(
+        path.join(location.modelDir, '1'),
+        config.default_model_filename,
+        `default_model_filename '${config.default_model_filename}'`,
+      );
+    }
+    const backend = await this.resolveBackend(config, location, availableVersions, folder);
     if (!this.options.disableAutoComplete && backend.autoCompleteConfig && availableVersions.length > 0) {
       const latest = Math.max(...availableVersions);
       const versionDir = path.join(location.modelDir, String(latest));
@@ -114,7 +153,8 @@ export class ModelLoader implements VersionLoader {
         config,
         modelDir: location.modelDir,
         versionDir,
-        modelPath: path.join(versionDir, config.default_model_filename || backend.defaultModelFilename),
+        modelPath: await this.modelPath(folder, versionDir, config, backend, false),
+        files: folder,
         backendConfig: this.backendSettings(backend.name),
         log: this.options.log,
       });
@@ -137,31 +177,82 @@ export class ModelLoader implements VersionLoader {
     return freezeModelConfig(config);
   }
 
-  async loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion> {
-    const loadStart = process.hrtime.bigint();
-    if (isEnsembleConfig(config)) return this.loadEnsemble(config, location, loadStart);
-    const backend = await this.resolveBackend(config as ModelConfig, location, [location.version]);
-    const modelPath = path.join(
-      location.versionDir,
-      config.default_model_filename || backend.defaultModelFilename,
-    );
-    if (backend.requiresModelFile !== false && !(await pathExists(modelPath))) {
-      throw invalidArg(
-        `failed to load model '${location.modelName}' version ${location.version}: model file '${path.basename(modelPath)}' not found in ${location.versionDir}`,
+  /**
+   * Checks a whole load against the instance limits before any version loads: `versions` versions of
+   * `config`. Throws INVALID_ARG; starts nothing.
+   */
+  admit(config: FrozenModelConfig, location: ModelLocation, versions: number): Promise<void> {
+    return Promise.resolve().then(() => {
+      if (isEnsembleConfig(config)) return;
+      const backend = this.options.backends.find((x) => x.name === config.backend);
+      this.instanceBudget.admit(
+        location.modelName,
+        instancesPerVersion(config.instance_group),
+        versions,
+        backend?.processPerInstance === true,
       );
-    }
-    const labels = await this.readLabels(config, location.modelDir);
-    const handle = await backend.loadModel({
-      config,
-      modelName: location.modelName,
-      version: location.version,
-      modelDir: location.modelDir,
-      versionDir: location.versionDir,
-      modelPath,
-      backendConfig: this.backendSettings(backend.name),
-      log: this.options.log,
-      serverApi: this.options.serverApi,
     });
+  }
+
+  async loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion> {
+    return this.relativeErrors(location, () => this.doLoadVersion(config, location));
+  }
+
+  /** `<versionDir>/<default_model_filename>`, checked to stay inside the model folder. */
+  private modelPath(
+    folder: ModelFolder,
+    versionDir: string,
+    config: ModelConfig | FrozenModelConfig,
+    backend: Backend,
+    mustExist: boolean,
+  ): Promise<string> {
+    const file = config.default_model_filename || backend.defaultModelFilename;
+    return folder.resolveValue(
+      versionDir,
+      file,
+      config.default_model_filename ? `default_model_filename '${file}'` : `model file '${file}'`,
+      { mustExist },
+    );
+  }
+
+  private async doLoadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion> {
+    const loadStart = process.hrtime.bigint();
+    const folder = await ModelFolder.of(location);
+    if (isEnsembleConfig(config)) return this.loadEnsemble(config, location, loadStart, folder);
+    const backend = await this.resolveBackend(config as ModelConfig, location, [location.version], folder);
+    const modelPath = await this.modelPath(
+      folder,
+      location.versionDir,
+      config,
+      backend,
+      backend.requiresModelFile !== false,
+    );
+    const labels = await this.readLabels(config, folder);
+    await this.checkWarmupFiles(config, folder);
+    // Reserved before the backend sees the model: a refused count starts nothing at all.
+    const lease: InstanceLease = this.instanceBudget.reserve(
+      location.modelName,
+      instancesPerVersion(config.instance_group),
+      backend.processPerInstance === true,
+    );
+    let handle;
+    try {
+      handle = await backend.loadModel({
+        config,
+        modelName: location.modelName,
+        version: location.version,
+        modelDir: location.modelDir,
+        versionDir: location.versionDir,
+        modelPath,
+        files: folder,
+        backendConfig: this.backendSettings(backend.name),
+        log: this.options.log,
+        serverApi: this.options.serverApi,
+      });
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
     const instances: InstanceHandle[] = [];
     let rateLimit: ModelRateLimit | undefined;
     try {
@@ -204,11 +295,35 @@ export class ModelLoader implements VersionLoader {
         loadDurationNs: Number(process.hrtime.bigint() - loadStart),
         rateLimit,
         readinessPoll: this.options.readinessPoll,
+        unloadTimeoutMs: this.options.unloadTimeoutMs,
+        onUnloaded: () => lease.release(),
       });
     } catch (err) {
       await Promise.allSettled(instances.map((i) => i.close()));
       await handle.unload().catch(() => undefined);
+      lease.release();
       throw err;
+    }
+  }
+
+  /**
+   * Runs a load step and rewrites its error so it names paths relative to the model folder (or the
+   * repository), never the absolute paths where the server keeps the files: clients read these errors.
+   */
+  private async relativeErrors<T>(location: ModelLocation, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      const e = NereidError.from(err);
+      const paths = [
+        location.modelDir,
+        await realFolder(location.modelDir),
+        location.repositoryPath,
+        await realFolder(location.repositoryPath),
+      ];
+      const message = relativizePaths(e.message, paths);
+      if (message === e.message) throw e;
+      throw new NereidError(e.code, message, { cause: e });
     }
   }
 
@@ -216,6 +331,7 @@ export class ModelLoader implements VersionLoader {
     config: FrozenModelConfig,
     location: VersionLocation,
     loadStart: bigint,
+    folder: ModelFolder,
   ): Promise<LoadedVersion> {
     const members = this.options.ensembleMembers;
     if (!members) {
@@ -226,7 +342,7 @@ export class ModelLoader implements VersionLoader {
     return loadEnsembleVersion(config, {
       version: location.version,
       members,
-      labels: await this.readLabels(config, location.modelDir),
+      labels: await this.readLabels(config, folder),
       statsRegistry: this.options.statsRegistry,
       loadStart,
     });
@@ -234,23 +350,18 @@ export class ModelLoader implements VersionLoader {
 
   private async readLabels(
     config: FrozenModelConfig,
-    modelDir: string,
+    folder: ModelFolder,
   ): Promise<ReadonlyMap<string, readonly string[]>> {
     const labels = new Map<string, readonly string[]>();
     for (const out of config.output) {
       if (!out.label_filename) continue;
-      const file = path.resolve(modelDir, out.label_filename);
-      if (!file.startsWith(path.resolve(modelDir) + path.sep)) {
-        throw invalidArg(
-          `label file '${out.label_filename}' of output '${out.name}' is outside the model folder`,
-        );
-      }
-      let info;
-      try {
-        info = await stat(file);
-      } catch {
-        throw invalidArg(`label file '${out.label_filename}' for output '${out.name}' not found`);
-      }
+      const what = `label_filename '${out.label_filename}' of output '${out.name}'`;
+      // Triton joins label files to the model folder.
+      const file = await folder.resolveValue(folder.location.modelDir, out.label_filename, what, {
+        mustExist: true,
+      });
+      const info = await stat(file);
+      if (!info.isFile()) throw invalidArg(`${what} of model '${folder.location.modelName}' is not a file`);
       if (info.size > MAX_LABEL_FILE_BYTES)
         throw invalidArg(`label file '${out.label_filename}' is too large`);
       const text = await readFile(file, 'utf8');
@@ -259,5 +370,25 @@ export class ModelLoader implements VersionLoader {
       labels.set(out.name, lines);
     }
     return labels;
+  }
+
+  /**
+   * Warmup samples read from files (`input_data_file`, in the model's `warmup` folder as in Triton) must
+   * stay inside the model folder and exist, as Triton's warmup would fail without them. Nereid does not
+   * run warmup requests yet, so nothing is read.
+   */
+  private async checkWarmupFiles(config: FrozenModelConfig, folder: ModelFolder): Promise<void> {
+    for (const warmup of config.model_warmup) {
+      for (const [input, spec] of Object.entries(warmup.inputs ?? {})) {
+        const file = spec.input_data_file;
+        if (!file) continue;
+        await folder.resolveValue(
+          path.join(folder.location.modelDir, WARMUP_FOLDER),
+          file,
+          `input_data_file '${file}' of warmup '${warmup.name}' input '${input}'`,
+          { mustExist: true },
+        );
+      }
+    }
   }
 }

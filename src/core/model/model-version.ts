@@ -2,6 +2,9 @@
  * One loaded model version: its frozen config, its instances, its scheduler and statistics. It accepts
  * requests while READY, and unload() lets every accepted request finish (a decoupled model's open response
  * streams included) before the instances go away.
+ * An unload that waits longer than its timeout (a hung model) stops waiting: the requests still queued or
+ * running fail with UNAVAILABLE and the instances are aborted (InstanceHandle.abort kills a hung stub or
+ * worker), so unloads and reloads always finish.
  * When the backend can tell the model's own readiness (ModelHandle.isReady), it is polled while READY
  * (model-health.ts): a model that says it is not ready makes isReady() false — readiness probes, the
  * repository index and strict server readiness follow — but requests are still accepted, as a readiness
@@ -44,6 +47,13 @@ export interface ModelVersionParts {
   readonly rateLimit?: ModelRateLimit;
   /** How the model's own readiness is polled (when its handle has isReady); default every 5 s. */
   readonly readinessPoll?: ReadinessPollOptions;
+  /**
+   * How long unload() waits for accepted requests before it fails them and aborts the instances
+   * (--model-unload-timeout-secs); 0 or omitted = as long as they take.
+   */
+  readonly unloadTimeoutMs?: number;
+  /** Called once the version's instances are closed (the loader gives their budget back). */
+  readonly onUnloaded?: () => void;
 }
 
 export function modelMetadataOf(config: FrozenModelConfig, versions: readonly string[]): ModelMetadata {
@@ -175,13 +185,47 @@ export class ModelVersion implements LoadedVersion {
   private async doUnload(): Promise<void> {
     this.state = 'UNLOADING';
     this.health?.stop();
-    await this.scheduler.drain();
-    // Executions are over; a decoupled model's streams may still be open (their clients may cancel them).
-    await this.pool.whenStreamsEnded();
-    // Every accepted request has ended: the statistics are final and can leave the metrics series.
-    this.detachStats?.();
-    await this.pool.close();
-    await this.parts.handle.unload();
-    this.state = 'UNLOADED';
+    try {
+      await this.drainWithin(this.parts.unloadTimeoutMs ?? 0);
+      // Every accepted request has ended: the statistics are final and can leave the metrics series.
+      this.detachStats?.();
+      await this.pool.close();
+      await this.parts.handle.unload();
+    } finally {
+      this.state = 'UNLOADED';
+      this.parts.onUnloaded?.();
+    }
+  }
+
+  /**
+   * Lets accepted requests finish (queued ones run, a decoupled model's open streams end). After
+   * `timeoutMs` (0 = never) the rest fail and the instances are aborted, which ends a hung execution;
+   * an instance that cannot be aborted (an onnxruntime run) is still waited for, as it always ends.
+   */
+  private async drainWithin(timeoutMs: number): Promise<void> {
+    const drained = (async (): Promise<void> => {
+      await this.scheduler.drain();
+      // Executions are over; a decoupled model's streams may still be open (their clients may cancel them).
+      await this.pool.whenStreamsEnded();
+    })();
+    if (timeoutMs <= 0) return drained;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), timeoutMs);
+    });
+    const timedOut = await Promise.race([drained.then(() => false), expired]);
+    clearTimeout(timer);
+    if (!timedOut) return;
+    const secs = timeoutMs / 1000;
+    const what = `model '${this.modelName}' version ${this.version}`;
+    this.parts.log.error(
+      `${what} did not finish its requests within ${secs} s of being unloaded (--model-unload-timeout-secs); failing them and stopping its instances`,
+    );
+    this.pool.abort(
+      unavailable(
+        `${what} was unloaded and its requests did not finish within ${secs} s (--model-unload-timeout-secs)`,
+      ),
+    );
+    await drained;
   }
 }

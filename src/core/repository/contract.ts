@@ -41,5 +41,10 @@ export interface VersionLoader {
     location: ModelLocation,
     availableVersions: readonly number[],
   ): Promise<FrozenModelConfig>;
+  /**
+   * Optional: checks a whole load before any of its versions loads (the server's instance limits), for
+   * `versions` versions of `config`. Throws to refuse it; starts nothing.
+   */
+  admit?(config: FrozenModelConfig, location: ModelLocation, versions: number): Promise<void>;
   loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion>;
 }

@@ -24,6 +24,9 @@ const ESCAPES = [
   '1/./model.onnx',
   '1/',
   'a/'.repeat(40) + 'x',
+  `1/${'n'.repeat(256)}.py`,
+  `1/${'é'.repeat(128)}`,
+  `${'d/'.repeat(20)}${'x'.repeat(1100)}`,
 ];
 
 void test('override paths that could leave the model folder are INVALID_ARG', () => {
@@ -90,10 +93,36 @@ void test('materialise: a bad path is refused before anything is written; confli
       ),
       /directory has been created as a file/,
     );
-    // A path component longer than NAME_MAX fails in the file system: INTERNAL, like Triton's 500.
+    // A path component longer than NAME_MAX: Triton answers 500 from the file system, Nereid a clean 400.
     await assert.rejects(
       materializeOverrides(tmp, 'm', new Map([['A'.repeat(300), Buffer.from('x')]])),
-      (e: NereidError) => e.code === 'INTERNAL',
+      (e: NereidError) => e.code === 'INVALID_ARG',
+    );
+    assert.deepEqual(await readdir(tmp), []);
+  } finally {
+    await removeRepo(tmp);
+  }
+});
+
+void test('names a file system cannot take are INVALID_ARG, and no error names the private folder', async () => {
+  const tmp = await tempRepo('nereid-tmp-');
+  try {
+    const long = `file:1/${'n'.repeat(300)}.py`;
+    await assert.rejects(
+      materializeOverrides(tmp, 'm', new Map([[long, Buffer.from('x')]])),
+      (e: NereidError) =>
+        e.code === 'INVALID_ARG' && /longer than 255 bytes/.test(e.message) && !e.message.includes(tmp),
+    );
+    await assert.rejects(
+      materializeOverrides(tmp, 'm'.repeat(300), new Map([['file:1/model.py', Buffer.from('x')]])),
+      (e: NereidError) => e.code === 'INVALID_ARG' && !e.message.includes(tmp),
+    );
+    // 255 bytes exactly is a valid name.
+    const ok = await materializeOverrides(tmp, 'm', new Map([[`1/${'n'.repeat(252)}.py`, Buffer.from('x')]]));
+    await removeTree(ok.root);
+    await assert.rejects(
+      materializeOverrides(path.join(tmp, 'no-such-dir'), 'm', new Map([['1/model.py', Buffer.from('x')]])),
+      (e: NereidError) => e.code === 'INTERNAL' && !e.message.includes(tmp),
     );
     assert.deepEqual(await readdir(tmp), []);
   } finally {

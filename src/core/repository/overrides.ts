@@ -4,8 +4,9 @@
  * is copied from the repository) that lives until the versions loaded from it are unloaded.
  *
  * The paths come from the network: anything that could leave the model folder (`..`, `.`, absolute paths,
- * empty segments, backslashes, NUL) is refused with INVALID_ARG before a byte is written, and files are
- * created exclusively without following symlinks.
+ * empty segments, backslashes, NUL) or that no file system takes (a name over 255 bytes, a path over
+ * 1024) is refused with INVALID_ARG before a byte is written, and files are created exclusively without
+ * following symlinks. Errors name the file parameter, never the private directory it was written to.
  */
 import { constants as fsc } from 'node:fs';
 import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
@@ -15,6 +16,10 @@ import { NereidError, invalidArg } from '../../common/errors.js';
 const FILE_PREFIX = 'file:';
 const MAX_OVERRIDE_FILES = 10_000;
 const MAX_PATH_DEPTH = 32;
+/** Linux's NAME_MAX: longer names fail with ENAMETOOLONG on every common file system. */
+const MAX_NAME_BYTES = 255;
+/** Well inside PATH_MAX (4096) once the temporary directory and the model name are in front. */
+const MAX_PATH_BYTES = 1024;
 
 const invalidFile = (key: string, why: string): NereidError =>
   invalidArg(
@@ -31,13 +36,24 @@ export function normalizeOverridePath(key: string): string {
   if (rel.includes('\0')) throw invalidFile(rel.replace(/\0/g, '\\0'), 'NUL character in path');
   if (rel.includes('\\')) throw invalidFile(rel, 'backslash in path');
   if (rel.startsWith('/')) throw invalidFile(rel, 'absolute path');
+  if (Buffer.byteLength(rel) > MAX_PATH_BYTES) {
+    throw invalidFile(shorten(rel), `path longer than ${MAX_PATH_BYTES} bytes`);
+  }
   const segments = rel.split('/');
   if (segments.length > MAX_PATH_DEPTH) throw invalidFile(rel, 'path too deep');
   for (const s of segments) {
     if (s === '') throw invalidFile(rel, 'empty path segment');
     if (s === '.' || s === '..') throw invalidFile(rel, `'${s}' path segment`);
+    if (Buffer.byteLength(s) > MAX_NAME_BYTES) {
+      throw invalidFile(shorten(rel), `a file or folder name longer than ${MAX_NAME_BYTES} bytes`);
+    }
   }
   return segments.join('/');
+}
+
+/** A long path as messages show it: its start and its length. */
+function shorten(rel: string): string {
+  return rel.length <= 64 ? rel : `${rel.slice(0, 48)}… (${Buffer.byteLength(rel)} bytes)`;
 }
 
 export interface MaterializedModel {
@@ -64,7 +80,18 @@ export async function materializeOverrides(
   }
   entries.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
 
-  const root = await mkdtemp(path.join(tempDirectory, 'nereid-override-'));
+  if (Buffer.byteLength(modelName) > MAX_NAME_BYTES) {
+    throw invalidArg(`model name longer than ${MAX_NAME_BYTES} bytes cannot be loaded with file parameters`);
+  }
+  let root: string;
+  try {
+    root = await mkdtemp(path.join(tempDirectory, 'nereid-override-'));
+  } catch (err) {
+    throw new NereidError(
+      'INTERNAL',
+      `failed to create a private folder for the file parameters of model '${modelName}': ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
+  }
   const modelDir = path.join(root, modelName);
   try {
     await mkdir(modelDir, { mode: 0o700 });
@@ -100,7 +127,13 @@ export async function materializeOverrides(
     }
   } catch (err) {
     await removeTree(root);
-    throw NereidError.from(err, 'INTERNAL');
+    if (err instanceof NereidError) throw err;
+    // A file-system error names the private directory: say what failed without it.
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new NereidError(
+      code === 'ENAMETOOLONG' ? 'INVALID_ARG' : 'INTERNAL',
+      `failed to write the file parameters of model '${modelName}': ${code ?? 'error'}`,
+    );
   }
   return { root, modelDir };
 }

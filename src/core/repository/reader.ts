@@ -2,7 +2,9 @@
  * "Polling" one model, in Triton's sense: read its folder into what a load needs — the raw config (or the
  * override), the version folders, the ensemble members and a fingerprint — without touching any loaded
  * state. Errors here are repository errors: the model is not loaded and, if it was loaded, keeps serving.
+ * They reach clients (load errors, the repository index), so they name files relative to the model folder.
  */
+import { realFolder, relativizePaths } from '../../common/confine.js';
 import { NereidError, invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
@@ -81,6 +83,10 @@ export async function readModel(
       view,
     };
   } catch (err) {
-    throw NereidError.from(err, 'INTERNAL');
+    const e = NereidError.from(err, 'INTERNAL');
+    const paths = [source.modelDir, source.repositoryPath];
+    paths.push(...(await Promise.all(paths.map((p) => realFolder(p)))));
+    const message = relativizePaths(e.message, paths);
+    throw message === e.message ? e : new NereidError(e.code, message, { cause: e });
   }
 }

@@ -79,6 +79,14 @@ export class VersionLifecycle {
     }
 
     const sel = selectVersions(config.version_policy, p.versions);
+    if (sel.load.length > 0 && this.loader.admit) {
+      try {
+        await this.loader.admit(config, location, sel.load.length);
+      } catch (err) {
+        await dropCopy();
+        return this.failWhole(rec, statusString(err), sel);
+      }
+    }
     rec.missing = sel.missing;
     for (const v of sel.missing) this.log.error(msg.specificVersionMissing(rec.name, v));
     if (sel.load.length === 0) {

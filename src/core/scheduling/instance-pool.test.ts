@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BackendRequest, InstanceHandle } from '../../backend-api/backend.js';
-import type { NereidError } from '../../common/errors.js';
+import { NereidError, unavailable } from '../../common/errors.js';
 import { silentLogger } from '../../common/logger.js';
 import {
   freezeModelConfig,
@@ -133,5 +133,53 @@ describe('instance pool', () => {
     await t.pool.run(t.pool.take()!, [a.job]);
     assert.equal(t.pool.openCount, 0);
     await assert.rejects(drain(a.stream), /backend returned without a response for request 'r0'/);
+  });
+
+  it('abort() ends a hung execution through InstanceHandle.abort and fails what is queued after it', async () => {
+    const t = setup(false);
+    let aborted: NereidError | undefined;
+    let release: () => void = () => undefined;
+    const hung: InstanceHandle = {
+      name: 'm_0',
+      execute: (requests) =>
+        new Promise<void>((resolve) => {
+          release = () => {
+            for (const r of requests) r.sender.fail(aborted!);
+            resolve();
+          };
+        }),
+      abort: (error) => {
+        aborted = error;
+        release();
+      },
+      close: () => Promise.resolve(),
+    };
+    const pool = new InstancePool([hung], t.stats, silentLogger());
+    const a = t.job();
+    const running = pool.run(pool.take()!, [a.job]);
+    const error = unavailable('gave up');
+    pool.abort(error);
+    await running;
+    assert.equal(aborted, error);
+    await assert.rejects(drain(a.stream), /gave up/);
+    // Work handed over later fails at once, without reaching the instance.
+    const b = t.job();
+    await pool.run(pool.take()!, [b.job]);
+    await assert.rejects(
+      drain(b.stream),
+      (e: NereidError) => e.code === 'UNAVAILABLE' && e.message === 'gave up',
+    );
+    assert.equal(pool.freeCount, 1);
+  });
+
+  it('abort() fails the streams a decoupled model left open', async () => {
+    const t = setup(true);
+    const a = t.job();
+    await t.pool.run(t.pool.take()!, [a.job]);
+    assert.equal(t.pool.openCount, 1);
+    t.pool.abort(unavailable('gave up'));
+    await assert.rejects(drain(a.stream), /gave up/);
+    await t.pool.whenStreamsEnded();
+    assert.equal(t.pool.openCount, 0);
   });
 });

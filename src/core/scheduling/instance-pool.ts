@@ -53,6 +53,10 @@ export class InstancePool {
   private staged: InstanceHandle | undefined;
   private readonly tickets = new Map<InstanceHandle, RateLimitTicket>();
   private listener: (() => void) | undefined;
+  /** Instances inside execute() now. */
+  private readonly busy = new Set<InstanceHandle>();
+  /** Set by abort(): every job handed to run() from now on fails with it at once. */
+  private aborted: NereidError | undefined;
 
   constructor(
     readonly instances: readonly InstanceHandle[],
@@ -128,6 +132,7 @@ export class InstancePool {
    * given to its scheduler again, and counted in the statistics of the execution that ends it.
    */
   run(instance: InstanceHandle, jobs: readonly Job[], order?: ResponseOrder): Promise<void> {
+    if (this.aborted) return this.refuse(instance, jobs);
     const start = process.hrtime.bigint();
     const recordOf: (RequestRecord | undefined)[] = [];
     const senders: ResponseSender[] = [];
@@ -190,6 +195,7 @@ export class InstancePool {
         const tracked = jobSenderOf(job.sender);
         if (tracked && !tracked.done) this.keepOpen(tracked);
       });
+      this.busy.delete(instance);
       this.tickets.get(instance)?.release(true);
       this.free.push(instance);
       // An execute() that resolved with nothing said nothing about whether its model ran.
@@ -198,6 +204,7 @@ export class InstancePool {
       this.listener?.();
     };
     let pending: Promise<ExecuteResult | void>;
+    this.busy.add(instance);
     try {
       pending = instance.execute(requests);
     } catch (err) {
@@ -211,6 +218,33 @@ export class InstancePool {
         finish(err, undefined);
       },
     );
+  }
+
+  /** After abort(): a batch fails at once and its instance is free again, so the queue empties quickly. */
+  private refuse(instance: InstanceHandle, jobs: readonly Job[]): Promise<void> {
+    const error = this.aborted as NereidError;
+    for (const job of jobs) if (!job.sender.done) job.sender.fail(error);
+    this.tickets.get(instance)?.release(false);
+    this.free.push(instance);
+    queueMicrotask(() => this.listener?.());
+    return Promise.resolve();
+  }
+
+  /**
+   * Gives up on the model's work (an unload that waited too long): jobs still queued fail with `error` as
+   * the scheduler hands them over, running executions are aborted (InstanceHandle.abort; an instance
+   * without it is left to finish) and requests that outlived their execution fail.
+   */
+  abort(error: NereidError): void {
+    this.aborted = error;
+    for (const instance of this.busy) {
+      try {
+        instance.abort?.(error);
+      } catch (err) {
+        this.log.error(`aborting instance ${instance.name} failed: ${NereidError.from(err).message}`);
+      }
+    }
+    for (const sender of [...this.open]) if (!sender.done) sender.fail(error);
   }
 
   /** Requests still open after their execution settled (decoupled streams, answers held for ordering). */

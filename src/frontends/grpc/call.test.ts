@@ -16,7 +16,10 @@ const waiting: ((call: ServerCall) => void)[] = [];
 before(async () => {
   server = http2.createServer();
   server.on('stream', (stream: ServerHttp2Stream, headers) => {
-    const call = new ServerCall(stream, '/inference.GRPCInferenceService/ModelInfer', headers, 1 << 20);
+    const call = new ServerCall(stream, '/inference.GRPCInferenceService/ModelInfer', headers, {
+      maxMessageSize: 1 << 20,
+      maxDecompressedSize: 1 << 20,
+    });
     const next = waiting.shift();
     if (next) next(call);
     else calls.push(call);

@@ -1,13 +1,25 @@
 /**
  * One gRPC call on one HTTP/2 stream: reads length-prefixed request messages (decompressing them in order
- * when the client compressed them), writes response messages, and ends the call with the `grpc-status` /
- * `grpc-message` trailers (a trailers-only response when nothing was sent yet). The call's AbortSignal
- * fires when the client cancels, the connection drops, or the deadline (`grpc-timeout`) passes.
+ * when the client compressed them), writes response messages (compressed, in order, when the server
+ * compresses this call's responses), and ends the call with the `grpc-status` / `grpc-message` trailers
+ * (a trailers-only response when nothing was sent yet). The call's AbortSignal fires when the client
+ * cancels, the connection drops, or the deadline (`grpc-timeout`) passes. Request bytes the call holds
+ * are counted on its connection's budget and given back when the call ends.
  */
 import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
-import { ACCEPT_ENCODING, MessageReader, decompress, encodeGrpcMessage, parseTimeout } from './framing.js';
+import { ACCEPT_ENCODING, compressFramed, decompress, type Encoding } from './compression.js';
+import type { CallTransport } from './connection.js';
+import { MessageReader, encodeGrpcMessage, parseTimeout } from './framing.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { GrpcStatusError, Status, type GrpcError } from './status.js';
+
+/** Sizes one call accepts. */
+export interface CallLimits {
+  /** Largest request message as sent (compressed or not). */
+  readonly maxMessageSize: number;
+  /** Largest request message after decompression. */
+  readonly maxDecompressedSize: number;
+}
 
 export interface CallHandlers {
   /** A complete request message (already decompressed). */
@@ -48,17 +60,24 @@ export class ServerCall {
   /** Decompression is asynchronous: messages are handed on through this chain to keep their order. */
   private pending: Promise<void> | undefined;
   private handlers: CallHandlers | undefined;
+  private reader: MessageReader | undefined;
+  /** Responses are compressed under this encoding (see compress()). */
+  private encoding: Encoding | undefined;
+  /** Compression is asynchronous: responses are written through this chain to keep their order. */
+  private sending: Promise<void> | undefined;
 
   constructor(
     readonly stream: ServerHttp2Stream,
     readonly method: string,
     readonly headers: IncomingHttpHeaders,
-    private readonly maxMessageSize: number,
+    private readonly limits: CallLimits,
+    private readonly transport?: CallTransport,
     private readonly replyHeaders: ResponseHeaders = RESPONSE_HEADERS,
   ) {
     // Stream errors (resets, protocol errors) surface as 'close' (the server keeps an 'error' listener).
     stream.on('close', () => {
       if (this.deadline) clearTimeout(this.deadline);
+      this.reader?.dispose();
       if (!this.done) {
         this.done = true;
         this.abort(new GrpcStatusError(Status.CANCELLED, 'the client cancelled the call'));
@@ -96,17 +115,29 @@ export class ServerCall {
     return headerString(this.headers[key]);
   }
 
+  /**
+   * Compresses this call's responses under `encoding` (the response header `grpc-encoding` says so); call
+   * before the first send().
+   */
+  compress(encoding: Encoding): void {
+    if (!this.headersSent) this.encoding = encoding;
+  }
+
   /** Starts reading request messages. */
   start(handlers: CallHandlers): void {
     this.handlers = handlers;
     const encoding = this.metadata('grpc-encoding') ?? 'identity';
-    const reader = new MessageReader(this.maxMessageSize);
+    const transport = this.transport;
+    const reader = new MessageReader(this.limits.maxMessageSize, transport?.budget);
+    this.reader = reader;
     this.stream.on('data', (chunk: Buffer) => {
+      transport?.received();
       if (this.done) return;
       let messages;
       try {
         messages = reader.push(chunk);
       } catch (err) {
+        reader.dispose();
         const e = err as GrpcStatusError;
         this.fail(e.code, e.message);
         return;
@@ -119,7 +150,11 @@ export class ServerCall {
         }
         const previous = this.pending ?? Promise.resolve();
         this.pending = previous
-          .then(() => (m.compressed ? decompress(m.data, encoding, this.maxMessageSize) : m.data))
+          .then(() =>
+            m.compressed
+              ? decompress(m.data, encoding, this.limits.maxDecompressedSize, transport?.budget)
+              : m.data,
+          )
           .then((data) => {
             if (!this.done) handlers.onMessage(data);
           })
@@ -145,8 +180,26 @@ export class ServerCall {
   /** Sends one framed response message (given as pieces). Never throws: a broken stream is dropped. */
   send(pieces: readonly Buffer[]): void {
     if (this.done || this.stream.destroyed) return;
+    const encoding = this.encoding;
+    if (encoding === undefined) {
+      this.write(pieces);
+      return;
+    }
+    this.respondHeaders();
+    const previous = this.sending ?? Promise.resolve();
+    this.sending = previous
+      .then(() => compressFramed(pieces, encoding))
+      .then(
+        (compressed) => this.write(compressed),
+        () => this.write(pieces), // zlib failed (out of memory): the uncompressed message is still valid
+      );
+  }
+
+  private write(pieces: readonly Buffer[]): void {
+    if (this.stream.destroyed) return;
     this.guard(() => {
       this.respondHeaders();
+      this.transport?.dataSent();
       if (pieces.length === 1) {
         this.stream.write(pieces[0]);
         return;
@@ -167,14 +220,25 @@ export class ServerCall {
     if (this.done) return;
     this.done = true;
     if (this.deadline) clearTimeout(this.deadline);
+    this.reader?.dispose(); // a message still arriving will never be read
     // Nothing aborts the signal after this point (the 'close' handler checks `done`); an aborted one
     // stays here, so the signal reads aborted even if asked for after the end.
     if (this.controller && !this.controller.signal.aborted) {
       returnController(this.controller);
       this.controller = undefined;
     }
+    if (this.sending !== undefined) {
+      // Compressed responses are still on their way: the trailers follow them.
+      void this.sending.then(() => this.end(status));
+      return;
+    }
+    this.end(status);
+  }
+
+  private end(status: GrpcError): void {
     const stream = this.stream;
     if (stream.destroyed || stream.closed) return;
+    this.transport?.dataSent();
     const trailers: Record<string, string> = { 'grpc-status': String(status.code) };
     if (status.details !== '') trailers['grpc-message'] = encodeGrpcMessage(status.details);
     this.guard(() => {
@@ -215,7 +279,12 @@ export class ServerCall {
   private respondHeaders(): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    this.stream.respond(this.replyHeaders, WAIT_FOR_TRAILERS);
+    this.stream.respond(
+      this.encoding === undefined
+        ? this.replyHeaders
+        : { ...this.replyHeaders, 'grpc-encoding': this.encoding },
+      WAIT_FOR_TRAILERS,
+    );
   }
 }
 

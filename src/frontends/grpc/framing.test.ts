@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { deflateSync, gzipSync } from 'node:zlib';
+import { ByteBudget } from './budget.js';
 import {
   MessageReader,
   decodeGrpcMessage,
-  decompress,
   encodeGrpcMessage,
   frame,
   parseTimeout,
@@ -63,27 +62,115 @@ describe('MessageReader', () => {
     );
   });
 
+  it('allocates nothing for a declared length until bytes arrive', () => {
+    const budget = new ByteBudget(Infinity);
+    const readers = Array.from({ length: 1000 }, () => new MessageReader(0x7fffffff, budget));
+    for (const r of readers) assert.deepEqual(r.push(Buffer.from([0, 0x7f, 0xff, 0xff, 0xff])), []);
+    assert.equal(budget.held, 0, '1000 prefixes declaring 2 GiB each hold no bytes');
+    assert.ok(readers.every((r) => r.partial));
+  });
+
+  it('holds what arrived, not what was declared, and gives it back when the message completes', () => {
+    const budget = new ByteBudget(Infinity);
+    const reader = new MessageReader(1 << 30, budget);
+    const body = Buffer.alloc(1_000_000, 7);
+    const framed = frame(body);
+    // 16 KiB pieces, as HTTP/2 DATA frames arrive, each with its own backing store.
+    let got: GrpcMessage[] = [];
+    let peak = 0;
+    for (let i = 0; i < framed.length; i += 16_384) {
+      const piece = Buffer.from(framed.subarray(i, i + 16_384));
+      got = got.concat(reader.push(piece));
+      peak = Math.max(peak, budget.held);
+      if (got.length === 0) {
+        const arrived = Math.min(i + 16_384, framed.length) - 5;
+        // Before half: the pieces; from half on: one buffer of the declared size.
+        assert.ok(
+          budget.held <= Math.max(arrived + 16_384, body.length),
+          `${budget.held} held at ${arrived}`,
+        );
+      }
+    }
+    assert.equal(got.length, 1);
+    assert.deepEqual(got[0].data, body);
+    assert.equal(budget.held, 0);
+    assert.ok(peak <= 1.5 * body.length + 16_384, `peak ${peak}`);
+  });
+
+  it('copies tiny pieces into staging instead of keeping a view of each', () => {
+    const budget = new ByteBudget(Infinity);
+    const reader = new MessageReader(1 << 20, budget);
+    const body = Buffer.from(Array.from({ length: 10_000 }, (_, i) => i % 251));
+    const framed = frame(body);
+    const out: GrpcMessage[] = [];
+    for (let i = 0; i < framed.length; i += 3)
+      out.push(...reader.push(Buffer.from(framed.subarray(i, i + 3))));
+    assert.equal(out.length, 1);
+    assert.deepEqual(out[0].data, body);
+    assert.equal(budget.held, 0);
+  });
+
+  it('refuses a message once the budget has no room, with RESOURCE_EXHAUSTED, and dispose() gives back', () => {
+    const server = new ByteBudget(300_000, undefined, 'the server', '--grpc-max-buffered-bytes');
+    const conn = new ByteBudget(Infinity, server, 'this connection');
+    const a = new MessageReader(1 << 30, conn);
+    const b = new MessageReader(1 << 30, conn);
+    const big = frame(Buffer.alloc(1_000_000));
+    a.push(Buffer.from(big.subarray(0, 200_000)));
+    assert.ok(server.held >= 200_000);
+    assert.throws(
+      () => b.push(Buffer.from(big.subarray(0, 200_000))),
+      (e: unknown) =>
+        e instanceof GrpcStatusError &&
+        e.code === Status.RESOURCE_EXHAUSTED &&
+        /the server would exceed its limit of 300000 buffered bytes \(--grpc-max-buffered-bytes\)/.test(
+          e.message,
+        ),
+    );
+    b.dispose();
+    a.dispose();
+    assert.equal(server.held, 0);
+    assert.equal(conn.held, 0);
+    // With the room back, a message of the same size passes.
+    const c = new MessageReader(1 << 30, conn);
+    const small = frame(Buffer.alloc(250_000, 1));
+    const got = [
+      ...c.push(Buffer.from(small.subarray(0, 100_000))),
+      ...c.push(Buffer.from(small.subarray(100_000))),
+    ];
+    assert.equal(got.length, 1);
+    assert.equal(server.held, 0);
+  });
+
+  it('one message as large as the budget passes', () => {
+    const budget = new ByteBudget(1_000_000);
+    const reader = new MessageReader(1 << 30, budget);
+    const framed = frame(Buffer.alloc(1_000_000, 9));
+    const got: GrpcMessage[] = [];
+    for (let i = 0; i < framed.length; i += 16_384) {
+      got.push(...reader.push(Buffer.from(framed.subarray(i, i + 16_384))));
+    }
+    assert.equal(got.length, 1);
+    assert.equal(got[0].data.length, 1_000_000);
+    assert.equal(budget.held, 0);
+  });
+
+  it('a connection budget refuses before the server budget', () => {
+    const server = new ByteBudget(Infinity);
+    const conn = new ByteBudget(50_000, server, 'this connection', '--grpc-max-connection-buffered-bytes');
+    const r = new MessageReader(1 << 30, conn);
+    assert.throws(
+      () => r.push(Buffer.from(frame(Buffer.alloc(200_000)).subarray(0, 60_000))),
+      /this connection would exceed its limit of 50000/,
+    );
+    r.dispose();
+    assert.equal(server.held, 0);
+  });
+
   it('refuses an invalid compression flag and reports compressed messages', () => {
     assert.throws(() => new MessageReader(10).push(Buffer.from([2, 0, 0, 0, 0])), GrpcStatusError);
     const [m] = new MessageReader(10).push(Buffer.from([1, 0, 0, 0, 1, 9]));
     assert.equal(m.compressed, true);
-  });
-});
-
-describe('decompress', () => {
-  it('inflates gzip and deflate messages, and bounds the output', async () => {
-    const body = Buffer.alloc(10_000, 'a');
-    assert.deepEqual(await decompress(gzipSync(body), 'gzip', 1 << 20), body);
-    assert.deepEqual(await decompress(deflateSync(body), 'deflate', 1 << 20), body);
-    await assert.rejects(
-      decompress(gzipSync(body), 'gzip', 100),
-      (e: unknown) => e instanceof GrpcStatusError && e.code === Status.RESOURCE_EXHAUSTED,
-    );
-    await assert.rejects(
-      decompress(Buffer.from('not gzip'), 'gzip', 100),
-      (e: unknown) => e instanceof GrpcStatusError && e.code === Status.INTERNAL,
-    );
-    await assert.rejects(decompress(body, 'identity', 100), GrpcStatusError);
   });
 });
 

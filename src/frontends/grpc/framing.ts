@@ -1,13 +1,19 @@
 /**
  * gRPC over HTTP/2 framing (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md): the 5-byte
- * length prefix of every message, request decompression (gzip / deflate), `grpc-timeout`, and the
- * percent-encoding of `grpc-message`. The reader assembles each message exactly once: a message that
- * arrived inside one DATA chunk is returned as a view of it, a larger one is copied once into a buffer
- * of its declared size (allocated uninitialised, so a hostile declared length costs address space, not
- * memory, until bytes really arrive).
+ * length prefix of every message, `grpc-timeout`, and the percent-encoding of `grpc-message`.
+ *
+ * The reader never trusts a declared length: memory follows the bytes that really arrived. A message
+ * inside one DATA chunk is returned as a view of it. A larger one is gathered piece by piece: chunks of
+ * at least SMALL_PIECE bytes are kept as views (their backing read buffer counted once on the budget),
+ * smaller ones are copied into a staging buffer so a client sending tiny frames cannot pin a buffer object
+ * per byte. Once half of the declared length has arrived, the client has proven it is sending the message:
+ * one buffer of the declared size is allocated, the pieces are copied into it and the rest of the message
+ * is copied straight in. Every byte is copied once (as with an up-front allocation) and the peak is 1.5
+ * times the message. Everything held is counted on the connection's ByteBudget and given back when the
+ * message is handed on or the call ends.
  */
-import { promisify } from 'node:util';
-import { gunzip, inflate } from 'node:zlib';
+import type { ByteBudget } from './budget.js';
+import { Reservation } from './budget.js';
 import { GrpcStatusError, Status } from './status.js';
 
 export interface GrpcMessage {
@@ -15,20 +21,45 @@ export interface GrpcMessage {
   readonly data: Buffer;
 }
 
+/** Pieces shorter than this are copied into staging instead of being kept as views. */
+const SMALL_PIECE = 1024;
+/** Size of a staging buffer for small pieces. */
+const STAGING_SIZE = 16 * 1024;
+
 /** Incremental parser of length-prefixed messages from a stream's DATA chunks. */
 export class MessageReader {
   /** Only needed when a prefix straddles two chunks. */
   private header: Buffer | undefined;
   private headerFill = 0;
-  private body: Buffer | undefined;
-  private bodyFill = 0;
+  /** Declared length of the message being assembled; -1 between messages. */
+  private declared = -1;
   private compressed = false;
+  private received = 0;
+  /** Before half the message arrived: its pieces, in order. */
+  private parts: Buffer[] = [];
+  private staging: Buffer | undefined;
+  private stagingFill = 0;
+  /** The backing store of the last piece kept as a view (counted on the budget once). */
+  private lastStore: ArrayBufferLike | undefined;
+  /** From half the message on: the message's own buffer. */
+  private body: Buffer | undefined;
+  private readonly held: Reservation;
 
-  constructor(private readonly maxMessageSize: number) {}
+  constructor(
+    private readonly maxMessageSize: number,
+    budget?: ByteBudget,
+  ) {
+    this.held = new Reservation(budget);
+  }
 
   /** True while a message has started but not completed. */
   get partial(): boolean {
-    return this.headerFill > 0 || this.body !== undefined;
+    return this.headerFill > 0 || this.declared >= 0;
+  }
+
+  /** Bytes counted on the budget for the message in progress. */
+  get heldBytes(): number {
+    return this.held.held;
   }
 
   /** Feeds one chunk; returns the messages it completed. */
@@ -36,17 +67,17 @@ export class MessageReader {
     const out: GrpcMessage[] = [];
     let pos = 0;
     while (pos < chunk.length) {
-      if (this.body === undefined) {
-        // Whole message inside this chunk: hand out a view.
+      if (this.declared < 0) {
+        let len: number;
         if (this.headerFill === 0 && chunk.length - pos >= 5) {
-          const len = this.begin(chunk[pos], chunk.readUInt32BE(pos + 1));
-          if (chunk.length - pos - 5 >= len) {
-            out.push({ compressed: this.compressed, data: chunk.subarray(pos + 5, pos + 5 + len) });
-            pos += 5 + len;
+          len = this.begin(chunk[pos], chunk.readUInt32BE(pos + 1));
+          pos += 5;
+          // Whole message inside this chunk: hand out a view.
+          if (chunk.length - pos >= len) {
+            out.push({ compressed: this.compressed, data: chunk.subarray(pos, pos + len) });
+            pos += len;
             continue;
           }
-          pos += 5;
-          this.allocate(len);
         } else {
           const take = Math.min(5 - this.headerFill, chunk.length - pos);
           const header = (this.header ??= Buffer.alloc(5));
@@ -55,26 +86,32 @@ export class MessageReader {
           pos += take;
           if (this.headerFill < 5) break;
           this.headerFill = 0;
-          const len = this.begin(header[0], header.readUInt32BE(1));
+          len = this.begin(header[0], header.readUInt32BE(1));
           if (len === 0) {
             out.push({ compressed: this.compressed, data: Buffer.alloc(0) });
             continue;
           }
-          this.allocate(len);
         }
+        this.declared = len;
+        this.received = 0;
       }
-      const body = this.body!;
-      const take = Math.min(body.length - this.bodyFill, chunk.length - pos);
-      chunk.copy(body, this.bodyFill, pos, pos + take);
-      this.bodyFill += take;
+      const take = Math.min(this.declared - this.received, chunk.length - pos);
+      this.append(chunk, pos, take);
       pos += take;
-      if (this.bodyFill === body.length) {
-        out.push({ compressed: this.compressed, data: body });
-        this.body = undefined;
-        this.bodyFill = 0;
-      }
+      if (this.received === this.declared) out.push(this.complete());
     }
     return out;
+  }
+
+  /** Drops the message in progress and gives its bytes back to the budget (the call ended). */
+  dispose(): void {
+    this.parts = [];
+    this.staging = undefined;
+    this.body = undefined;
+    this.lastStore = undefined;
+    this.declared = -1;
+    this.headerFill = 0;
+    this.held.releaseAll();
   }
 
   private begin(flag: number, len: number): number {
@@ -89,13 +126,85 @@ export class MessageReader {
     return len;
   }
 
-  private allocate(len: number): void {
-    try {
-      this.body = Buffer.allocUnsafe(len);
-    } catch {
-      throw new GrpcStatusError(Status.RESOURCE_EXHAUSTED, `cannot allocate ${len} bytes for a message`);
+  private reserve(n: number): void {
+    const refused = this.held.take(n);
+    if (refused !== undefined)
+      throw new GrpcStatusError(Status.RESOURCE_EXHAUSTED, refused.exhaustedMessage());
+  }
+
+  private append(chunk: Buffer, pos: number, n: number): void {
+    if (this.body !== undefined) {
+      chunk.copy(this.body, this.received, pos, pos + n);
+      this.received += n;
+      return;
     }
-    this.bodyFill = 0;
+    if (n < SMALL_PIECE) {
+      while (n > 0) {
+        if (this.staging === undefined) {
+          const size = Math.min(STAGING_SIZE, this.declared - this.received);
+          this.reserve(size);
+          this.staging = Buffer.allocUnsafe(size);
+          this.stagingFill = 0;
+        }
+        const t = Math.min(n, this.staging.length - this.stagingFill);
+        chunk.copy(this.staging, this.stagingFill, pos, pos + t);
+        this.stagingFill += t;
+        this.received += t;
+        pos += t;
+        n -= t;
+        if (this.stagingFill === this.staging.length) this.flushStaging();
+      }
+    } else {
+      this.flushStaging(); // keeps the pieces in order
+      if (chunk.buffer !== this.lastStore) {
+        this.reserve(chunk.buffer.byteLength);
+        this.lastStore = chunk.buffer;
+      }
+      this.parts.push(chunk.subarray(pos, pos + n));
+      this.received += n;
+    }
+    if (this.received * 2 >= this.declared && this.received < this.declared) this.allocateBody();
+  }
+
+  private flushStaging(): void {
+    if (this.staging === undefined) return;
+    this.parts.push(this.staging.subarray(0, this.stagingFill));
+    this.staging = undefined;
+  }
+
+  /** Half the message is here: one buffer of its declared size takes the pieces and the rest. */
+  private allocateBody(): void {
+    // From here the message counts at its declared size (the pieces go once they are copied), so one
+    // message as large as the budget passes.
+    this.held.release(this.held.held);
+    this.reserve(this.declared);
+    let body: Buffer;
+    try {
+      body = Buffer.allocUnsafe(this.declared);
+    } catch {
+      throw new GrpcStatusError(
+        Status.RESOURCE_EXHAUSTED,
+        `cannot allocate ${this.declared} bytes for a message`,
+      );
+    }
+    this.flushStaging();
+    let at = 0;
+    for (const p of this.parts) at += p.copy(body, at);
+    this.parts = [];
+    this.lastStore = undefined;
+    this.body = body;
+  }
+
+  private complete(): GrpcMessage {
+    let data: Buffer;
+    if (this.body !== undefined) data = this.body;
+    else {
+      this.flushStaging();
+      data = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.declared);
+    }
+    const message = { compressed: this.compressed, data };
+    this.dispose();
+    return message;
   }
 }
 
@@ -114,34 +223,6 @@ export function frame(message: Uint8Array): Buffer {
   out.writeUInt32BE(message.length, 1);
   out.set(message, 5);
   return out;
-}
-
-const gunzipAsync = promisify(gunzip);
-const inflateAsync = promisify(inflate);
-
-/** Request encodings we accept (`grpc-encoding`), advertised in `grpc-accept-encoding`. */
-export const ACCEPT_ENCODING = 'identity,deflate,gzip';
-
-export function isSupportedEncoding(encoding: string): boolean {
-  return encoding === 'identity' || encoding === 'gzip' || encoding === 'deflate';
-}
-
-/** Decompresses one message sent with the compressed flag under `grpc-encoding`. */
-export async function decompress(data: Buffer, encoding: string, maxMessageSize: number): Promise<Buffer> {
-  const options = { maxOutputLength: maxMessageSize };
-  try {
-    if (encoding === 'gzip') return await gunzipAsync(data, options);
-    if (encoding === 'deflate') return await inflateAsync(data, options);
-  } catch (err) {
-    const tooLarge = (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
-    throw new GrpcStatusError(
-      tooLarge ? Status.RESOURCE_EXHAUSTED : Status.INTERNAL,
-      tooLarge
-        ? `Received message larger than max (decompressed beyond ${maxMessageSize})`
-        : `failed to decompress a '${encoding}' message: ${(err as Error).message}`,
-    );
-  }
-  throw new GrpcStatusError(Status.INTERNAL, 'compressed message without a grpc-encoding');
 }
 
 const TIMEOUT_UNITS: Readonly<Record<string, number>> = {

@@ -4,6 +4,7 @@
  */
 import { unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import { withForwarded } from '../header-forward.js';
 import { parseInferRequest, toInferenceRequest } from './infer-request.js';
 import { encodeInferResponse } from './infer-response.js';
 
@@ -21,6 +22,7 @@ export async function modelInfer(
   message: Buffer,
   signal: AbortSignal,
   ctx: InferContext,
+  forwarded?: Readonly<Record<string, string>>,
 ): Promise<Buffer[]> {
   const wire = parseInferRequest(message);
   ctx.requestId = wire.id;
@@ -28,6 +30,6 @@ export async function modelInfer(
     throw unsupported(DECOUPLED_UNARY_MESSAGE);
   }
   const { request } = toInferenceRequest(wire);
-  const response = await api.inferOnce({ ...request, signal });
+  const response = await api.inferOnce({ ...withForwarded(request, forwarded), signal });
   return encodeInferResponse(response);
 }

@@ -3,23 +3,43 @@
  * node:http2: measured here, @grpc/grpc-js moves 600 KB messages at roughly half the rate (it keeps the
  * default 64 KiB flow-control windows and copies each message several times), see docs/grpc.md. Streams
  * get large flow-control windows, messages are framed by framing.ts, ModelInfer / ModelStreamInfer use
- * the hand-written codecs and the cold rpcs protobufjs. Every error goes through status.ts. close()
- * refuses new calls, lets running ones finish and ends idle inference streams.
+ * the hand-written codecs and the cold rpcs protobufjs. Every error goes through status.ts. Each
+ * connection's lifecycle (idle, age, keepalive, abuse, budget) is connection.ts's. close() refuses new
+ * calls, lets running ones finish and ends idle inference streams.
  */
-import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
-import { ServerCall, responseHeaders } from './call.js';
-import { ACCEPT_ENCODING, frame, isSupportedEncoding } from './framing.js';
+import { ByteBudget } from './budget.js';
+import { ServerCall, responseHeaders, type CallLimits } from './call.js';
+import {
+  ACCEPT_ENCODING,
+  DEFAULT_MAX_DECOMPRESSED_SIZE,
+  isSupportedEncoding,
+  responseEncoding,
+  type CompressionLevel,
+} from './compression.js';
+import {
+  DEFAULT_CONNECTION_SETTINGS,
+  GOAWAY_GRACE_MS,
+  GrpcConnection,
+  tagSocket,
+  type ConnectionSettings,
+} from './connection.js';
+import { frame } from './framing.js';
+import { HeaderForwarder } from '../header-forward.js';
+import { GRPC_METHOD_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { COLD_RPCS } from './handlers.js';
 import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';
 import { codec, protoRoot } from './messages.js';
 import { Status, toGrpcError } from './status.js';
 import { SHUTTING_DOWN_MESSAGE, StreamInfer } from './stream-infer.js';
+import type { TlsCredentials } from '../tls.js';
+import { createGrpcHttp2Server } from './tls.js';
 
 export interface GrpcFrontendOptions {
   readonly address: string;
@@ -32,6 +52,24 @@ export interface GrpcFrontendOptions {
   readonly streamWindowSize?: number;
   /** HTTP/2 flow-control window of each connection; default 64 MiB. */
   readonly connectionWindowSize?: number;
+  /** Largest request message after decompression; default 64 MiB. */
+  readonly maxDecompressedSize?: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS: calls one connection may have open at once; default 1000. */
+  readonly maxConcurrentStreams?: number;
+  /** Bytes of request messages still arriving that the whole server may hold; default 1 GiB. */
+  readonly maxBufferedBytes?: number;
+  /** Keepalive, age, idle and per-connection limits; defaults DEFAULT_CONNECTION_SETTINGS (Triton's). */
+  readonly connection?: Partial<ConnectionSettings>;
+  /** Compression of ModelInfer / ModelStreamInfer responses; default none. */
+  readonly responseCompression?: CompressionLevel;
+  /** A ModelStreamInfer with nothing in flight that receives nothing this long is ended; 0 = never. */
+  readonly streamIdleTimeoutMs?: number;
+  /** `--grpc-restricted-protocol`: categories that need a metadata key (restricted.ts). */
+  readonly restrictedProtocols?: Restrictions;
+  /** `--grpc-header-forward-pattern`: metadata forwarded to models as parameters (header-forward.ts). */
+  readonly headerForwardPattern?: string;
+  /** Serve over TLS with these credentials (their owner reloads and closes them); default clear text. */
+  readonly tls?: TlsCredentials;
 }
 
 export interface GrpcFrontend {
@@ -47,16 +85,46 @@ export const MODEL_STREAM_INFER_PATH = '/inference.GRPCInferenceService/ModelStr
 const DEFAULT_STREAM_WINDOW = 16 * 1024 * 1024;
 const DEFAULT_CONNECTION_WINDOW = 64 * 1024 * 1024;
 const MAX_WINDOW = 0x7fffffff;
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024 * 1024;
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 3_600_000;
+
+/** Node passes the raw header list with each stream; this rebuilds one from the parsed headers otherwise. */
+function flatten(headers: IncomingHttpHeaders): string[] {
+  const raw: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    for (const v of Array.isArray(value) ? value : [value ?? '']) raw.push(name, v);
+  }
+  return raw;
+}
 
 export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
   const { log } = options;
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
   const streamWindow = Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW);
   const connectionWindow = Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW);
+  const limits: CallLimits = {
+    maxMessageSize,
+    maxDecompressedSize: options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE,
+  };
+  const connectionSettings: ConnectionSettings = { ...DEFAULT_CONNECTION_SETTINGS, ...options.connection };
+  const serverBudget = new ByteBudget(
+    options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    undefined,
+    'the server',
+    '--grpc-max-buffered-bytes',
+  );
+  const compression = options.responseCompression ?? 'none';
+  const streamIdleTimeoutMs = options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   protoRoot(); // fail at startup, not on the first call, if the .proto files are missing
   const replyHeaders = responseHeaders(productToken(api.serverMetadata().version));
+  const restricted = restrictionTable(GRPC_METHOD_CATEGORY, options.restrictedProtocols, 'grpc');
+  const forwardHeaders =
+    options.headerForwardPattern === undefined
+      ? undefined
+      : new HeaderForwarder(options.headerForwardPattern, 'grpc');
 
-  const sessions = new Set<ServerHttp2Session>();
+  const connections = new Map<ServerHttp2Session, GrpcConnection>();
   const streams = new Set<StreamInfer>();
   let closing = false;
 
@@ -104,10 +172,18 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     });
   };
 
-  const onStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void => {
+  const onStream = (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    _flags: number,
+    rawHeaders?: readonly string[],
+  ): void => {
     stream.on('error', () => {
       // A reset or protocol error on one stream ends that call only (ServerCall sees 'close').
     });
+    // Every stream counts (activity, idle time, resets), whether or not it becomes a call.
+    const connection = connections.get(stream.session as ServerHttp2Session);
+    connection?.streamStarted(stream);
     const path = headers[':path'] ?? '';
     if (headers[':method'] !== 'POST') {
       stream.respond({ ':status': 405 }, { endStream: true });
@@ -119,7 +195,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       return;
     }
     if (log.isVerbose()) log.verbose(`GRPC request: ${path}`);
-    const call = new ServerCall(stream, path, headers, maxMessageSize, replyHeaders);
+    const call = new ServerCall(stream, path, headers, limits, connection, replyHeaders);
     const encoding = call.metadata('grpc-encoding');
     if (encoding !== undefined && !isSupportedEncoding(encoding)) {
       call.finish({
@@ -132,12 +208,31 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       call.finish({ code: Status.UNAVAILABLE, details: SHUTTING_DOWN_MESSAGE });
       return;
     }
+    const raw = rawHeaders ?? flatten(headers);
+    const restriction = restricted.get(path);
+    if (restriction !== undefined && !isAllowed(restriction, headers, raw)) {
+      call.finish({ code: Status.UNAVAILABLE, details: restriction.message });
+      return;
+    }
+    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH) {
+      const responseCoding = responseEncoding(compression, call.metadata('grpc-accept-encoding'));
+      if (responseCoding !== undefined) call.compress(responseCoding);
+    }
     if (path === MODEL_INFER_PATH) {
-      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx));
+      const forwarded = forwardHeaders?.parameters(raw);
+      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded));
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {
-      const s: StreamInfer = new StreamInfer(api, call, log, () => streams.delete(s));
+      const forwarded = forwardHeaders?.parameters(raw);
+      const s: StreamInfer = new StreamInfer(
+        api,
+        call,
+        log,
+        () => streams.delete(s),
+        streamIdleTimeoutMs,
+        forwarded,
+      );
       streams.add(s);
       return;
     }
@@ -153,17 +248,28 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
-  const server = http2.createServer({
-    settings: { initialWindowSize: streamWindow, enablePush: false },
-    // Node counts queued outgoing data against this (in MB); large responses must not trip it.
-    maxSessionMemory: 1 << 20,
-  });
+  const server = createGrpcHttp2Server(
+    {
+      settings: {
+        initialWindowSize: streamWindow,
+        enablePush: false,
+        maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
+      },
+      // Node counts queued outgoing data against this (in MB); large responses must not trip it.
+      maxSessionMemory: 1 << 20,
+    },
+    options.tls,
+  );
+  // A connection must be able to destroy its real socket (connection.ts): on TLS that is the TLS socket.
+  server.prependListener(options.tls === undefined ? 'connection' : 'secureConnection', tagSocket);
   server.on('session', (session: ServerHttp2Session) => {
-    sessions.add(session);
-    session.on('close', () => sessions.delete(session));
-    session.on('error', (err: Error) => {
-      if (log.isVerbose()) log.verbose(`GRPC connection error: ${err.message}`);
-    });
+    const connection = new GrpcConnection(session, connectionSettings, serverBudget, log);
+    connections.set(session, connection);
+    session.on('close', () => connections.delete(session));
+    if (closing) {
+      connection.beginClose(GOAWAY_GRACE_MS);
+      return;
+    }
     session.setLocalWindowSize(connectionWindow);
   });
   server.on('stream', onStream);
@@ -199,7 +305,8 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       new Promise<void>((resolve) => {
         closing = true;
         for (const s of streams) s.shutdown();
-        for (const session of sessions) session.close();
+        // Running calls finish (SIGTERM's --exit-timeout-secs bounds them); idle connections close now.
+        for (const connection of connections.values()) connection.beginClose(undefined);
         if (!server.listening) {
           resolve();
           return;

@@ -5,12 +5,14 @@
  * the request id) unless the client opened the stream with the header `triton_grpc_error: true`, in which
  * case the first error ends the stream with its gRPC status. A decoupled request's flag-only final
  * response is sent (empty) only when it asked with `triton_enable_empty_final_response`. Cancelling the
- * call aborts every request still running.
+ * call aborts every request still running. A stream with nothing in flight that receives no request for
+ * `idleTimeoutMs` is ended with UNAVAILABLE, so an abandoned stream does not hold its connection forever.
  */
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { InferenceResponse } from '../../core/types.js';
+import { withForwarded } from '../header-forward.js';
 import type { ServerCall } from './call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
 import { encodeStreamResponse, type ResponseFields } from './infer-response.js';
@@ -18,6 +20,10 @@ import { Status, toGrpcError } from './status.js';
 import { returnController, takeController } from '../signal-pool.js';
 
 export const SHUTTING_DOWN_MESSAGE = 'GRPC server is shutting down and has stopped accepting new requests.';
+
+export function idleStreamMessage(ms: number): string {
+  return `the stream received no request for ${ms} ms and was closed; open a new stream`;
+}
 
 /** A non-decoupled request's place in the response order. */
 interface Slot {
@@ -34,15 +40,23 @@ export class StreamInfer {
   private readonly order: Slot[] = [];
   /** `triton_grpc_error: true`: errors end the stream with a status. */
   private readonly errorMode: boolean;
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly api: InferenceServerApi,
     private readonly call: ServerCall,
     private readonly log: Logger,
     private readonly onDone: () => void,
+    private readonly idleTimeoutMs = 0,
+    /** Metadata forwarded to every request of the stream (`--grpc-header-forward-pattern`). */
+    private readonly forwarded?: Readonly<Record<string, string>>,
   ) {
     this.errorMode = call.metadata('triton_grpc_error') === 'true';
-    call.stream.once('close', onDone);
+    call.stream.once('close', () => {
+      if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+      onDone();
+    });
+    this.armIdle();
     call.start({
       onMessage: (m) => this.onMessage(m),
       onEnd: () => {
@@ -60,11 +74,33 @@ export class StreamInfer {
   }
 
   private onMessage(message: Buffer): void {
+    if (this.idleTimer !== undefined) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
+    }
     this.inFlight++;
     void this.run(message).finally(() => {
       this.inFlight--;
       this.maybeFinish();
+      if (this.inFlight === 0) this.armIdle();
     });
+  }
+
+  /** Nothing in flight: the stream may wait this long for its next request. */
+  private armIdle(): void {
+    if (
+      !(this.idleTimeoutMs > 0 && this.idleTimeoutMs <= 0x7fffffff) ||
+      this.call.finished ||
+      this.inputEnded ||
+      this.idleTimer !== undefined
+    )
+      return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.inFlight > 0 || this.call.finished) return;
+      this.call.finish({ code: Status.UNAVAILABLE, details: idleStreamMessage(this.idleTimeoutMs) });
+    }, this.idleTimeoutMs);
+    this.idleTimer.unref();
   }
 
   private async run(message: Buffer): Promise<void> {
@@ -88,7 +124,10 @@ export class StreamInfer {
       if (wire === undefined) throw parseError;
       if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
       const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
-      const responses = this.api.infer({ ...request, signal: controller.signal });
+      const responses = this.api.infer({
+        ...withForwarded(request, this.forwarded),
+        signal: controller.signal,
+      });
       started = true;
       let final = false;
       for await (const r of responses) {

@@ -33,7 +33,16 @@ export function bodyTooLarge(size: number | undefined, limit: number): NereidErr
   return err;
 }
 
-/** True for errors made by bodyTooLarge. */
+/**
+ * Marks an error answered before the request body was read (a size or capacity refusal from the headers):
+ * like bodyTooLarge's, the server then closes the connection instead of draining the body.
+ */
+export function refusedBeforeBody(err: NereidError): NereidError {
+  tooLargeErrors.add(err);
+  return err;
+}
+
+/** True for errors made by bodyTooLarge or marked by refusedBeforeBody: the connection is closed. */
 export function isBodyTooLarge(err: unknown): boolean {
   return err instanceof NereidError && tooLargeErrors.has(err);
 }
@@ -67,7 +76,9 @@ export function readBody(
 ): Promise<Buffer> {
   const expected = declaredLength(req);
   if (expected !== undefined && expected > limit) return Promise.reject(bodyTooLarge(expected, limit));
-  if (expected === 0 || req.complete) return Promise.resolve(EMPTY);
+  // A request whose start waited for a turn (turn-budget.ts) may be complete with its body still buffered
+  // in the stream: only a stream that has ended has nothing left to read.
+  if (expected === 0 || req.readableEnded) return Promise.resolve(EMPTY);
 
   return new Promise<Buffer>((resolve, reject) => {
     let single: Buffer | undefined;

@@ -12,7 +12,7 @@ import { internal, NereidError } from '../../common/errors.js';
 import type { InferenceResponse } from '../../core/types.js';
 import { decodeContentEncoding, readBody } from './body.js';
 import { errorBody, httpStatusOf } from './errors.js';
-import { generateResponseJson, parseGenerateRequest } from './generate-codec.js';
+import { generateResponseJson, type GenerateRequestParts } from './generate-codec.js';
 import type { Reply, RouteContext } from './routes.js';
 
 const JSON_TYPE = { 'Content-Type': 'application/json' } as const;
@@ -96,9 +96,15 @@ export async function generate(ctx: RouteContext, streaming: boolean): Promise<R
   const model = ctx.match.model!;
   const version = ctx.match.version;
   const metadata = api.modelMetadata(model, version);
-  const raw = await readBody(req, ctx.maxInputSize);
-  const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
-  const parts = parseGenerateRequest(body.toString('utf8'), metadata, ctx.maxInputSize);
+  const ticket = ctx.json.admit(req, false);
+  let parts: GenerateRequestParts;
+  try {
+    const raw = await readBody(req, ctx.maxInputSize);
+    const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+    parts = await ctx.json.parseGenerate(body, metadata, ctx.maxInputSize, ticket);
+  } finally {
+    ticket.release();
+  }
   ctx.requestId = parts.id;
   const decoupled = api.isModelDecoupled(model, version);
   // A decoupled model's flag-only final response carries nothing to report.

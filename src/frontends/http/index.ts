@@ -1,4 +1,8 @@
 /** The HTTP/REST frontend's public surface. */
-export { createHttpFrontend, DEFAULT_MAX_INPUT_SIZE } from './server.js';
+export { createHttpFrontend, DEFAULT_BACKLOG, DEFAULT_MAX_INPUT_SIZE } from './server.js';
+export { createHealthListener } from './health-listener.js';
+export type { HealthListener } from './health-listener.js';
+export { DEFAULT_MAX_CONNECTIONS } from './connection-limits.js';
+export { DEFAULT_JSON_LIMITS } from './json-pool.js';
 export type { HttpFrontend, HttpFrontendOptions } from './server.js';
 export { httpStatusOf } from './errors.js';

@@ -7,17 +7,14 @@ import { invalidArg, unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
+import { withForwarded, type HeaderForwarder } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
 import { generate } from './generate.js';
-import {
-  decodeInferRequest,
-  encodeInferResponse,
-  inferenceHeaderLength,
-  type DecodedInferRequest,
-} from './infer-codec.js';
-import { isJsonObject, parseJson, type JsonIn, type JsonInObject } from './json.js';
+import { encodeInferResponse, inferenceHeaderLength, type DecodedInferRequest } from './infer-codec.js';
+import { isJsonObject, type JsonIn, type JsonInObject } from './json.js';
+import type { JsonPool } from './json-pool.js';
 import { deduceRawInput } from './raw-input.js';
 import type { RouteMatch, RouteName } from './router.js';
 
@@ -34,6 +31,10 @@ export interface RouteContext {
   readonly res: ServerResponse;
   readonly match: RouteMatch;
   readonly maxInputSize: number;
+  /** Headers forwarded to models as request parameters (`--http-header-forward-pattern`), when set. */
+  readonly forwardHeaders?: HeaderForwarder;
+  /** Large JSON bodies: size limits, admission, parsing off the event loop. */
+  readonly json: JsonPool;
   /** Set once known, for error logs. */
   requestId?: string;
 }
@@ -50,10 +51,15 @@ function json(value: unknown): Reply {
 
 /** Reads, decompresses and parses an optional JSON body; undefined when the body is empty. */
 async function readJsonBody(ctx: RouteContext): Promise<JsonIn | undefined> {
-  const raw = await readBody(ctx.req, ctx.maxInputSize);
-  const body = await decodeContentEncoding(raw, ctx.req.headers['content-encoding'], ctx.maxInputSize);
-  if (body.length === 0) return undefined;
-  return parseJson(body);
+  const ticket = ctx.json.admit(ctx.req, false);
+  try {
+    const raw = await readBody(ctx.req, ctx.maxInputSize);
+    const body = await decodeContentEncoding(raw, ctx.req.headers['content-encoding'], ctx.maxInputSize);
+    if (body.length === 0) return undefined;
+    return await ctx.json.parse(body, ticket);
+  } finally {
+    ticket.release();
+  }
 }
 
 function parametersOf(doc: JsonIn | undefined): JsonInObject | undefined {
@@ -102,23 +108,26 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   if (api.isModelDecoupled(model, version)) {
     throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   }
-  const raw = await readBody(req, ctx.maxInputSize, () => api.sharesInputMemory(model, version));
-  const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
-  const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
-
+  // A large JSON document takes its share of the JSON workers' budget before its body is read.
+  const ticket = ctx.json.admit(req, true);
   let decoded: DecodedInferRequest;
-  if (headerLength === 0) {
-    const input = deduceRawInput(api.modelConfigJson(model, version), model, body);
-    decoded = {
-      request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
-      format: { defaultBinary: true, binary: new Map() },
-    };
-  } else {
-    decoded = decodeInferRequest(body, headerLength, {
-      modelName: model,
-      modelVersion: version,
-      maxInputSize: ctx.maxInputSize,
-    });
+  try {
+    const raw = await readBody(req, ctx.maxInputSize, () => api.sharesInputMemory(model, version));
+    const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+    const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
+    if (headerLength === 0) {
+      const input = deduceRawInput(api.modelConfigJson(model, version), model, body);
+      decoded = {
+        request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
+        format: { defaultBinary: true, binary: new Map() },
+      };
+    } else {
+      const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
+      const d = ctx.json.decodeInfer(body, headerLength, options, ticket);
+      decoded = d instanceof Promise ? await d : d;
+    }
+  } finally {
+    ticket.release();
   }
   ctx.requestId = decoded.request.id;
 
@@ -131,7 +140,8 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   res.once('close', onClose);
   let response: InferenceResponse;
   try {
-    response = await api.inferOnce({ ...decoded.request, signal: controller.signal });
+    const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
+    response = await api.inferOnce({ ...request, signal: controller.signal });
   } finally {
     res.removeListener('close', onClose);
     returnController(controller);

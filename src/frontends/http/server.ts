@@ -2,18 +2,27 @@
  * The KServe v2 HTTP/REST endpoint on bare node:http (measurably faster than a framework here): match the
  * route, run its handler, send the reply; every error goes through errors.ts. Oversized bodies are refused
  * from their Content-Length (even before `Expect: 100-continue` is answered) and the connection is closed
- * rather than drained. close() stops accepting and lets in-flight requests finish.
+ * rather than drained. close() stops accepting and lets in-flight requests finish. Under overload, requests
+ * start within a per-turn budget so accepts keep up (turn-budget.ts), health checks first and never
+ * refused for the connection cap (connection-limits.ts); large JSON is parsed off the loop (json-pool.ts).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import { HeaderForwarder } from '../header-forward.js';
+import { HTTP_ROUTE_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
+import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './connection-limits.js';
 import { errorBody, toErrorReply } from './errors.js';
-import { matchRoute, type RouteMatch } from './router.js';
+import { JsonPool, type JsonLimits } from './json-pool.js';
+import { matchRoute, type RouteMatch, type RouteName } from './router.js';
 import { HANDLERS, type Reply, type RouteContext } from './routes.js';
+import type { TlsCredentials } from '../tls.js';
+import { createHttpServer } from './tls.js';
+import { createTurnBudget } from './turn-budget.js';
 
 /** Triton's --http-max-input-size default (64 MiB). */
 export const DEFAULT_MAX_INPUT_SIZE = 1 << 26;
@@ -24,8 +33,23 @@ export interface HttpFrontendOptions {
   readonly port: number;
   /** Largest accepted request body, before and after decompression; default 64 MiB. */
   readonly maxInputSize?: number;
+  /** `--http-restricted-api`: categories that need a header (restricted.ts). */
+  readonly restrictedApis?: Restrictions;
+  /** `--http-header-forward-pattern`: headers forwarded to models as parameters (header-forward.ts). */
+  readonly headerForwardPattern?: string;
+  /** --http-backlog: the listen queue length (the kernel caps it at net.core.somaxconn). */
+  readonly backlog?: number;
+  /** --http-max-connections: connections over it get 503 + close (health checks excepted); 0 = no cap. */
+  readonly maxConnections?: number;
+  /** --http-max-json-size and the JSON worker settings (json-pool.ts). */
+  readonly json?: Partial<JsonLimits>;
   readonly log: Logger;
+  /** Serve HTTPS with these credentials (their owner reloads and closes them); default clear text. */
+  readonly tls?: TlsCredentials;
 }
+
+/** Default --http-backlog. Node's default, 511, is less than one burst of reconnecting clients. */
+export const DEFAULT_BACKLOG = 4096;
 
 export interface HttpFrontend {
   /** Starts listening; resolves with the bound address and port. */
@@ -57,6 +81,20 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   // GET /v2 answers with --id (Triton's name by default); this header says which server it really is.
   const serverHeader = productToken(api.serverMetadata().version);
+  const restricted = restrictionTable(
+    Object.entries(HTTP_ROUTE_CATEGORY) as [RouteName, (typeof HTTP_ROUTE_CATEGORY)[RouteName]][],
+    options.restrictedApis,
+    'http',
+  );
+  const forwardHeaders =
+    options.headerForwardPattern === undefined
+      ? undefined
+      : new HeaderForwarder(options.headerForwardPattern, 'http');
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const overCapBody = errorBody(
+    `the server is at its connection limit (${maxConnections}); retry later. Use --http-max-connections to raise it.`,
+  );
+  const json = new JsonPool(options.json);
   let closing = false;
 
   const send = (res: ServerResponse, reply: Reply, closeConnection = false): void => {
@@ -82,7 +120,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   };
 
   const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
-    const ctx: RouteContext = { api, req, res, match, maxInputSize };
+    const ctx: RouteContext = { api, req, res, match, maxInputSize, forwardHeaders, json };
     try {
       send(res, await HANDLERS[match.name](ctx));
     } catch (err) {
@@ -116,6 +154,14 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       sendError(res, 404, NOT_FOUND_BODY);
       return;
     }
+    // Before the verb and the body are looked at, as in Triton. A refused request's body is not read: the
+    // connection closes after the 403 instead of draining what an unauthorised client sends.
+    const restriction = restricted.get(match.name);
+    if (restriction !== undefined && !isAllowed(restriction, req.headers, req.rawHeaders)) {
+      const hasBody = (declaredLength(req) ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+      sendError(res, 403, errorBody(restriction.message), hasBody);
+      return;
+    }
     if (
       req.method !== match.method &&
       !(match.method === 'GET,POST' && (req.method === 'GET' || req.method === 'POST'))
@@ -132,10 +178,23 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       sendError(res, 400, errorBody(bodyTooLarge(declared, maxInputSize).message), true);
       return;
     }
-    void dispatch(req, res, match, path);
+    // Health checks first: never refused for the connection cap, never waiting for a turn.
+    const health = match.name === 'serverLive' || match.name === 'serverReady' || match.name === 'modelReady';
+    if (connections.isOverCap(req.socket)) {
+      if (!health) {
+        sendError(res, 503, overCapBody, true);
+        return;
+      }
+      res.setHeader('Connection', 'close');
+    }
+    if (health) void dispatch(req, res, match, path);
+    else turns.admit(req.socket, () => void dispatch(req, res, match, path));
   };
+  const turns = createTurnBudget();
 
-  const server = createServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle);
+  const server = createHttpServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle, options.tls);
+  const connections = limitConnections(server, maxConnections, options.tls !== undefined);
+  server.on('connection', () => turns.connected());
 
   // Answer `Expect: 100-continue` ourselves so an oversized upload is refused before it is sent.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -186,15 +245,19 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
         };
         server.once('error', onError);
         server.once('listening', onListening);
-        server.listen(options.port, options.address);
+        server.listen({
+          port: options.port,
+          host: options.address,
+          backlog: options.backlog ?? DEFAULT_BACKLOG,
+        });
       }),
 
     drain: () => {
       closing = true;
     },
 
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         closing = true;
         if (!server.listening) {
           resolve();
@@ -203,6 +266,8 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
         server.close(() => resolve());
         // Idle keep-alive sockets go now; busy ones close after their reply (Connection: close).
         server.closeIdleConnections();
-      }),
+      });
+      await json.close();
+    },
   };
 }

@@ -12,13 +12,30 @@ export interface ListenOptions {
   readonly address?: string;
 }
 
+/** TLS for an embedded server's HTTP or gRPC port: PEM files, followed for changes (docs/security.md#tls). */
+export interface TlsListenOptions {
+  /** PEM certificate file: the server's own first, then any intermediates. */
+  readonly certFile: string;
+  /** PEM private key file of that certificate (unencrypted). */
+  readonly keyFile: string;
+  /** Require client certificates signed by `rootCertFile`'s CA (mutual TLS). Default false. */
+  readonly mutual?: boolean;
+  /** PEM file of the CA certificate(s) that sign client certificates; needed with `mutual`. */
+  readonly rootCertFile?: string;
+}
+
+/** Where to listen, and optionally with TLS (HTTPS on the HTTP port, gRPC over TLS). */
+export interface SecureListenOptions extends ListenOptions {
+  readonly tls?: TlsListenOptions;
+}
+
 export interface NereidStartOptions {
   /** One or more model repository folders. */
   readonly modelRepository: string | readonly string[];
-  /** Serve KServe v2 HTTP right away (default: no). listenHttp() attaches it later. */
-  readonly http?: false | ListenOptions;
-  /** Serve gRPC right away (default: no). listenGrpc() attaches it later. */
-  readonly grpc?: false | ListenOptions;
+  /** Serve KServe v2 HTTP (HTTPS with `tls`) right away (default: no). listenHttp() attaches it later. */
+  readonly http?: false | SecureListenOptions;
+  /** Serve gRPC (over TLS with `tls`) right away (default: no). listenGrpc() attaches it later. */
+  readonly grpc?: false | SecureListenOptions;
   /** Serve Prometheus /metrics right away (default: no). listenMetrics() attaches it later. */
   readonly metrics?: false | ListenOptions;
   /** 'none' (default) loads every model; 'explicit' only `loadModels` and what load() asks for. */
@@ -51,12 +68,27 @@ export function loggerFor(log: NereidStartOptions['log']): Logger {
   return new Logger(log ?? { logInfo: false });
 }
 
-function listenFlags(kind: 'http' | 'grpc' | 'metrics', o: false | ListenOptions | undefined): string[] {
+function listenFlags(
+  kind: 'http' | 'grpc' | 'metrics',
+  o: false | SecureListenOptions | undefined,
+): string[] {
   if (!o) return [`--allow-${kind}=false`];
   return [
     `--allow-${kind}=true`,
     `--${kind}-port=${o.port ?? 0}`,
     `--${kind}-address=${o.address ?? '127.0.0.1'}`,
+    ...(o.tls ? tlsFlags(kind, o.tls) : []),
+  ];
+}
+
+/** The --<kind>-use-ssl* flags meaning the same as `tls`. */
+export function tlsFlags(kind: 'http' | 'grpc' | 'metrics', tls: TlsListenOptions): string[] {
+  if (kind === 'metrics') throw invalidArg('the metrics endpoint has no TLS');
+  return [
+    tls.mutual ? `--${kind}-use-ssl-mutual=true` : `--${kind}-use-ssl=true`,
+    `--${kind}-server-cert=${tls.certFile}`,
+    `--${kind}-server-key=${tls.keyFile}`,
+    ...(tls.rootCertFile !== undefined ? [`--${kind}-root-cert=${tls.rootCertFile}`] : []),
   ];
 }
 

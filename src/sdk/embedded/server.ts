@@ -5,7 +5,7 @@
  * detached at any time. Built on the same composition as the `nereid` command (cli/compose.ts), so a model
  * behaves the same whichever way it is reached. docs/embedding.md shows it end to end.
  */
-import { startNereid, type Endpoint, type RunningNereid } from '../../cli/compose.js';
+import { grpcTransportOptions, startNereid, type Endpoint, type RunningNereid } from '../../cli/compose.js';
 import { parseFlags } from '../../cli/flags.js';
 import type { ServerOptions } from '../../cli/options.js';
 import { unsupported } from '../../common/errors.js';
@@ -15,13 +15,24 @@ import type { ModelMetadata, ModelStatistics, RepositoryIndexEntry } from '../..
 import { createGrpcFrontend } from '../../frontends/grpc/index.js';
 import { createHttpFrontend } from '../../frontends/http/index.js';
 import { createMetricsFrontend } from '../../frontends/metrics/index.js';
+import { TlsCredentials } from '../../frontends/tls.js';
 import type { InferenceResponse } from '../response.js';
 import { fromCoreResponse, toCoreRequest, type InferRequest } from './convert.js';
-import { loggerFor, startFlags, type ListenOptions, type NereidStartOptions } from './options.js';
+import {
+  loggerFor,
+  startFlags,
+  type ListenOptions,
+  type NereidStartOptions,
+  type SecureListenOptions,
+  type TlsListenOptions,
+} from './options.js';
 
 interface Frontend {
   close(): Promise<void>;
 }
+
+/** How errors name the files of listenHttp()/listenGrpc()'s `tls`. */
+const TLS_OPTION_NAMES = { cert: 'tls.certFile', key: 'tls.keyFile', rootCert: 'tls.rootCertFile' };
 
 export interface ModelLoadOptions {
   /** A config (JSON text or object) that replaces config.pbtxt for this load. */
@@ -33,7 +44,7 @@ export interface ModelLoadOptions {
 export class NereidServer {
   private readonly frontends = new Map<
     'http' | 'grpc' | 'metrics',
-    { endpoint: Endpoint; frontend: Frontend }
+    { endpoint: Endpoint; frontend: Frontend; tls?: TlsCredentials }
   >();
   private closing: Promise<void> | undefined;
 
@@ -136,26 +147,57 @@ export class NereidServer {
     return this.running.server.unloadModel(name, options);
   }
 
-  /** Serves KServe v2 HTTP on this server (port 0 = a free one); resolves with where it listens. */
-  async listenHttp(options: ListenOptions = {}): Promise<Endpoint> {
-    return this.attach('http', () =>
-      createHttpFrontend(this.running.server, {
-        address: options.address ?? '127.0.0.1',
-        port: options.port ?? 0,
-        maxInputSize: this.options.httpMaxInputSize,
-        log: this.log,
-      }),
+  /**
+   * Serves KServe v2 HTTP on this server (port 0 = a free one), HTTPS with `tls`; resolves with where it
+   * listens. A TLS file that is missing or wrong rejects with INVALID_ARG naming it.
+   */
+  async listenHttp(options: SecureListenOptions = {}): Promise<Endpoint> {
+    return this.attach(
+      'http',
+      (tls) =>
+        createHttpFrontend(this.running.server, {
+          address: options.address ?? '127.0.0.1',
+          port: options.port ?? 0,
+          maxInputSize: this.options.httpMaxInputSize,
+          restrictedApis: this.options.httpRestrictedApis,
+          headerForwardPattern: this.options.httpHeaderForwardPattern,
+          log: this.log,
+          tls,
+        }),
+      options.tls,
     );
   }
 
-  async listenGrpc(options: ListenOptions = {}): Promise<Endpoint> {
-    return this.attach('grpc', () =>
-      createGrpcFrontend(this.running.server, {
-        address: options.address ?? '127.0.0.1',
-        port: options.port ?? 0,
-        log: this.log,
-      }),
+  /** Serves gRPC on this server (port 0 = a free one), over TLS with `tls`; resolves with where it listens. */
+  async listenGrpc(options: SecureListenOptions = {}): Promise<Endpoint> {
+    return this.attach(
+      'grpc',
+      (tls) =>
+        createGrpcFrontend(this.running.server, {
+          address: options.address ?? '127.0.0.1',
+          port: options.port ?? 0,
+          restrictedProtocols: this.options.grpcRestrictedProtocols,
+          headerForwardPattern: this.options.grpcHeaderForwardPattern,
+          log: this.log,
+          ...grpcTransportOptions(this.options),
+          tls,
+        }),
+      options.tls,
     );
+  }
+
+  /**
+   * Re-reads the certificate files of every TLS endpoint (what SIGHUP does to the `nereid` command; they are
+   * also followed for changes): new connections get the new certificate, open ones keep theirs. Resolves
+   * false when some endpoint kept its old certificate (the reason is logged).
+   */
+  async reloadCertificates(): Promise<boolean> {
+    let all = true;
+    for (const r of await this.running.reloadCertificates('reload requested')) all &&= r.reloaded;
+    for (const f of this.frontends.values()) {
+      if (f.tls) all = (await f.tls.reload('reload requested')) && all;
+    }
+    return all;
   }
 
   async listenMetrics(options: ListenOptions = {}): Promise<Endpoint> {
@@ -176,6 +218,7 @@ export class NereidServer {
   async stopListening(kind: 'http' | 'grpc' | 'metrics'): Promise<void> {
     const f = this.frontends.get(kind);
     this.frontends.delete(kind);
+    f?.tls?.close();
     await f?.frontend.close();
   }
 
@@ -189,15 +232,35 @@ export class NereidServer {
 
   private async attach(
     kind: 'http' | 'grpc' | 'metrics',
-    create: () => Frontend & { listen(): Promise<Endpoint> },
+    create: (tls: TlsCredentials | undefined) => Frontend & { listen(): Promise<Endpoint> },
+    tlsOptions?: TlsListenOptions,
   ): Promise<Endpoint> {
     if (this.closing) throw unsupported('the server is closing');
     if (this.frontends.has(kind) || this.running[kind])
       throw unsupported(`the ${kind} frontend is already listening`);
-    const frontend = create();
-    const endpoint = await frontend.listen();
-    this.frontends.set(kind, { endpoint, frontend });
-    return endpoint;
+    const tls = tlsOptions
+      ? await TlsCredentials.load({
+          files: {
+            certFile: tlsOptions.certFile,
+            keyFile: tlsOptions.keyFile,
+            rootCertFile: tlsOptions.rootCertFile,
+            mutual: tlsOptions.mutual ?? false,
+          },
+          names: TLS_OPTION_NAMES,
+          label: kind.toUpperCase(),
+          log: this.log,
+          pollIntervalMs: this.options.tlsCertPollMs,
+        })
+      : undefined;
+    try {
+      const frontend = create(tls);
+      const endpoint = await frontend.listen();
+      this.frontends.set(kind, { endpoint, frontend, tls });
+      return endpoint;
+    } catch (err) {
+      tls?.close();
+      throw err;
+    }
   }
 }
 

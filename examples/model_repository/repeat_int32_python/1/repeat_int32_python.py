@@ -1,5 +1,9 @@
 """repeat_int32_python: a decoupled model. Each request gets one response per element of IN, sent from a
-worker thread after DELAY[i] milliseconds, then the final flag; execute itself returns after WAIT ms."""
+worker thread after DELAY[i] milliseconds, then the final flag; execute itself returns after WAIT ms.
+
+The waits come from clients, so they are bounded: a WAIT over MAX_WAIT_MS or a DELAY over MAX_DELAY_MS is
+refused with INVALID_ARG (one request must not hold the instance, or a thread, for hours), and the response
+thread stops at once when the request is cancelled."""
 
 from __future__ import annotations
 
@@ -11,6 +15,11 @@ from typing import Any
 import numpy as np
 
 import triton_python_backend_utils as pb_utils
+
+# execute() sleeps WAIT ms with the instance held: at most 10 s.
+MAX_WAIT_MS = 10_000
+# Each response waits DELAY[i] ms on a thread of its own (the instance is free meanwhile): at most 60 s.
+MAX_DELAY_MS = 60_000
 
 
 class TritonPythonModel:
@@ -40,11 +49,17 @@ class TritonPythonModel:
             if d.size != v.size:
                 self.fail(sender, "DELAY must have as many elements as IN")
                 continue
+            wait_ms = int(wait.as_numpy()[0])
+            if wait_ms > MAX_WAIT_MS or (d.size > 0 and int(d.max()) > MAX_DELAY_MS):
+                self.fail(
+                    sender, f"WAIT must be at most {MAX_WAIT_MS} ms and each DELAY at most {MAX_DELAY_MS} ms"
+                )
+                continue
             thread = threading.Thread(target=self.respond, args=(sender, v, d), daemon=True)
             with self.lock:
                 self.threads.add(thread)
             thread.start()
-            time.sleep(int(wait.as_numpy()[0]) / 1000)
+            time.sleep(wait_ms / 1000)
         return None
 
     @staticmethod
@@ -54,7 +69,10 @@ class TritonPythonModel:
 
     def respond(self, sender: pb_utils.InferenceResponseSender, values: Any, delays: Any) -> None:
         for idx in range(values.size):
-            time.sleep(int(delays[idx]) / 1000)
+            # Sleep in small steps so a cancelled request stops its thread soon.
+            deadline = time.monotonic() + int(delays[idx]) / 1000
+            while not sender.is_cancelled() and time.monotonic() < deadline:
+                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
             if sender.is_cancelled():
                 break
             out = pb_utils.Tensor("OUT", np.array([values[idx]], dtype=np.int32))

@@ -1,8 +1,10 @@
 // Streams PROMPT's words back, one response each, through the request's response sender. execute()
 // only starts the streams and returns; the responses follow from the event loop, as a real generator's
-// would. A cancelled request stops early and still ends with the final flag, as Triton asks.
+// would. A cancelled request stops early and still ends with the final flag, as Triton asks. The delay
+// between words comes from the client (DELAY_MS), so it is bounded: at most MAX_DELAY_MS.
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  NereidError,
   RESPONSE_COMPLETE_FINAL,
   Tensor,
   getParameter,
@@ -10,6 +12,9 @@ import {
   type ModelContext,
   type ModelInitializeArgs,
 } from 'nereid';
+
+/** Longest pause between two words a request may ask for. */
+const MAX_DELAY_MS = 10_000;
 
 export default class StreamModel {
   private delayMs = 0;
@@ -27,6 +32,9 @@ export default class StreamModel {
     try {
       const prompt = request.input('PROMPT')!.strings()[0];
       const delay = request.input('DELAY_MS')?.int32()[0] ?? this.delayMs;
+      if (!(delay >= 0 && delay <= MAX_DELAY_MS)) {
+        throw new NereidError('INVALID_ARG', `DELAY_MS must be between 0 and ${MAX_DELAY_MS}, got ${delay}`);
+      }
       const words = prompt.split(/\s+/).filter((w) => w !== '');
       for (let i = 0; i < words.length && !request.isCancelled(); i++) {
         if (delay > 0) await sleep(delay, undefined, { signal: request.signal }).catch(() => undefined);
