@@ -319,6 +319,24 @@ export function faultSuite(kind: Exclude<StoreKind, 'local'>): void {
       }
     });
 
+    it('a missing bucket: the repository fails naming it; the rest serves', async () => {
+      const url = store.url('models').replace('/nereid-models/', '/nereid-missing/');
+      assert.notEqual(url, store.url('models'));
+      const s = await startWith(store.cloudStorage, [
+        `--model-repository=${url}`,
+        `--model-repository=${local}`,
+        '--exit-on-error=false',
+      ]);
+      try {
+        assert.ok(await modelReady(s.url, 'local_ident'));
+        const line = s.logs.find((l) => l.includes(`failed to open model repository '${url}'`));
+        assert.ok(line, s.logs.join('\n'));
+        assert.match(line, /(bucket|container) 'nereid-missing' does not exist/);
+      } finally {
+        await s.stop();
+      }
+    });
+
     it('wrong credentials: the repository fails with the URL and the reason, no secret shown, the rest serves', async () => {
       const { cloudStorage, url, secret, reason, stop } = await wrongCredentials(kind, store);
       try {

@@ -346,7 +346,8 @@ class GcsStore extends BaseStore {
 
 class AzureStore extends BaseStore {
   readonly kind = 'as';
-  readonly persistent = true;
+  // Azurite saves its metadata to --location only now and then: a SIGKILL can lose recent writes.
+  readonly persistent = false;
   readonly cloudStorage: CloudStorageSettings;
   readonly connectionString: string;
   private container: import('@azure/storage-blob').ContainerClient | undefined;
