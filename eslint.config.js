@@ -66,6 +66,8 @@ export default tseslint.config(
       'eslint.config.js',
       'bin/**',
       'bench/results/**',
+      // Tools the setup scripts install (moto's virtual environment ships JavaScript of its own).
+      '.cache/**',
     ],
   },
   ...tseslint.configs.recommendedTypeChecked,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command (README: `npm test`): build, unit + integration + deployment tests (node:test; the
 # deployment tools come from scripts/setup-deploy-tools.sh, docs/kubernetes.md; the Redis cache tests use
-# the redis-server that scripts/setup-redis.sh provides), the compatibility
+# the redis-server that scripts/setup-redis.sh provides; the storage servers come from
+# scripts/setup-storage-servers.sh, docs/model-repository.md), the compatibility
 # suite (Triton's real Python client and perf_analyzer against bin/nereid.js: test/compat, in the .venv that
 # scripts/setup-python.sh provisions), then the differential suite (the real Triton 2.51 and Nereid side by
 # side: test/differential, with the Triton that scripts/setup-triton.sh puts in .venv-triton).
@@ -37,6 +38,13 @@ if bash scripts/setup-redis.sh; then
 else
   status=1
   summary+=("  FAILED  redis-server setup (scripts/setup-redis.sh)")
+fi
+# The object-store tests (test/integration/storage-*.test.ts, test/compat/test_object_storage.py) start real
+# S3, GCS and Azure servers: moto_server, fake-gcs-server, Azurite (docs/model-repository.md), installed and
+# cached by version in .cache/ by this setup. Same rule: a skip only when this machine cannot have a server.
+if ! bash scripts/setup-storage-servers.sh; then
+  status=1
+  summary+=("  FAILED  storage servers setup (scripts/setup-storage-servers.sh)")
 fi
 
 # node:test prints its usual report here and writes TAP beside it, from which the summary is taken.

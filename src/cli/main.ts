@@ -10,6 +10,7 @@ import { NereidError } from '../common/errors.js';
 import { Logger } from '../common/logger.js';
 import { packageVersion, startNereid } from '../compose/compose.js';
 import { helpText, parseFlags } from '../compose/flags.js';
+import { cloudStorageFromEnv, isObjectStoreUrl } from '../compose/storage-env.js';
 
 async function main(argv: readonly string[]): Promise<number> {
   let parsed;
@@ -27,7 +28,16 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`nereid ${packageVersion()}\n`);
     return 0;
   }
-  const { options } = parsed;
+  let { options } = parsed;
+  if (options.modelRepositories.some(isObjectStoreUrl)) {
+    // Only a server with an object-store repository reads (and may be refused by) the cloud settings.
+    try {
+      options = Object.freeze({ ...options, cloudStorage: cloudStorageFromEnv(process.env) });
+    } catch (err) {
+      process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 2;
+    }
+  }
   const sink = options.logFile
     ? (
         (s) => (line: string) =>

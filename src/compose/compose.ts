@@ -19,6 +19,7 @@ import { ModelLoader } from '../core/model/loader.js';
 import type { LoadedVersion } from '../core/repository/contract.js';
 import { ModelRepositoryManager } from '../core/repository/index.js';
 import { RateLimiter } from '../core/scheduling/rate-limiter.js';
+import { RepositoryStorage } from '../core/storage/storage.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
@@ -182,9 +183,27 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     }),
     unloadTimeoutMs: options.modelUnloadTimeoutSecs * 1000,
   });
+  // Object-store repositories: credentials and endpoints from the environment (main.ts), limits from
+  // flags. Downloaded copies are removed when their models unload, at stop, and at process exit.
+  const storage = new RepositoryStorage({
+    ...options.cloudStorage,
+    limits: {
+      downloadConcurrency: options.repositoryDownloadConcurrency,
+      maxObjectBytes: options.repositoryMaxObjectBytes,
+      maxListEntries: options.repositoryMaxListEntries,
+      requestTimeoutMs: options.repositoryRequestTimeoutSecs * 1000,
+    },
+  });
+  const removeCopiesAtExit = (): void => storage.closeSync();
+  process.on('exit', removeCopiesAtExit);
+  const closeStorage = async (): Promise<void> => {
+    process.off('exit', removeCopiesAtExit);
+    await storage.close();
+  };
   const repository = new ModelRepositoryManager(
     {
       repositoryPaths: options.modelRepositories,
+      storage,
       controlMode: options.modelControlMode,
       repositoryPollSecs: options.repositoryPollSecs,
       startupModels: options.loadModels,
@@ -203,11 +222,19 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     sharedMemory,
   );
 
-  const failures = await repository.startup();
+  let failures;
+  try {
+    failures = await repository.startup();
+  } catch (err) {
+    await repository.close();
+    await closeStorage();
+    throw err;
+  }
   log.raw(modelTable(repository.index(false)));
   if (failures.length > 0 && options.exitOnError) {
     await repository.close();
     await responseCache?.close();
+    await closeStorage();
     throw new NereidError(
       'INTERNAL',
       `failed to load all models: ${failures.map((f) => `'${f.name}': ${f.reason}`).join('; ')}`,
@@ -299,6 +326,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     await metricsFrontend?.close();
     await repository.close();
     await responseCache?.close();
+    await closeStorage();
     throw err;
   }
 
@@ -318,6 +346,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
       tls.close();
       await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
       await repository.close();
+      await closeStorage();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
       await responseCache?.close();

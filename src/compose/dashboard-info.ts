@@ -102,6 +102,12 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   rateLimitResources: 'show',
   // A Redis cache's settings hold its password and TLS key paths: only whether a cache is on.
   responseCache: 'presence',
+  repositoryDownloadConcurrency: 'show',
+  repositoryMaxObjectBytes: 'show',
+  repositoryMaxListEntries: 'show',
+  repositoryRequestTimeoutSecs: 'show',
+  // Bucket credentials (keys, tokens, the credential file's contents): only whether any are set.
+  cloudStorage: 'presence',
 };
 
 /** Category → header name, in Triton's category order; values are dropped here and nowhere else. */

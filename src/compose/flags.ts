@@ -125,8 +125,38 @@ export const FLAGS: readonly Flag[] = [
     name: 'model-repository',
     aliases: ['model-store'],
     kind: 'list',
-    help: 'Path to a model repository; repeat for several.',
+    help: 'A model repository: a local folder, or s3://[host:port/]bucket/path, gs://bucket/path, as://account/container/path (credentials from the environment, see docs/model-repository.md); repeat for several, local and remote mixed.',
     apply: (d, v) => d.modelRepositories.push(v),
+  },
+  {
+    name: 'repository-download-concurrency',
+    kind: 'int',
+    defaultText: '8',
+    help: 'Objects downloaded at once (connections) from each s3://, gs:// or as:// model repository when a model is copied to the local cache. Nereid only.',
+    apply: (d, v) =>
+      (d.repositoryDownloadConcurrency = parseInt10('repository-download-concurrency', v, 1, 256)),
+  },
+  {
+    name: 'repository-max-object-bytes',
+    kind: 'int',
+    defaultText: String(64 * 1024 ** 3),
+    help: 'Largest object copied from an object-store model repository; a model with a larger file fails to load, naming it. Nereid only.',
+    apply: (d, v) => (d.repositoryMaxObjectBytes = parseInt10('repository-max-object-bytes', v, 1)),
+  },
+  {
+    name: 'repository-max-list-entries',
+    kind: 'int',
+    defaultText: '100000',
+    help: 'Most object keys one listing of an object-store model repository (a model folder, or the repository root) may return; more fails that listing. Nereid only.',
+    apply: (d, v) => (d.repositoryMaxListEntries = parseInt10('repository-max-list-entries', v, 1)),
+  },
+  {
+    name: 'repository-request-timeout-secs',
+    kind: 'int',
+    defaultText: '60',
+    help: 'Seconds an object-store request may take, and a download may go without receiving a byte, before it fails. Nereid only.',
+    apply: (d, v) =>
+      (d.repositoryRequestTimeoutSecs = parseInt10('repository-request-timeout-secs', v, 1, 86400)),
   },
   {
     name: 'model-control-mode',
@@ -982,6 +1012,11 @@ export function defaultDraft(): Draft {
   return {
     id: 'triton',
     modelRepositories: [],
+    repositoryDownloadConcurrency: 8,
+    repositoryMaxObjectBytes: 64 * 1024 ** 3,
+    repositoryMaxListEntries: 100_000,
+    repositoryRequestTimeoutSecs: 60,
+    cloudStorage: {},
     modelControlMode: 'none',
     repositoryPollSecs: 15,
     loadModels: [],

@@ -7,6 +7,14 @@ import type { LogFormat } from '../common/logger.js';
 import type { ResponseCacheConfig } from '../core/cache/index.js';
 import type { CompressionLevel } from '../frontends/grpc/compression.js';
 import type { Restrictions } from '../frontends/restricted.js';
+import type { StorageOptions } from '../core/storage/storage.js';
+
+/**
+ * Object-store settings that come from the environment, not flags (cli/storage-env.ts): credentials
+ * (TRITON_CLOUD_CREDENTIAL_PATH or the providers' variables), the default S3 region, a GCS emulator
+ * endpoint and the TRITON_*_MOUNT_DIRECTORY cache folders.
+ */
+export type CloudStorageSettings = Omit<StorageOptions, 'limits' | 'tempDirectory'>;
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -19,7 +27,18 @@ export interface RateLimitResourceOption {
 
 export interface ServerOptions {
   readonly id: string;
+  /** Local folders and `s3://`, `gs://`, `as://` URLs, as given. */
   readonly modelRepositories: readonly string[];
+  /** `--repository-download-concurrency`: objects downloaded at once per object-store repository. */
+  readonly repositoryDownloadConcurrency: number;
+  /** `--repository-max-object-bytes`: the largest object copied from an object store. */
+  readonly repositoryMaxObjectBytes: number;
+  /** `--repository-max-list-entries`: the most keys one listing of an object store may return. */
+  readonly repositoryMaxListEntries: number;
+  /** `--repository-request-timeout-secs`: an object-store request (or a stalled download) fails after this. */
+  readonly repositoryRequestTimeoutSecs: number;
+  /** Filled from the environment by the `nereid` command; `{}` (the SDKs' defaults) otherwise. */
+  readonly cloudStorage: CloudStorageSettings;
   readonly modelControlMode: ModelControlMode;
   readonly repositoryPollSecs: number;
   readonly loadModels: readonly string[];

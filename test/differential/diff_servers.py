@@ -129,7 +129,7 @@ def _start(name: str, args: list[str], log_path: Path, timeout: float) -> Server
     raise ServerStartError(f"{name} did not start (exit code {code}): {' '.join(args)}\n{server.log_tail()}")
 
 
-def start_triton(repository: Path, flags: list[str], log_dir: Path, timeout: float = 120.0) -> Server:
+def start_triton(repository: Path | str, flags: list[str], log_dir: Path, timeout: float = 120.0) -> Server:
     """tritonserver on 127.0.0.1 with `flags`; metrics off (Nereid's metrics are compared elsewhere)."""
     last: ServerStartError | None = None
     for attempt in range(3):
@@ -159,7 +159,7 @@ def start_triton(repository: Path, flags: list[str], log_dir: Path, timeout: flo
     raise last
 
 
-def start_nereid(repository: Path, flags: list[str], log_dir: Path, timeout: float = 120.0) -> Server:
+def start_nereid(repository: Path | str, flags: list[str], log_dir: Path, timeout: float = 120.0) -> Server:
     node = node_executable()
     if node is None:
         raise ServerStartError("node is not on PATH")

@@ -6,20 +6,19 @@
  * regular files under a size cap, walks are bounded in depth and entry count and are loop-safe.
  * Symlinks are followed (deployments mount models and ConfigMaps through them), as Triton does.
  */
-import { pathExists } from '../../common/fs.js';
-import { constants as fsc, readdirSync, statSync, type BigIntStats, type Dirent } from 'node:fs';
-import { open, readdir, stat } from 'node:fs/promises';
+import { readdirSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
-import { NereidError } from '../../common/errors.js';
+import type { DirEntry, FileSystem, FolderView } from '../storage/filesystem.js';
+import { LocalFileSystem, isHidden } from '../storage/local.js';
 import { msg } from './messages.js';
+
+// The local-disk readers moved to core/storage/local.ts (the local FileSystem); kept reachable from here.
+export { fingerprintModel, isHidden, readConfigFile } from '../storage/local.js';
 
 export const CONFIG_FILE = 'config.pbtxt';
 export const CONFIGS_FOLDER = 'configs';
 /** Folders Triton skips silently when looking for versions. */
 const NON_VERSION_FOLDERS = new Set([CONFIGS_FOLDER, 'warmup', 'initial_state']);
-const FINGERPRINT_MAX_DEPTH = 16;
-const FINGERPRINT_MAX_ENTRIES = 50_000;
 
 export interface ModelFolder {
   readonly name: string;
@@ -35,8 +34,6 @@ export interface RepositoryScan {
   /** Repositories that could not be listed. */
   readonly errors: readonly { repositoryPath: string; message: string }[];
 }
-
-export const isHidden = (name: string): boolean => name.startsWith('.');
 
 /** A version folder name: decimal digits, no leading zeros (`0` itself is a valid version). */
 export function parseVersionFolderName(name: string): number | undefined {
@@ -67,9 +64,15 @@ function errText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** A repository root and what reads it (a local folder or a bucket prefix). */
+export interface RepositoryRoot {
+  readonly path: string;
+  readonly fs: FileSystem;
+}
+
 function collect(
-  roots: readonly string[],
-  list: (root: string) => { name: string; isDir: boolean }[],
+  roots: readonly RepositoryRoot[],
+  list: (root: RepositoryRoot) => readonly DirEntry[],
 ): RepositoryScan {
   const models = new Map<string, ModelFolder>();
   const duplicates = new Set<string>();
@@ -79,7 +82,7 @@ function collect(
     try {
       entries = list(root);
     } catch (err) {
-      errors.push({ repositoryPath: root, message: errText(err) });
+      errors.push({ repositoryPath: root.path, message: errText(err) });
       continue;
     }
     for (const e of entries) {
@@ -89,7 +92,11 @@ function collect(
         duplicates.add(e.name);
         continue;
       }
-      models.set(e.name, { name: e.name, repositoryPath: root, modelDir: path.join(root, e.name) });
+      models.set(e.name, {
+        name: e.name,
+        repositoryPath: root.path,
+        modelDir: root.fs.join(root.path, e.name),
+      });
     }
   }
   return { models, duplicates, errors };
@@ -105,43 +112,53 @@ function dirFlagSync(dir: string, d: Dirent): boolean {
   }
 }
 
-/** Synchronous scan, for the repository index (a request handler that must answer from disk). */
-export function scanRepositoriesSync(roots: readonly string[]): RepositoryScan {
-  return collect(roots, (root) =>
-    readdirSync(root, { withFileTypes: true }).map((d) => ({ name: d.name, isDir: dirFlagSync(root, d) })),
-  );
+/** Lists a local folder synchronously. */
+export function listDirsSync(dir: string): DirEntry[] {
+  return readdirSync(dir, { withFileTypes: true }).map((d) => ({ name: d.name, isDir: dirFlagSync(dir, d) }));
 }
 
-async function listDirs(dir: string): Promise<{ name: string; isDir: boolean }[]> {
-  const entries = await readdir(dir, { withFileTypes: true });
-  return Promise.all(
-    entries.map(async (d) => {
-      if (d.isDirectory()) return { name: d.name, isDir: true };
-      if (!d.isSymbolicLink()) return { name: d.name, isDir: false };
-      try {
-        return { name: d.name, isDir: (await stat(path.join(dir, d.name))).isDirectory() };
-      } catch {
-        return { name: d.name, isDir: false };
-      }
-    }),
-  );
+/**
+ * Synchronous scan, for the repository index (a request handler that must answer at once): local roots
+ * are read from disk, object-store roots answer with `remote(root)` (their last listing).
+ */
+export function scanRepositoriesSync(
+  roots: readonly (string | RepositoryRoot)[],
+  remote?: (root: RepositoryRoot) => readonly DirEntry[],
+): RepositoryScan {
+  return collect(roots.map(asRoot), (root) => {
+    if (!root.fs.remote) return listDirsSync(root.path);
+    if (!remote) throw new Error(`'${root.path}' cannot be listed synchronously`);
+    return remote(root);
+  });
 }
 
-export async function scanRepositories(roots: readonly string[]): Promise<RepositoryScan> {
-  const listed = new Map<string, { name: string; isDir: boolean }[] | Error>();
+/** A bare path is a local root (tests, override copies). */
+function asRoot(r: string | RepositoryRoot): RepositoryRoot {
+  return typeof r === 'string' ? { path: r, fs: new LocalFileSystem(r) } : r;
+}
+
+/** Lists every root at once; `listed` receives each successful listing (the index keeps the remote ones). */
+export async function scanRepositories(
+  roots: readonly (string | RepositoryRoot)[],
+  listed?: (root: RepositoryRoot, entries: readonly DirEntry[]) => void,
+): Promise<RepositoryScan> {
+  const all = roots.map(asRoot);
+  const got = new Map<RepositoryRoot, readonly DirEntry[] | Error>();
   await Promise.all(
-    roots.map(async (r) => {
+    all.map(async (r) => {
       try {
-        listed.set(r, await listDirs(r));
+        const entries = await r.fs.list(r.path);
+        got.set(r, entries);
+        listed?.(r, entries);
       } catch (err) {
-        listed.set(r, err instanceof Error ? err : new Error(String(err)));
+        got.set(r, err instanceof Error ? err : new Error(String(err)));
       }
     }),
   );
-  return collect(roots, (root) => {
-    const got = listed.get(root);
-    if (got instanceof Error) throw got;
-    return got ?? [];
+  return collect(all, (root) => {
+    const entries = got.get(root);
+    if (entries instanceof Error) throw entries;
+    return entries ?? [];
   });
 }
 
@@ -152,10 +169,11 @@ export interface VersionFolders {
   readonly ignored: readonly string[];
 }
 
-export async function listVersionFolders(modelDir: string): Promise<VersionFolders> {
+/** The version folders of a model folder. */
+export async function versionFoldersOf(view: FolderView): Promise<VersionFolders> {
   const versions: number[] = [];
   const ignored: string[] = [];
-  for (const e of await listDirs(modelDir)) {
+  for (const e of await view.list()) {
     if (!e.isDir || isHidden(e.name) || NON_VERSION_FOLDERS.has(e.name)) continue;
     const v = parseVersionFolderName(e.name);
     if (v === undefined) ignored.push(e.name);
@@ -165,104 +183,21 @@ export async function listVersionFolders(modelDir: string): Promise<VersionFolde
   return { versions, ignored };
 }
 
+export async function listVersionFolders(modelDir: string): Promise<VersionFolders> {
+  return versionFoldersOf(await new LocalFileSystem(modelDir).openFolder(modelDir));
+}
+
+/** The config file of a model folder, relative: `configs/<name>.pbtxt` when named and present. */
+export async function configFileOf(view: FolderView, modelConfigName: string): Promise<string> {
+  if (modelConfigName !== '') {
+    const custom = `${CONFIGS_FOLDER}/${modelConfigName}.pbtxt`;
+    if (await view.exists(custom)) return custom;
+  }
+  return CONFIG_FILE;
+}
+
 /** `configs/<name>.pbtxt` when a config name is set and that file exists, else `config.pbtxt`. */
 export async function configFilePath(modelDir: string, modelConfigName: string): Promise<string> {
-  if (modelConfigName !== '') {
-    const custom = path.join(modelDir, CONFIGS_FOLDER, `${modelConfigName}.pbtxt`);
-    if (await pathExists(custom)) return custom;
-  }
-  return path.join(modelDir, CONFIG_FILE);
-}
-
-/**
- * Reads a config file as UTF-8 text; undefined when it does not exist. Refuses anything but a regular
- * file (a FIFO would block, a device never ends) and anything larger than `maxBytes`.
- */
-export async function readConfigFile(file: string, maxBytes: number): Promise<string | undefined> {
-  let handle;
-  try {
-    handle = await open(file, fsc.O_RDONLY | fsc.O_NONBLOCK);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new NereidError('INTERNAL', `failed to open text file for read ${file}: ${errText(err)}`);
-  }
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) {
-      throw new NereidError('INVALID_ARG', `model configuration '${file}' is not a regular file`);
-    }
-    const tooLarge = (): NereidError =>
-      new NereidError(
-        'INVALID_ARG',
-        `model configuration file '${file}' exceeds the maximum size of ${maxBytes} bytes`,
-      );
-    if (info.size > maxBytes) throw tooLarge();
-    // Read at most one byte past the cap: the file may grow between stat and read.
-    const buf = Buffer.alloc(Math.min(maxBytes + 1, Math.max(info.size, 0) + 1));
-    let filled = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buf, filled, buf.length - filled, filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-      if (filled === buf.length) {
-        if (filled > maxBytes) throw tooLarge();
-        break;
-      }
-    }
-    try {
-      return new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(0, filled));
-    } catch {
-      throw new NereidError('INVALID_ARG', `model configuration file '${file}' is not valid UTF-8`);
-    }
-  } finally {
-    await handle.close();
-  }
-}
-
-/**
- * A digest of everything under a model folder (paths, types, sizes, inode numbers, mtimes, ctimes), so
- * poll mode reloads a model when any of its files changes, is replaced, added or removed. Hidden
- * entries do not count (editor swap files would otherwise trigger reloads). Symlinks are followed; a
- * directory reached twice (a loop) is listed once.
- */
-export async function fingerprintModel(modelDir: string): Promise<string> {
-  const lines: string[] = [];
-  const seenDirs = new Set<string>();
-  const line = (rel: string, s: BigIntStats): string =>
-    [rel, s.isDirectory() ? 'd' : s.isFile() ? 'f' : 'o', s.size, s.ino, s.mtimeNs, s.ctimeNs].join('\0');
-
-  const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
-    if (depth > FINGERPRINT_MAX_DEPTH || lines.length >= FINGERPRINT_MAX_ENTRIES) return;
-    let names: string[];
-    try {
-      names = (await readdir(dir)).filter((n) => !isHidden(n)).sort();
-    } catch {
-      lines.push(`${rel}\0unreadable`);
-      return;
-    }
-    for (const name of names) {
-      if (lines.length >= FINGERPRINT_MAX_ENTRIES) return;
-      const full = path.join(dir, name);
-      const childRel = rel === '' ? name : `${rel}/${name}`;
-      let s: BigIntStats;
-      try {
-        s = await stat(full, { bigint: true });
-      } catch {
-        lines.push(`${childRel}\0missing`);
-        continue;
-      }
-      lines.push(line(childRel, s));
-      if (s.isDirectory()) {
-        const key = `${s.dev}:${s.ino}`;
-        if (seenDirs.has(key)) continue;
-        seenDirs.add(key);
-        await walk(full, childRel, depth + 1);
-      }
-    }
-  };
-
-  const root = await stat(modelDir, { bigint: true });
-  seenDirs.add(`${root.dev}:${root.ino}`);
-  await walk(modelDir, '', 0);
-  return createHash('sha256').update(lines.join('\n')).digest('hex');
+  const view = await new LocalFileSystem(modelDir).openFolder(modelDir);
+  return path.join(modelDir, ...(await configFileOf(view, modelConfigName)).split('/'));
 }

@@ -6,6 +6,7 @@
  * everything here is synchronous so request paths never wait on a load.
  */
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import type { FileSystem } from '../storage/filesystem.js';
 import type { ModelVersionState, RepositoryIndexEntry } from '../types.js';
 import type { LoadedVersion } from './contract.js';
 import type { MemberRef } from './dependencies.js';
@@ -29,7 +30,10 @@ export interface VersionSlot {
 
 export interface ModelSource {
   readonly repositoryPath: string;
+  /** A path or, in an object store, a URL: read it through `fs`. */
   readonly modelDir: string;
+  /** What reads the repository (local disk, or an object store that loads download a copy from). */
+  readonly fs: FileSystem;
   /** Loaded from a file-override copy rather than the repository. */
   readonly override: boolean;
 }

@@ -12,12 +12,21 @@
  */
 import { stat } from 'node:fs/promises';
 import { NereidError } from '../../common/errors.js';
+import type { DirEntry } from '../storage/filesystem.js';
+import { LocalFileSystem } from '../storage/local.js';
+import { RepositoryStorage } from '../storage/storage.js';
 import type { Logger } from '../../common/logger.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import type { LoadOptions, ModelVersionState, RepositoryIndexEntry } from '../types.js';
 import type { LoadedVersion, VersionLoader } from './contract.js';
 import { closure, findCycle } from './dependencies.js';
-import { scanRepositories, scanRepositoriesSync, validateModelName, type RepositoryScan } from './layout.js';
+import {
+  scanRepositories,
+  scanRepositoriesSync,
+  validateModelName,
+  type RepositoryRoot,
+  type RepositoryScan,
+} from './layout.js';
 import { ModelRecord, allReady, buildIndex, findServingVersion, type ModelSource } from './lifecycle.js';
 import { Limiter, NameLocks } from './locks.js';
 import { msg } from './messages.js';
@@ -57,6 +66,16 @@ export interface VersionStatus {
 const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 /** Parallelism of folder reads during a full poll; reads are cheap but a repository may hold thousands. */
 const POLL_READ_CONCURRENCY = 16;
+/** The index re-lists an object-store repository in the background when its last listing is older. */
+const REMOTE_INDEX_REFRESH_MS = 1000;
+
+/** The last listing of an object-store repository root, for the synchronous index. */
+interface RemoteListing {
+  entries: readonly DirEntry[] | undefined;
+  error: string | undefined;
+  at: number;
+  refreshing: boolean;
+}
 
 export class ModelRepositoryManager {
   readonly options: ResolvedRepositoryOptions;
@@ -69,6 +88,10 @@ export class ModelRepositoryManager {
   private poller: Poller | undefined;
   private started = false;
   private closing: Promise<void> | undefined;
+  private readonly storage: RepositoryStorage;
+  private readonly ownsStorage: boolean;
+  private readonly roots: readonly RepositoryRoot[];
+  private readonly remoteListings = new Map<string, RemoteListing>();
 
   constructor(
     options: RepositoryOptions,
@@ -76,6 +99,16 @@ export class ModelRepositoryManager {
   ) {
     this.options = resolveOptions(options);
     this.log = this.options.log;
+    this.ownsStorage = options.storage === undefined;
+    this.storage = options.storage ?? new RepositoryStorage({ tempDirectory: this.options.tempDirectory });
+    this.roots = this.options.repositoryPaths.map((p) => ({
+      path: p,
+      fs: this.storage.open(this.options.repositorySources.get(p) ?? p),
+    }));
+    for (const r of this.roots) {
+      if (r.fs.remote)
+        this.remoteListings.set(r.path, { entries: undefined, error: undefined, at: 0, refreshing: false });
+    }
     this.limiter = new Limiter(this.options.modelLoadThreadCount);
     this.versions = new VersionLifecycle(loader, this.limiter, this.log);
     this.readSettings = Object.freeze({
@@ -133,15 +166,52 @@ export class ModelRepositoryManager {
       .map(([version, s]) => ({ version, state: s.state, reason: s.reason }));
   }
 
-  /** The repository index (POST /v2/repository/index), read from disk and the lifecycle. */
+  /**
+   * The repository index (POST /v2/repository/index), read from disk and the lifecycle. An object-store
+   * repository answers from its latest listing (every poll and load lists it again; the index itself
+   * starts a background re-listing when the last one is older than a second), so the index never waits on
+   * the network.
+   */
   index(readyOnly: boolean): RepositoryIndexEntry[] {
     let scan: RepositoryScan;
     try {
-      scan = scanRepositoriesSync(this.options.repositoryPaths);
+      scan = scanRepositoriesSync(this.roots, (root) => this.lastListing(root));
     } catch (err) {
       throw NereidError.from(err, 'INTERNAL');
     }
     return buildIndex(this.records, scan, readyOnly);
+  }
+
+  private lastListing(root: RepositoryRoot): readonly DirEntry[] {
+    const l = this.remoteListings.get(root.path);
+    if (!l) return [];
+    if (!l.refreshing && !this.closing && Date.now() - l.at > REMOTE_INDEX_REFRESH_MS) {
+      l.refreshing = true;
+      root.fs
+        .list(root.path)
+        .then(
+          (entries) => this.rememberListing(root, entries),
+          (err: unknown) => {
+            l.error = errText(err);
+            l.at = Date.now();
+          },
+        )
+        .finally(() => (l.refreshing = false));
+    }
+    if (l.entries === undefined) throw new Error(l.error ?? `'${root.path}' has not been listed yet`);
+    return l.entries;
+  }
+
+  private rememberListing(root: RepositoryRoot, entries: readonly DirEntry[]): void {
+    const l = this.remoteListings.get(root.path);
+    if (!l) return;
+    l.entries = entries;
+    l.error = undefined;
+    l.at = Date.now();
+  }
+
+  private scan(): Promise<RepositoryScan> {
+    return scanRepositories(this.roots, (root, entries) => this.rememberListing(root, entries));
   }
 
   // ---------------------------------------------------------------- lifecycle of the manager
@@ -156,15 +226,34 @@ export class ModelRepositoryManager {
     this.assertOpen();
     if (this.started) throw new NereidError('INTERNAL', 'the model repository manager was already started');
     this.started = true;
-    for (const p of this.options.repositoryPaths) {
-      let isDir = false;
-      try {
-        isDir = (await stat(p)).isDirectory();
-      } catch {
-        isDir = false;
-      }
-      if (!isDir) throw msg.notADirectory(p);
-    }
+    // A local repository that is not a folder stops the start (as in Triton). An object store that cannot
+    // be reached (credentials, a missing bucket, the network) is a failure like a model's: the others are
+    // served, and --exit-on-error decides.
+    const storeFailures: ModelFailure[] = [];
+    await Promise.all(
+      this.roots.map(async (r) => {
+        if (!r.fs.remote) {
+          let isDir = false;
+          try {
+            isDir = (await stat(r.path)).isDirectory();
+          } catch {
+            isDir = false;
+          }
+          if (!isDir) throw msg.notADirectory(r.path);
+          return;
+        }
+        try {
+          // The listing also seeds the index (explicit mode may load nothing at start).
+          const entries = await r.fs.list(r.path);
+          if (entries.length === 0 && (await r.fs.stat(r.path)) !== 'dir') throw msg.notADirectory(r.path);
+          this.rememberListing(r, entries);
+        } catch (err) {
+          const reason = errText(err);
+          this.log.error(`failed to open model repository '${r.path}': ${reason}`);
+          storeFailures.push({ name: r.path, reason });
+        }
+      }),
+    );
     const { startupModels } = this.options;
     let failures: ModelFailure[];
     if (this.mode !== 'explicit' || (startupModels.length === 1 && startupModels[0] === '*')) {
@@ -188,6 +277,7 @@ export class ModelRepositoryManager {
       );
       failures.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     }
+    failures.unshift(...storeFailures);
     if (this.mode === 'poll' && this.options.repositoryPollSecs > 0 && !this.closing) {
       this.poller = new Poller(this.options.repositoryPollSecs * 1000, () => this.pollOnce(), this.log);
       this.poller.start();
@@ -217,6 +307,7 @@ export class ModelRepositoryManager {
       }
       await this.unloadInOrder(new Set(names));
       await this.idle();
+      if (this.ownsStorage) await this.storage.close();
     } finally {
       release();
     }
@@ -356,19 +447,30 @@ export class ModelRepositoryManager {
     configOverride: ModelConfig | undefined,
     materialized: MaterializedModel | undefined,
   ): Promise<{ polled: Map<string, PolledModel>; invalid: Map<string, string>; pollErrors: string[] }> {
-    const scan = await scanRepositories(this.options.repositoryPaths);
+    const scan = await this.scan();
     const polled = new Map<string, PolledModel>();
     const invalid = new Map<string, string>();
     const pollErrors: string[] = [];
     const locate = (n: string): ModelSource | string => {
       if (scan.duplicates.has(n)) return msg.notUnique(n);
       const f = scan.models.get(n);
-      if (!f) return msg.notInAnyRepository(n);
-      return { repositoryPath: f.repositoryPath, modelDir: f.modelDir, override: false };
+      if (!f) {
+        // A repository that could not be listed is the likelier reason: say so.
+        const unreachable = scan.errors.map((e) => `'${e.repositoryPath}': ${e.message}`);
+        return unreachable.length > 0
+          ? `${msg.notInAnyRepository(n)} Repositories that could not be read: ${unreachable.join('; ')}`
+          : msg.notInAnyRepository(n);
+      }
+      return this.sourceOf(f);
     };
 
     const first = materialized
-      ? ({ repositoryPath: materialized.root, modelDir: materialized.modelDir, override: true } as const)
+      ? ({
+          repositoryPath: materialized.root,
+          modelDir: materialized.modelDir,
+          override: true,
+          fs: new LocalFileSystem(materialized.root),
+        } as const)
       : locate(name);
     if (typeof first === 'string') {
       // A name no repository has is the client's mistake (404), not the server's (Triton answers 500 here).
@@ -435,7 +537,7 @@ export class ModelRepositoryManager {
     const release = await this.locks.acquire(null);
     try {
       this.assertOpen();
-      const scan = await scanRepositories(this.options.repositoryPaths);
+      const scan = await this.scan();
       for (const e of scan.errors) {
         this.log.error(`failed to poll model repository '${e.repositoryPath}': ${e.message}`);
       }
@@ -447,14 +549,7 @@ export class ModelRepositoryManager {
         [...scan.models.values()].map((f) =>
           reads.run(async () => {
             try {
-              polled.set(
-                f.name,
-                await readModel(
-                  f.name,
-                  { repositoryPath: f.repositoryPath, modelDir: f.modelDir, override: false },
-                  this.readSettings,
-                ),
-              );
+              polled.set(f.name, await readModel(f.name, this.sourceOf(f), this.readSettings));
             } catch (err) {
               invalid.set(f.name, errText(err));
             }
@@ -684,6 +779,16 @@ export class ModelRepositoryManager {
       return p;
     };
     await Promise.all([...names].map((n) => go(n, new Set())));
+  }
+
+  private sourceOf(f: { repositoryPath: string; modelDir: string }): ModelSource {
+    const root = this.roots.find((r) => r.path === f.repositoryPath);
+    return {
+      repositoryPath: f.repositoryPath,
+      modelDir: f.modelDir,
+      override: false,
+      fs: root?.fs ?? new LocalFileSystem(f.repositoryPath),
+    };
   }
 
   private record(name: string): ModelRecord {

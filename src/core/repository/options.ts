@@ -10,6 +10,8 @@ import { silentLogger } from '../../common/logger.js';
 import { invalidArg } from '../../common/errors.js';
 import { parseModelConfigJson, parseModelConfigText } from '../../model-config/index.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
+import { isObjectStoreUrl, parseLocation } from '../storage/location.js';
+import type { RepositoryStorage } from '../storage/storage.js';
 import { msg } from './messages.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
@@ -20,8 +22,16 @@ export type ConfigTextParser = (text: string, fileName: string) => ModelConfig;
 export type ConfigJsonParser = (json: string, origin: string) => ModelConfig;
 
 export interface RepositoryOptions {
-  /** `--model-repository` (repeatable). Resolved to absolute paths; duplicates collapse. */
+  /**
+   * `--model-repository` (repeatable): local folders (resolved to absolute paths) and `s3://`, `gs://`,
+   * `as://` URLs (in canonical form); duplicates collapse.
+   */
   readonly repositoryPaths: readonly string[];
+  /**
+   * Opens repositories (local folders and object stores, their credentials and download cache). Default:
+   * one owned by the manager with the SDKs' default credentials, closed with it.
+   */
+  readonly storage?: RepositoryStorage;
   /** `--model-control-mode`, default 'none'. */
   readonly controlMode?: ModelControlMode;
   /** `--load-model` (explicit mode only); `['*']` loads every model. */
@@ -45,6 +55,8 @@ export interface RepositoryOptions {
 
 export interface ResolvedRepositoryOptions {
   readonly repositoryPaths: readonly string[];
+  /** Canonical repository path → the value as configured (credentials match what was written). */
+  readonly repositorySources: ReadonlyMap<string, string>;
   readonly controlMode: ModelControlMode;
   readonly startupModels: readonly string[];
   readonly modelConfigName: string;
@@ -74,7 +86,12 @@ export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOp
   if (mode !== 'none' && mode !== 'poll' && mode !== 'explicit') {
     throw invalidArg(`unexpected model control mode '${String(mode)}'`);
   }
-  const paths = [...new Set(options.repositoryPaths.map((p) => path.resolve(p)))];
+  const sources = new Map<string, string>();
+  for (const p of options.repositoryPaths) {
+    const canonical = isObjectStoreUrl(p) ? parseLocation(p).href : path.resolve(p);
+    if (!sources.has(canonical)) sources.set(canonical, p);
+  }
+  const paths = [...sources.keys()];
   if (paths.length === 0) throw invalidArg('at least one model repository path is required');
   const startup = [...(options.startupModels ?? [])];
   if (startup.includes('*') && startup.length > 1) throw msg.wildcardNotAlone();
@@ -89,6 +106,7 @@ export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOp
   }
   return Object.freeze({
     repositoryPaths: Object.freeze(paths),
+    repositorySources: sources,
     controlMode: mode,
     startupModels: Object.freeze(startup),
     modelConfigName: configName,

@@ -9,7 +9,8 @@ import { NereidError, invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import { membersOf, type MemberRef } from './dependencies.js';
-import { configFilePath, fingerprintModel, listVersionFolders, readConfigFile } from './layout.js';
+import type { FolderView } from '../storage/filesystem.js';
+import { configFileOf, versionFoldersOf } from './layout.js';
 import type { ModelSource } from './lifecycle.js';
 import { msg } from './messages.js';
 import type { ConfigTextParser } from './options.js';
@@ -26,6 +27,8 @@ export interface PolledModel {
   readonly fingerprint: string | undefined;
   /** The load carries a config and/or file override. */
   readonly overridden: boolean;
+  /** The folder as read (an object store's listing): loads copy exactly these files. */
+  readonly view: FolderView;
 }
 
 export interface ReadSettings {
@@ -49,18 +52,19 @@ export async function readModel(
   configOverride?: ModelConfig,
 ): Promise<PolledModel> {
   try {
+    const view = await source.fs.openFolder(source.modelDir);
     // Fingerprint first: a change made while we read lands in the next poll, never silently in between.
-    const fingerprint = source.override ? undefined : await fingerprintModel(source.modelDir);
+    const fingerprint = source.override ? undefined : await view.fingerprint();
     let raw: ModelConfig | undefined;
     if (configOverride) {
       raw = configOverride;
     } else {
-      const file = await configFilePath(source.modelDir, settings.modelConfigName);
-      const text = await readConfigFile(file, settings.maxConfigFileBytes);
-      raw = text === undefined ? undefined : settings.parseConfigText(text, file);
+      const rel = await configFileOf(view, settings.modelConfigName);
+      const text = await view.readText(rel, settings.maxConfigFileBytes);
+      raw = text === undefined ? undefined : settings.parseConfigText(text, view.locationOf(rel));
     }
     if (raw) raw = withModelName(raw, name);
-    const { versions, ignored } = await listVersionFolders(source.modelDir);
+    const { versions, ignored } = await versionFoldersOf(view);
     for (const dir of ignored) {
       settings.log.warn(
         /^0[0-9]+$/.test(dir)
@@ -76,6 +80,7 @@ export async function readModel(
       members: membersOf(raw),
       fingerprint,
       overridden: configOverride !== undefined || source.override,
+      view,
     };
   } catch (err) {
     const e = NereidError.from(err, 'INTERNAL');

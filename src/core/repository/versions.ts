@@ -7,7 +7,9 @@
 import path from 'node:path';
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
+import type { LocalFolder } from '../storage/filesystem.js';
 import type { LoadedVersion, ModelLocation, VersionLoader } from './contract.js';
+import { parseVersionFolderName } from './layout.js';
 import { Generation, type ModelRecord, type VersionSlot } from './lifecycle.js';
 import type { Limiter } from './locks.js';
 import { REASON_UNLOADED, msg, statusString } from './messages.js';
@@ -16,6 +18,14 @@ import type { PolledModel } from './reader.js';
 import { selectVersions } from './version-policy.js';
 
 const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Accepts every path except those inside (or naming) a version folder not in `versions`. */
+function versionFilter(versions: ReadonlySet<number>): (rel: string) => boolean {
+  return (rel) => {
+    const v = parseVersionFolderName(rel.split('/')[0]);
+    return v === undefined || versions.has(v);
+  };
+}
 
 export class VersionLifecycle {
   private readonly background = new Set<Promise<void>>();
@@ -38,31 +48,34 @@ export class VersionLifecycle {
   async loadModel(rec: ModelRecord, p: PolledModel): Promise<string | undefined> {
     rec.tracked = true;
     rec.members = p.members;
-    const location: ModelLocation = {
-      modelName: rec.name,
-      modelDir: p.source.modelDir,
-      repositoryPath: p.source.repositoryPath,
+    // An object-store model is copied to local disk first (the versions its policy asks for, and the
+    // latest, which auto-complete reads); the copy lives as long as a version loaded from it.
+    const wanted = (versions: readonly number[]): Set<number> => {
+      const set = new Set(versions);
+      if (p.versions.length > 0) set.add(p.versions[p.versions.length - 1]);
+      return set;
     };
-    /** A failure before any version loads: every selected version shows it (or the model, if none). */
-    const refuse = (err: unknown, policy: Parameters<typeof selectVersions>[0]): string => {
-      const reason = statusString(err);
-      const sel = selectVersions(policy, p.versions);
-      rec.missing = sel.missing;
-      this.log.error(`failed to load '${rec.name}': ${reason}`);
-      if (sel.load.length === 0) {
-        if (!rec.hasReady()) rec.modelError = reason;
-        return reason;
-      }
-      for (const v of sel.load) {
-        if (rec.slots.get(v)?.state !== 'READY') rec.slots.set(v, { state: 'UNAVAILABLE', reason });
-      }
-      return sel.load.map((v) => msg.versionFailed(v, reason)).join('');
+    let copyVersions = wanted(selectVersions(p.raw?.version_policy, p.versions).load);
+    let copy: LocalFolder;
+    try {
+      copy = await this.limiter.run(() => p.view.localize(versionFilter(copyVersions)));
+    } catch (err) {
+      return this.failWhole(rec, statusString(err), selectVersions(p.raw?.version_policy, p.versions));
+    }
+    const dropCopy = async (): Promise<void> => {
+      if (copy.tempRoot !== undefined) await this.removeCopy(copy.tempRoot);
+    };
+    let location: ModelLocation = {
+      modelName: rec.name,
+      modelDir: copy.path,
+      repositoryPath: copy.tempRoot ?? p.source.repositoryPath,
     };
     let config: FrozenModelConfig;
     try {
       config = await this.limiter.run(() => this.loader.completeConfig(p.raw, location, p.versions));
     } catch (err) {
-      return refuse(err, p.raw?.version_policy);
+      await dropCopy();
+      return this.failWhole(rec, statusString(err), selectVersions(p.raw?.version_policy, p.versions));
     }
 
     const sel = selectVersions(config.version_policy, p.versions);
@@ -70,16 +83,33 @@ export class VersionLifecycle {
       try {
         await this.loader.admit(config, location, sel.load.length);
       } catch (err) {
-        return refuse(err, config.version_policy);
+        await dropCopy();
+        return this.failWhole(rec, statusString(err), sel);
       }
     }
     rec.missing = sel.missing;
     for (const v of sel.missing) this.log.error(msg.specificVersionMissing(rec.name, v));
     if (sel.load.length === 0) {
+      await dropCopy();
       const reason = msg.noVersionUnderPolicy(rec.name);
       this.log.error(`failed to load '${rec.name}': ${reason}`);
       if (!rec.hasReady()) rec.modelError = reason;
       return reason;
+    }
+    if (copy.tempRoot !== undefined && sel.load.some((v) => !copyVersions.has(v))) {
+      // The completed config's policy asks for versions the first copy left out: copy again.
+      await dropCopy();
+      copyVersions = wanted(sel.load);
+      try {
+        copy = await this.limiter.run(() => p.view.localize(versionFilter(copyVersions)));
+      } catch (err) {
+        return this.failWhole(rec, statusString(err), sel);
+      }
+      location = {
+        ...location,
+        modelDir: copy.path,
+        repositoryPath: copy.tempRoot ?? location.repositoryPath,
+      };
     }
     rec.modelError = undefined;
 
@@ -136,11 +166,12 @@ export class VersionLifecycle {
         reasons.push(msg.versionFailed(r.version, reason));
       }
       await Promise.all(undo);
+      await dropCopy();
       this.log.info(`failed to load '${rec.name}'`);
       return reasons.join('');
     }
 
-    const generation = new Generation(p.source.override ? p.source.repositoryPath : undefined);
+    const generation = new Generation(p.source.override ? p.source.repositoryPath : copy.tempRoot);
     for (const r of results) {
       if (r.loaded === undefined) continue;
       const old = rec.slots.get(r.version);
@@ -160,6 +191,30 @@ export class VersionLifecycle {
     rec.suspended = false;
     this.log.info(`successfully loaded '${rec.name}'`);
     return undefined;
+  }
+
+  /** A load that failed before any version was tried: Triton's per-version reasons, or the model's. */
+  private failWhole(
+    rec: ModelRecord,
+    reason: string,
+    sel: { readonly load: readonly number[]; readonly missing: readonly number[] },
+  ): string {
+    rec.missing = sel.missing;
+    this.log.error(`failed to load '${rec.name}': ${reason}`);
+    if (sel.load.length === 0) {
+      if (!rec.hasReady()) rec.modelError = reason;
+      return reason;
+    }
+    for (const v of sel.load) {
+      if (rec.slots.get(v)?.state !== 'READY') rec.slots.set(v, { state: 'UNAVAILABLE', reason });
+    }
+    return sel.load.map((v) => msg.versionFailed(v, reason)).join('');
+  }
+
+  private async removeCopy(tempRoot: string): Promise<void> {
+    await removeTree(tempRoot).catch((err: unknown) => {
+      this.log.error(`failed to remove '${tempRoot}': ${errText(err)}`);
+    });
   }
 
   /** Unloads every READY version of a model; resolves when they have drained. */
