@@ -197,6 +197,9 @@ class Runtime:
             "p": request.parameters(),
             "o": request.requested_output_names(),
         }
+        trace_rid = request.trace()._rid
+        if trace_rid:
+            header["tr"] = trace_rid
         tensors = ",".join(self._describe_tensors(request.inputs(), None, blobs))
         try:
             text = json.dumps(header, separators=(",", ":"))[:-1] + f',"t":[{tensors}]}}'
@@ -436,6 +439,11 @@ class Runtime:
             self._requests[state.rid] = state
             states.append(state)
             corr: int | str = str(r["c"]) if r.get("ct") == 1 else int(r.get("c", 0))
+            trace: api.InferenceTrace | None = None
+            if r.get("tr"):
+                tx = r.get("tx")
+                trace = api.InferenceTrace(str(tx) if tx is not None else None)
+                trace._rid = state.rid
             requests.append(
                 api.InferenceRequest._incoming(
                     state,
@@ -447,6 +455,7 @@ class Runtime:
                     model_version=self._model_version,
                     flags=int(r.get("fl", 0)),
                     parameters=str(r.get("p", "{}")),
+                    trace=trace,
                 )
             )
             if r.get("x"):

@@ -20,6 +20,7 @@ import { RateLimiter } from '../core/scheduling/rate-limiter.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
+import { AccessLog } from '../frontends/access-log.js';
 import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
 import { createHealthListener, createHttpFrontend, type HealthListener } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
@@ -190,7 +191,11 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     log,
     options.logFile,
     sharedMemory,
+    options.trace,
   );
+  // The OpenTelemetry SDK is loaded here only in that mode; nothing is loaded with tracing off.
+  await server.tracer.init();
+  const accessLog = options.accessLog ? AccessLog.open(options.accessLog, log) : undefined;
 
   const failures = await repository.startup();
   log.raw(modelTable(repository.index(false)));
@@ -219,6 +224,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
         restrictedProtocols: options.grpcRestrictedProtocols,
         headerForwardPattern: options.grpcHeaderForwardPattern,
         log,
+        accessLog,
         ...grpcTransportOptions(options),
         tls: tls.get('grpc'),
       });
@@ -241,6 +247,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
           workerBytes: options.httpJsonWorkerBytes,
         },
         log,
+        accessLog,
         tls: tls.get('http'),
       });
       http = await httpFrontend.listen();
@@ -276,6 +283,8 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     await httpFrontend?.close();
     await metricsFrontend?.close();
     await repository.close();
+    await server.tracer.close();
+    await accessLog?.close();
     throw err;
   }
 
@@ -295,6 +304,9 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
       tls.close();
       await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
       await repository.close();
+      // Every request has ended: the trace files get their last traces, spans are exported.
+      await server.tracer.close();
+      await accessLog?.close();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
       // Probes keep their answers (not ready) until the very end.

@@ -11,6 +11,13 @@ import { compileForwardPattern } from '../frontends/header-forward.js';
 import { defaultInstanceLimits } from '../core/model/instance-budget.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 import { parseRestrictedOption, restrictionWarnings, type RestrictionDraft } from './restricted-flags.js';
+import {
+  buildTraceOptions,
+  emptyTraceDraft,
+  parseTraceConfig,
+  traceWarnings,
+  type TraceDraft,
+} from './trace-flags.js';
 
 /**
  * How a flag's value is read. 'int-or-bool': an integer, or true/false for 1/0 (Triton's log-verbose);
@@ -28,8 +35,10 @@ type Draft = Mutable<
     | 'rateLimitResources'
     | 'httpRestrictedApis'
     | 'grpcRestrictedProtocols'
+    | 'trace'
   >
 > & {
+  traceDraft: TraceDraft;
   httpRestrictedApis: RestrictionDraft;
   grpcRestrictedProtocols: RestrictionDraft;
   rateLimitResources: RateLimitResourceOption[];
@@ -848,38 +857,49 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'trace-config',
     kind: 'list',
-    help: "Trace setting '[<mode>,]<setting>=<value>' (mode triton or opentelemetry).",
-    inert: 'not implemented yet; nothing is traced (the trace settings API still answers)',
+    help: "Trace setting '[<mode>,]<setting>=<value>': global rate=<n> (trace every n-th request), level=<OFF|TIMESTAMPS|TENSORS> (repeatable), count=<n> (-1 = no limit), mode=<triton|opentelemetry>; triton,file=<path>, triton,log-frequency=<n> (0 = write at exit, n = a new <file>.<i> every n traces); opentelemetry,url=<OTLP/HTTP endpoint>, opentelemetry,resource=<key>=<value>, opentelemetry,bsp_max_queue_size=<n>, bsp_schedule_delay=<ms>, bsp_max_export_batch_size=<n> (docs/tracing.md).",
+    defaultText: 'off (rate=1000, count=-1, mode=triton)',
+    apply: (d, v) => {
+      parseTraceConfig(v); // the form is checked now; values once every occurrence is known
+      d.traceDraft.config.push(v);
+    },
   },
   {
     name: 'trace-file',
     kind: 'string',
     help: 'Deprecated: --trace-config triton,file=<path>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => (d.traceDraft.file = v),
   },
   {
     name: 'trace-level',
     kind: 'list',
     help: 'Deprecated: --trace-config level=<OFF|TIMESTAMPS|TENSORS>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => d.traceDraft.levels.push(v),
   },
   {
     name: 'trace-rate',
     kind: 'int',
     help: 'Deprecated: --trace-config rate=<n>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => (d.traceDraft.rate = v),
   },
   {
     name: 'trace-count',
     kind: 'int',
     help: 'Deprecated: --trace-config count=<n>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => (d.traceDraft.count = v),
   },
   {
     name: 'trace-log-frequency',
     kind: 'int',
     help: 'Deprecated: --trace-config triton,log-frequency=<n>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => (d.traceDraft.logFrequency = v),
+  },
+  {
+    name: 'access-log',
+    kind: 'string',
+    defaultText: 'off',
+    help: "Nereid only: one JSON line per inference request (time, protocol, model, version, status, bytes in/out, duration, queue and compute time, client, request id, trace id) to this file (appended), or 'stdout' / 'stderr' (docs/tracing.md).",
+    apply: (d, v) => (d.accessLog = v),
   },
   {
     name: 'cache-config',
@@ -1044,6 +1064,8 @@ export function defaultDraft(): Draft {
     logFile: '',
     rateLimit: 'off',
     rateLimitResources: [],
+    traceDraft: emptyTraceDraft(),
+    accessLog: '',
   };
 }
 
@@ -1058,7 +1080,10 @@ export interface ParsedCommandLine {
 }
 
 /** Parses `--flag=value`, `--flag value` and bare boolean `--flag` forms. Throws INVALID_ARG. */
-export function parseFlags(argv: readonly string[]): ParsedCommandLine {
+export function parseFlags(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = {},
+): ParsedCommandLine {
   const d = defaultDraft();
   const ignored: string[] = [];
   /** Flag name → the last value given. */
@@ -1103,9 +1128,13 @@ export function parseFlags(argv: readonly string[]): ParsedCommandLine {
   );
   warnings.push(...tlsWarnings(d, given));
   if (!help && !version) validate(d);
+  const trace = buildTraceOptions(d.traceDraft, env);
+  warnings.push(...traceWarnings(d.traceDraft, trace));
   if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
+  const { traceDraft: _traceDraft, ...rest } = d;
   const options: ServerOptions = Object.freeze({
-    ...d,
+    ...rest,
+    trace,
     modelRepositories: Object.freeze([...d.modelRepositories]),
     loadModels: Object.freeze([...d.loadModels]),
     rateLimitResources: Object.freeze(d.rateLimitResources.map((r) => Object.freeze(r))),

@@ -14,7 +14,7 @@ import { helpText, parseFlags } from './flags.js';
 async function main(argv: readonly string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseFlags(argv);
+    parsed = parseFlags(argv, process.env);
   } catch (err) {
     process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
     return 2;

@@ -5,6 +5,7 @@
 import type { LogFormat } from '../common/logger.js';
 import type { CompressionLevel } from '../frontends/grpc/compression.js';
 import type { Restrictions } from '../frontends/restricted.js';
+import type { TraceOptions } from '../core/trace/options.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -141,4 +142,8 @@ export interface ServerOptions {
   readonly rateLimit: 'off' | 'execution_count';
   /** `--rate-limit-resource` flags, in order. */
   readonly rateLimitResources: readonly RateLimitResourceOption[];
+  /** `--trace-config` and the older `--trace-*` flags. */
+  readonly trace: TraceOptions;
+  /** `--access-log`: '' = off, 'stdout', 'stderr' or a file path. */
+  readonly accessLog: string;
 }

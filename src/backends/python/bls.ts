@@ -5,7 +5,12 @@
  * target failing) come back as an error response, as Triton does; `ResponseIterator.cancel()` aborts the
  * call. As in Triton, a model calling itself with no free instance waits forever: don't.
  */
-import type { ParameterValue, ServerApi, ServerInferRequest } from '../../backend-api/backend.js';
+import type {
+  BackendTraceToken,
+  ParameterValue,
+  ServerApi,
+  ServerInferRequest,
+} from '../../backend-api/backend.js';
 import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
@@ -34,7 +39,12 @@ function parseParameters(text: unknown): Record<string, ParameterValue> {
 }
 
 /** The core request for a BLS header: flags, correlation id and timeout become Triton's parameters. */
-export function blsRequest(h: BlsRequestHeader, inputs: Tensor[], signal: AbortSignal): ServerInferRequest {
+export function blsRequest(
+  h: BlsRequestHeader,
+  inputs: Tensor[],
+  signal: AbortSignal,
+  parentTrace?: BackendTraceToken,
+): ServerInferRequest {
   const parameters = parseParameters(h.p);
   const corr = h.ct === 1 ? String(h.c) : BigInt(/^\d+$/.test(String(h.c)) ? String(h.c) : '0');
   if (corr !== '' && corr !== 0n) parameters.sequence_id = corr;
@@ -49,6 +59,7 @@ export function blsRequest(h: BlsRequestHeader, inputs: Tensor[], signal: AbortS
     outputs: Array.isArray(h.o) ? h.o.map((name) => ({ name: String(name) })) : [],
     parameters,
     signal,
+    ...(parentTrace && { parentTrace }),
   };
 }
 
@@ -60,6 +71,8 @@ export class BlsService {
     private readonly infer: ServerInfer | undefined,
     private readonly threshold: number,
     private readonly log: Logger,
+    /** The trace of a request this stub is executing (by its id on the stub), for `trace=request.trace()`. */
+    private readonly traceOf: (rid: number) => BackendTraceToken | undefined = () => undefined,
   ) {}
 
   /** No call is running (so the host->stub file's space can be reused). */
@@ -97,7 +110,8 @@ export class BlsService {
         );
       }
       let final = false;
-      for await (const r of this.infer(blsRequest(h, inputs, ac.signal))) {
+      const parent = typeof h.tr === 'number' ? this.traceOf(h.tr) : undefined;
+      for await (const r of this.infer(blsRequest(h, inputs, ac.signal, parent))) {
         await this.reply(q, r.outputs, r.parameters, r.final);
         final ||= r.final;
       }

@@ -41,7 +41,7 @@ import type {
   ParameterValue,
   ServerApi,
 } from '../../backend-api/backend.js';
-import { isServerParameter } from '../../backend-api/backend.js';
+import { isServerParameter, type BackendTraceToken } from '../../backend-api/backend.js';
 import { NereidError, internal, invalidArg, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { BlsService, type ServerInfer } from './bls.js';
@@ -167,6 +167,12 @@ function responseParameters(text: unknown): Record<string, ParameterValue> | und
   }
 }
 
+/** A traced request's trace marker and context on the wire to the stub. */
+function traceWire(trace: BackendTraceToken): { tr: 1; tx?: string } {
+  const tx = trace.context();
+  return tx === undefined ? { tr: 1 } : { tr: 1, tx };
+}
+
 export class PythonInstance implements InstanceHandle {
   readonly name: string;
   private stub: StubProcess | undefined;
@@ -271,6 +277,7 @@ export class PythonInstance implements InstanceHandle {
           o: [...r.requestedOutputs],
           t: await describeTensors(r.inputs.values(), sink, blob),
           ...(r.signal.aborted ? { x: 1 as const } : {}),
+          ...(r.trace ? traceWire(r.trace) : {}),
         });
       }
     } catch (err) {
@@ -357,7 +364,13 @@ export class PythonInstance implements InstanceHandle {
     const stopWatch = watchMemory(stub.pid, limit, (rss) => this.onMemoryExceeded(stub, rss, limit));
     stub.onExitOnce(() => stopWatch());
     stub.onExitOnce((reason, expected) => this.onStubExit(stub, reason, expected));
-    this.bls = new BlsService(stub, this.opts.serverInfer, this.opts.shmThreshold, this.opts.log);
+    this.bls = new BlsService(
+      stub,
+      this.opts.serverInfer,
+      this.opts.shmThreshold,
+      this.opts.log,
+      (rid) => this.inflight.get(rid)?.request.trace,
+    );
     this.control = new ModelControlService(stub, {
       api: this.opts.serverApi,
       modelName: this.opts.modelName,

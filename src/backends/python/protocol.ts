@@ -74,6 +74,10 @@ export interface WireRequest {
   readonly t: readonly WireTensor[];
   /** already cancelled when dispatched */
   readonly x?: 1;
+  /** 1: the request is traced (a BLS call may name it in BlsRequestHeader.tr) */
+  readonly tr?: 1;
+  /** its trace context (OpenTelemetry mode), what request.trace().get_context() returns */
+  readonly tx?: string;
 }
 
 export interface WireResponse {
@@ -108,6 +112,8 @@ export interface BlsRequestHeader {
   readonly p: string;
   readonly o: readonly string[];
   readonly t: readonly WireTensor[];
+  /** the stub's request id whose trace the call joins (`trace=request.trace()`) */
+  readonly tr?: number;
 }
 
 /** pb_utils.load_model / unload_model / is_model_ready. */

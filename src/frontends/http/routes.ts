@@ -6,7 +6,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidArg, unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
-import type { InferenceResponse, LoadOptions } from '../../core/types.js';
+import { traceCarrier } from '../../core/trace/carrier.js';
+import type { RequestTrace } from '../../core/trace/types.js';
+import type { InferenceResponse, LoadOptions, RequestTimings } from '../../core/types.js';
 import { withForwarded, type HeaderForwarder } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
@@ -37,6 +39,12 @@ export interface RouteContext {
   readonly json: JsonPool;
   /** Set once known, for error logs. */
   requestId?: string;
+  /** The request's trace, when it is sampled; the server sends the reply, then ends it. */
+  trace?: RequestTrace;
+  /** Set by the server when the access log is on: the core fills it in. */
+  timings?: RequestTimings;
+  /** The request body's size once read (the access log). */
+  bytesIn?: number;
 }
 
 type Handler = (ctx: RouteContext) => Reply | Promise<Reply>;
@@ -108,12 +116,19 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   if (api.isModelDecoupled(model, version)) {
     throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   }
+  const trace = api.startTrace?.(model, traceCarrier(req.headers.traceparent, req.headers.tracestate));
+  if (trace) {
+    ctx.trace = trace;
+    trace.capture('HTTP_RECV_START');
+  }
   // A large JSON document takes its share of the JSON workers' budget before its body is read.
   const ticket = ctx.json.admit(req, true);
   let decoded: DecodedInferRequest;
   try {
     const raw = await readBody(req, ctx.maxInputSize, () => api.sharesInputMemory(model, version));
     const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+    trace?.capture('HTTP_RECV_END');
+    ctx.bytesIn = body.length;
     const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
     if (headerLength === 0) {
       const input = deduceRawInput(api.modelConfigJson(model, version), model, body);
@@ -141,7 +156,12 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   let response: InferenceResponse;
   try {
     const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
-    response = await api.inferOnce({ ...request, signal: controller.signal });
+    response = await api.inferOnce({
+      ...request,
+      signal: controller.signal,
+      ...(trace && { trace: trace.inference }),
+      ...(ctx.timings && { timings: ctx.timings }),
+    });
   } finally {
     res.removeListener('close', onClose);
     returnController(controller);
