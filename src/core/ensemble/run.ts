@@ -391,7 +391,7 @@ export class EnsembleRun {
 
   private send(response: InferenceResponse, final: boolean): void {
     this.stream.push(final ? { ...response, final } : response, final);
-    if (this.record.trace) traceResponse(this.record.trace, response.outputs, process.hrtime.bigint());
+    if (this.record.trace) traceResponse(this.record.trace, response.outputs);
     if (final) this.finalSent = true;
     if (!this.sentAny) {
       this.sentAny = true;
@@ -445,7 +445,6 @@ export class EnsembleRun {
     this.controller?.abort();
     this.stream.fail(error);
     const at = process.hrtime.bigint();
-    if (this.record.trace) traceResponse(this.record.trace, [], at);
     this.record.failed(at, error.code === 'CANCELLED' ? 'CANCELED' : 'OTHER');
     if (!this.sentAny) this.ctx.stats.recordFirstResponse(this.record, at);
     this.ctx.stats.recordExecution([this.record], this.record.computeStart, at);

@@ -78,7 +78,7 @@ export class JobSender implements ResponseSender {
     this.sentAny = true;
     this.stream.push(response, options.final);
     const end = process.hrtime.bigint();
-    if (this.record.trace) traceResponse(this.record.trace, response.outputs, end);
+    if (this.record.trace) traceResponse(this.record.trace, response.outputs);
     this.record.outputNs += Number(end - outputStart);
     if (firstResponse) this.ctx.stats.recordFirstResponse(this.record, end);
     if (this.decoupled) this.responseDone(outputs.length > 0 ? 'success' : 'empty', outputStart, end);
@@ -106,8 +106,7 @@ export class JobSender implements ResponseSender {
     if (this.decoupled && this.record.dispatched)
       this.responseDone(cancelled ? 'cancel' : 'fail', outputStart, at);
     const trace = this.record.trace;
-    if (trace) traceResponse(trace, [], at);
-    // After dispatch the instance pool records the request with its execution; before it nobody else will.
+        // After dispatch the instance pool records the request with its execution; before it nobody else will.
     if (!this.record.dispatched) {
       this.ctx.stats.recordEarlyFailure(this.record);
       if (trace) traceRequestEnd(trace, at);

@@ -1,7 +1,6 @@
 /**
  * The core's trace points, in one place, so the request path only asks "is there a trace?": a request's
- * start (REQUEST_START, QUEUE_START, its inputs at level TENSORS), a response (its outputs,
- * INFER_RESPONSE_COMPLETE), an execution's compute timestamps (from the statistics record: when an
+ * start (REQUEST_START, QUEUE_START, its inputs at level TENSORS), a response (its outputs), an execution's compute timestamps (from the statistics record: when an
  * instance took it, plus the phases the backend reported), and the end (REQUEST_END, release).
  */
 import type { Tensor } from '../../common/tensor.js';
@@ -23,9 +22,9 @@ export function traceRequestStart(
   if (trace.wantsTensors) for (const t of inputs) trace.tensor('TENSOR_QUEUE_INPUT', t);
 }
 
-export function traceResponse(trace: InferenceTrace, outputs: readonly Tensor[], at: bigint): void {
+/** A response's outputs at level TENSORS (INFER_RESPONSE_COMPLETE is the frontend's, as in Triton). */
+export function traceResponse(trace: InferenceTrace, outputs: readonly Tensor[]): void {
   if (trace.wantsTensors) for (const t of outputs) trace.tensor('TENSOR_BACKEND_OUTPUT', t);
-  trace.report('INFER_RESPONSE_COMPLETE', at);
 }
 
 /** COMPUTE_* of one request from its execution: `start`..`end` and the phases the backend reported. */
@@ -49,10 +48,9 @@ export function traceCompute(trace: InferenceTrace, record: RequestRecord, start
   trace.report('COMPUTE_END', end);
 }
 
-/** REQUEST_END, after which the core lets go of the trace. */
+/** REQUEST_END (after the requests it spawned have ended), after which the core lets go of the trace. */
 export function traceRequestEnd(trace: InferenceTrace, at: bigint): void {
-  trace.report('REQUEST_END', at);
-  trace.release();
+  trace.end(at);
 }
 
 /** A request refused before it was queued (validation): it starts and ends at once. */

@@ -35,9 +35,13 @@ class TraceNode implements InferenceTrace, TraceNodeInfo {
   private released = false;
   /** The core reported REQUEST_START: it owns this node now and will release it. */
   claimed = false;
+  private liveChildren = 0;
+  /** end() was called while children were still running. */
+  private ending = false;
 
   constructor(
     private readonly owner: SampledTrace,
+    private readonly parent: TraceNode | undefined,
     readonly id: number,
     readonly parentId: number,
   ) {}
@@ -63,13 +67,33 @@ class TraceNode implements InferenceTrace, TraceNodeInfo {
   }
 
   spawn(): InferenceTrace {
-    return this.owner.node(this.id);
+    this.liveChildren++;
+    return this.owner.node(this, this.id);
+  }
+
+  end(at: bigint): void {
+    if (this.released || this.ending) return;
+    if (this.liveChildren === 0) {
+      this.report('REQUEST_END', at);
+      this.release();
+      return;
+    }
+    // As in Triton, a request ends after the requests it caused (an ensemble's steps, its BLS calls).
+    this.ending = true;
   }
 
   release(): void {
     if (this.released) return;
     this.released = true;
+    this.parent?.childReleased();
     this.owner.unref();
+  }
+
+  private childReleased(): void {
+    if (--this.liveChildren === 0 && this.ending) {
+      this.ending = false;
+      this.end(process.hrtime.bigint());
+    }
   }
 
   context(): string | undefined {
@@ -86,7 +110,7 @@ export class SampledTrace implements RequestTrace {
     readonly recorder: TraceRecorder,
     private readonly nextId: () => number,
   ) {
-    this.inference = this.node(0);
+    this.inference = this.node(undefined, 0);
   }
 
   get traceId(): string {
@@ -94,9 +118,9 @@ export class SampledTrace implements RequestTrace {
   }
 
   /** A new part with its own id; `parentId` 0 for the root. */
-  node(parentId: number): TraceNode {
+  node(parent: TraceNode | undefined, parentId: number): TraceNode {
     this.refs++;
-    return new TraceNode(this, this.nextId(), parentId);
+    return new TraceNode(this, parent, this.nextId(), parentId);
   }
 
   capture(name: string, ns: bigint = process.hrtime.bigint()): void {

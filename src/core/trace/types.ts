@@ -35,7 +35,12 @@ export interface InferenceTrace {
   tensor(activity: TensorActivity, tensor: Tensor): void;
   /** A child trace for a request this one causes (an ensemble step, a BLS call). */
   spawn(): InferenceTrace;
-  /** The core is done with the request (after REQUEST_END); later reports are dropped. */
+  /**
+   * The request is over: REQUEST_END at `at` and release, or, while requests it spawned are still
+   * running, once the last of them is released (then at that time).
+   */
+  end(at: bigint): void;
+  /** The core is done with the trace without ending a request (it never started); later reports are dropped. */
   release(): void;
   /** W3C trace context of this trace (OpenTelemetry mode), for a Python model's `request.trace()`. */
   context(): string | undefined;

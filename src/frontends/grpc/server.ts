@@ -102,12 +102,13 @@ function flatten(headers: IncomingHttpHeaders): string[] {
   return raw;
 }
 
-/** A traced call's read timestamps (Triton writes them once the reply goes out), then GRPC_SEND_START. */
-function traceSendStart(ctx: InferContext, readStart: bigint, readEnd: bigint): void {
+/** A traced call's read and response timestamps (Triton writes them once the reply goes out), then GRPC_SEND_START. */
+function traceSendStart(ctx: InferContext, readStart: bigint, readEnd: bigint, responded: bigint): void {
   const trace = ctx.trace;
   if (!trace) return;
   trace.capture('GRPC_WAITREAD_START', readStart);
   trace.capture('GRPC_WAITREAD_END', readEnd);
+  if (responded !== 0n) trace.capture('INFER_RESPONSE_COMPLETE', responded);
   trace.capture('GRPC_SEND_START');
 }
 
@@ -176,18 +177,20 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
         void (async () => {
           let pieces: Buffer[] | undefined;
           let code: number = Status.OK;
+          let responded = 0n;
           try {
             pieces = await handle(request, ctx);
+            responded = process.hrtime.bigint();
           } catch (err) {
             const e = toGrpcError(err, { log, method: call.method, requestId: ctx.requestId });
             code = e.code;
             if (!call.finished) {
-              traceSendStart(ctx, readStart, readEnd);
+              traceSendStart(ctx, readStart, readEnd, 0n);
               call.finish(e);
             }
           }
           if (pieces !== undefined) {
-            traceSendStart(ctx, readStart, readEnd);
+            traceSendStart(ctx, readStart, readEnd, responded);
             call.send(pieces);
             call.finishOk();
           }

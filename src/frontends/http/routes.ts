@@ -166,6 +166,7 @@ async function infer(ctx: RouteContext): Promise<Reply> {
     res.removeListener('close', onClose);
     returnController(controller);
   }
+  trace?.capture('INFER_RESPONSE_COMPLETE');
   const encoded = encodeInferResponse(response, decoded.format);
 
   let headers: Record<string, string | number>;

@@ -9,13 +9,11 @@ class TritonPythonModel:
     def execute(self, requests: list[pb_utils.InferenceRequest]) -> list[pb_utils.InferenceResponse]:
         responses = []
         for request in requests:
+            inputs = [pb_utils.get_input_tensor_by_name(request, n) for n in ("INPUT0", "INPUT1")]
             child = pb_utils.InferenceRequest(
                 model_name="add_sub",
                 requested_output_names=["OUTPUT0", "OUTPUT1"],
-                inputs=[
-                    pb_utils.get_input_tensor_by_name(request, "INPUT0"),
-                    pb_utils.get_input_tensor_by_name(request, "INPUT1"),
-                ],
+                inputs=[t for t in inputs if t is not None],
                 trace=request.trace(),
             )
             answer = child.exec()
