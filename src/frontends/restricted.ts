@@ -27,6 +27,18 @@ export const RESTRICTED_CATEGORIES = [
 
 export type RestrictedCategory = (typeof RESTRICTED_CATEGORIES)[number];
 
+/**
+ * Nereid's own HTTP-only categories, accepted by `--http-restricted-api` besides Triton's (and refused by
+ * `--grpc-restricted-protocol`, which has nothing of theirs to guard): `dashboard` guards the operator's
+ * page and its two read routes (frontends/http/dashboard.ts).
+ */
+export const NEREID_HTTP_CATEGORIES = ['dashboard'] as const;
+
+/** Every category `--http-restricted-api` accepts: Triton's, then Nereid's. */
+export const HTTP_RESTRICTED_CATEGORIES = [...RESTRICTED_CATEGORIES, ...NEREID_HTTP_CATEGORIES] as const;
+
+export type HttpRestrictedCategory = (typeof HTTP_RESTRICTED_CATEGORIES)[number];
+
 /** The header a client must send, and its exact value. */
 export interface Restriction {
   /**
@@ -37,15 +49,22 @@ export interface Restriction {
   readonly value: string;
 }
 
-/** The restricted categories of one protocol and what each requires; a category not present is open. */
-export type Restrictions = Readonly<Partial<Record<RestrictedCategory, Restriction>>>;
+/**
+ * The restricted categories of one protocol and what each requires; a category not present is open. Only
+ * HTTP restrictions ever hold a Nereid category (the gRPC flag refuses them).
+ */
+export type Restrictions = Readonly<Partial<Record<HttpRestrictedCategory, Restriction>>>;
 
 export function isRestrictedCategory(name: string): name is RestrictedCategory {
   return (RESTRICTED_CATEGORIES as readonly string[]).includes(name);
 }
 
+export function isHttpRestrictedCategory(name: string): name is HttpRestrictedCategory {
+  return (HTTP_RESTRICTED_CATEGORIES as readonly string[]).includes(name);
+}
+
 /** Every HTTP route's category (http_server.cc: the RETURN_AND_RESPOND_IF_RESTRICTED of each handler). */
-export const HTTP_ROUTE_CATEGORY: Readonly<Record<RouteName, RestrictedCategory>> = {
+export const HTTP_ROUTE_CATEGORY: Readonly<Record<RouteName, HttpRestrictedCategory>> = {
   serverLive: 'health',
   serverReady: 'health',
   modelReady: 'health',
@@ -68,6 +87,21 @@ export const HTTP_ROUTE_CATEGORY: Readonly<Record<RouteName, RestrictedCategory>
   systemSharedMemoryStatus: 'shared-memory',
   systemSharedMemoryRegister: 'shared-memory',
   systemSharedMemoryUnregister: 'shared-memory',
+  // Nereid's dashboard (not in Triton): its own category, so an operator can close the page alone.
+  dashboardPage: 'dashboard',
+  dashboardServer: 'dashboard',
+  dashboardMetrics: 'dashboard',
+};
+
+/**
+ * Routes that also need a second category's header, because what they answer is what that category
+ * guards elsewhere: the dashboard's server description (identity, options, repository paths) is more
+ * than GET /v2 tells, and its metrics text carries the statistics API's counts. So restricting metadata
+ * or statistics closes these too, and opening the dashboard never opens what another setting closed.
+ */
+export const HTTP_ROUTE_ALSO_CATEGORY: Readonly<Partial<Record<RouteName, HttpRestrictedCategory>>> = {
+  dashboardServer: 'metadata',
+  dashboardMetrics: 'statistics',
 };
 
 const SERVICE = '/inference.GRPCInferenceService/';
@@ -135,7 +169,7 @@ export interface RestrictionCheck {
  * command line warns about it).
  */
 export function restrictionTable<K extends string>(
-  categories: Iterable<readonly [K, RestrictedCategory]>,
+  categories: Iterable<readonly [K, HttpRestrictedCategory]>,
   restrictions: Restrictions | undefined,
   protocol: 'http' | 'grpc',
 ): Map<K, RestrictionCheck> {

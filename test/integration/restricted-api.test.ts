@@ -15,9 +15,11 @@ import { Nereid } from '../../src/index.js';
 import type { RouteName } from '../../src/frontends/http/router.js';
 import {
   GRPC_METHOD_CATEGORY,
+  HTTP_RESTRICTED_CATEGORIES,
+  HTTP_ROUTE_ALSO_CATEGORY,
   HTTP_ROUTE_CATEGORY,
   RESTRICTED_CATEGORIES,
-  type RestrictedCategory,
+  type HttpRestrictedCategory,
 } from '../../src/frontends/restricted.js';
 import {
   EXAMPLES,
@@ -34,6 +36,7 @@ const HTTP_GROUPS: Readonly<Record<string, readonly [string, string]>> = {
   inference: ['Infer-Key', 'ik'],
   'shared-memory,model-config': ['s-key', 's=val:1'],
   'model-repository,statistics,trace,logging': ['Admin-Key', 'Secret'],
+  dashboard: ['Dash-Key', 'd'],
 };
 const GRPC_GROUPS: Readonly<Record<string, readonly [string, string]>> = {
   'health,metadata': ['h-key', 'h-val'],
@@ -42,10 +45,10 @@ const GRPC_GROUPS: Readonly<Record<string, readonly [string, string]>> = {
   'model-repository,statistics,trace,logging': ['admin-key', 'Secret'],
 };
 
-function required(groups: typeof HTTP_GROUPS, prefix: string): Map<RestrictedCategory, [string, string]> {
-  const m = new Map<RestrictedCategory, [string, string]>();
+function required(groups: typeof HTTP_GROUPS, prefix: string): Map<HttpRestrictedCategory, [string, string]> {
+  const m = new Map<HttpRestrictedCategory, [string, string]>();
   for (const [categories, [key, value]] of Object.entries(groups)) {
-    for (const c of categories.split(',')) m.set(c as RestrictedCategory, [prefix + key, value]);
+    for (const c of categories.split(',')) m.set(c as HttpRestrictedCategory, [prefix + key, value]);
   }
   return m;
 }
@@ -105,6 +108,11 @@ const HTTP_CASES: readonly HttpCase[] = [
     body: '{"key":"/nereid-no-such-region","byte_size":16}',
   },
   { route: 'systemSharedMemoryUnregister', method: 'POST', path: '/v2/systemsharedmemory/unregister' },
+  // Nereid's dashboard: the page, one of its files, and its two reads (which also need a second category).
+  { route: 'dashboardPage', method: 'GET', path: '/dashboard/' },
+  { route: 'dashboardPage', method: 'GET', path: '/dashboard/vendor/uPlot.iife.min.js' },
+  { route: 'dashboardServer', method: 'GET', path: '/dashboard/api/server', statusOnly: true },
+  { route: 'dashboardMetrics', method: 'GET', path: '/dashboard/api/metrics', statusOnly: true },
 ];
 
 type GrpcCall = (client: TestClient, md: Metadata) => Promise<Plain>;
@@ -229,7 +237,7 @@ describe('restricted APIs', () => {
       Object.keys(HTTP_ROUTE_CATEGORY).sort(),
     );
     assert.deepEqual(Object.keys(GRPC_CASES).sort(), [...GRPC_METHOD_CATEGORY.keys()].sort());
-    assert.deepEqual([...HTTP_REQUIRED.keys()].sort(), [...RESTRICTED_CATEGORIES].sort());
+    assert.deepEqual([...HTTP_REQUIRED.keys()].sort(), [...HTTP_RESTRICTED_CATEGORIES].sort());
     assert.deepEqual([...GRPC_REQUIRED.keys()].sort(), [...RESTRICTED_CATEGORIES].sort());
   });
 
@@ -255,9 +263,18 @@ describe('restricted APIs', () => {
           assert.deepEqual(r.json(), refusal);
           assert.equal(r.headers.get('content-type'), 'application/json');
         }
+        // A route that also needs a second category's header: its own header alone is not enough.
+        const alsoCategory = HTTP_ROUTE_ALSO_CATEGORY[c.route];
+        const also = alsoCategory === undefined ? undefined : HTTP_REQUIRED.get(alsoCategory)!;
+        if (also !== undefined) {
+          const r = await send(restricted, c, { [header]: value });
+          assert.equal(r.status, 403);
+          assert.deepEqual(r.json(), { error: `This API is restricted, expecting header '${also[0]}'` });
+        }
+        const alsoHeaders = also === undefined ? {} : { [also[0]]: also[1] };
         // Allowed (header names are case-insensitive): served exactly as the open server serves it.
         for (const name of [header, header.toLowerCase(), header.toUpperCase()]) {
-          const got = await send(restricted, c, { [name]: value });
+          const got = await send(restricted, c, { ...alsoHeaders, [name]: value });
           const want = await send(open, c);
           assert.notEqual(got.status, 403);
           assert.equal(got.status, want.status, `${name}: ${got.body.toString()}`);

@@ -6,7 +6,10 @@
 import type { PhaseTimings } from '../../backend-api/backend.js';
 import type { InferenceTrace } from '../trace/types.js';
 import type { RequestTimings } from '../types.js';
-import type { FailureReason } from './model-stats.js';
+
+/** The `reason` label of nv_inference_request_failure. */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
 
 export type RequestOutcome = 'pending' | 'success' | 'failure';
 

@@ -27,7 +27,10 @@ export type RouteName =
   | 'cudaSharedMemoryUnregister'
   | 'systemSharedMemoryStatus'
   | 'systemSharedMemoryRegister'
-  | 'systemSharedMemoryUnregister';
+  | 'systemSharedMemoryUnregister'
+  | 'dashboardPage'
+  | 'dashboardServer'
+  | 'dashboardMetrics';
 
 export interface RouteMatch {
   readonly name: RouteName;
@@ -40,6 +43,8 @@ export interface RouteMatch {
   readonly repository?: string;
   /** The `${R}` of /v2/{system,cuda}sharedmemory/region/${R}/..., when given. */
   readonly region?: string;
+  /** dashboardPage: the file under /dashboard/ ('' for the page itself; undefined for bare /dashboard). */
+  readonly file?: string;
 }
 
 const MODEL_ACTIONS: Readonly<Record<string, { name: RouteName; method: 'GET' | 'POST' }>> = {
@@ -154,7 +159,42 @@ export function matchRoute(path: string): RouteMatch | undefined {
   return match;
 }
 
+/** A file name the dashboard can have: letters, digits, '.', '-', '_', not starting with '.'. */
+function isAssetName(s: string): boolean {
+  if (s.length === 0 || s.length > 64 || s.charCodeAt(0) === 0x2e) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const ok =
+      (c >= 0x30 && c <= 0x39) ||
+      (c >= 0x41 && c <= 0x5a) ||
+      (c >= 0x61 && c <= 0x7a) ||
+      c === 0x2e ||
+      c === 0x2d ||
+      c === 0x5f;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/**
+ * Nereid's own operator dashboard (frontends/http/dashboard.ts): the page and its files under /dashboard/,
+ * and two read-only JSON/text routes under /dashboard/api/. File paths are one or two plain segments, so
+ * nothing like `..` or an escape can reach the file table, which is looked up by exact name anyway.
+ */
+function matchDashboard(path: string): RouteMatch | undefined {
+  if (path === '/dashboard') return { name: 'dashboardPage', method: 'GET' };
+  if (path === '/dashboard/') return { name: 'dashboardPage', method: 'GET', file: '' };
+  if (path === '/dashboard/api/server') return { name: 'dashboardServer', method: 'GET' };
+  if (path === '/dashboard/api/metrics') return { name: 'dashboardMetrics', method: 'GET' };
+  const segs = path.slice('/dashboard/'.length).split('/');
+  if (segs.length > 2 || segs[0] === 'api' || !segs.every(isAssetName)) return undefined;
+  return { name: 'dashboardPage', method: 'GET', file: segs.join('/') };
+}
+
 function parseRoute(path: string): RouteMatch | undefined {
+  if (path.startsWith('/dashboard') && (path.length === 10 || path.charCodeAt(10) === 0x2f)) {
+    return matchDashboard(path);
+  }
   if (!path.startsWith('/v2')) return undefined;
   if (path.length === 3) return { name: 'serverMetadata', method: 'GET' };
   if (path.charCodeAt(3) !== 0x2f) return undefined;

@@ -13,14 +13,24 @@ import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { HeaderForwarder } from '../header-forward.js';
-import { HTTP_ROUTE_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
+import {
+  HTTP_ROUTE_ALSO_CATEGORY,
+  HTTP_ROUTE_CATEGORY,
+  isAllowed,
+  restrictionTable,
+  type HttpRestrictedCategory,
+  type RestrictionCheck,
+  type Restrictions,
+} from '../restricted.js';
 import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
+import { Dashboard, type DashboardOptions } from './dashboard.js';
 import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './connection-limits.js';
 import { errorBody, toErrorReply } from './errors.js';
 import { JsonPool, type JsonLimits } from './json-pool.js';
 import { matchRoute, type RouteMatch, type RouteName } from './router.js';
-import { HANDLERS, type Reply, type RouteContext } from './routes.js';
 import type { AccessLog } from '../access-log.js';
+import type { Reply, RouteContext } from './route-context.js';
+import { HANDLERS } from './routes.js';
 import type { TlsCredentials } from '../tls.js';
 import { createHttpServer } from './tls.js';
 import { createTurnBudget } from './turn-budget.js';
@@ -49,6 +59,8 @@ export interface HttpFrontendOptions {
   readonly tls?: TlsCredentials;
   /** `--access-log`: one line per inference request. */
   readonly accessLog?: AccessLog;
+  /** Serve the operator's dashboard under /dashboard/ (dashboard.ts); absent: those paths are 404. */
+  readonly dashboard?: DashboardOptions;
 }
 
 /** Default --http-backlog. Node's default, 511, is less than one burst of reconnecting clients. */
@@ -67,6 +79,11 @@ export interface HttpFrontend {
 }
 
 const JSON_TYPE = 'application/json';
+const DASHBOARD_ROUTES: ReadonlySet<RouteName> = new Set([
+  'dashboardPage',
+  'dashboardServer',
+  'dashboardMetrics',
+]);
 const NOT_FOUND_BODY = errorBody('Not Found');
 const METHOD_NOT_ALLOWED_BODY = errorBody('Method Not Allowed');
 
@@ -89,6 +106,12 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     options.restrictedApis,
     'http',
   );
+  // The few routes that also need a second category's header (the dashboard's reads: restricted.ts).
+  const restrictedAlso = restrictionTable(
+    Object.entries(HTTP_ROUTE_ALSO_CATEGORY) as [RouteName, HttpRestrictedCategory][],
+    options.restrictedApis,
+    'http',
+  );
   const forwardHeaders =
     options.headerForwardPattern === undefined
       ? undefined
@@ -98,6 +121,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     `the server is at its connection limit (${maxConnections}); retry later. Use --http-max-connections to raise it.`,
   );
   const json = new JsonPool(options.json);
+  const dashboard = options.dashboard && new Dashboard(options.dashboard);
   let closing = false;
 
   const send = (res: ServerResponse, reply: Reply, closeConnection = false): void => {
@@ -123,7 +147,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   };
 
   const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
-    const ctx: RouteContext = { api, req, res, match, maxInputSize, forwardHeaders, json };
+    const ctx: RouteContext = { api, req, res, match, maxInputSize, forwardHeaders, json, dashboard };
     const logged = accessLog !== undefined && match.name === 'modelInfer';
     const arrived = logged ? process.hrtime.bigint() : 0n;
     if (logged) ctx.timings = { queueNs: 0, computeNs: 0 };
@@ -181,14 +205,18 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       sendError(res, reply.status, reply.body);
       return;
     }
-    if (match === undefined) {
+    if (match === undefined || (dashboard === undefined && DASHBOARD_ROUTES.has(match.name))) {
       sendError(res, 404, NOT_FOUND_BODY);
       return;
     }
     // Before the verb and the body are looked at, as in Triton. A refused request's body is not read: the
     // connection closes after the 403 instead of draining what an unauthorised client sends.
-    const restriction = restricted.get(match.name);
-    if (restriction !== undefined && !isAllowed(restriction, req.headers, req.rawHeaders)) {
+    const refused = (r: RestrictionCheck | undefined): r is RestrictionCheck =>
+      r !== undefined && !isAllowed(r, req.headers, req.rawHeaders);
+    const first = restricted.get(match.name);
+    const also = restrictedAlso.size === 0 ? undefined : restrictedAlso.get(match.name);
+    const restriction = refused(first) ? first : refused(also) ? also : undefined;
+    if (restriction !== undefined) {
       const hasBody = (declaredLength(req) ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
       sendError(res, 403, errorBody(restriction.message), hasBody);
       return;

@@ -30,6 +30,16 @@ describe('parseRestrictedOption', () => {
     assert.equal(Object.keys(http(`${all}:k=v`)).length, 9);
   });
 
+  it('accepts Nereid’s dashboard category on HTTP only (gRPC has no dashboard)', () => {
+    assert.deepEqual(http('dashboard,statistics:D=v'), {
+      dashboard: { header: 'D', value: 'v' },
+      statistics: { header: 'D', value: 'v' },
+    });
+    assert.throws(() => parseRestrictedOption('dashboard:a=b', 'grpc-restricted-protocol', {}), {
+      message: "unknown restricted protocol 'dashboard'",
+    });
+  });
+
   it('puts triton-grpc-protocol- before a gRPC key', () => {
     const into: RestrictionDraft = {};
     parseRestrictedOption('inference:infer-key=v', 'grpc-restricted-protocol', into);

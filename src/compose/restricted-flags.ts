@@ -8,12 +8,13 @@
 import { invalidArg } from '../common/errors.js';
 import {
   GRPC_RESTRICTED_HEADER_PREFIX,
+  isHttpRestrictedCategory,
   isRestrictedCategory,
-  type RestrictedCategory,
+  type HttpRestrictedCategory,
   type Restriction,
 } from '../frontends/restricted.js';
 
-export type RestrictionDraft = Partial<Record<RestrictedCategory, Restriction>>;
+export type RestrictionDraft = Partial<Record<HttpRestrictedCategory, Restriction>>;
 
 /**
  * `<category>[,<category>...]:<key>=<value>`: the first ':' ends the categories, the first '=' after it
@@ -37,7 +38,9 @@ export function parseRestrictedOption(
     throw invalidArg(`--${flag} option format is '<config name>:<setting>=<value>'. Got ${arg}`);
   }
   for (const category of categories.split(',')) {
-    if (!isRestrictedCategory(category)) {
+    // Nereid's own categories (dashboard) exist on HTTP only.
+    const known = flag === 'http-restricted-api' ? isHttpRestrictedCategory : isRestrictedCategory;
+    if (!known(category)) {
       throw invalidArg(`unknown restricted ${featureType} '${category}'`);
     }
     if (into[category] !== undefined) {
@@ -56,8 +59,8 @@ export function restrictionWarnings(
   grpcForwardPattern: string | undefined,
 ): string[] {
   const warnings: string[] = [];
-  const byHeader = new Map<string, RestrictedCategory[]>();
-  for (const [category, r] of Object.entries(grpcRestricted) as [RestrictedCategory, Restriction][]) {
+  const byHeader = new Map<string, HttpRestrictedCategory[]>();
+  for (const [category, r] of Object.entries(grpcRestricted) as [HttpRestrictedCategory, Restriction][]) {
     if (r.header === r.header.toLowerCase()) continue;
     byHeader.set(r.header, [...(byHeader.get(r.header) ?? []), category]);
   }

@@ -1,7 +1,8 @@
 /**
- * The composition root: builds the backends, the model loader, the repository manager, the server and the
- * frontends from frozen ServerOptions, and tears them down in order. Tests call startNereid() in-process
- * with port 0; the `nereid` command is a thin wrapper around it (main.ts).
+ * The composition: builds the backends, the model loader, the repository manager, the server and the
+ * frontends from frozen ServerOptions, and tears them down in order. The one module both entry points use:
+ * the `nereid` command (cli/main.ts) and the embedding API (embedded/server.ts); tests call startNereid()
+ * in-process with port 0.
  */
 import { readFileSync } from 'node:fs';
 import { builtinTestBackends } from '../backends/builtin/index.js';
@@ -9,7 +10,7 @@ import { JavascriptBackend } from '../backends/javascript/index.js';
 import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
 import { PythonBackend } from '../backends/python/index.js';
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
-import { NereidError } from '../common/errors.js';
+import { NereidError, unavailable } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { VersionLookup } from '../core/ensemble/index.js';
 import { InstanceBudget } from '../core/model/instance-budget.js';
@@ -24,6 +25,7 @@ import { AccessLog } from '../frontends/access-log.js';
 import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
 import { createHealthListener, createHttpFrontend, type HealthListener } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
+import { dashboardInfo } from './dashboard-info.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
 import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
@@ -127,6 +129,7 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
 }
 
 async function startServing(options: ServerOptions, log: Logger, tls: EndpointTls): Promise<RunningNereid> {
+  const startedAt = Date.now();
   const statsRegistry = new StatsRegistry();
   // One rate limiter for the whole server: it arbitrates between the instances of every model.
   const rateLimiter =
@@ -249,6 +252,15 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
         log,
         accessLog,
         tls: tls.get('http'),
+        // The metrics frontend starts after this one; the page asks for metrics only once both serve.
+        dashboard: options.allowDashboard
+          ? {
+              info: () => dashboardInfo({ options, version: packageVersion(), startedAt }),
+              metrics: options.allowMetrics
+                ? () => metricsFrontend?.scrape() ?? Promise.reject(unavailable('metrics are not up yet'))
+                : undefined,
+            }
+          : undefined,
       });
       http = await httpFrontend.listen();
       log.info(`Started HTTPService at ${http.address}:${http.port}`);

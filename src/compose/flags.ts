@@ -401,6 +401,13 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.httpHealthPort = port('http-health-port', v)),
   },
   {
+    name: 'allow-dashboard',
+    kind: 'bool',
+    defaultText: 'true',
+    help: "Serve the operator's web dashboard at /dashboard/ on the HTTP port (docs/dashboard.md); false answers 404 there. Its restricted-API category is 'dashboard' (--http-restricted-api). Nereid only.",
+    apply: (d, v) => (d.allowDashboard = parseBool('allow-dashboard', v)),
+  },
+  {
     name: 'allow-grpc',
     kind: 'bool',
     defaultText: 'true',
@@ -620,7 +627,7 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'http-restricted-api',
     kind: 'list',
-    help: "Requests to these HTTP API categories must carry header <key> with exactly <value>, or get 403: '<category>[,<category>...]:<key>=<value>'; repeat for groups with other keys, a category in one group only. Categories: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging (docs/security.md). Default: every API open.",
+    help: "Requests to these HTTP API categories must carry header <key> with exactly <value>, or get 403: '<category>[,<category>...]:<key>=<value>'; repeat for groups with other keys, a category in one group only. Categories: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging, and Nereid's dashboard (docs/security.md). Default: every API open.",
     apply: (d, v) => parseRestrictedOption(v, 'http-restricted-api', d.httpRestrictedApis),
   },
   {
@@ -1049,6 +1056,7 @@ export function defaultDraft(): Draft {
     grpcServerKey: '',
     grpcRootCert: '',
     tlsCertPollMs: 2000,
+    allowDashboard: true,
     allowMetrics: true,
     metricsAddress: '',
     metricsPort: 8002,

@@ -1,0 +1,598 @@
+// @ts-check
+/**
+ * The operator's dashboard page: the server at a glance (identity, uptime, options, repositories), every
+ * model of the repository index with its state and reason, a model's config, tensors, instance groups and
+ * batcher, live charts from the statistics API and the metrics text, model control (explicit mode only,
+ * and only where the repository API is open), and the request tester. It polls; nothing is pushed.
+ */
+import { api, ApiError, parseMetrics } from './api.js';
+import { LiveChart } from './charts.js';
+import { byId, duration, el, facts, fill, table } from './dom.js';
+import { Tester } from './tester.js';
+
+/** Seconds between two polls of the index, the statistics and the metrics. */
+const POLL_SECONDS = 2;
+/** Polls between two reads of the server's description (the uptime ticks locally in between). */
+const INFO_EVERY = 5;
+
+/**
+ * @typedef {{name: string, version?: string, state?: string, reason?: string}} IndexEntry
+ * @typedef {{count: number, ns: number}} Duration
+ * @typedef {{name: string, version: string, inference_stats: Record<string, Duration>,
+ *   batch_stats?: {batch_size: number, compute_infer: Duration}[]}} ModelStats
+ * @typedef {{t: number, success: number, fail: number, queueNs: number, computeNs: number, count: number}} Totals
+ * @typedef {import('./api.js').Sample} Sample
+ */
+
+const state = {
+  /** @type {any} */
+  info: undefined,
+  /** @type {string | undefined} why the description could not be read */
+  infoError: undefined,
+  infoReadAt: 0,
+  /** @type {IndexEntry[]} */
+  models: [],
+  /** @type {string | undefined} */
+  selected: undefined,
+  /** @type {Totals | undefined} */
+  previous: undefined,
+  /** @type {Sample[] | undefined} */
+  previousMetrics: undefined,
+  polls: 0,
+};
+
+const throughput = new LiveChart(
+  'Requests per second',
+  [
+    { label: 'success', unit: '/s' },
+    { label: 'failure', unit: '/s' },
+  ],
+  'chart-throughput',
+);
+const latency = new LiveChart(
+  'Time per request',
+  [
+    { label: 'queue', unit: 'ms' },
+    { label: 'compute', unit: 'ms' },
+    { label: 'p50 request', unit: 'ms' },
+    { label: 'p99 request', unit: 'ms' },
+  ],
+  'chart-latency',
+);
+const tester = new Tester(byId('tester'));
+
+/** The categories the restricted-API settings close, as the server described itself. */
+function restricted() {
+  return new Set(Object.keys(state.info?.restrictedApis ?? {}));
+}
+
+/** Model control buttons: only in explicit mode with the repository API open, and only when known. */
+function canControl() {
+  return (
+    state.info !== undefined &&
+    state.info.modelControlMode === 'explicit' &&
+    !restricted().has('model-repository')
+  );
+}
+
+/** @param {unknown} err */
+const message = (err) => (err instanceof Error ? err.message : String(err));
+
+// ---- server ---------------------------------------------------------------------------------------------
+
+/** @param {unknown} value */
+function optionText(value) {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+async function readInfo() {
+  const [info, meta] = await Promise.allSettled([api.serverInfo(), api.serverMetadata()]);
+  if (info.status === 'fulfilled') {
+    state.info = info.value;
+    state.infoError = undefined;
+    state.infoReadAt = Date.now();
+  } else {
+    state.info = undefined;
+    state.infoError = message(info.reason);
+  }
+  renderServer(
+    meta.status === 'fulfilled' ? meta.value : undefined,
+    meta.status === 'rejected' ? message(meta.reason) : undefined,
+  );
+}
+
+/**
+ * @param {any} meta GET /v2
+ * @param {string | undefined} metaError
+ */
+function renderServer(meta, metaError) {
+  const info = state.info;
+  /** @type {[string, any][]} */
+  const rows = [];
+  if (meta !== undefined) {
+    rows.push(
+      ['Name (--id)', meta.name],
+      ['Version', meta.version],
+      ['Extensions', (meta.extensions ?? []).join(', ')],
+    );
+  } else {
+    rows.push(['Server metadata', el('span', { class: 'error' }, metaError ?? 'unavailable')]);
+  }
+  if (info !== undefined) {
+    rows.push(
+      ['Product', `${info.product} ${info.version}`],
+      ['Uptime', el('span', { id: 'uptime' }, duration(info.uptimeSeconds))],
+      ['Started', info.startedAt],
+      ['Model control', info.modelControlMode],
+      [
+        'Repositories',
+        el(
+          'ul',
+          {},
+          ...(info.repositories ?? []).map((/** @type {string} */ r) => el('li', {}, el('code', {}, r))),
+        ),
+      ],
+      [
+        'Restricted APIs',
+        Object.keys(info.restrictedApis ?? {}).length === 0
+          ? 'none'
+          : el(
+              'ul',
+              {},
+              ...Object.entries(info.restrictedApis).map(([c, h]) =>
+                el('li', {}, `${c}: header ${String(h)}`),
+              ),
+            ),
+      ],
+      [
+        'Metrics',
+        info.metrics.enabled
+          ? `on${info.metrics.summaryLatencies ? `, summaries (quantiles ${info.metrics.quantiles.join(', ')})` : ''}${info.metrics.histogramLatencies ? ', histograms' : ''}`
+          : 'off',
+      ],
+    );
+  } else {
+    rows.push(['Server description', el('span', { class: 'error' }, state.infoError ?? 'unavailable')]);
+  }
+  const options =
+    info === undefined
+      ? null
+      : el(
+          'details',
+          { id: 'options' },
+          el('summary', {}, 'Options in effect'),
+          table(
+            ['Option', 'Value'],
+            Object.keys(info.options)
+              .sort()
+              .map((k) => [el('code', {}, k), optionText(info.options[k])]),
+          ),
+        );
+  const open = /** @type {HTMLDetailsElement | null} */ (document.getElementById('options'))?.open ?? false;
+  fill(byId('server'), facts(rows), options);
+  if (options !== null) options.open = open;
+}
+
+function tickUptime() {
+  const span = document.getElementById('uptime');
+  if (span === null || state.info === undefined) return;
+  span.textContent = duration(state.info.uptimeSeconds + (Date.now() - state.infoReadAt) / 1000);
+}
+
+// ---- models ---------------------------------------------------------------------------------------------
+
+/** @type {HTMLDialogElement} */
+const dialog = /** @type {HTMLDialogElement} */ (byId('confirm'));
+
+/**
+ * Asks before a destructive action; resolves true on the confirming button only.
+ * @param {string} text
+ * @param {string} action
+ * @returns {Promise<boolean>}
+ */
+function confirmAction(text, action) {
+  fill(byId('confirm-text'), text);
+  byId('confirm-ok').textContent = action;
+  dialog.returnValue = '';
+  dialog.showModal();
+  return new Promise((resolve) =>
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true }),
+  );
+}
+byId('confirm-ok').addEventListener('click', () => dialog.close('ok'));
+byId('confirm-cancel').addEventListener('click', () => dialog.close('cancel'));
+
+/**
+ * @param {'load' | 'unload' | 'reload'} action
+ * @param {string} model
+ */
+async function control(action, model) {
+  if (action !== 'load') {
+    const text =
+      action === 'unload'
+        ? `Unload ${model}? Requests to it fail until it is loaded again.`
+        : `Reload ${model}? Its instances are replaced with the repository's current files.`;
+    if (!(await confirmAction(text, action === 'unload' ? 'Unload' : 'Reload'))) return;
+  }
+  const status = byId('action-status');
+  fill(status, `${action} ${model}…`);
+  try {
+    await (action === 'unload' ? api.unload(model) : api.load(model));
+    fill(status, el('span', { class: 'ok' }, `${action} ${model}: done`));
+  } catch (err) {
+    fill(status, el('span', { class: 'error' }, `${action} ${model}: ${message(err)}`));
+  }
+  await poll(false);
+  if (state.selected === model) await renderDetail(model);
+}
+
+/**
+ * @param {IndexEntry} m
+ */
+function actions(m) {
+  if (!canControl()) return null;
+  /**
+   * @param {'load' | 'unload' | 'reload'} action
+   * @param {string} label
+   */
+  const button = (action, label) => {
+    const b = el(
+      'button',
+      { type: 'button', class: `action ${action}`, 'data-action': action, 'data-model': m.name },
+      label,
+    );
+    b.addEventListener('click', () => void control(action, m.name));
+    return b;
+  };
+  return m.state === 'READY'
+    ? [button('reload', 'Reload'), ' ', button('unload', 'Unload')]
+    : button('load', 'Load');
+}
+
+function renderModels() {
+  const control = canControl();
+  const head = ['Model', 'Version', 'State', 'Reason', ...(control ? ['Actions'] : [])];
+  const rows = state.models.map((m) => {
+    const pick = el(
+      'button',
+      { type: 'button', class: 'link', 'data-model': m.name, 'aria-pressed': m.name === state.selected },
+      m.name,
+    );
+    pick.addEventListener('click', () => select(m.name));
+    return [
+      pick,
+      m.version ?? '',
+      el('span', { class: `state state-${(m.state ?? 'unknown').toLowerCase()}` }, m.state ?? ''),
+      m.reason ?? '',
+      ...(control ? [actions(m)] : []),
+    ];
+  });
+  const note =
+    state.info === undefined
+      ? 'Model control is hidden: the server description is unavailable.'
+      : control
+        ? null
+        : state.info.modelControlMode !== 'explicit'
+          ? `Model control is off: the server runs in ${state.info.modelControlMode} mode (--model-control-mode=explicit enables it).`
+          : 'Model control is hidden: the repository API is restricted (--http-restricted-api).';
+  fill(
+    byId('models'),
+    table(head, rows, { id: 'models-table' }),
+    note === null ? null : el('p', { class: 'note' }, note),
+  );
+}
+
+// ---- one model ------------------------------------------------------------------------------------------
+
+/** @param {string} name */
+function select(name) {
+  state.selected = name;
+  state.previous = undefined;
+  throughput.clear();
+  latency.clear();
+  fill(byId('chart-scope'), name);
+  renderModels();
+  void renderDetail(name);
+}
+
+/**
+ * @param {{name: string, data_type: string, dims: (number|string)[], format?: string}[]} tensors
+ */
+function tensorTable(tensors) {
+  return table(
+    ['Name', 'Type', 'Dims'],
+    tensors.map((t) => [
+      el('code', {}, t.name),
+      String(t.data_type).replace(/^TYPE_/, ''),
+      `[${(t.dims ?? []).join(', ')}]`,
+    ]),
+  );
+}
+
+/** @param {string} name */
+async function renderDetail(name) {
+  const detail = byId('detail');
+  fill(byId('detail-title'), 'Model ', el('code', {}, name));
+  fill(detail, el('p', { class: 'note' }, 'Reading the config…'));
+  const ready = state.models.some((m) => m.name === name && m.state === 'READY');
+  const [config, meta] = await Promise.allSettled([
+    api.config(name),
+    ready ? api.metadata(name) : Promise.reject(new Error('not ready')),
+  ]);
+  if (state.selected !== name) return;
+  if (config.status === 'rejected') {
+    fill(detail, el('p', { class: 'error' }, `Config: ${message(config.reason)}`));
+  } else {
+    const c = config.value;
+    const batcher = c.dynamic_batching;
+    fill(
+      detail,
+      facts([
+        [
+          'Platform / backend',
+          `${c.platform ?? ''}${c.platform && c.backend ? ' / ' : ''}${c.backend ?? ''}`,
+        ],
+        ['Max batch size', String(c.max_batch_size ?? 0)],
+        [
+          'Versions',
+          state.models
+            .filter((m) => m.name === name)
+            .map((m) => `${m.version ?? '?'} ${m.state ?? ''}`)
+            .join(', '),
+        ],
+        [
+          'Scheduling',
+          batcher
+            ? 'dynamic batcher'
+            : c.sequence_batching
+              ? 'sequence batcher'
+              : c.ensemble_scheduling
+                ? 'ensemble'
+                : 'default',
+        ],
+      ]),
+      el('h3', {}, 'Inputs'),
+      tensorTable(c.input ?? []),
+      el('h3', {}, 'Outputs'),
+      tensorTable(c.output ?? []),
+      el('h3', {}, 'Instance groups'),
+      table(
+        ['Name', 'Kind', 'Count', 'GPUs'],
+        (c.instance_group ?? []).map((/** @type {any} */ g) => [
+          g.name ?? '',
+          g.kind ?? '',
+          String(g.count ?? ''),
+          (g.gpus ?? []).join(', '),
+        ]),
+      ),
+      el('h3', {}, 'Dynamic batcher'),
+      batcher
+        ? facts([
+            ['Preferred batch sizes', (batcher.preferred_batch_size ?? []).join(', ') || '(none)'],
+            ['Max queue delay', `${batcher.max_queue_delay_microseconds ?? 0} µs`],
+            ['Preserve ordering', String(batcher.preserve_ordering ?? false)],
+            ['Priority levels', String(batcher.priority_levels ?? 0)],
+            ['Default queue policy', JSON.stringify(batcher.default_queue_policy ?? {})],
+          ])
+        : el('p', { class: 'note' }, 'not configured'),
+      el(
+        'details',
+        {},
+        el('summary', {}, 'Config as the server serves it (JSON)'),
+        el('pre', { id: 'config-json' }, JSON.stringify(c, null, 2)),
+      ),
+    );
+  }
+  if (restricted().has('inference'))
+    tester.show(undefined, 'The inference API is restricted (--http-restricted-api): no tester.');
+  else if (meta.status === 'fulfilled') tester.show(meta.value);
+  else
+    tester.show(
+      undefined,
+      ready ? `Metadata: ${message(meta.reason)}` : `${name} is not ready: load it to try a request.`,
+    );
+}
+
+// ---- live figures ---------------------------------------------------------------------------------------
+
+/**
+ * Sums the statistics of the selected model (all versions), or of every model when none is selected.
+ * @param {{model_stats: ModelStats[]}} stats
+ * @param {number} t
+ * @returns {Totals}
+ */
+function totals(stats, t) {
+  const out = { t, success: 0, fail: 0, queueNs: 0, computeNs: 0, count: 0 };
+  for (const m of stats.model_stats ?? []) {
+    if (state.selected !== undefined && m.name !== state.selected) continue;
+    const s = m.inference_stats;
+    out.success += s.success?.count ?? 0;
+    out.fail += s.fail?.count ?? 0;
+    out.queueNs += s.queue?.ns ?? 0;
+    out.count += s.queue?.count ?? 0;
+    out.computeNs += (s.compute_input?.ns ?? 0) + (s.compute_infer?.ns ?? 0) + (s.compute_output?.ns ?? 0);
+  }
+  return out;
+}
+
+/**
+ * p50 and p99 of the request time in ms: from the summaries when they are on (the server's own sliding
+ * window), else from the first-response histogram's buckets filled since the previous poll.
+ * @param {Sample[]} samples
+ * @param {Sample[] | undefined} before
+ * @returns {[number | null, number | null]}
+ */
+function quantiles(samples, before) {
+  const mine = (/** @type {Sample} */ s) => state.selected === undefined || s.labels.model === state.selected;
+  /** @param {string} q */
+  const summary = (q) => {
+    const vs = samples.filter(
+      (s) =>
+        s.name === 'nv_inference_request_summary_us' &&
+        s.labels.quantile === q &&
+        mine(s) &&
+        !Number.isNaN(s.value),
+    );
+    return vs.length === 0 ? null : Math.max(...vs.map((s) => s.value)) / 1000;
+  };
+  const p50 = summary('0.5');
+  const p99 = summary('0.99');
+  if (p50 !== null || p99 !== null) return [p50, p99];
+  /** @param {Sample[] | undefined} set */
+  const buckets = (set) => {
+    /** @type {Map<number, number>} */
+    const m = new Map();
+    for (const s of set ?? []) {
+      if (s.name !== 'nv_inference_first_response_histogram_ms_bucket' || !mine(s)) continue;
+      const le = s.labels.le === '+Inf' ? Infinity : Number(s.labels.le);
+      m.set(le, (m.get(le) ?? 0) + s.value);
+    }
+    return m;
+  };
+  const now = buckets(samples);
+  const then = buckets(before);
+  const les = [...now.keys()].sort((a, b) => a - b);
+  const delta = les.map((le) => (now.get(le) ?? 0) - (then.get(le) ?? 0));
+  const total = delta.length === 0 ? 0 : delta[delta.length - 1];
+  if (total <= 0) return [null, null];
+  /** @param {number} q */
+  const at = (q) => {
+    const i = delta.findIndex((c) => c >= q * total);
+    return les[i] === Infinity ? (les[i - 1] ?? null) : les[i];
+  };
+  return [at(0.5), at(0.99)];
+}
+
+/**
+ * @param {Sample[]} samples
+ */
+function renderFailures(samples) {
+  /** @type {Map<string, number>} */
+  const byReason = new Map();
+  for (const s of samples) {
+    if (s.name !== 'nv_inference_request_failure') continue;
+    if (state.selected !== undefined && s.labels.model !== state.selected) continue;
+    const reason = s.labels.reason ?? '(none)';
+    byReason.set(reason, (byReason.get(reason) ?? 0) + s.value);
+  }
+  fill(
+    byId('failures'),
+    table(
+      ['Reason', 'Failed requests'],
+      [...byReason].map(([r, n]) => [r, String(n)]),
+      { id: 'failures-table' },
+    ),
+  );
+}
+
+/**
+ * Executions by batch size, since the model loaded.
+ * @param {{model_stats: ModelStats[]}} stats
+ */
+function renderBatches(stats) {
+  /** @type {Map<number, number>} */
+  const bySize = new Map();
+  for (const m of stats.model_stats ?? []) {
+    if (state.selected !== undefined && m.name !== state.selected) continue;
+    for (const b of m.batch_stats ?? [])
+      bySize.set(b.batch_size, (bySize.get(b.batch_size) ?? 0) + (b.compute_infer?.count ?? 0));
+  }
+  const max = Math.max(1, ...bySize.values());
+  const rows = [...bySize]
+    .sort((a, b) => a[0] - b[0])
+    .map(([size, n]) => [String(size), String(n), el('progress', { max, value: n }, String(n))]);
+  fill(
+    byId('batches'),
+    rows.length === 0
+      ? el('p', { class: 'note' }, 'no executions yet')
+      : table(['Batch size', 'Executions', ''], rows, { id: 'batches-table' }),
+  );
+}
+
+/**
+ * @param {PromiseSettledResult<any>} stats
+ * @param {PromiseSettledResult<string>} metrics
+ */
+function renderLive(stats, metrics) {
+  const t = Date.now() / 1000;
+  const samples = metrics.status === 'fulfilled' ? parseMetrics(metrics.value) : undefined;
+  const notes = [];
+  if (stats.status === 'fulfilled') {
+    const now = totals(stats.value, t);
+    const prev = state.previous;
+    const [p50, p99] = samples === undefined ? [null, null] : quantiles(samples, state.previousMetrics);
+    if (prev !== undefined && now.t > prev.t) {
+      const dt = now.t - prev.t;
+      const n = now.count - prev.count;
+      throughput.push(t, [
+        Math.max(0, now.success - prev.success) / dt,
+        Math.max(0, now.fail - prev.fail) / dt,
+      ]);
+      latency.push(t, [
+        n > 0 ? (now.queueNs - prev.queueNs) / n / 1e6 : null,
+        n > 0 ? (now.computeNs - prev.computeNs) / n / 1e6 : null,
+        p50,
+        p99,
+      ]);
+    }
+    state.previous = now;
+    fill(byId('totals'), `${now.success} succeeded, ${now.fail} failed since load`);
+    renderBatches(stats.value);
+  } else {
+    notes.push(`Statistics: ${message(stats.reason)}`);
+  }
+  if (samples !== undefined) {
+    renderFailures(samples);
+    state.previousMetrics = samples;
+  } else {
+    const reason = metrics.status === 'rejected' ? metrics.reason : undefined;
+    fill(
+      byId('failures'),
+      el(
+        'p',
+        { class: 'note' },
+        `Failure reasons come from the metrics: ${reason instanceof ApiError ? reason.message : message(reason)}`,
+      ),
+    );
+  }
+  fill(byId('live-notes'), ...notes.map((n) => el('p', { class: 'error' }, n)));
+}
+
+// ---- the loop -------------------------------------------------------------------------------------------
+
+/** @param {boolean} schedule poll again after this one (false: an extra poll after an action) */
+async function poll(schedule = true) {
+  try {
+    if (state.polls % INFO_EVERY === 0) await readInfo();
+    state.polls++;
+    const [index, stats, metrics] = await Promise.allSettled([api.index(), api.stats(), api.metrics()]);
+    if (index.status === 'fulfilled') {
+      state.models = index.value;
+      renderModels();
+    } else {
+      fill(byId('models'), el('p', { class: 'error' }, `Repository index: ${message(index.reason)}`));
+    }
+    renderLive(stats, metrics);
+    byId('updated').textContent = new Date().toLocaleTimeString();
+    document.body.dataset.polls = String(state.polls);
+  } catch (err) {
+    fill(byId('live-notes'), el('p', { class: 'error' }, message(err)));
+  }
+  if (schedule) setTimeout(() => void poll(), POLL_SECONDS * 1000);
+}
+
+byId('charts').append(throughput.node, latency.node);
+byId('all-models').addEventListener('click', () => {
+  state.selected = undefined;
+  state.previous = undefined;
+  throughput.clear();
+  latency.clear();
+  fill(byId('chart-scope'), 'all models');
+  fill(byId('detail-title'), 'Model');
+  fill(byId('detail'), el('p', { class: 'note' }, 'Select a model above.'));
+  tester.show(undefined);
+  renderModels();
+});
+tester.show(undefined);
+setInterval(tickUptime, 1000);
+void poll();

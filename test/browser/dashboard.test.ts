@@ -1,0 +1,370 @@
+// The operator's dashboard in a real headless browser (Debian's chromium through playwright-core) against
+// a real server process on the example repository plus a repository of awkward models (one that fails to
+// load, one whose folder name is markup). Every figure the page shows is compared with what the public
+// API says; the page is driven only as an operator would (clicks, the confirm dialog). With
+// NEREID_DASHBOARD_SCREENSHOTS=<folder> it also writes the screenshots docs/dashboard.md shows
+// (scripts/dashboard-screenshots.sh).
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { EXAMPLES, ROOT, makeRepository, removeRepository, request } from '../integration/harness.js';
+import { spawnServer, type SpawnedServer } from '../integration/spawned-server.js';
+import { setupBrowser } from './browser.testkit.js';
+
+const setup = setupBrowser();
+const SHOTS = process.env.NEREID_DASHBOARD_SCREENSHOTS;
+/** A folder name that is markup: the page must show it as text and run nothing. */
+const HOSTILE = `evil<img src=x onerror="window.__pwned=1">&amp;'`;
+/** Generous caps for waits on a loaded shared machine; nothing asserts on how long anything took. */
+const WAIT = { timeout: 90_000 };
+
+interface IndexEntry {
+  name: string;
+  version?: string;
+  state?: string;
+  reason?: string;
+}
+
+/** identity_fp32 under another folder name (its config's name line dropped, so the folder names it). */
+function copyIdentity(repo: string, name: string): string {
+  const dir = path.join(repo, name);
+  cpSync(path.join(EXAMPLES, 'identity_fp32'), dir, { recursive: true });
+  const config = readFileSync(path.join(dir, 'config.pbtxt'), 'utf8');
+  writeFileSync(path.join(dir, 'config.pbtxt'), config.replace(/^name: .*$/m, ''));
+  return dir;
+}
+
+function awkwardRepository(): string {
+  const repo = makeRepository({});
+  // A config that reads, and a model file onnxruntime refuses: UNAVAILABLE with the runtime's reason.
+  const broken = copyIdentity(repo, 'broken_model');
+  writeFileSync(path.join(broken, '1', 'model.onnx'), 'this is not an onnx model');
+  copyIdentity(repo, HOSTILE);
+  // A model that fails requests on demand (MODE=throw), so failures are counted with their reason.
+  cpSync(path.join(ROOT, 'test/fixtures/javascript/faults_js'), path.join(repo, 'faults_js'), {
+    recursive: true,
+  });
+  return repo;
+}
+
+/** Asks `check` again (every 100 ms, up to WAIT's cap) until it holds; for page state the page's CSP
+ * keeps playwright's waitForFunction from reading (it evaluates strings, which script-src forbids). */
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const end = Date.now() + WAIT.timeout;
+  while (!(await check())) {
+    if (Date.now() > end) assert.fail(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const attr = async (page: Page, selector: string, name: string): Promise<number> =>
+  Number(await page.locator(selector).getAttribute(name));
+
+async function index(server: SpawnedServer): Promise<IndexEntry[]> {
+  const r = await request(`${server.url}/v2/repository/index`, { method: 'POST', body: '{}' });
+  assert.equal(r.status, 200);
+  return r.json<IndexEntry[]>();
+}
+
+/** The models table as the page shows it: one row per cell list (name, version, state, reason). */
+async function shownRows(page: Page): Promise<string[][]> {
+  const rows = page.locator('#models-table tbody tr');
+  const out: string[][] = [];
+  for (let i = 0; i < (await rows.count()); i++) {
+    const cells = await rows.nth(i).locator('td').allTextContents();
+    out.push(cells.slice(0, 4));
+  }
+  return out;
+}
+
+/** The row of one model, by the exact name its button shows. */
+const row = (page: Page, model: string) =>
+  page
+    .locator('#models-table tbody tr')
+    .filter({ has: page.getByRole('button', { name: model, exact: true }) });
+
+/** Waits until the page's row for `model` shows `state`. */
+async function waitForState(page: Page, model: string, state: string): Promise<void> {
+  await row(page, model).locator('.state', { hasText: state }).waitFor(WAIT);
+}
+
+/** A screenshot for the docs: of the section holding `inside`, or of the window. */
+async function shot(page: Page, name: string, inside?: string): Promise<void> {
+  if (SHOTS === undefined) return;
+  mkdirSync(SHOTS, { recursive: true });
+  const file = path.join(SHOTS, `dashboard-${name}.png`);
+  if (inside === undefined) await page.screenshot({ path: file });
+  else await page.locator('section', { has: page.locator(inside) }).screenshot({ path: file });
+}
+
+describe('the dashboard in a browser', { skip: setup.skip }, () => {
+  let repo: string;
+  let server: SpawnedServer;
+  let browser: Browser;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  before(async () => {
+    repo = awkwardRepository();
+    server = await spawnServer([
+      `--model-repository=${EXAMPLES}`,
+      `--model-repository=${repo}`,
+      '--model-control-mode=explicit',
+      '--load-model=simple',
+      '--load-model=identity_fp32',
+      '--load-model=broken_model',
+      '--load-model=faults_js',
+      `--load-model=${HOSTILE}`,
+      '--exit-on-error=false',
+      '--allow-metrics=true',
+      '--metrics-port=0',
+      '--metrics-address=127.0.0.1',
+      '--metrics-config=summary_latencies=true',
+    ]);
+    browser = await setup.launch();
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    page.setDefaultTimeout(WAIT.timeout);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(`${server.url}/dashboard/`);
+    await page.locator('#models-table').waitFor(WAIT);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    if (repo !== undefined) removeRepository(repo);
+  });
+
+  it('shows every model of the repository index with its version, state and reason', async () => {
+    // Both reads happen after the page's last poll has drawn: compare once they agree on the count.
+    const want = (await index(server)).map((m) => [m.name, m.version ?? '', m.state ?? '', m.reason ?? '']);
+    await until('the table to list every model', async () => (await shownRows(page)).length === want.length);
+    assert.deepEqual(await shownRows(page), want);
+    assert.ok(want.some(([name, , state]) => name === 'simple' && state === 'READY'));
+    await shot(page, 'overview');
+  });
+
+  it("shows a failed model's reason, as the index gives it", async () => {
+    const broken = (await index(server)).find((m) => m.name === 'broken_model');
+    assert.equal(broken?.state, 'UNAVAILABLE');
+    assert.ok(broken.reason !== undefined && broken.reason.length > 0);
+    const cells = await row(page, 'broken_model').locator('td').allTextContents();
+    assert.equal(cells[2], 'UNAVAILABLE');
+    assert.equal(cells[3], broken.reason);
+  });
+
+  it('shows a name that is markup as text, and runs none of it', async () => {
+    const button = page.getByRole('button', { name: HOSTILE, exact: true });
+    assert.equal(await button.textContent(), HOSTILE);
+    assert.equal(await page.locator('#models img').count(), 0);
+    await button.click();
+    await page.locator('#detail-title code', { hasText: HOSTILE }).waitFor(WAIT);
+    assert.equal(await page.locator('#detail img, #tester img').count(), 0);
+    assert.equal(await page.evaluate('window.__pwned'), undefined);
+    assert.deepEqual(pageErrors, []);
+  });
+
+  it("shows the server's identity, uptime, repositories and options", async () => {
+    const meta = (await request(`${server.url}/v2`)).json<{ name: string; version: string }>();
+    const facts = await page.locator('#server table.facts').first().innerText();
+    assert.match(facts, new RegExp(`Name \\(--id\\)\\s+${meta.name}`));
+    assert.match(facts, /Model control\s+explicit/);
+    assert.match(facts, /Uptime\s+\d+m \d+s/);
+    for (const r of [EXAMPLES, repo]) assert.ok(facts.includes(r), r);
+    await page.locator('#options summary').click();
+    const options = await page.locator('#options table').innerText();
+    assert.match(options, /modelControlMode\s+explicit/);
+    assert.match(options, /allowDashboard\s+true/);
+  });
+
+  it('unloads a model only after the dialog is confirmed, then loads it again', async () => {
+    await waitForState(page, 'identity_fp32', 'READY');
+    // Cancel: nothing is sent.
+    await row(page, 'identity_fp32').locator('button[data-action="unload"]').click();
+    const dialog = page.locator('dialog#confirm');
+    await dialog.waitFor({ state: 'visible', ...WAIT });
+    assert.match(await page.locator('#confirm-text').innerText(), /Unload identity_fp32\?/);
+    await shot(page, 'confirm');
+    await page.locator('#confirm-cancel').click();
+    await dialog.waitFor({ state: 'hidden', ...WAIT });
+    const polls = await attr(page, 'body', 'data-polls');
+    await until('two more polls', async () => (await attr(page, 'body', 'data-polls')) > polls + 1);
+    assert.equal((await index(server)).find((m) => m.name === 'identity_fp32')?.state, 'READY');
+
+    // Confirm: unloaded, as the page and the API both say.
+    await row(page, 'identity_fp32').locator('button[data-action="unload"]').click();
+    await page.locator('#confirm-ok').click();
+    await waitForState(page, 'identity_fp32', 'UNAVAILABLE');
+    assert.equal((await index(server)).find((m) => m.name === 'identity_fp32')?.state, 'UNAVAILABLE');
+    assert.match(await page.locator('#action-status').innerText(), /unload identity_fp32: done/);
+
+    // Load needs no confirmation.
+    await row(page, 'identity_fp32').locator('button[data-action="load"]').click();
+    await waitForState(page, 'identity_fp32', 'READY');
+    assert.equal((await index(server)).find((m) => m.name === 'identity_fp32')?.state, 'READY');
+  });
+
+  it("shows a model's config, tensors and instance groups as the config route serves them", async () => {
+    await page.getByRole('button', { name: 'simple', exact: true }).click();
+    await page.locator('#config-json').waitFor({ state: 'attached', ...WAIT });
+    const config = (await request(`${server.url}/v2/models/simple/config`)).json<object>();
+    assert.deepEqual(JSON.parse((await page.locator('#config-json').textContent()) ?? ''), config);
+    const detail = await page.locator('#detail').innerText();
+    for (const tensor of ['INPUT0', 'INPUT1', 'OUTPUT0', 'OUTPUT1'])
+      assert.ok(detail.includes(tensor), tensor);
+    assert.match(detail, /KIND_CPU/);
+  });
+
+  it('runs an inference from the tester and shows the right output', async () => {
+    await page.locator('#tester-send').waitFor(WAIT);
+    // The form is prefilled with 0..15 for both inputs: simple answers their sum and difference.
+    await page.locator('#tester-send').click();
+    await page.locator('#tester-response').waitFor(WAIT);
+    const response = JSON.parse((await page.locator('#tester-response').textContent()) ?? '') as {
+      outputs: { name: string; data: number[] }[];
+    };
+    const out = Object.fromEntries(response.outputs.map((o) => [o.name, o.data]));
+    const inputs = Array.from({ length: 16 }, (_, i) => i);
+    assert.deepEqual(
+      out.OUTPUT0,
+      inputs.map((i) => i + i),
+    );
+    assert.deepEqual(
+      out.OUTPUT1,
+      inputs.map(() => 0),
+    );
+    assert.match(await page.locator('#tester-latency').innerText(), /^200 OK in \d+\.\d ms/);
+
+    // Typed values that do not fit the shape are refused in the page, before anything is sent.
+    await page.locator('fieldset[data-input="INPUT1"] textarea.values').fill('1, 2, 3');
+    await page.locator('#tester-send').click();
+    assert.match(
+      await page.locator('#tester-result').innerText(),
+      /INPUT1: shape \[1, 16\] holds 16 values, 3 given/,
+    );
+    await shot(page, 'tester', '#tester');
+    await shot(page, 'model', '#detail');
+  });
+
+  it('moves the throughput chart and the batch table when requests arrive', async () => {
+    await page.getByRole('button', { name: 'simple', exact: true }).click();
+    const before = Number(await page.locator('#chart-throughput').getAttribute('data-max'));
+    assert.equal(before, 0);
+    const body = JSON.stringify({
+      inputs: ['INPUT0', 'INPUT1'].map((name) => ({
+        name,
+        shape: [1, 16],
+        datatype: 'INT32',
+        data: Array.from({ length: 16 }, (_, i) => i),
+      })),
+    });
+    // Requests keep arriving until the page has drawn a non-zero rate (one poll must see them in its window).
+    let sent = 0;
+    await until('the throughput chart to show requests', async () => {
+      const r = await request(`${server.url}/v2/models/simple/infer`, { body });
+      assert.equal(r.status, 200);
+      sent++;
+      return (await attr(page, '#chart-throughput', 'data-max')) > 0;
+    });
+    assert.ok((await attr(page, '#chart-throughput', 'data-points')) > 0);
+    const stats = (await request(`${server.url}/v2/models/simple/stats`)).json<{
+      model_stats: { inference_stats: { success: { count: number } } }[];
+    }>();
+    const succeeded = stats.model_stats[0].inference_stats.success.count;
+    assert.ok(succeeded >= sent);
+    await until('the totals to count every request', async () => {
+      const shown = /^(\d+) succeeded/.exec(await page.locator('#totals').innerText());
+      return shown !== null && Number(shown[1]) >= succeeded;
+    });
+    assert.ok((await page.locator('#batches-table tbody tr').count()) > 0);
+    await shot(page, 'live', '#charts');
+  });
+
+  it('shows failures by reason from the metrics', async () => {
+    // The model throws: a failure the server counts, with its reason.
+    for (let i = 0; i < 3; i++) {
+      const bad = await request(`${server.url}/v2/models/faults_js/infer`, {
+        body: JSON.stringify({ inputs: [{ name: 'MODE', shape: [1], datatype: 'BYTES', data: ['throw'] }] }),
+      });
+      assert.equal(bad.status, 400);
+    }
+    await page.getByRole('button', { name: 'faults_js', exact: true }).click();
+    await page.locator('#failures-table').waitFor(WAIT);
+    const metrics = (await request(`${server.url}/dashboard/api/metrics`)).body.toString();
+    const failures = [
+      ...metrics.matchAll(
+        /^nv_inference_request_failure\{model="faults_js",reason="(\w+)",version="1"\} (\d+)/gm,
+      ),
+    ];
+    assert.ok(
+      failures.some((m) => Number(m[2]) > 0),
+      metrics,
+    );
+    for (const m of failures) {
+      await page
+        .locator('#failures-table tbody tr')
+        .filter({ has: page.locator('td', { hasText: m[1] }) })
+        .locator('td', { hasText: new RegExp(`^${m[2]}$`) })
+        .waitFor(WAIT);
+    }
+  });
+});
+
+describe('the dashboard where model control is not allowed', { skip: setup.skip }, () => {
+  let browser: Browser;
+  let repo: string;
+  const servers: SpawnedServer[] = [];
+
+  before(async () => {
+    repo = makeRepository({});
+    cpSync(path.join(EXAMPLES, 'simple'), path.join(repo, 'simple'), { recursive: true });
+    browser = await setup.launch();
+  });
+
+  after(async () => {
+    await browser?.close();
+    for (const s of servers) await s.stop();
+    if (repo !== undefined) removeRepository(repo);
+  });
+
+  async function open(args: string[]): Promise<{ server: SpawnedServer; page: Page }> {
+    const server = await spawnServer([`--model-repository=${repo}`, ...args]);
+    servers.push(server);
+    const page = await browser.newPage();
+    page.setDefaultTimeout(WAIT.timeout);
+    await page.goto(`${server.url}/dashboard/`);
+    return { server, page };
+  }
+
+  it('has no model control buttons when the server is not in explicit mode', async () => {
+    const { page } = await open(['--model-control-mode=none']);
+    await page.locator('#models-table').waitFor(WAIT);
+    await page.locator('#models .note', { hasText: 'Model control is off' }).waitFor(WAIT);
+    assert.equal(await page.locator('button.action').count(), 0);
+    assert.deepEqual(await page.locator('#models-table thead th').allTextContents(), [
+      'Model',
+      'Version',
+      'State',
+      'Reason',
+    ]);
+  });
+
+  it('has no buttons where the repository API is restricted, and never shows a header value', async () => {
+    const { page } = await open([
+      '--model-control-mode=explicit',
+      '--load-model=simple',
+      '--http-restricted-api=model-repository,inference:Admin-Key=secret-value',
+    ]);
+    await page.locator('#models .error', { hasText: "expecting header 'Admin-Key'" }).waitFor(WAIT);
+    assert.equal(await page.locator('button.action').count(), 0);
+    // The server section names the restricted categories and the header, never its value.
+    const server = await page.locator('#server').innerText();
+    assert.match(server, /model-repository: header Admin-Key/);
+    assert.ok(!server.includes('secret-value'));
+    await page.locator('#options summary').click();
+    assert.ok(!(await page.locator('#options').innerText()).includes('secret-value'));
+    assert.ok(!(await page.content()).includes('secret-value'));
+  });
+});
