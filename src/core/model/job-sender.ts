@@ -106,7 +106,7 @@ export class JobSender implements ResponseSender {
     if (this.decoupled && this.record.dispatched)
       this.responseDone(cancelled ? 'cancel' : 'fail', outputStart, at);
     const trace = this.record.trace;
-        // After dispatch the instance pool records the request with its execution; before it nobody else will.
+    // After dispatch the instance pool records the request with its execution; before it nobody else will.
     if (!this.record.dispatched) {
       this.ctx.stats.recordEarlyFailure(this.record);
       if (trace) traceRequestEnd(trace, at);
