@@ -111,6 +111,9 @@ class PreferredMemory:
 class InferenceTrace:
     def __init__(self, context: str | None = None) -> None:
         self._context = context
+        # The stub's id of the traced request this trace belongs to (0: none): a BLS request given this
+        # trace tells the host, which traces the call as that request's child.
+        self._rid = 0
 
     def get_context(self) -> str | None:
         return self._context or None
@@ -477,6 +480,7 @@ class InferenceRequest:
         model_version: int,
         flags: int,
         parameters: str,
+        trace: InferenceTrace | None = None,
     ) -> InferenceRequest:
         # The host's requests are well-formed: skip the checks a model's own BLS request gets.
         r = cls.__new__(cls)
@@ -488,7 +492,7 @@ class InferenceRequest:
         r._model_version = model_version
         r._flags = flags
         r._timeout = 0
-        r._trace = InferenceTrace()
+        r._trace = trace if trace is not None else InferenceTrace()
         r._parameters = parameters
         r._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         r._state = state

@@ -80,6 +80,8 @@ class WireRequest(_WireRequest, total=False):
     """One request of an EXECUTE batch."""
 
     cancelled: bool  # already cancelled when dispatched
+    traced: bool  # the request is traced: a BLS call given request.trace() joins its trace
+    trace_context: str  # W3C trace context JSON (OpenTelemetry mode), request.trace().get_context()
 
 
 class _WireResponse(TypedDict):
@@ -183,7 +185,7 @@ class ExecuteDone(_ExecuteDone, total=False):
     rescheduled: list[int]  # rids the model rescheduled
 
 
-class BlsRequest(TypedDict):
+class _BlsRequest(TypedDict):
     call: int
     model_name: str
     model_version: int  # -1 = the default
@@ -195,6 +197,10 @@ class BlsRequest(TypedDict):
     parameters: str
     requested_outputs: list[str]
     inputs: list[WireTensor]
+
+
+class BlsRequest(_BlsRequest, total=False):
+    trace_rid: int  # the executing request whose trace the call joins (`trace=request.trace()`)
 
 
 class BlsCancel(TypedDict):

@@ -176,7 +176,7 @@ class Runtime:
             self._bls[call_id] = call
         blobs: list[memoryview] = []
         corr = request.correlation_id()
-        header: messages.BlsRequest = {
+        header: messages.BlsRequest = {  # type: ignore[typeddict-item]  # "inputs" is added last below
             "call": call_id,
             "model_name": request.model_name(),
             "model_version": request.model_version(),
@@ -187,8 +187,11 @@ class Runtime:
             "timeout_us": request.timeout(),
             "parameters": request.parameters(),
             "requested_outputs": request.requested_output_names(),
-            "inputs": [],
         }
+        trace_rid = request.trace()._rid
+        if trace_rid:
+            header["trace_rid"] = trace_rid  # the host traces the call as that request's child
+        header["inputs"] = []  # last: the text below is cut right after it
         tensors = ",".join(self._describe_tensors(request.inputs(), None, blobs))
         try:
             text = json.dumps(header, separators=(",", ":"))[: -len("[]}")] + f"[{tensors}]}}"
@@ -432,6 +435,10 @@ class Runtime:
             self._requests[state.rid] = state
             states.append(state)
             corr = r["correlation_id"]
+            trace: api.InferenceTrace | None = None
+            if r.get("traced"):
+                trace = api.InferenceTrace(r.get("trace_context"))
+                trace._rid = state.rid
             requests.append(
                 api.InferenceRequest._incoming(
                     state,
@@ -443,6 +450,7 @@ class Runtime:
                     model_version=self._model_version,
                     flags=r["flags"],
                     parameters=r["parameters"],
+                    trace=trace,
                 )
             )
             if r.get("cancelled"):

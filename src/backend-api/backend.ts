@@ -117,6 +117,20 @@ export interface BackendRequest {
    * cannot reschedule; a backend must then fail the request with a clear error.
    */
   readonly reschedule?: () => void;
+  /**
+   * Set when the request is traced: a backend that lets its model call the server (BLS) passes it back as
+   * ServerInferRequest.parentTrace when the model asks (Python's `trace=request.trace()`), so the call is
+   * traced as a child of this request.
+   */
+  readonly trace?: BackendTraceToken;
+}
+
+/** A traced request's trace, opaque to backends. */
+export interface BackendTraceToken {
+  /** The trace id (Triton's), so a backend can name it across a process boundary. */
+  readonly id: number;
+  /** W3C trace context JSON (OpenTelemetry mode), what Python's `request.trace().get_context()` returns. */
+  context(): string | undefined;
 }
 
 export interface InstanceSpec {
@@ -207,6 +221,8 @@ export interface ServerInferRequest {
   readonly outputs?: readonly { readonly name: string }[];
   readonly parameters?: Readonly<Record<string, ParameterValue>>;
   readonly signal?: AbortSignal;
+  /** The calling request's trace (BackendRequest.trace): the call is traced as its child. */
+  readonly parentTrace?: BackendTraceToken;
 }
 
 /** One response of a ServerInferRequest; the last one has `final` set. */

@@ -23,6 +23,7 @@ import { RepositoryStorage } from '../core/storage/storage.js';
 import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
+import { AccessLog } from '../frontends/access-log.js';
 import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
 import { createHealthListener, createHttpFrontend, type HealthListener } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
@@ -220,7 +221,11 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     log,
     options.logFile,
     sharedMemory,
+    options.trace,
   );
+  // The OpenTelemetry SDK is loaded here only in that mode; nothing is loaded with tracing off.
+  await server.tracer.init();
+  const accessLog = options.accessLog ? AccessLog.open(options.accessLog, log) : undefined;
 
   let failures;
   try {
@@ -258,6 +263,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
         restrictedProtocols: options.grpcRestrictedProtocols,
         headerForwardPattern: options.grpcHeaderForwardPattern,
         log,
+        accessLog,
         ...grpcTransportOptions(options),
         tls: tls.get('grpc'),
       });
@@ -280,6 +286,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
           workerBytes: options.httpJsonWorkerBytes,
         },
         log,
+        accessLog,
         tls: tls.get('http'),
         // The metrics frontend starts after this one; the page asks for metrics only once both serve.
         dashboard: options.allowDashboard
@@ -327,6 +334,8 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     await repository.close();
     await responseCache?.close();
     await closeStorage();
+    await server.tracer.close();
+    await accessLog?.close();
     throw err;
   }
 
@@ -347,6 +356,9 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
       await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
       await repository.close();
       await closeStorage();
+      // Every request has ended: the trace files get their last traces, spans are exported.
+      await server.tracer.close();
+      await accessLog?.close();
       // Like Triton, metrics stay scrapeable while models drain.
       await metricsFrontend?.close();
       await responseCache?.close();

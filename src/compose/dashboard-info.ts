@@ -108,6 +108,8 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   repositoryRequestTimeoutSecs: 'show',
   // Bucket credentials (keys, tokens, the credential file's contents): only whether any are set.
   cloudStorage: 'presence',
+  trace: 'show',
+  accessLog: 'show',
 };
 
 /** Category → header name, in Triton's category order; values are dropped here and nowhere else. */

@@ -12,6 +12,13 @@ import { compileForwardPattern } from '../frontends/header-forward.js';
 import { defaultInstanceLimits } from '../core/model/instance-budget.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 import { parseRestrictedOption, restrictionWarnings, type RestrictionDraft } from './restricted-flags.js';
+import {
+  buildTraceOptions,
+  emptyTraceDraft,
+  parseTraceConfig,
+  traceWarnings,
+  type TraceDraft,
+} from './trace-flags.js';
 
 /**
  * How a flag's value is read. 'int-or-bool': an integer, or true/false for 1/0 (Triton's log-verbose);
@@ -30,8 +37,10 @@ type Draft = Mutable<
     | 'responseCache'
     | 'httpRestrictedApis'
     | 'grpcRestrictedProtocols'
+    | 'trace'
   >
 > & {
+  traceDraft: TraceDraft;
   httpRestrictedApis: RestrictionDraft;
   grpcRestrictedProtocols: RestrictionDraft;
   rateLimitResources: RateLimitResourceOption[];
@@ -890,38 +899,49 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'trace-config',
     kind: 'list',
-    help: "Trace setting '[<mode>,]<setting>=<value>' (mode triton or opentelemetry).",
-    inert: 'not implemented yet; nothing is traced (the trace settings API still answers)',
+    help: "Trace setting '[<mode>,]<setting>=<value>': global rate=<n> (trace every n-th request), level=<OFF|TIMESTAMPS|TENSORS> (repeatable), count=<n> (-1 = no limit), mode=<triton|opentelemetry>; triton,file=<path>, triton,log-frequency=<n> (0 = write at exit, n = a new <file>.<i> every n traces); opentelemetry,url=<OTLP/HTTP endpoint>, opentelemetry,resource=<key>=<value>, opentelemetry,bsp_max_queue_size=<n>, bsp_schedule_delay=<ms>, bsp_max_export_batch_size=<n> (docs/tracing.md).",
+    defaultText: 'off (rate=1000, count=-1, mode=triton)',
+    apply: (d, v) => {
+      parseTraceConfig(v); // the form is checked now; values once every occurrence is known
+      d.traceDraft.config.push(v);
+    },
   },
   {
     name: 'trace-file',
     kind: 'string',
     help: 'Deprecated: --trace-config triton,file=<path>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => (d.traceDraft.file = v),
   },
   {
     name: 'trace-level',
     kind: 'list',
     help: 'Deprecated: --trace-config level=<OFF|TIMESTAMPS|TENSORS>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => d.traceDraft.levels.push(v),
   },
   {
     name: 'trace-rate',
     kind: 'int',
     help: 'Deprecated: --trace-config rate=<n>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => (d.traceDraft.rate = v),
   },
   {
     name: 'trace-count',
     kind: 'int',
     help: 'Deprecated: --trace-config count=<n>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => (d.traceDraft.count = v),
   },
   {
     name: 'trace-log-frequency',
     kind: 'int',
     help: 'Deprecated: --trace-config triton,log-frequency=<n>.',
-    inert: 'not implemented yet; nothing is traced',
+    apply: (d, v) => (d.traceDraft.logFrequency = v),
+  },
+  {
+    name: 'access-log',
+    kind: 'string',
+    defaultText: 'off',
+    help: "Nereid only: one JSON line per inference request (time, protocol, model, version, status, bytes in/out, duration, queue and compute time, client, request id, trace id) to this file (appended), or 'stdout' / 'stderr' (docs/tracing.md).",
+    apply: (d, v) => (d.accessLog = v),
   },
   {
     name: 'cache-config',
@@ -1098,6 +1118,8 @@ export function defaultDraft(): Draft {
     rateLimitResources: [],
     cacheSettings: [],
     responseCacheByteSize: undefined,
+    traceDraft: emptyTraceDraft(),
+    accessLog: '',
   };
 }
 
@@ -1113,7 +1135,8 @@ export interface ParsedCommandLine {
 
 /**
  * Parses `--flag=value`, `--flag value` and bare boolean `--flag` forms. Throws INVALID_ARG. `env` gives
- * the variables some settings fall back to (redis_cache's TRITONCACHE_REDIS_USERNAME / _PASSWORD).
+ * the variables some settings fall back to (redis_cache's TRITONCACHE_REDIS_USERNAME / _PASSWORD, the
+ * OTEL_BSP_* and OTEL_RESOURCE_ATTRIBUTES of OpenTelemetry tracing).
  */
 export function parseFlags(
   argv: readonly string[],
@@ -1163,8 +1186,10 @@ export function parseFlags(
   );
   warnings.push(...tlsWarnings(d, given));
   if (!help && !version) validate(d);
+  const trace = buildTraceOptions(d.traceDraft, env);
+  warnings.push(...traceWarnings(d.traceDraft, trace));
   if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
-  const { cacheSettings, responseCacheByteSize, ...rest } = d;
+  const { cacheSettings, responseCacheByteSize, traceDraft: _traceDraft, ...rest } = d;
   const cache = help || version ? undefined : resolveCacheConfig(cacheSettings, responseCacheByteSize, env);
   if (responseCacheByteSize !== undefined) {
     warnings.push(
@@ -1176,6 +1201,7 @@ export function parseFlags(
   const options: ServerOptions = Object.freeze({
     ...rest,
     responseCache: cache?.config,
+    trace,
     modelRepositories: Object.freeze([...d.modelRepositories]),
     loadModels: Object.freeze([...d.loadModels]),
     rateLimitResources: Object.freeze(d.rateLimitResources.map((r) => Object.freeze(r))),

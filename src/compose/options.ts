@@ -15,6 +15,7 @@ import type { StorageOptions } from '../core/storage/storage.js';
  * endpoint and the TRITON_*_MOUNT_DIRECTORY cache folders.
  */
 export type CloudStorageSettings = Omit<StorageOptions, 'limits' | 'tempDirectory'>;
+import type { TraceOptions } from '../core/trace/options.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -169,4 +170,8 @@ export interface ServerOptions {
    * undefined = no cache (models' response_cache settings then change nothing).
    */
   readonly responseCache: ResponseCacheConfig | undefined;
+  /** `--trace-config` and the older `--trace-*` flags. */
+  readonly trace: TraceOptions;
+  /** `--access-log`: '' = off, 'stdout', 'stderr' or a file path. */
+  readonly accessLog: string;
 }

@@ -19,6 +19,7 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from './types.js';
+import type { RequestTrace, TraceCarrier } from './trace/types.js';
 
 export interface InferenceServerApi {
   isLive(): boolean;
@@ -74,6 +75,12 @@ export interface InferenceServerApi {
   logSettings(): LogSettingsView;
   updateLogSettings(update: LogSettingsUpdate): LogSettingsView;
 
+  /**
+   * Samples an inference request for tracing (call once per request, before decoding it): a trace the
+   * frontend passes in InferenceRequest.trace and ends after its reply, or undefined (not traced). Optional:
+   * an API without tracing never traces.
+   */
+  startTrace?(modelName: string, carrier?: TraceCarrier): RequestTrace | undefined;
   // Trace extension: model undefined = the global settings.
   traceSettings(model?: string): TraceSettings;
   updateTraceSettings(model: string | undefined, update: TraceSettingsUpdate): TraceSettings;

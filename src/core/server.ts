@@ -15,7 +15,9 @@ import {
 import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
 import type { InferenceServerApi } from './server-api.js';
-import { TraceSettingsStore } from './trace-settings.js';
+import { DEFAULT_TRACE_OPTIONS } from './trace/options.js';
+import { Tracer } from './trace/tracer.js';
+import { isInferenceTrace, type RequestTrace, type TraceCarrier } from './trace/types.js';
 import {
   CudaSharedMemory,
   SystemSharedMemoryManager,
@@ -74,13 +76,14 @@ export const SUPPORTED_EXTENSIONS: readonly string[] = [
   'binary_tensor_data',
   'parameters',
   'statistics',
+  'trace',
   'logging',
 ];
 
 export class InferenceServer implements InferenceServerApi {
   private started = false;
   private stopping = false;
-  private readonly trace: TraceSettingsStore;
+  readonly tracer: Tracer;
   private readonly cudaSharedMemory: CudaSharedMemory;
 
   constructor(
@@ -91,9 +94,13 @@ export class InferenceServer implements InferenceServerApi {
     private readonly logFile = '',
     /** System shared-memory regions (`--allow-client-shm`); the caller closes it on stop. */
     private readonly sharedMemory = new SystemSharedMemoryManager({ allowClientShm: false }),
+    /** `--trace-config` and friends; tracing off by default. */
+    traceOptions = DEFAULT_TRACE_OPTIONS,
   ) {
     this.cudaSharedMemory = new CudaSharedMemory(sharedMemory);
-    this.trace = new TraceSettingsStore((name) => this.repository.index(false).some((e) => e.name === name));
+    this.tracer = new Tracer(traceOptions, log, (name) =>
+      this.repository.index(false).some((e) => e.name === name),
+    );
   }
 
   /** Marks startup complete (called once the initial model loads have settled). */
@@ -162,7 +169,11 @@ export class InferenceServer implements InferenceServerApi {
 
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
     const v = this.version(request.modelName, request.modelVersion);
-    return this.runRequest(v, request);
+    return this.runRequest(v, withChildTrace(request));
+  }
+
+  startTrace(modelName: string, carrier?: TraceCarrier): RequestTrace | undefined {
+    return this.tracer.start(modelName, carrier);
   }
 
   /** Requests naming shared-memory regions go through the shm module (inputs read, outputs written). */
@@ -311,10 +322,20 @@ export class InferenceServer implements InferenceServerApi {
   }
 
   traceSettings(model?: string): TraceSettings {
-    return this.trace.get(model);
+    return this.tracer.settings(model);
   }
 
   updateTraceSettings(model: string | undefined, update: TraceSettingsUpdate): TraceSettings {
-    return this.trace.update(model, update);
+    return this.tracer.update(model, update);
   }
+}
+
+/**
+ * A request a model sends (BLS) with its own request's trace (`trace=request.trace()` in Python) runs
+ * under a child of that trace, as Triton's does.
+ */
+function withChildTrace(request: InferenceRequest): InferenceRequest {
+  const parent = request.parentTrace;
+  if (parent === undefined || request.trace !== undefined || !isInferenceTrace(parent)) return request;
+  return { ...request, trace: parent.spawn() };
 }

@@ -5,6 +5,7 @@
 import type { DataType } from '../common/datatype.js';
 import type { Tensor } from '../common/tensor.js';
 import type { ParameterValue } from '../backend-api/backend.js';
+import type { InferenceTrace } from './trace/types.js';
 
 export type { ParameterValue };
 export type Parameters = Record<string, ParameterValue>;
@@ -52,6 +53,18 @@ export interface InferenceRequest {
   readonly parameters?: Readonly<Parameters>;
   /** Aborted when the client disconnects or cancels. */
   readonly signal?: AbortSignal;
+  /** Set when the request is traced (a frontend sampled it, or it is an ensemble step of a traced one). */
+  readonly trace?: InferenceTrace;
+  /** A model's own request's trace token (BLS): the request is traced as its child. */
+  readonly parentTrace?: unknown;
+  /** Filled in by the core when the request ends, for the access log: nanoseconds queued and computing. */
+  readonly timings?: RequestTimings;
+}
+
+/** What the core measured of one request (the access log reads it after the response). */
+export interface RequestTimings {
+  queueNs: number;
+  computeNs: number;
 }
 
 export interface InferenceResponse {

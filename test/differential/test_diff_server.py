@@ -50,14 +50,11 @@ def test_server_claims_no_extension_triton_lacks(pair: Pair) -> None:
     assert set(nereid.json()["extensions"]) <= set(triton.json()["extensions"])
 
 
-# Not offered by Nereid on purpose: no tracing. (cuda_shared_memory is offered as Triton offers it on a
-# machine without a GPU: test_diff_shared_memory.py.)
-NOT_OFFERED = {"trace"}
-
-
+# Every extension Triton offers, Nereid offers too (trace since docs/tracing.md; cuda_shared_memory as
+# Triton offers it on a machine without a GPU: test_diff_shared_memory.py).
 def test_server_lists_the_extensions_it_implements(pair: Pair) -> None:
     triton, nereid = pair.send("GET", "/v2")
-    missing = set(triton.json()["extensions"]) - set(nereid.json()["extensions"]) - NOT_OFFERED
+    missing = set(triton.json()["extensions"]) - set(nereid.json()["extensions"])
     assert missing == set()
 
 

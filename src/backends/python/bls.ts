@@ -5,7 +5,12 @@
  * target failing) come back as an error response, as Triton does; `ResponseIterator.cancel()` aborts the
  * call. As in Triton, a model calling itself with no free instance waits forever: don't.
  */
-import type { ParameterValue, ServerApi, ServerInferRequest } from '../../backend-api/backend.js';
+import type {
+  BackendTraceToken,
+  ParameterValue,
+  ServerApi,
+  ServerInferRequest,
+} from '../../backend-api/backend.js';
 import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
@@ -34,7 +39,12 @@ function parseParameters(text: unknown): Record<string, ParameterValue> {
 }
 
 /** The core request for a BLS header: flags, correlation id and timeout become Triton's parameters. */
-export function blsRequest(h: BlsRequestMessage, inputs: Tensor[], signal: AbortSignal): ServerInferRequest {
+export function blsRequest(
+  h: BlsRequestMessage,
+  inputs: Tensor[],
+  signal: AbortSignal,
+  parentTrace?: BackendTraceToken,
+): ServerInferRequest {
   const parameters = parseParameters(h.parameters);
   const c = String(h.correlation_id);
   const corr = h.correlation_is_string === true ? c : BigInt(/^\d+$/.test(c) ? c : '0');
@@ -52,6 +62,7 @@ export function blsRequest(h: BlsRequestMessage, inputs: Tensor[], signal: Abort
       : [],
     parameters,
     signal,
+    ...(parentTrace && { parentTrace }),
   };
 }
 
@@ -63,6 +74,8 @@ export class BlsService {
     private readonly infer: ServerInfer | undefined,
     private readonly threshold: number,
     private readonly log: Logger,
+    /** The trace of a request this stub is executing (by its rid), for `trace=request.trace()`. */
+    private readonly traceOf: (rid: number) => BackendTraceToken | undefined = () => undefined,
   ) {}
 
   /** No call is running (so the host->stub file's space can be reused). */
@@ -100,7 +113,8 @@ export class BlsService {
         );
       }
       let final = false;
-      for await (const r of this.infer(blsRequest(h, inputs, ac.signal))) {
+      const parent = typeof h.trace_rid === 'number' ? this.traceOf(h.trace_rid) : undefined;
+      for await (const r of this.infer(blsRequest(h, inputs, ac.signal, parent))) {
         await this.reply(q, r.outputs, r.parameters, r.final);
         final ||= r.final;
       }

@@ -41,7 +41,7 @@ import type {
   ParameterValue,
   ServerApi,
 } from '../../backend-api/backend.js';
-import { isServerParameter } from '../../backend-api/backend.js';
+import { isServerParameter, type BackendTraceToken } from '../../backend-api/backend.js';
 import { NereidError, internal, invalidArg, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
@@ -186,6 +186,12 @@ function responseParameters(text: unknown): Record<string, ParameterValue> | und
   }
 }
 
+/** A traced request's marker and context on the wire to the stub. */
+function traceWire(trace: BackendTraceToken): { traced: true; trace_context?: string } {
+  const context = trace.context();
+  return context === undefined ? { traced: true } : { traced: true, trace_context: context };
+}
+
 export class PythonInstance implements InstanceHandle {
   readonly name: string;
   private stub: StubProcess | undefined;
@@ -297,6 +303,7 @@ export class PythonInstance implements InstanceHandle {
             describeInline(r.inputs.values(), sink, blob) ??
             (await describeTensors(r.inputs.values(), sink, blob)),
           ...(r.signal.aborted ? { cancelled: true } : {}),
+          ...(r.trace ? traceWire(r.trace) : {}),
         });
       }
     } catch (err) {
@@ -384,7 +391,13 @@ export class PythonInstance implements InstanceHandle {
     const stopWatch = watchMemory(stub.pid, limit, (rss) => this.onMemoryExceeded(stub, rss, limit));
     stub.onExitOnce(() => stopWatch());
     stub.onExitOnce((reason, expected) => this.onStubExit(stub, reason, expected));
-    this.bls = new BlsService(stub, this.opts.serverInfer, this.opts.shmThreshold, this.opts.log);
+    this.bls = new BlsService(
+      stub,
+      this.opts.serverInfer,
+      this.opts.shmThreshold,
+      this.opts.log,
+      (rid) => this.inflight.get(rid)?.request.trace,
+    );
     this.control = new ModelControlService(stub, {
       api: this.opts.serverApi,
       modelName: this.opts.modelName,

@@ -72,6 +72,10 @@ export interface WireRequest {
   readonly inputs: readonly WireTensor[];
   /** Already cancelled when dispatched. */
   readonly cancelled?: boolean;
+  /** The request is traced: a BLS call given its trace (`trace=request.trace()`) joins it. */
+  readonly traced?: boolean;
+  /** Its W3C trace context JSON (OpenTelemetry mode), what request.trace().get_context() returns. */
+  readonly trace_context?: string;
 }
 
 /** One response of a request: in EXECUTE_DONE (default mode) or a RESPONSE message of its own. */
@@ -188,6 +192,8 @@ export interface BlsRequestMessage {
   readonly parameters: string;
   readonly requested_outputs: readonly string[];
   readonly inputs: readonly WireTensor[];
+  /** The executing request (its rid) whose trace the call joins (`trace=request.trace()`). */
+  readonly trace_rid?: number;
 }
 
 export interface BlsCancelMessage {

@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { prepareRequest, withRequestId } from '../inference.js';
 import { VersionCache, type ResponseCache } from '../cache/index.js';
+import { traceRefused, traceRequestStart } from '../trace/report.js';
 import { modelMetadataOf } from '../model/model-version.js';
 import { ResponseStream, type ResponseSink } from '../response-stream.js';
 import { ModelStats } from '../stats/model-stats.js';
@@ -126,9 +127,24 @@ export class EnsembleVersion implements ServableVersion {
     try {
       prepared = prepareRequest(this.config, request);
     } catch (err) {
+      if (request.trace) traceRefused(request.trace, this.modelName, this.version, request, requestStart);
       throw withRequestId(err, request.id);
     }
     const record = this.stats.startRequest(requestStart, prepared.batchSize);
+    if (request.timings) record.timings = request.timings;
+    if (request.trace) {
+      record.trace = request.trace;
+      const id = request.id ?? '';
+      traceRequestStart(
+        request.trace,
+        this.modelName,
+        this.version,
+        id,
+        requestStart,
+        record.queueStart,
+        request.inputs,
+      );
+    }
     // No queue of its own: the request is "executing" once it reaches the step graph (as in Triton).
     record.computeStart = record.queueStart;
     const stream = new ResponseStream<InferenceResponse>();

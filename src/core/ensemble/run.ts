@@ -21,6 +21,8 @@ import type { PreparedRequest } from '../inference.js';
 import type { ResponseSink } from '../response-stream.js';
 import type { ModelStats } from '../stats/model-stats.js';
 import type { RequestRecord } from '../stats/request-record.js';
+import { traceRequestEnd, traceResponse } from '../trace/report.js';
+import type { InferenceTrace } from '../trace/types.js';
 import type { InferInput, InferenceResponse, OutputTensor } from '../types.js';
 import type { StepLimiter } from './limiter.js';
 import { describeStep, type EnsemblePlan, type PlannedStep, type RequestPlan } from './plan.js';
@@ -211,6 +213,7 @@ export class EnsembleRun {
     let responses: AsyncIterable<InferenceResponse>;
     let decoupled: boolean;
     let batchSize = 0;
+    let childTrace: InferenceTrace | undefined;
     try {
       const member = this.ctx.members.getVersion(
         step.modelName,
@@ -247,8 +250,10 @@ export class EnsembleRun {
         outputs: this.rp.stepOutputs[step.index].map((b) => ({ name: b.member })),
         parameters: this.request.parameters,
         signal: this.stepSignal,
+        trace: (childTrace = this.record.trace?.spawn()),
       });
     } catch (err) {
+      childTrace?.release(); // refused before it started: nobody else will
       this.stepFailed(step, err);
       this.endStep(limiter, started);
       this.afterEvent();
@@ -386,6 +391,7 @@ export class EnsembleRun {
 
   private send(response: InferenceResponse, final: boolean): void {
     this.stream.push(final ? { ...response, final } : response, final);
+    if (this.record.trace) traceResponse(this.record.trace, response.outputs);
     if (final) this.finalSent = true;
     if (!this.sentAny) {
       this.sentAny = true;
@@ -448,6 +454,7 @@ export class EnsembleRun {
   private settle(): void {
     if (this.settled || !this.finished || this.inflight !== 0) return;
     this.settled = true;
+    if (this.record.trace) traceRequestEnd(this.record.trace, process.hrtime.bigint());
     if (this.controller) this.signal?.removeEventListener('abort', this.onAbort);
     this.onSettled();
   }

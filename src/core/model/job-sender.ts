@@ -13,6 +13,7 @@ import type { PreparedRequest } from '../inference.js';
 import type { ResponseSink } from '../response-stream.js';
 import type { FailureReason, ModelStats, ResponseOutcome } from '../stats/model-stats.js';
 import type { RequestRecord } from '../stats/request-record.js';
+import { traceRequestEnd, traceResponse } from '../trace/report.js';
 import type { InferenceResponse } from '../types.js';
 
 export interface OutputContext {
@@ -77,6 +78,7 @@ export class JobSender implements ResponseSender {
     this.sentAny = true;
     this.stream.push(response, options.final);
     const end = process.hrtime.bigint();
+    if (this.record.trace) traceResponse(this.record.trace, response.outputs);
     this.record.outputNs += Number(end - outputStart);
     if (firstResponse) this.ctx.stats.recordFirstResponse(this.record, end);
     if (this.decoupled) this.responseDone(outputs.length > 0 ? 'success' : 'empty', outputStart, end);
@@ -103,8 +105,12 @@ export class JobSender implements ResponseSender {
     if (!this.sentAny) this.ctx.stats.recordFirstResponse(this.record, at);
     if (this.decoupled && this.record.dispatched)
       this.responseDone(cancelled ? 'cancel' : 'fail', outputStart, at);
+    const trace = this.record.trace;
     // After dispatch the instance pool records the request with its execution; before it nobody else will.
-    if (!this.record.dispatched) this.ctx.stats.recordEarlyFailure(this.record);
+    if (!this.record.dispatched) {
+      this.ctx.stats.recordEarlyFailure(this.record);
+      if (trace) traceRequestEnd(trace, at);
+    }
   }
 
   private responseDone(outcome: ResponseOutcome, outputStart: bigint, end: bigint): void {

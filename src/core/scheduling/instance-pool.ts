@@ -22,6 +22,7 @@ import type { Logger } from '../../common/logger.js';
 import { JobSender } from '../model/job-sender.js';
 import type { ModelStats } from '../stats/model-stats.js';
 import type { RequestRecord } from '../stats/request-record.js';
+import { traceCompute, traceRequestEnd } from '../trace/report.js';
 import type { ModelRateLimit, RateLimitTicket } from './rate-limiter.js';
 import type { ResponseOrder } from './response-order.js';
 import type { Job } from './scheduler.js';
@@ -161,6 +162,7 @@ export class InstancePool {
         signal: job.signal,
         sender,
         reportTiming: record?.reportTiming,
+        ...(record?.trace && { trace: record.trace }),
         reschedule: job.reschedule
           ? (): void => {
               handedBack[i] = true;
@@ -192,6 +194,7 @@ export class InstancePool {
         }
         if (!record) return;
         records.push(record);
+        if (record.trace) traceExecution(record, start, end);
         const tracked = jobSenderOf(job.sender);
         if (tracked && !tracked.done) this.keepOpen(tracked);
       });
@@ -287,4 +290,18 @@ export class InstancePool {
       sender.fail(unavailable(`model ${model} was unloaded before request '${sender.requestId}' ended`));
     }
   }
+}
+
+/** A traced request's compute timestamps, and its end once it has ended (a stream may go on). */
+function traceExecution(record: RequestRecord, start: bigint, end: bigint): void {
+  const trace = record.trace!;
+  traceCompute(trace, record, start, end);
+  if (record.ended) {
+    traceRequestEnd(trace, process.hrtime.bigint());
+    return;
+  }
+  record.whenEnded(() => {
+    const now = process.hrtime.bigint();
+    traceRequestEnd(trace, now > end ? now : end);
+  });
 }

@@ -4,6 +4,8 @@
  * records of a finished execution to ModelStats, which turns them into counters.
  */
 import type { PhaseTimings } from '../../backend-api/backend.js';
+import type { InferenceTrace } from '../trace/types.js';
+import type { RequestTimings } from '../types.js';
 
 /** The `reason` label of nv_inference_request_failure. */
 export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
@@ -28,6 +30,10 @@ export class RequestRecord {
   /** Phase timings the backend reported, if any. */
   timing: PhaseTimings | undefined;
   private onEnd: (() => void) | undefined;
+  /** The request's trace, when it is traced (trace/report.ts reads this record). */
+  trace: InferenceTrace | undefined;
+  /** Filled in when the request ends (the access log's queue and compute time). */
+  timings: RequestTimings | undefined;
 
   constructor(
     /** When the core first saw the request (before validation). */
@@ -88,6 +94,11 @@ export class RequestRecord {
     if (this.ended) return;
     this.outcome = outcome;
     this.end = at;
+    if (this.timings) {
+      const started = this.computeStart !== 0n;
+      this.timings.queueNs = Number((started ? this.computeStart : at) - this.queueStart);
+      this.timings.computeNs = started ? Number(at - this.computeStart) : 0;
+    }
     const listener = this.onEnd;
     this.onEnd = undefined;
     listener?.();

@@ -4,6 +4,8 @@
  */
 import { unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
+import type { RequestTimings } from '../../core/types.js';
 import { withForwarded } from '../header-forward.js';
 import { parseInferRequest, toInferenceRequest } from './infer-request.js';
 import { encodeInferResponse } from './infer-response.js';
@@ -14,6 +16,12 @@ export const DECOUPLED_UNARY_MESSAGE =
 export interface InferContext {
   /** Set once the request id is known, for error logs. */
   requestId?: string;
+  /** The request's trace, when sampled: the caller adds the send timestamps and ends it. */
+  trace?: RequestTrace;
+  /** Set when the access log is on: the core fills it in. */
+  timings?: RequestTimings;
+  model?: string;
+  version?: string;
 }
 
 /** Handles one ModelInfer message; returns the framed response as pieces. */
@@ -23,13 +31,23 @@ export async function modelInfer(
   signal: AbortSignal,
   ctx: InferContext,
   forwarded?: Readonly<Record<string, string>>,
+  carrier?: TraceCarrier,
 ): Promise<Buffer[]> {
   const wire = parseInferRequest(message);
   ctx.requestId = wire.id;
+  ctx.model = wire.modelName;
+  ctx.version = wire.modelVersion;
+  const trace = api.startTrace?.(wire.modelName, carrier);
+  if (trace) ctx.trace = trace;
   if (api.isModelDecoupled(wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion)) {
     throw unsupported(DECOUPLED_UNARY_MESSAGE);
   }
   const { request } = toInferenceRequest(wire);
-  const response = await api.inferOnce({ ...withForwarded(request, forwarded), signal });
+  const response = await api.inferOnce({
+    ...withForwarded(request, forwarded),
+    signal,
+    ...(trace && { trace: trace.inference }),
+    ...(ctx.timings && { timings: ctx.timings }),
+  });
   return encodeInferResponse(response);
 }

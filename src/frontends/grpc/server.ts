@@ -33,6 +33,8 @@ import { frame } from './framing.js';
 import { HeaderForwarder } from '../header-forward.js';
 import { GRPC_METHOD_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { COLD_RPCS } from './handlers.js';
+import { traceCarrier } from '../../core/trace/carrier.js';
+import type { AccessLog } from '../access-log.js';
 import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';
 import { codec, protoRoot } from './messages.js';
@@ -46,6 +48,8 @@ export interface GrpcFrontendOptions {
   /** 0 picks a free port (tests). */
   readonly port: number;
   readonly log: Logger;
+  /** `--access-log`: one line per ModelInfer call. */
+  readonly accessLog?: AccessLog;
   /** Largest request message; default and upper bound INT32_MAX, as Triton. */
   readonly maxMessageSize?: number;
   /** HTTP/2 flow-control window of each stream (SETTINGS_INITIAL_WINDOW_SIZE); default 16 MiB. */
@@ -98,8 +102,18 @@ function flatten(headers: IncomingHttpHeaders): string[] {
   return raw;
 }
 
+/** A traced call's read and response timestamps (Triton writes them once the reply goes out), then GRPC_SEND_START. */
+function traceSendStart(ctx: InferContext, readStart: bigint, readEnd: bigint, responded: bigint): void {
+  const trace = ctx.trace;
+  if (!trace) return;
+  trace.capture('GRPC_WAITREAD_START', readStart);
+  trace.capture('GRPC_WAITREAD_END', readEnd);
+  if (responded !== 0n) trace.capture('INFER_RESPONSE_COMPLETE', responded);
+  trace.capture('GRPC_SEND_START');
+}
+
 export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
-  const { log } = options;
+  const { log, accessLog } = options;
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
   const streamWindow = Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW);
   const connectionWindow = Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW);
@@ -132,8 +146,11 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
   const unary = (
     call: ServerCall,
     handle: (message: Buffer, ctx: InferContext) => Promise<Buffer[]>,
+    observed = false,
   ): void => {
     let message: Buffer | undefined;
+    // Only an inference call that may be traced or logged reads the clock.
+    const readStart = observed ? process.hrtime.bigint() : 0n;
     call.start({
       onMessage: (m) => {
         if (message !== undefined) {
@@ -154,19 +171,50 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
           return;
         }
         const ctx: InferContext = {};
+        const readEnd = observed ? process.hrtime.bigint() : 0n;
+        if (observed && accessLog) ctx.timings = { queueNs: 0, computeNs: 0 };
         const request = message;
         void (async () => {
-          let pieces: Buffer[];
+          let pieces: Buffer[] | undefined;
+          let code: number = Status.OK;
+          let responded = 0n;
           try {
             pieces = await handle(request, ctx);
+            responded = process.hrtime.bigint();
           } catch (err) {
+            const e = toGrpcError(err, { log, method: call.method, requestId: ctx.requestId });
+            code = e.code;
             if (!call.finished) {
-              call.finish(toGrpcError(err, { log, method: call.method, requestId: ctx.requestId }));
+              traceSendStart(ctx, readStart, readEnd, 0n);
+              call.finish(e);
             }
-            return;
           }
-          call.send(pieces);
-          call.finishOk();
+          if (pieces !== undefined) {
+            traceSendStart(ctx, readStart, readEnd, responded);
+            call.send(pieces);
+            call.finishOk();
+          }
+          if (ctx.trace) {
+            ctx.trace.capture('GRPC_SEND_END');
+            ctx.trace.end();
+          }
+          if (observed && accessLog) {
+            const t = ctx.timings;
+            const computed = t !== undefined && (t.queueNs > 0 || t.computeNs > 0);
+            accessLog.write({
+              protocol: 'grpc',
+              model: ctx.model ?? '',
+              version: ctx.version ?? '',
+              status: code,
+              bytesIn: request.length,
+              bytesOut: pieces === undefined ? 0 : pieces.reduce((n, p) => n + p.length, 0),
+              durationNs: Number(process.hrtime.bigint() - readStart),
+              ...(computed && { queueNs: t.queueNs, computeNs: t.computeNs }),
+              client: call.stream.session?.socket?.remoteAddress ?? '',
+              requestId: ctx.requestId ?? '',
+              traceId: ctx.trace?.traceId ?? '',
+            });
+          }
         })();
       },
     });
@@ -220,7 +268,8 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     }
     if (path === MODEL_INFER_PATH) {
       const forwarded = forwardHeaders?.parameters(raw);
-      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded));
+      const carrier = traceCarrier(headers.traceparent, headers.tracestate);
+      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded, carrier), true);
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {

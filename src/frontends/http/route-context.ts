@@ -5,6 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import type { RequestTrace } from '../../core/trace/types.js';
+import type { RequestTimings } from '../../core/types.js';
 import type { HeaderForwarder } from '../header-forward.js';
 import type { Dashboard } from './dashboard.js';
 import type { JsonPool } from './json-pool.js';
@@ -31,4 +33,10 @@ export interface RouteContext {
   readonly dashboard?: Dashboard;
   /** Set once known, for error logs. */
   requestId?: string;
+  /** The request's trace, when it is sampled; the server sends the reply, then ends it. */
+  trace?: RequestTrace;
+  /** Set by the server when the access log is on: the core fills it in. */
+  timings?: RequestTimings;
+  /** The request body's size once read (the access log). */
+  bytesIn?: number;
 }

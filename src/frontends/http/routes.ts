@@ -4,6 +4,7 @@
  */
 import { invalidArg, unsupported } from '../../common/errors.js';
 import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
+import { traceCarrier } from '../../core/trace/carrier.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
 import { withForwarded } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
@@ -88,12 +89,19 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   if (api.isModelDecoupled(model, version)) {
     throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   }
+  const trace = api.startTrace?.(model, traceCarrier(req.headers.traceparent, req.headers.tracestate));
+  if (trace) {
+    ctx.trace = trace;
+    trace.capture('HTTP_RECV_START');
+  }
   // A large JSON document takes its share of the JSON workers' budget before its body is read.
   const ticket = ctx.json.admit(req, true);
   let decoded: DecodedInferRequest;
   try {
     const raw = await readBody(req, ctx.maxInputSize, () => api.sharesInputMemory(model, version));
     const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+    trace?.capture('HTTP_RECV_END');
+    ctx.bytesIn = body.length;
     const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
     if (headerLength === 0) {
       const input = deduceRawInput(api.modelConfigJson(model, version), model, body);
@@ -121,11 +129,17 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   let response: InferenceResponse;
   try {
     const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
-    response = await api.inferOnce({ ...request, signal: controller.signal });
+    response = await api.inferOnce({
+      ...request,
+      signal: controller.signal,
+      ...(trace && { trace: trace.inference }),
+      ...(ctx.timings && { timings: ctx.timings }),
+    });
   } finally {
     res.removeListener('close', onClose);
     returnController(controller);
   }
+  trace?.capture('INFER_RESPONSE_COMPLETE');
   const encoded = encodeInferResponse(response, decoded.format);
 
   let headers: Record<string, string | number>;

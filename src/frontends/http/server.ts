@@ -28,6 +28,7 @@ import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './connection-limits.j
 import { errorBody, toErrorReply } from './errors.js';
 import { JsonPool, type JsonLimits } from './json-pool.js';
 import { matchRoute, type RouteMatch, type RouteName } from './router.js';
+import type { AccessLog } from '../access-log.js';
 import type { Reply, RouteContext } from './route-context.js';
 import { HANDLERS } from './routes.js';
 import type { TlsCredentials } from '../tls.js';
@@ -56,6 +57,8 @@ export interface HttpFrontendOptions {
   readonly log: Logger;
   /** Serve HTTPS with these credentials (their owner reloads and closes them); default clear text. */
   readonly tls?: TlsCredentials;
+  /** `--access-log`: one line per inference request. */
+  readonly accessLog?: AccessLog;
   /** Serve the operator's dashboard under /dashboard/ (dashboard.ts); absent: those paths are 404. */
   readonly dashboard?: DashboardOptions;
 }
@@ -94,7 +97,7 @@ function bodyLength(body: Reply['body']): number {
 }
 
 export function createHttpFrontend(api: InferenceServerApi, options: HttpFrontendOptions): HttpFrontend {
-  const { log } = options;
+  const { log, accessLog } = options;
   const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   // GET /v2 answers with --id (Triton's name by default); this header says which server it really is.
   const serverHeader = productToken(api.serverMetadata().version);
@@ -145,17 +148,45 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
 
   const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
     const ctx: RouteContext = { api, req, res, match, maxInputSize, forwardHeaders, json, dashboard };
+    const logged = accessLog !== undefined && match.name === 'modelInfer';
+    const arrived = logged ? process.hrtime.bigint() : 0n;
+    if (logged) ctx.timings = { queueNs: 0, computeNs: 0 };
+    let reply: Reply;
+    let closeConnection = false;
     try {
-      send(res, await HANDLERS[match.name](ctx));
+      reply = await HANDLERS[match.name](ctx);
     } catch (err) {
-      const reply = toErrorReply(err, { log, requestId: ctx.requestId, method: req.method ?? '', path });
+      const r = toErrorReply(err, { log, requestId: ctx.requestId, method: req.method ?? '', path });
+      reply = { status: r.status, headers: { 'Content-Type': JSON_TYPE }, body: r.body };
       // A body refused for its size is not drained: close the connection instead.
-      send(
-        res,
-        { status: reply.status, headers: { 'Content-Type': JSON_TYPE }, body: reply.body },
-        isBodyTooLarge(err),
-      );
+      closeConnection = isBodyTooLarge(err);
     }
+    const trace = ctx.trace;
+    trace?.capture('HTTP_SEND_START');
+    send(res, reply, closeConnection);
+    if (trace) {
+      trace.capture('HTTP_SEND_END');
+      trace.end();
+    }
+    if (logged) logAccess(ctx, reply, arrived);
+  };
+
+  const logAccess = (ctx: RouteContext, reply: Reply, arrived: bigint): void => {
+    const t = ctx.timings;
+    const computed = t !== undefined && (t.queueNs > 0 || t.computeNs > 0);
+    accessLog!.write({
+      protocol: 'http',
+      model: ctx.match.model ?? '',
+      version: ctx.match.version ?? '',
+      status: reply.status,
+      bytesIn: ctx.bytesIn ?? 0,
+      bytesOut: bodyLength(reply.body),
+      durationNs: Number(process.hrtime.bigint() - arrived),
+      ...(computed && { queueNs: t.queueNs, computeNs: t.computeNs }),
+      client: ctx.req.socket.remoteAddress ?? '',
+      requestId: ctx.requestId ?? '',
+      traceId: ctx.trace?.traceId ?? '',
+    });
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {

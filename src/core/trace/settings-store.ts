@@ -1,10 +1,10 @@
 /**
  * Trace settings as the trace extension exposes them: global values plus per-model overrides, each key a
- * string or list of strings, validated as Triton validates them. (Settings only: emitting traces is
- * future work, so the server does not advertise the `trace` extension yet.)
+ * string or list of strings, validated as Triton validates them. A model's keys it never set follow the
+ * global ones. The Tracer (tracer.ts) turns the effective values into live TraceSetting objects.
  */
-import { invalidArg, notFound } from '../common/errors.js';
-import type { TraceSettings, TraceSettingsUpdate } from './types.js';
+import { invalidArg, notFound } from '../../common/errors.js';
+import type { TraceSettings, TraceSettingsUpdate } from '../types.js';
 
 const LEVELS = new Set(['OFF', 'TIMESTAMPS', 'TENSORS']);
 const MODES = new Set(['triton', 'opentelemetry']);
@@ -54,15 +54,43 @@ function validate(key: string, value: string | string[]): string | string[] {
 }
 
 export class TraceSettingsStore {
-  private global: TraceSettings = { ...DEFAULT_TRACE_SETTINGS };
-  private readonly perModel = new Map<string, TraceSettings>();
+  private global: TraceSettings;
+  private perModel = new Map<string, TraceSettings>();
+  /** What `null` puts a global key back to: the command line's value. */
+  private readonly defaults: Readonly<TraceSettings>;
 
-  constructor(private readonly modelExists: (name: string) => boolean) {}
+  constructor(
+    private readonly modelExists: (name: string) => boolean,
+    initial: Readonly<TraceSettings> = DEFAULT_TRACE_SETTINGS,
+  ) {
+    this.global = { ...initial };
+    this.defaults = Object.freeze({ ...initial });
+  }
+
+  /** The models with settings of their own. */
+  models(): string[] {
+    return [...this.perModel.keys()];
+  }
+
+  /** The effective settings of `model` ('' / undefined: global) without the existence check. */
+  effective(model?: string): TraceSettings {
+    if (!model) return { ...this.global };
+    return { ...this.global, ...(this.perModel.get(model) ?? {}) };
+  }
+
+  /** State to put back with restore() when an update turns out invalid as a whole. */
+  snapshot(): { global: TraceSettings; perModel: Map<string, TraceSettings> } {
+    return { global: { ...this.global }, perModel: new Map(this.perModel) };
+  }
+
+  restore(s: { global: TraceSettings; perModel: Map<string, TraceSettings> }): void {
+    this.global = s.global;
+    this.perModel = s.perModel;
+  }
 
   get(model?: string): TraceSettings {
-    if (!model) return { ...this.global };
-    if (!this.modelExists(model)) throw notFound(`Request for unknown model : ${model}`);
-    return { ...this.global, ...(this.perModel.get(model) ?? {}) };
+    if (model && !this.modelExists(model)) throw notFound(`Request for unknown model : ${model}`);
+    return this.effective(model);
   }
 
   update(model: string | undefined, update: TraceSettingsUpdate): TraceSettings {
@@ -71,7 +99,7 @@ export class TraceSettingsStore {
     for (const [key, value] of Object.entries(update)) {
       if (value === null) {
         if (model) delete target[key];
-        else target[key] = DEFAULT_TRACE_SETTINGS[key] ?? '';
+        else target[key] = this.defaults[key] ?? '';
         continue;
       }
       target[key] = validate(key, value);
