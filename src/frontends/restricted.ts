@@ -23,6 +23,8 @@ export const RESTRICTED_CATEGORIES = [
   'statistics',
   'trace',
   'logging',
+  // Nereid's own: the OpenAI-compatible /v1 API (frontends/openai), on whichever port serves it.
+  'openai',
 ] as const;
 
 export type RestrictedCategory = (typeof RESTRICTED_CATEGORIES)[number];
