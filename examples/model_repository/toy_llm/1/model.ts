@@ -122,8 +122,10 @@ export default class ToyLlm {
       let pending = echo ? prompt + (/\s$/.test(prompt) ? '' : ' ') : '';
       for (const word of words(prompt, sampling.ignoreEos)) {
         if (count >= sampling.maxTokens) break;
+        // Without a delay, still give the worker's event loop a turn per word, so a cancellation is seen.
         if (sampling.delayMs > 0)
           await sleep(sampling.delayMs, undefined, { signal: request.signal }).catch(() => {});
+        else await new Promise((resolve) => setImmediate(resolve));
         if (request.isCancelled()) {
           cancelled.metric({ model: 'toy_llm' }).increment();
           break;
