@@ -1,17 +1,51 @@
-// Lint rules: strict async hygiene (no floating promises), no `any`, and the layer arrows of
-// ARCHITECTURE.md (frontends → core → backend-api ← backends; common/ and model-config/ import nothing above).
+// Lint rules: strict async hygiene (no floating promises), no `any`, and the layers of docs/architecture.md.
+// Every folder of src/ (and src/index.ts) is a layer with the list of layers it may import; anything else is
+// an error. The import-cycle check is dependency-cruiser's (.dependency-cruiser.json, also in `npm run lint`).
+import { readdirSync } from 'node:fs';
 import tseslint from 'typescript-eslint';
 
-const layer = (dir, forbidden) => ({
-  files: [`src/${dir}/**/*.ts`],
+/** Every layer of src/, and the layers each may import (besides itself). */
+const LAYERS = {
+  common: [],
+  'model-config': ['common'],
+  'backend-api': ['common', 'model-config'],
+  // The model authors' SDK is a leaf: it is loaded into JavaScript model workers and published as nereid/sdk.
+  sdk: ['common'],
+  // The client talks to any Triton server: nothing of the server, only the shared leaves. model-config is the
+  // ModelConfig message (Triton's model_config.proto, shared by Triton's own client and server the same way).
+  client: ['common', 'model-config'],
+  core: ['common', 'model-config', 'backend-api'],
+  backends: ['common', 'model-config', 'backend-api', 'sdk'],
+  frontends: ['common', 'model-config', 'backend-api', 'core'],
+  // The composition, shared by the two entry points below: options → backends, core and frontends.
+  compose: ['common', 'model-config', 'backend-api', 'core', 'backends', 'frontends'],
+  // The two entry points: the `nereid` command (the only reader of argv and env) and the embedding API.
+  cli: ['common', 'compose'],
+  embedded: ['common', 'model-config', 'core', 'frontends', 'sdk', 'compose'],
+};
+// A folder added to src/ without a line above would escape the layer rules: refuse to lint until it has one.
+const unlisted = readdirSync(new URL('./src', import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && !Object.hasOwn(LAYERS, entry.name))
+  .map((entry) => `src/${entry.name}/`);
+if (unlisted.length > 0) {
+  throw new Error(`eslint.config.js: ${unlisted.join(', ')} not in LAYERS; give each its allowed imports`);
+}
+
+/** src/index.ts, the package's entry: the embedding API, the SDK and the composition, with their types. */
+const INDEX_IMPORTS = ['common', 'core', 'sdk', 'compose', 'embedded'];
+
+const restrict = (files, who, allowed, self) => ({
+  files,
   rules: {
     'no-restricted-imports': [
       'error',
       {
-        patterns: forbidden.map((f) => ({
-          group: [`**/${f}/**`, `**/${f}`],
-          message: `src/${dir} must not import from ${f}/ (see ARCHITECTURE.md)`,
-        })),
+        patterns: Object.keys(LAYERS)
+          .filter((layer) => layer !== self && !allowed.includes(layer))
+          .map((layer) => ({
+            group: [`**/${layer}/**`, `**/${layer}`, `./${layer}/**`],
+            message: `${who} must not import from src/${layer}/ (layers: docs/architecture.md)`,
+          })),
       },
     ],
   },
@@ -56,10 +90,8 @@ export default tseslint.config(
       ],
     },
   },
-  layer('common', ['model-config', 'backend-api', 'backends', 'core', 'frontends', 'cli']),
-  layer('model-config', ['backend-api', 'backends', 'core', 'frontends', 'cli']),
-  layer('backend-api', ['backends', 'core', 'frontends', 'cli']),
-  layer('backends', ['core', 'frontends', 'cli']),
-  layer('core', ['backends', 'frontends', 'cli']),
-  layer('frontends', ['backends', 'cli']),
+  ...Object.entries(LAYERS).map(([layer, allowed]) =>
+    restrict([`src/${layer}/**/*.ts`], `src/${layer}`, allowed, layer),
+  ),
+  restrict(['src/index.ts'], 'src/index.ts', INDEX_IMPORTS, undefined),
 );

@@ -32,22 +32,25 @@ def _die_with_parent() -> None:
 def main() -> None:
     _die_with_parent()
     sock = socket.socket(fileno=3)
-    from nereid_stub import frames
+    from nereid_stub import frames, messages
 
     writer = frames.FrameWriter(sock)
     if sys.version_info < MIN_PYTHON:
         writer.send(
-            frames.FATAL,
-            {"m": f"the Python stub needs Python >= 3.10, but {sys.executable} is {sys.version.split()[0]}"},
+            messages.FATAL,
+            {
+                "message": "the Python stub needs Python >= 3.10, but "
+                f"{sys.executable} is {sys.version.split()[0]}"
+            },
         )
         os._exit(3)
     try:
         import numpy  # noqa: F401
     except ImportError as e:
         writer.send(
-            frames.FATAL,
+            messages.FATAL,
             {
-                "m": f"the Python interpreter '{sys.executable}' cannot import numpy ({e}); "
+                "message": f"the Python interpreter '{sys.executable}' cannot import numpy ({e}); "
                 "install numpy into it (pip install numpy), or pick an interpreter that has it with "
                 "the model config parameter EXECUTION_ENV_PATH or "
                 "--backend-config=python,python-executable=<path>"

@@ -3,20 +3,59 @@
 # deployment tools come from scripts/setup-deploy-tools.sh, docs/kubernetes.md), the compatibility
 # suite (Triton's real Python client and perf_analyzer against bin/nereid.js: test/compat, in the .venv that
 # scripts/setup-python.sh provisions), then the differential suite (the real Triton 2.51 and Nereid side by
-# side: test/differential, with the Triton that scripts/setup-triton.sh puts in .venv-triton). The exit
-# status is non-zero if any suite failed; the last line printed is the differential suite's pytest summary.
+# side: test/differential, with the Triton that scripts/setup-triton.sh puts in .venv-triton).
+# It ends with one summary of every stage and the names of the failing tests, and exits non-zero if any
+# stage failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+summary=()
+failures=()
+
+# Records one stage's outcome: its name, its exit status and its own count line.
+record() {
+  local name=$1 code=$2 counts=$3
+  if [[ $code -eq 0 ]]; then summary+=("  ok      $name: $counts"); else summary+=("  FAILED  $name: $counts"); fi
+}
+
 npx tsc -p tsconfig.json
 status=0
 # The deployment tests (test/deploy: helm, kubeconform, hadolint, haproxy, prometheus) need their tools;
 # the setup installs and caches them. It exits 0 without a tool only when this machine cannot have it (the
 # tests then skip saying why); any other failure fails the run.
-bash scripts/setup-deploy-tools.sh || status=1
+if ! bash scripts/setup-deploy-tools.sh; then
+  status=1
+  summary+=("  FAILED  deployment tools setup (scripts/setup-deploy-tools.sh)")
+fi
+
+# node:test prints its usual report here and writes TAP beside it, from which the summary is taken.
 mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
-node --test --test-concurrency=1 "${files[@]}" || status=$?
+code=0
+node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$logs/node.tap" "${files[@]}" || code=$?
+[[ $code -eq 0 ]] || status=$code
+node_counts=$(grep -E '^# (tests|pass|fail|skipped|cancelled) ' "$logs/node.tap" | sed 's/^# //' | paste -sd, - || true)
+record "node:test (unit, integration, deployment)" "$code" "${node_counts:-no report}"
+# A failing test is a `not ok` line with no subtests of its own failing under it: the innermost ones.
+while IFS= read -r line; do failures+=("  node:test  $line"); done < <(
+  awk '/^ *not ok [0-9]+ - /{ d=match($0,/[^ ]/); sub(/^ *not ok [0-9]+ - /,""); names[NR]=$0; depth[NR]=d; order[++n]=NR }
+       END { for (i=1;i<=n;i++) { r=order[i]; leaf=1; for (j=i-1;j>=1 && depth[order[j]]>depth[r];j--) leaf=0; if (leaf) print names[r] } }' \
+    "$logs/node.tap" | head -30
+)
+
 bash scripts/setup-python.sh
-.venv/bin/pytest -q test/compat || status=$?
+# pytest's last line is its count; -rfE lists each failure and error in its short summary.
+run_pytest() {
+  local name=$1 log=$2
+  shift 2
+  local code=0
+  "$@" 2>&1 | tee "$log" || code=${PIPESTATUS[0]}
+  record "$name" "$code" "$(grep -E '(passed|failed|skipped|error|no tests ran)' "$log" | tail -1 | tr -d '=' | xargs)"
+  while IFS= read -r line; do failures+=("  $name  $line"); done < <(grep -E '^(FAILED|ERROR) ' "$log" | head -30)
+  return "$code"
+}
+run_pytest "compatibility (test/compat)" "$logs/compat.log" .venv/bin/pytest -q -rfE test/compat || status=$?
 
 # The differential suite is skipped only when setup-triton could not install Triton here (no network, an
 # unsupported platform): it then prints why, exits 0 and installs nothing, and pytest reports the suite as
@@ -27,6 +66,17 @@ if bash scripts/setup-triton.sh; then
   [[ -x ${NEREID_TRITON_VENV:-.venv-triton}/bin/tritonserver ]] || require_triton=0
 else
   status=1
+  summary+=("  FAILED  Triton setup (scripts/setup-triton.sh)")
 fi
-NEREID_DIFF_REQUIRE_TRITON=$require_triton .venv/bin/pytest -q test/differential || status=$?
+run_pytest "differential (test/differential)" "$logs/diff.log" \
+  env NEREID_DIFF_REQUIRE_TRITON=$require_triton .venv/bin/pytest -q -rfE test/differential || status=$?
+
+echo
+echo "==================== npm test summary ===================="
+printf '%s\n' "${summary[@]}"
+if [[ ${#failures[@]} -gt 0 ]]; then
+  echo "failing tests:"
+  printf '%s\n' "${failures[@]}"
+fi
+if [[ $status -eq 0 ]]; then echo "npm test: all stages passed"; else echo "npm test: FAILED (exit $status)"; fi
 exit "$status"

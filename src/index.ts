@@ -9,10 +9,10 @@
  * the same name.
  */
 export * from './sdk/index.js';
-export * from './sdk/embedded/index.js';
-export { startNereid, type RunningNereid, type Endpoint } from './cli/compose.js';
-export { parseFlags } from './cli/flags.js';
-export type { ServerOptions } from './cli/options.js';
+export * from './embedded/index.js';
+export { startNereid, type RunningNereid, type Endpoint } from './compose/compose.js';
+export { parseFlags } from './compose/flags.js';
+export type { ServerOptions } from './compose/options.js';
 export type { InferenceServerApi } from './core/server-api.js';
 export type {
   InferenceRequest as CoreInferenceRequest,

@@ -192,6 +192,11 @@ class Tensor:
         arr = self._array
         if self._dtype == "BYTES":
             return memoryview(serialize_bytes(arr))
+        if arr.size:
+            # The common case, a C-contiguous array, as bytes through the buffer protocol (no numpy calls).
+            view = memoryview(arr)  # type: ignore[arg-type]
+            if view.c_contiguous and view.nbytes == ITEM_SIZE[self._dtype] * arr.size:
+                return view.cast("B")
         arr = np.ascontiguousarray(arr)
         if arr.nbytes != ITEM_SIZE[self._dtype] * arr.size:
             raise TritonModelException(f"tensor '{self._name}' has an unexpected byte size")
@@ -661,9 +666,9 @@ def _control(what: str, header: dict[str, Any], blobs: Sequence[bytes | memoryvi
             f"{what}: the model loading API needs a running Nereid Python backend stub"
         )
     reply = ch.model_control(header, blobs)
-    err = reply.get("e")
+    err = reply.get("error")
     if err is not None:
-        raise TritonModelException(f"{what}: {err.get('m', '')}")
+        raise TritonModelException(f"{what}: {err.get('message', '')}")
     return reply
 
 
@@ -694,7 +699,11 @@ def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None
             descs.append((key, offset, data.nbytes))
             blobs.append(data)
             offset += data.nbytes
-    _control("Failed to load model", {"op": "load", "m": name, "c": str(config), "f": descs}, blobs)
+    _control(
+        "Failed to load model",
+        {"op": "load", "model_name": name, "config": str(config), "files": descs},
+        blobs,
+    )
 
 
 def unload_model(model_name: str, unload_dependents: bool = False) -> None:
@@ -704,7 +713,10 @@ def unload_model(model_name: str, unload_dependents: bool = False) -> None:
         raise TypeError("unload_model(): model_name must not be None")
     if unload_dependents is None:
         raise TypeError("unload_model(): unload_dependents must not be None")
-    _control("Failed to unload model", {"op": "unload", "m": str(model_name), "d": bool(unload_dependents)})
+    _control(
+        "Failed to unload model",
+        {"op": "unload", "model_name": str(model_name), "unload_dependents": bool(unload_dependents)},
+    )
 
 
 def is_model_ready(model_name: str, model_version: str = "") -> bool:
@@ -719,8 +731,10 @@ def is_model_ready(model_name: str, model_version: str = "") -> bool:
             "Failed to check model readiness: failed to get model version from specified version string "
             f"'{version}', version should be an integral value > 0"
         )
-    reply = _control("Failed to check model readiness", {"op": "ready", "m": str(model_name), "v": version})
-    return bool(reply.get("r"))
+    reply = _control(
+        "Failed to check model readiness", {"op": "ready", "model_name": str(model_name), "version": version}
+    )
+    return bool(reply.get("ready"))
 
 
 _model_dir = ""

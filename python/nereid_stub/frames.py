@@ -14,33 +14,8 @@ import json
 import socket
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-# Message types (keep in step with MessageType in src/backends/python/protocol.ts).
-# host -> stub
-INIT = 1
-AUTOCOMPLETE = 2
-EXECUTE = 3
-CANCEL = 4
-BLS_RESPONSE = 5
-FREE = 6
-FINALIZE = 7
-MODEL_CONTROL_DONE = 8
-METRICS_QUERY = 9
-# stub -> host
-HELLO = 20
-INIT_DONE = 21
-AUTOCOMPLETE_DONE = 22
-RESPONSE = 23
-EXECUTE_DONE = 24
-BLS_REQUEST = 25
-BLS_CANCEL = 26
-LOG = 27
-FINALIZE_DONE = 28
-FATAL = 29
-MODEL_CONTROL = 30
-METRICS = 31
 
 _PREFIX = struct.Struct("<IBI")
 _LENGTH = struct.Struct("<I")
@@ -58,33 +33,18 @@ class Frame:
 
 
 class FrameReader:
-    """Reads whole frames; each frame's body is its own bytearray, so views into it stay valid."""
+    """Reads whole frames; each frame's body is its own bytearray, so views into it stay valid. A small
+    frame costs one recv and one copy (out of the receive buffer); a large one is received in place."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         self._pending = bytearray()
 
-    def _fill(self, target: memoryview) -> bool:
-        """Fills `target` from buffered bytes then the socket; False on EOF before it is full."""
-        n = min(len(self._pending), len(target))
-        if n:
-            target[:n] = self._pending[:n]
-            del self._pending[:n]
-        while n < len(target):
-            if len(target) - n < 65536:
-                chunk = self._sock.recv(65536)
-                if not chunk:
-                    return False
-                take = min(len(chunk), len(target) - n)
-                target[n : n + take] = chunk[:take]
-                if take < len(chunk):
-                    self._pending += chunk[take:]
-                n += take
-            else:
-                got = self._sock.recv_into(target[n:])
-                if got == 0:
-                    return False
-                n += got
+    def _recv_more(self) -> bool:
+        chunk = self._sock.recv(65536)
+        if not chunk:
+            return False
+        self._pending += chunk
         return True
 
     def fileno(self) -> int:
@@ -99,21 +59,39 @@ class FrameReader:
 
     def read(self) -> Frame | None:
         """The next frame, or None when the host closed the socket."""
-        length = bytearray(4)
-        if not self._fill(memoryview(length)):
-            return None
-        (body_len,) = _LENGTH.unpack(length)
+        pending = self._pending
+        while len(pending) < 4:
+            if not self._recv_more():
+                return None
+        (body_len,) = _LENGTH.unpack_from(pending, 0)
         if body_len < 5:
             raise ValueError(f"malformed frame: body of {body_len} bytes")
-        body = bytearray(body_len)
+        end = 4 + body_len
+        if len(pending) < end and body_len < 65536:
+            while len(pending) < end:
+                if not self._recv_more():
+                    return None
+        if len(pending) >= end:
+            body = pending[4:end]
+            del pending[:end]
+        else:
+            # A large frame: what is buffered, then the rest received straight into the frame's buffer.
+            body = bytearray(body_len)
+            n = len(pending) - 4
+            body[:n] = memoryview(pending)[4:]
+            pending.clear()
+            view = memoryview(body)
+            while n < body_len:
+                got = self._sock.recv_into(view[n:])
+                if got == 0:
+                    return None
+                n += got
         view = memoryview(body)
-        if not self._fill(view):
-            return None
         type_ = body[0]
         (header_len,) = _LENGTH.unpack_from(body, 1)
         if 5 + header_len > body_len:
             raise ValueError("malformed frame: header longer than the frame")
-        header = json.loads(bytes(view[5 : 5 + header_len])) if header_len else {}
+        header = json.loads(str(view[5 : 5 + header_len], "utf-8")) if header_len else {}
         if not isinstance(header, dict):
             raise ValueError("malformed frame: header is not an object")
         return Frame(type_, header, view[5 + header_len :])
@@ -126,7 +104,7 @@ class FrameWriter:
         self._sock = sock
         self._lock = threading.Lock()
 
-    def send(self, type_: int, header: dict[str, Any], blobs: Sequence[bytes | memoryview] = ()) -> None:
+    def send(self, type_: int, header: Mapping[str, Any], blobs: Sequence[bytes | memoryview] = ()) -> None:
         self.send_text(type_, json.dumps(header, separators=(",", ":")), blobs)
 
     def send_text(self, type_: int, header: str, blobs: Sequence[bytes | memoryview] = ()) -> None:

@@ -22,31 +22,17 @@ import sys
 import threading
 import traceback
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from . import api, frames, metrics
+from . import api, frames, messages, metrics
 from . import channel as _channel
 from .dispatch import Dispatcher
 from .shm import InputArena, OutputArena
 
 _INTERNAL = int(api.TritonError.INTERNAL)
-_NAME_JSON: dict[str, str] = {}
-
-
-def _json_name(name: str) -> str:
-    """A tensor name as JSON text; names repeat, so their encodings are kept."""
-    text = _NAME_JSON.get(name)
-    if text is None:
-        text = json.dumps(name)
-        if len(_NAME_JSON) < 4096:
-            _NAME_JSON[name] = text
-    return text
-
-
-def _error_json(rid: int, message: str, code: int) -> str:
-    return f'{{"i":{rid},"f":true,"e":{{"c":{code},"m":{json.dumps(message)}}}}}'
+_error_json = messages.error_response_json
 
 
 def format_exception(e: BaseException) -> str:
@@ -94,7 +80,7 @@ class Runtime:
 
     # --- plumbing ----------------------------------------------------------------------------------------
 
-    def send(self, type_: int, header: dict[str, Any], blobs: Sequence[bytes | memoryview] = ()) -> None:
+    def send(self, type_: int, header: Mapping[str, Any], blobs: Sequence[bytes | memoryview] = ()) -> None:
         self._writer.send(type_, header, blobs)
 
     def run(self) -> None:
@@ -102,22 +88,24 @@ class Runtime:
         threading.Thread(target=self._janitor_loop, name="nereid-janitor", daemon=True).start()
         import numpy
 
-        self.send(
-            frames.HELLO,
-            {"pid": os.getpid(), "python": sys.version.split()[0], "numpy": numpy.__version__},
-        )
+        hello: messages.Hello = {
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "numpy": numpy.__version__,
+        }
+        self.send(messages.HELLO, hello)
         while True:
             self._dispatch.wait_for(lambda: bool(self._commands))
             frame = self._commands.popleft()
-            if frame.type == frames.INIT:
-                if not self._initialize(frame.header):
+            if frame.type == messages.INIT:
+                if not self._initialize(frame.header):  # type: ignore[arg-type]
                     return
-            elif frame.type == frames.AUTOCOMPLETE:
-                self._auto_complete(frame.header)
+            elif frame.type == messages.AUTOCOMPLETE:
+                self._auto_complete(frame.header)  # type: ignore[arg-type]
                 return
-            elif frame.type == frames.EXECUTE:
+            elif frame.type == messages.EXECUTE:
                 self._execute(frame)
-            elif frame.type == frames.FINALIZE:
+            elif frame.type == messages.FINALIZE:
                 self._finalize()
                 return
 
@@ -125,27 +113,29 @@ class Runtime:
         """Called by the dispatcher (under its lock) for every frame read."""
         t = frame.type
         h = frame.header
-        if t == frames.CANCEL:
-            state = self._requests.get(int(h["i"]))
+        if t == messages.CANCEL:
+            state = self._requests.get(int(h["rid"]))
             if state is not None:
                 state.cancelled = True
-        elif t == frames.BLS_RESPONSE:
+        elif t == messages.BLS_RESPONSE:
+            call_id = int(h["call"])
             with self._bls_lock:
-                call = self._bls.get(int(h["q"]))
-                if call is not None and h.get("f"):
-                    del self._bls[int(h["q"])]
+                call = self._bls.get(call_id)
+                if call is not None and h.get("final"):
+                    del self._bls[call_id]
             if call is not None:
-                call.put(self._bls_response(h, frame.blob), bool(h.get("f")))
-        elif t == frames.METRICS_QUERY:
-            self.send(frames.METRICS, {"q": h.get("q"), "f": metrics.snapshot()})
-        elif t == frames.MODEL_CONTROL_DONE:
-            q = int(h["q"])
+                call.put(self._bls_response(h, frame.blob), bool(h.get("final")))  # type: ignore[arg-type]
+        elif t == messages.METRICS_QUERY:
+            reply: messages.Metrics = {"query": int(h.get("query", 0)), "families": metrics.snapshot()}
+            self.send(messages.METRICS, reply)
+        elif t == messages.MODEL_CONTROL_DONE:
+            q = int(h["call"])
             if q in self._controls:
                 self._controls[q] = h
-        elif t in (frames.INIT, frames.AUTOCOMPLETE, frames.EXECUTE, frames.FINALIZE):
+        elif t in (messages.INIT, messages.AUTOCOMPLETE, messages.EXECUTE, messages.FINALIZE):
             self._commands.append(frame)
-        elif t == frames.FREE and self._outputs is not None:
-            for offset, size in h["o"]:
+        elif t == messages.FREE and self._outputs is not None:
+            for offset, size in h["ranges"]:
                 self._outputs.release(int(offset), int(size))
 
     def _janitor_loop(self) -> None:
@@ -167,14 +157,15 @@ class Runtime:
         self._dispatch.poll()
 
     def log(self, level: int, message: str, filename: str, line: int) -> None:
-        self.send(frames.LOG, {"l": level, "m": message, "f": filename, "n": line})
+        log: messages.Log = {"level": level, "message": message, "file": filename, "line": line}
+        self.send(messages.LOG, log)
 
     def send_response(self, rid: int, response: api.InferenceResponse | None, final: bool) -> None:
         state = self._requests.get(rid)
         requested = state.requested if state is not None else None
         blobs: list[memoryview] = []
         self._writer.send_text(
-            frames.RESPONSE, self._response_json(rid, final, response, requested, blobs), blobs
+            messages.RESPONSE, self._response_json(rid, final, response, requested, blobs), blobs
         )
 
     def bls(self, request: api.InferenceRequest) -> api.ResponseQueue:
@@ -185,22 +176,23 @@ class Runtime:
             self._bls[call_id] = call
         blobs: list[memoryview] = []
         corr = request.correlation_id()
-        header: dict[str, Any] = {
-            "q": call_id,
-            "m": request.model_name(),
-            "v": request.model_version(),
-            "id": request.request_id(),
-            "c": str(corr),
-            "ct": 1 if isinstance(corr, str) else 0,
-            "fl": request.flags(),
-            "to": request.timeout(),
-            "p": request.parameters(),
-            "o": request.requested_output_names(),
+        header: messages.BlsRequest = {
+            "call": call_id,
+            "model_name": request.model_name(),
+            "model_version": request.model_version(),
+            "request_id": request.request_id(),
+            "correlation_id": str(corr),
+            "correlation_is_string": isinstance(corr, str),
+            "flags": request.flags(),
+            "timeout_us": request.timeout(),
+            "parameters": request.parameters(),
+            "requested_outputs": request.requested_output_names(),
+            "inputs": [],
         }
         tensors = ",".join(self._describe_tensors(request.inputs(), None, blobs))
         try:
-            text = json.dumps(header, separators=(",", ":"))[:-1] + f',"t":[{tensors}]}}'
-            self._writer.send_text(frames.BLS_REQUEST, text, blobs)
+            text = json.dumps(header, separators=(",", ":"))[: -len("[]}")] + f"[{tensors}]}}"
+            self._writer.send_text(messages.BLS_REQUEST, text, blobs)
         except BaseException:
             with self._bls_lock:
                 self._bls.pop(call_id, None)
@@ -208,7 +200,8 @@ class Runtime:
         return call
 
     def bls_cancel(self, call_id: int) -> None:
-        self.send(frames.BLS_CANCEL, {"q": call_id})
+        cancel: messages.BlsCancel = {"call": call_id}
+        self.send(messages.BLS_CANCEL, cancel)
 
     def model_control(self, header: dict[str, Any], blobs: Sequence[bytes | memoryview]) -> dict[str, Any]:
         if self._phase in ("auto_complete_config", "finalize"):
@@ -220,7 +213,7 @@ class Runtime:
             self._next_control += 1
             self._controls[q] = None
         try:
-            self.send(frames.MODEL_CONTROL, {**header, "q": q}, blobs)
+            self.send(messages.MODEL_CONTROL, {**header, "call": q}, blobs)
             self._dispatch.wait_for(lambda: self._controls.get(q) is not None)
             with self._dispatch.lock:
                 reply = self._controls.pop(q)
@@ -232,9 +225,9 @@ class Runtime:
 
     # --- tensors -----------------------------------------------------------------------------------------
 
-    def _tensor_bytes(self, desc: dict[str, Any], blob: memoryview) -> memoryview:
-        offset, size = int(desc["o"]), int(desc["z"])
-        if desc.get("k") == 1:
+    def _tensor_bytes(self, desc: messages.WireTensor, blob: memoryview) -> memoryview:
+        offset, size = int(desc["offset"]), int(desc["byte_size"])
+        if desc["in_shm"]:
             if self._inputs is None:
                 raise ValueError("the host sent a shared-memory tensor but this stub has no shared memory")
             return self._inputs.view(offset, size)
@@ -242,10 +235,10 @@ class Runtime:
             raise ValueError("inline tensor lies outside its frame")
         return blob[offset : offset + size]
 
-    def _read_tensors(self, descs: list[dict[str, Any]], blob: memoryview) -> list[api.Tensor]:
+    def _read_tensors(self, descs: list[messages.WireTensor], blob: memoryview) -> list[api.Tensor]:
+        # The host is trusted (it checked the request); json.loads already made the types right.
         return [
-            api.Tensor._wire(str(d["n"]), str(d["d"]), [int(x) for x in d["s"]], self._tensor_bytes(d, blob))
-            for d in descs
+            api.Tensor._wire(d["name"], d["datatype"], d["shape"], self._tensor_bytes(d, blob)) for d in descs
         ]
 
     def _describe_tensors(
@@ -268,15 +261,12 @@ class Runtime:
                 if offset is None:
                     self._warn_shm_off()
             if offset is not None:
-                kind = 1
+                in_shm = True
             else:
-                kind, offset = 0, inline
+                in_shm, offset = False, inline
                 blobs.append(data)
                 inline += size
-            shape = ",".join(map(str, t.shape()))
-            descs.append(
-                f'{{"n":{_json_name(t.name())},"d":"{t._dtype}","s":[{shape}],"k":{kind},"o":{offset},"z":{size}}}'
-            )
+            descs.append(messages.tensor_json(t._name, t._dtype, t._shape, in_shm, offset, size))
         return descs
 
     def _warn_shm_off(self) -> None:
@@ -284,16 +274,13 @@ class Runtime:
             return
         self._shm_warned = True
         reason = self._outputs.disabled_reason or "unknown error"
-        self.send(
-            frames.LOG,
-            {
-                "l": int(api.Logger.LogLevel.WARNING),
-                "m": f"/dev/shm cannot take more output tensors ({reason}); this instance now sends them "
-                "over its control socket, which is slower. Give the server a larger /dev/shm "
-                "(e.g. docker run --shm-size=1g) to get the fast path back.",
-                "f": "nereid_stub",
-                "n": 0,
-            },
+        self.log(
+            int(api.Logger.LogLevel.WARNING),
+            f"/dev/shm cannot take more output tensors ({reason}); this instance now sends them "
+            "over its control socket, which is slower. Give the server a larger /dev/shm "
+            "(e.g. docker run --shm-size=1g) to get the fast path back.",
+            "nereid_stub",
+            0,
         )
 
     def _response_json(
@@ -304,34 +291,37 @@ class Runtime:
         requested: frozenset[str] | None,
         blobs: list[memoryview],
     ) -> str:
-        head = f'{{"i":{rid},"f":{"true" if final else "false"}'
         if response is None:
-            return head + "}"
-        err = response.error()
+            return messages.response_json(rid, final, None)
+        err = response._error
         if err is not None:
-            # "a": the model answered with this error (Triton counts the request as a success).
-            return head + f',"e":{{"c":{int(err.code())},"m":{json.dumps(err.message())},"a":1}}}}'
-        tensors = ",".join(self._describe_tensors(response.output_tensors(), requested, blobs))
-        params = response.parameters()
-        extra = f',"p":{json.dumps(params)}' if params and params != "{}" else ""
-        return head + f',"t":[{tensors}]{extra}}}'
+            # The model answered with this error: Triton counts the request as a success.
+            if not final:
+                # A decoupled model's error response that is not its last.
+                return (
+                    f'{{"rid":{rid},"final":false,"error":{{"code":{int(err.code())},'
+                    f'"message":{json.dumps(err.message())},"from_model":true}}}}'
+                )
+            return messages.error_response_json(rid, err.message(), int(err.code()), from_model=True)
+        tensors = self._describe_tensors(response._tensors, requested, blobs)
+        return messages.response_json(rid, final, tensors, response._parameters)
 
-    def _bls_response(self, h: dict[str, Any], blob: memoryview) -> api.InferenceResponse:
-        err = h.get("e")
+    def _bls_response(self, h: messages.BlsResponse, blob: memoryview) -> api.InferenceResponse:
+        err = h.get("error")
         if err is not None:
-            return api.InferenceResponse(error=api.TritonError(str(err["m"]), int(err["c"])))
+            return api.InferenceResponse(error=api.TritonError(str(err["message"]), int(err["code"])))
         try:
-            tensors = self._read_tensors(h.get("t", []), blob)
-        except ValueError as e:
+            tensors = self._read_tensors(h.get("outputs", []), blob)
+        except (ValueError, KeyError, TypeError) as e:
             return api.InferenceResponse(error=api.TritonError(str(e)))
-        return api.InferenceResponse(output_tensors=tensors, parameters=str(h.get("p", "{}")))
+        return api.InferenceResponse(output_tensors=tensors, parameters=str(h.get("parameters", "{}")))
 
     def _send_error(self, rid: int, message: str, code: int) -> None:
-        self._writer.send_text(frames.RESPONSE, _error_json(rid, message, code))
+        self._writer.send_text(messages.RESPONSE, _error_json(rid, message, code))
 
     # --- commands ----------------------------------------------------------------------------------------
 
-    def _load_class(self, h: dict[str, Any]) -> Any:
+    def _load_class(self, h: messages.Init | messages.AutoComplete) -> Any:
         model_path = str(h["model_path"])
         version_dir = os.path.dirname(model_path)
         model_dir = os.path.dirname(version_dir)
@@ -353,7 +343,7 @@ class Runtime:
             )
         return cls
 
-    def _initialize(self, h: dict[str, Any]) -> bool:
+    def _initialize(self, h: messages.Init) -> bool:
         self._phase = "initialize"
         self._name = str(h.get("name", self._name))
         self._model_name = str(h["args"].get("model_name", ""))
@@ -377,13 +367,15 @@ class Runtime:
                 if inspect.iscoroutine(result):
                     self._run_coroutine(result).result()
         except BaseException as e:
-            self.send(frames.INIT_DONE, {"e": format_exception(e)})
+            failed: messages.InitDone = {"error": format_exception(e)}
+            self.send(messages.INIT_DONE, failed)
             return False
         self._phase = "execute"
-        self.send(frames.INIT_DONE, {})
+        done: messages.InitDone = {}
+        self.send(messages.INIT_DONE, done)
         return True
 
-    def _auto_complete(self, h: dict[str, Any]) -> None:
+    def _auto_complete(self, h: messages.AutoComplete) -> None:
         import triton_python_backend_utils as pb_utils
 
         self._phase = "auto_complete_config"
@@ -398,9 +390,11 @@ class Runtime:
                     f"auto_complete_config function in model '{h.get('name', '')}' must return a valid "
                     "pb.ModelConfig object."
                 )
-            self.send(frames.AUTOCOMPLETE_DONE, {"config": json.dumps(config.as_dict())})
+            done: messages.AutoCompleteDone = {"config": json.dumps(config.as_dict())}
+            self.send(messages.AUTOCOMPLETE_DONE, done)
         except BaseException as e:
-            self.send(frames.AUTOCOMPLETE_DONE, {"e": format_exception(e)})
+            failed: messages.AutoCompleteDone = {"error": format_exception(e)}
+            self.send(messages.AUTOCOMPLETE_DONE, failed)
 
     def _finalize(self) -> None:
         self._phase = "finalize"
@@ -411,10 +405,10 @@ class Runtime:
                 if inspect.iscoroutine(result):
                     self._run_coroutine(result).result()
         except BaseException as e:
-            self.send(frames.LOG, {"l": 2, "m": f"finalize failed: {format_exception(e)}", "f": "", "n": 0})
+            self.log(int(api.Logger.LogLevel.ERROR), f"finalize failed: {format_exception(e)}", "", 0)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
-        self.send(frames.FINALIZE_DONE, {})
+        self.send(messages.FINALIZE_DONE, {})
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
@@ -431,30 +425,32 @@ class Runtime:
     ) -> tuple[list[api.InferenceRequest], list[api._RequestState]]:
         requests: list[api.InferenceRequest] = []
         states: list[api._RequestState] = []
-        for r in frame.header["r"]:
-            state = api._RequestState(int(r["i"]), self._decoupled, frozenset(r["o"]))
+        execute: messages.Execute = frame.header  # type: ignore[assignment]
+        for r in execute["requests"]:
+            outputs = r["requested_outputs"]
+            state = api._RequestState(r["rid"], self._decoupled, frozenset(outputs))
             self._requests[state.rid] = state
             states.append(state)
-            corr: int | str = str(r["c"]) if r.get("ct") == 1 else int(r.get("c", 0))
+            corr = r["correlation_id"]
             requests.append(
                 api.InferenceRequest._incoming(
                     state,
-                    request_id=str(r.get("id", "")),
-                    correlation_id=corr,
-                    inputs=self._read_tensors(r["t"], frame.blob),
-                    requested=list(r["o"]),
+                    request_id=r["request_id"],
+                    correlation_id=corr if r["correlation_is_string"] else int(corr),
+                    inputs=self._read_tensors(r["inputs"], frame.blob),
+                    requested=outputs,
                     model_name=self._model_name,
                     model_version=self._model_version,
-                    flags=int(r.get("fl", 0)),
-                    parameters=str(r.get("p", "{}")),
+                    flags=r["flags"],
+                    parameters=r["parameters"],
                 )
             )
-            if r.get("x"):
+            if r.get("cancelled"):
                 state.cancelled = True
         return requests, states
 
     def _execute(self, frame: frames.Frame) -> None:
-        batch = int(frame.header.get("b", 0))
+        batch = int(frame.header["batch"])
         states: list[api._RequestState] = []
         blobs: list[memoryview] = []
         try:
@@ -474,16 +470,14 @@ class Runtime:
             for s in states:
                 s.closed = True
                 s.returned = True
-            self.send(frames.EXECUTE_DONE, {"b": batch, "e": self._failure(e)})
+            failed: messages.ExecuteDone = {"batch": batch, "error": self._failure(e)}
+            self.send(messages.EXECUTE_DONE, failed)
             return
         for s in states:
             s.returned = True
-        text = f'{{"b":{batch}'
-        if entries:
-            text += f',"rs":[{",".join(entries)}]'
-        if handed_back:
-            text += f',"rr":[{",".join(map(str, handed_back))}]'
-        self._writer.send_text(frames.EXECUTE_DONE, text + "}", blobs)
+        self._writer.send_text(
+            messages.EXECUTE_DONE, messages.execute_done_json(batch, entries, handed_back), blobs
+        )
 
     def _failure(self, e: BaseException) -> str:
         return f"Failed to process the request(s) for model '{self._name}', message: {format_exception(e)}"

@@ -25,6 +25,7 @@
 import type { Tensor } from '../common/tensor.js';
 import type { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import type { CustomMetricFamily, CustomMetricKind, CustomMetricSample } from '../common/metric-family.js';
 import type { FrozenModelConfig, ModelConfig } from '../model-config/model-config.js';
 
 /** Request/response parameter values; uint64/int64 values beyond 2^53 arrive as bigint. */
@@ -153,26 +154,8 @@ export interface InstanceHandle {
   abort?(error: NereidError): void;
 }
 
-export type CustomMetricKind = 'counter' | 'gauge' | 'histogram';
-
-/** One labelled series of a model-defined metric, as the model holds it right now. */
-export interface CustomMetricSample {
-  readonly labels: Readonly<Record<string, string>>;
-  /** Counter/gauge value; for a histogram, the sum of observations. */
-  readonly value: number;
-  /** Histograms: upper bounds and the cumulative count at each (same length), plus the total count. */
-  readonly buckets?: readonly number[];
-  readonly bucketCounts?: readonly number[];
-  readonly count?: number;
-}
-
-/** A metric family a model defined (pb_utils.MetricFamily, the JavaScript SDK's MetricFamily). */
-export interface CustomMetricFamily {
-  readonly name: string;
-  readonly description: string;
-  readonly kind: CustomMetricKind;
-  readonly metrics: readonly CustomMetricSample[];
-}
+// The model-defined metric types live in common/ (the model authors' SDK builds them too).
+export type { CustomMetricFamily, CustomMetricKind, CustomMetricSample };
 
 export interface ModelHandle {
   createInstance(spec: InstanceSpec): Promise<InstanceHandle>;

@@ -8,8 +8,8 @@
 import { createWriteStream } from 'node:fs';
 import { NereidError } from '../common/errors.js';
 import { Logger } from '../common/logger.js';
-import { packageVersion, startNereid } from './compose.js';
-import { helpText, parseFlags } from './flags.js';
+import { packageVersion, startNereid } from '../compose/compose.js';
+import { helpText, parseFlags } from '../compose/flags.js';
 
 async function main(argv: readonly string[]): Promise<number> {
   let parsed;

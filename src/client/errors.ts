@@ -27,7 +27,10 @@ export const GrpcStatus = {
   UNAUTHENTICATED: 16,
 } as const;
 
-/** Triton's error table (TRITON-FACTS A.5) read backwards: gRPC code → the HTTP status of the same error. */
+/**
+ * Triton's error tables (HttpCodeFromError in http_server.cc, CodeToStatus in grpc_utils.cc) read
+ * backwards: gRPC code → the HTTP status of the same error.
+ */
 const HTTP_STATUS_OF_GRPC: Readonly<Record<number, number>> = {
   [GrpcStatus.INVALID_ARGUMENT]: 400,
   [GrpcStatus.ALREADY_EXISTS]: 400,

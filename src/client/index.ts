@@ -20,7 +20,7 @@ export type {
 } from './infer-input.js';
 export { InferResult, type OutputInfo, type OutputTensor } from './infer-result.js';
 export { NereidClientError, GrpcStatus, type NereidClientErrorInit } from './errors.js';
-export { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from './half.js';
+export { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from '../common/half.js';
 export type {
   ArrayOf,
   FixedDataType,

@@ -14,7 +14,7 @@ import {
   type TypedArray,
   type TypedArrayOf,
 } from '../common/typed-arrays.js';
-import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from './half.js';
+import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from '../common/half.js';
 
 // Typed arrays are views in host byte order while the wire is little-endian.
 if (endianness() !== 'LE') throw new Error('nereid/client needs a little-endian host');

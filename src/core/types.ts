@@ -124,7 +124,7 @@ export interface InferBatchStatistics {
   compute_output: StatisticDuration;
 }
 
-/** Field names as in Triton's statistics JSON (A.9 of TRITON-FACTS). */
+/** Field names as in Triton's statistics JSON (server docs/protocol/extension_statistics.md). */
 export interface ModelStatistics {
   name: string;
   version: string;

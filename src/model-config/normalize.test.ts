@@ -10,7 +10,7 @@ import {
   SIMPLE_DYNA_SEQUENCE,
   SIMPLE_IDENTITY_PYTHON,
   SIMPLE_SEQUENCE,
-} from './example-configs.fixture.js';
+} from './example-configs.testkit.js';
 import { normalizeModelConfig, SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from './normalize.js';
 import { parseModelConfigText } from './pbtxt/parser.js';
 import { modelConfigToJson } from './to-json.js';

@@ -10,7 +10,7 @@ import {
   SIMPLE_DYNA_SEQUENCE,
   SIMPLE_IDENTITY_PYTHON,
   SIMPLE_SEQUENCE,
-} from './example-configs.fixture.js';
+} from './example-configs.testkit.js';
 import { freezeModelConfig } from './freeze.js';
 import { parseModelConfigJson } from './from-json.js';
 import { normalizeModelConfig } from './normalize.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CustomMetricFamily } from '../backend-api/backend.js';
+import type { CustomMetricFamily } from '../common/metric-family.js';
 import { MetricFamily, MetricRegistry } from './metrics.js';
 
 test('a registry snapshot is what the backend contract carries: cumulative histogram buckets, labels as given', () => {

@@ -5,7 +5,7 @@
  * and publishes the families on the Prometheus endpoint with exactly the labels the model gave
  * (docs/metrics.md, "Custom metrics").
  */
-import type { CustomMetricFamily, CustomMetricKind, CustomMetricSample } from '../backend-api/backend.js';
+import type { CustomMetricFamily, CustomMetricKind, CustomMetricSample } from '../common/metric-family.js';
 import { invalidArg, unsupported } from '../common/errors.js';
 
 /** The snapshot types are the backend contract's, so a worker's answer goes to the server as it is. */

@@ -14,7 +14,7 @@ import {
   type TypedArray,
   type TypedArrayOf,
 } from '../common/typed-arrays.js';
-import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from '../client/half.js';
+import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from '../common/half.js';
 
 export type { DataType };
 

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
-import { parseFlags } from '../../src/cli/flags.js';
+import { parseFlags } from '../../src/compose/flags.js';
 import { CHART, deployTools, missing, ROOT, run, type DeployTools } from './tools.js';
 
 const tools = deployTools();

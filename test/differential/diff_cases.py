@@ -76,7 +76,7 @@ _cut_header, _cut_header_headers = _binary(delta=-5)
 # Intended: a request body that is not JSON, or JSON that does not fit the request schema, is the client's
 # fault, so Nereid answers 400 (docs/http.md, "Limits"). Triton answers 500 only because its TritonJson
 # errors are TRITONSERVER_ERROR_INTERNAL (still so in current http_server.cc; Triton's QA asserts the 500
-# for negative dims: TRITON-FACTS A.13).
+# for negative dims: test_negative_dimensions in qa/L0_http/http_test.py).
 _JSON_400 = (
     "Nereid answers 400 for a body that is not valid request JSON, on purpose (docs/http.md); Triton's "
     "500 comes from TritonJson errors being INTERNAL"

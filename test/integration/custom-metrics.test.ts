@@ -173,14 +173,13 @@ describe('custom metrics on /metrics', () => {
   it('a model busy in a long execute() neither stalls the scrape nor loses its series', async () => {
     await infer('busy', 1);
     assert.deepEqual(lines(await scrape(), 'busy_calls_total'), ['busy_calls_total 1']);
-    const running = infer('busy', 6000);
+    let settled = false;
+    const running = infer('busy', 6000).finally(() => (settled = true));
     try {
       // Let the worker enter its busy loop.
       await new Promise((r) => setTimeout(r, 300));
-      const start = Date.now();
       const text = await scrape();
-      const took = Date.now() - start;
-      assert.ok(took < 4000, `the scrape took ${took} ms`);
+      assert.equal(settled, false, 'the scrape answered while the model was still busy');
       assert.deepEqual(lines(text, 'busy_calls_total'), ['busy_calls_total 1'], 'its last answer stands in');
       assert.deepEqual(lines(text, 'cm_input_sum'), ['cm_input_sum 31']);
     } finally {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseFlags } from '../../src/cli/flags.js';
+import { parseFlags } from '../../src/compose/flags.js';
 import type { ModelStatistics } from '../../src/core/types.js';
 import {
   addModel,

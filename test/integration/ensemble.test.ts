@@ -238,7 +238,7 @@ max_batch_size: 0
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
 instance_group [ { kind: KIND_CPU count: 2 } ]
-parameters { key: "execute_delay_ms" value: { string_value: "400" } }
+parameters { key: "execute_delay_ms" value: { string_value: "1500" } }
 `;
 
 /** A one-step ensemble with variable dims, so a bad shape passes the ensemble and fails inside simple. */
@@ -329,8 +329,9 @@ describe('ensembles of test models (none mode)', () => {
         ['B', 0.25],
       ],
     );
-    assert.ok(took >= 390, `the steps wait 400 ms each, the ensemble took only ${took.toFixed(0)} ms`);
-    assert.ok(took < 700, `two 400 ms steps took ${took.toFixed(0)} ms: they did not overlap`);
+    assert.ok(took >= 1490, `the steps wait 1500 ms each, the ensemble took only ${took.toFixed(0)} ms`);
+    // One after the other they could not end before 3 s; overlapping, they end after about 1.5 s.
+    assert.ok(took < 2900, `two 1500 ms steps took ${took.toFixed(0)} ms: they did not overlap`);
   });
 
   it('runs independent CPU-bound steps (slow_fp32, 2 instances) in parallel', async (t) => {

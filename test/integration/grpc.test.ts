@@ -12,7 +12,7 @@ import { ShmObjects } from '../../src/core/shm/shm.testkit.js';
 import { frame } from '../../src/frontends/grpc/framing.js';
 import type { Plain } from '../../src/frontends/grpc/messages.js';
 import { TestClient, encodeMessage } from '../../src/frontends/grpc/test-client.testkit.js';
-import { packageVersion } from '../../src/cli/compose.js';
+import { packageVersion } from '../../src/compose/compose.js';
 import {
   EXAMPLES,
   makeRepository,

@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '../../src/common/logger.js';
-import { startNereid, type RunningNereid } from '../../src/cli/compose.js';
-import { parseFlags } from '../../src/cli/flags.js';
+import { startNereid, type RunningNereid } from '../../src/compose/compose.js';
+import { parseFlags } from '../../src/compose/flags.js';
 
 /** The source tree root (this file compiles to dist/test/integration/). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import { GrpcClient } from '../../src/client/index.js';
-import { packageVersion } from '../../src/cli/compose.js';
+import { packageVersion } from '../../src/compose/compose.js';
 import { EXAMPLES, post, request, startServer, type TestServer } from './harness.js';
 
 const PRODUCT = `nereid/${packageVersion()}`;

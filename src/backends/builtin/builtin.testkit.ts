@@ -57,6 +57,25 @@ export interface Recorded {
   readonly options: SendOptions;
   /** performance.now() when it was sent. */
   readonly at: number;
+  /** The timer turn it was sent in (see countTimerTurns). */
+  readonly turn: number;
+}
+
+let timerTurn = 0;
+
+/**
+ * Counts passes through the event loop's timer phase while it runs (a 1 ms interval), so a test can tell
+ * whether two responses left in the same turn or with a timer wait between them, without reading a clock:
+ * a sleep of any length lets the interval, due sooner, fire first. Returns the function that stops it.
+ */
+/** The current timer turn (see countTimerTurns). */
+export function currentTimerTurn(): number {
+  return timerTurn;
+}
+
+export function countTimerTurns(): () => void {
+  const interval = setInterval(() => timerTurn++, 1);
+  return () => clearInterval(interval);
 }
 
 export class RecordingSender implements ResponseSender {
@@ -71,7 +90,7 @@ export class RecordingSender implements ResponseSender {
 
   send(outputs: readonly Tensor[], options: SendOptions): void {
     if (this.done) throw new Error('send() after the stream ended');
-    this.sent.push({ outputs, options, at: performance.now() });
+    this.sent.push({ outputs, options, at: performance.now(), turn: timerTurn });
     if (options.final) this.end();
   }
 

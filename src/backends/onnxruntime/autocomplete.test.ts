@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { NereidError } from '../../common/errors.js';
 import { autoCompleteFromModel, defaultMaxBatchSize } from './autocomplete.js';
 import type { IoMeta, ModelIo } from './protocol.js';
-import { modelConfig } from './test-support.js';
+import { modelConfig } from './onnxruntime.testkit.js';
 import { validateAgainstModel } from './validate.js';
 
 const t = (name: string, ortType: string, shape: number[]): IoMeta => ({

@@ -25,7 +25,7 @@ import {
   sample,
   slowConfig,
   tensor,
-} from './test-support.js';
+} from './onnxruntime.testkit.js';
 
 const backend = new OnnxRuntimeBackend();
 const isError =

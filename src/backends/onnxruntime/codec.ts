@@ -8,6 +8,7 @@
 import { Tensor as OrtTensor } from 'onnxruntime-node';
 import { dataTypeInfo, fromOrtType } from '../../common/datatype.js';
 import { invalidArg, unsupported } from '../../common/errors.js';
+import { TYPED_ARRAY_OF } from '../../common/typed-arrays.js';
 import type { WireTensor } from './protocol.js';
 import { checkStringTensor } from './strings.js';
 
@@ -18,40 +19,20 @@ function elements(t: WireTensor, size: number): number {
   return t.data.byteLength / size;
 }
 
-/** Views a wire tensor as an ORT tensor; only BYTES are decoded (to strings). */
+/**
+ * Views a wire tensor as an ORT tensor; only BYTES are decoded (to strings). The ORT type name comes from
+ * the datatype table (common/datatype.ts) and the typed array from common/typed-arrays.ts.
+ */
 export function toOrtTensor(t: WireTensor): OrtTensor {
-  const dims = t.shape;
-  const ab = t.data;
-  switch (t.datatype) {
-    case 'BOOL':
-      return new OrtTensor('bool', new Uint8Array(ab), dims);
-    case 'UINT8':
-      return new OrtTensor('uint8', new Uint8Array(ab), dims);
-    case 'INT8':
-      return new OrtTensor('int8', new Int8Array(ab), dims);
-    case 'UINT16':
-      return new OrtTensor('uint16', new Uint16Array(ab, 0, elements(t, 2)), dims);
-    case 'INT16':
-      return new OrtTensor('int16', new Int16Array(ab, 0, elements(t, 2)), dims);
-    case 'FP16':
-      return new OrtTensor('float16', new Uint16Array(ab, 0, elements(t, 2)), dims);
-    case 'UINT32':
-      return new OrtTensor('uint32', new Uint32Array(ab, 0, elements(t, 4)), dims);
-    case 'INT32':
-      return new OrtTensor('int32', new Int32Array(ab, 0, elements(t, 4)), dims);
-    case 'FP32':
-      return new OrtTensor('float32', new Float32Array(ab, 0, elements(t, 4)), dims);
-    case 'UINT64':
-      return new OrtTensor('uint64', new BigUint64Array(ab, 0, elements(t, 8)), dims);
-    case 'INT64':
-      return new OrtTensor('int64', new BigInt64Array(ab, 0, elements(t, 8)), dims);
-    case 'FP64':
-      return new OrtTensor('float64', new Float64Array(ab, 0, elements(t, 8)), dims);
-    case 'BYTES':
-      return new OrtTensor('string', decodeStrings(t), dims);
-    case 'BF16':
-      throw unsupported(`input '${t.name}': onnxruntime-node has no BF16 (bfloat16) tensor type`);
+  if (t.datatype === 'BF16') {
+    // The table names ONNX's bfloat16 (autocomplete reads it), but onnxruntime-node has no tensor type for it.
+    throw unsupported(`input '${t.name}': onnxruntime-node has no BF16 (bfloat16) tensor type`);
   }
+  // Every other datatype has an ORT type in the table, and all of them are onnxruntime-node tensor types.
+  const ortType = dataTypeInfo(t.datatype).ortType as OrtTensor.Type;
+  if (t.datatype === 'BYTES') return new OrtTensor(ortType, decodeStrings(t), t.shape);
+  const View = TYPED_ARRAY_OF[t.datatype];
+  return new OrtTensor(ortType, new View(t.data, 0, elements(t, View.BYTES_PER_ELEMENT)), t.shape);
 }
 
 function decodeStrings(t: WireTensor): string[] {

@@ -21,7 +21,7 @@ import {
   request,
   sample,
   slowConfig,
-} from './test-support.js';
+} from './onnxruntime.testkit.js';
 
 const backend = new OnnxRuntimeBackend();
 const EVENT_LOOP = { parameters: { execution_thread: { string_value: 'event_loop' } } };

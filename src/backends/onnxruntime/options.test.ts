@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { NereidError } from '../../common/errors.js';
 import type { ModelOptimizationPolicy } from '../../model-config/model-config.js';
 import { sessionSettings } from './options.js';
-import { modelConfig } from './test-support.js';
+import { modelConfig } from './onnxruntime.testkit.js';
 
 const env = { cpuCount: 2, verbose: false };
 const params = (p: Record<string, string>): Record<string, { string_value: string }> =>

@@ -102,10 +102,10 @@ export class PythonBackend implements Backend {
         options.stubTimeoutMs,
         'auto_complete_config()',
       );
-      const h = reply.header as { e?: unknown; config?: unknown };
-      if (h.e !== undefined) {
+      const h = reply.header as { error?: unknown; config?: unknown };
+      if (h.error !== undefined) {
         throw internal(
-          `auto-complete of model '${name}' failed: ${typeof h.e === 'string' ? h.e : JSON.stringify(h.e)}`,
+          `auto-complete of model '${name}' failed: ${typeof h.error === 'string' ? h.error : JSON.stringify(h.error)}`,
         );
       }
       if (typeof h.config !== 'string') throw internal(`auto-complete of model '${name}' returned no config`);

@@ -10,7 +10,7 @@ import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import type { Frame } from './frames.js';
-import { MessageType, tritonErrorCode, type BlsRequestHeader } from './protocol.js';
+import { MessageType, tritonErrorCode, type BlsRequestMessage } from './protocol.js';
 import type { StubProcess } from './stub-process.js';
 import { BlobBuilder, describeTensors, readTensors, type FreedRanges } from './tensors.js';
 
@@ -34,19 +34,22 @@ function parseParameters(text: unknown): Record<string, ParameterValue> {
 }
 
 /** The core request for a BLS header: flags, correlation id and timeout become Triton's parameters. */
-export function blsRequest(h: BlsRequestHeader, inputs: Tensor[], signal: AbortSignal): ServerInferRequest {
-  const parameters = parseParameters(h.p);
-  const corr = h.ct === 1 ? String(h.c) : BigInt(/^\d+$/.test(String(h.c)) ? String(h.c) : '0');
+export function blsRequest(h: BlsRequestMessage, inputs: Tensor[], signal: AbortSignal): ServerInferRequest {
+  const parameters = parseParameters(h.parameters);
+  const c = String(h.correlation_id);
+  const corr = h.correlation_is_string === true ? c : BigInt(/^\d+$/.test(c) ? c : '0');
   if (corr !== '' && corr !== 0n) parameters.sequence_id = corr;
-  if ((h.fl & 1) !== 0) parameters.sequence_start = true;
-  if ((h.fl & 2) !== 0) parameters.sequence_end = true;
-  if (typeof h.to === 'number' && h.to > 0) parameters.timeout = h.to;
+  if ((h.flags & 1) !== 0) parameters.sequence_start = true;
+  if ((h.flags & 2) !== 0) parameters.sequence_end = true;
+  if (typeof h.timeout_us === 'number' && h.timeout_us > 0) parameters.timeout = h.timeout_us;
   return {
-    modelName: String(h.m),
-    modelVersion: typeof h.v === 'number' && h.v >= 0 ? String(h.v) : '',
-    id: typeof h.id === 'string' ? h.id : '',
+    modelName: String(h.model_name),
+    modelVersion: typeof h.model_version === 'number' && h.model_version >= 0 ? String(h.model_version) : '',
+    id: typeof h.request_id === 'string' ? h.request_id : '',
     inputs,
-    outputs: Array.isArray(h.o) ? h.o.map((name) => ({ name: String(name) })) : [],
+    outputs: Array.isArray(h.requested_outputs)
+      ? h.requested_outputs.map((name) => ({ name: String(name) }))
+      : [],
     parameters,
     signal,
   };
@@ -68,7 +71,7 @@ export class BlsService {
   }
 
   onFrame(frame: Frame): void {
-    const q = (frame.header as { q?: unknown }).q;
+    const q = (frame.header as { call?: unknown }).call;
     if (typeof q !== 'number') return;
     if (frame.type === MessageType.BlsCancel) this.calls.get(q)?.abort();
     else void this.run(q, frame);
@@ -82,14 +85,14 @@ export class BlsService {
   private async run(q: number, frame: Frame): Promise<void> {
     const ac = new AbortController();
     this.calls.set(q, ac);
-    const h = frame.header as BlsRequestHeader;
+    const h = frame.header as BlsRequestMessage;
     try {
       const freed: FreedRanges = [];
       let inputs: Tensor[];
       try {
-        inputs = await readTensors(h.t, frame.blob, this.stub.files?.fromStub, freed);
+        inputs = await readTensors(h.inputs, frame.blob, this.stub.files?.fromStub, freed);
       } finally {
-        if (freed.length > 0) this.stub.send(MessageType.Free, { o: freed });
+        if (freed.length > 0) this.stub.send(MessageType.Free, { ranges: freed });
       }
       if (!this.infer) {
         throw unavailable(
@@ -106,9 +109,9 @@ export class BlsService {
       const e = NereidError.from(err);
       if (this.log.isVerbose()) this.log.verbose(`BLS request from '${this.stub.name}' failed: ${e.message}`);
       this.stub.send(MessageType.BlsResponse, {
-        q,
-        f: true,
-        e: { c: tritonErrorCode(e.code), m: e.message },
+        call: q,
+        final: true,
+        error: { code: tritonErrorCode(e.code), message: e.message },
       });
     } finally {
       this.calls.delete(q);
@@ -123,9 +126,13 @@ export class BlsService {
   ): Promise<void> {
     const blob = new BlobBuilder();
     const sink = { arena: this.stub.files?.toStub, threshold: this.threshold };
-    const t = await describeTensors(outputs, sink, blob);
+    const tensors = await describeTensors(outputs, sink, blob);
     const p = Object.keys(parameters).length > 0 ? JSON.stringify(parameters, bigintReplacer) : undefined;
-    this.stub.send(MessageType.BlsResponse, { q, f: final, t, ...(p ? { p } : {}) }, blob.parts);
+    this.stub.send(
+      MessageType.BlsResponse,
+      { call: q, final, outputs: tensors, ...(p ? { parameters: p } : {}) },
+      blob.parts,
+    );
   }
 }
 

@@ -44,6 +44,7 @@ import type {
 import { isServerParameter } from '../../backend-api/backend.js';
 import { NereidError, internal, invalidArg, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import type { Tensor } from '../../common/tensor.js';
 import { BlsService, type ServerInfer } from './bls.js';
 import type { Frame } from './frames.js';
 import { parseMetricsReply, type StubFamily } from './metrics.js';
@@ -51,16 +52,24 @@ import { ModelControlService } from './model-control.js';
 import {
   MessageType,
   errorCodeOf,
-  type ExecuteDoneHeader,
-  type LogHeader,
+  type ExecuteDoneMessage,
+  type LogMessage,
   type WireError,
   type WireRequest,
   type WireResponse,
+  type WireTensor,
 } from './protocol.js';
 import { watchMemory } from './memory-watch.js';
 import type { StubLaunchOptions } from './stub-process.js';
 import { StubProcess } from './stub-process.js';
-import { BlobBuilder, describeTensors, readTensors, type FreedRanges } from './tensors.js';
+import {
+  BlobBuilder,
+  describeInline,
+  describeTensors,
+  readInlineTensors,
+  readTensors,
+  type FreedRanges,
+} from './tensors.js';
 
 export interface PythonInstanceOptions {
   readonly spec: InstanceSpec;
@@ -112,7 +121,6 @@ interface Batch {
   pythonReturned: boolean;
   /** Settles execute() (see the module comment for when). */
   readonly resolve: (result: ExecuteResult) => void;
-  cancelPoll: NodeJS.Timeout | undefined;
   /** Fires after the execution timeout without progress. */
   timer: NodeJS.Timeout | undefined;
   /** Frees the batch's space in the host->stub file (once every request of it has ended). */
@@ -152,6 +160,17 @@ function nsBetween(a: bigint, b: bigint): number {
   return b > a ? Number(b - a) : 0;
 }
 
+/** Every response's outputs travel inline (so they can be read without waiting). */
+function allInline(responses: readonly WireResponse[]): boolean {
+  for (const r of responses) {
+    const outputs: unknown = r?.outputs;
+    if (outputs === undefined) continue;
+    if (!Array.isArray(outputs)) return false;
+    for (const t of outputs) if ((t as Partial<WireTensor> | null)?.in_shm !== false) return false;
+  }
+  return true;
+}
+
 function responseParameters(text: unknown): Record<string, ParameterValue> | undefined {
   if (typeof text !== 'string' || text === '' || text === '{}') return undefined;
   try {
@@ -185,6 +204,10 @@ export class PythonInstance implements InstanceHandle {
   /** The last metrics a stub answered with, kept for when it is too busy to answer. */
   private lastMetrics: { stub: StubProcess; families: StubFamily[] } | undefined;
   private frameChain: Promise<void> = Promise.resolve();
+  /** Polls open batches' requests for cancellation while there are any (see CANCEL_POLL_MS). */
+  private cancelPoll: NodeJS.Timeout | undefined;
+  /** Frames waiting in frameChain: while there are any, later frames queue behind them. */
+  private queuedFrames = 0;
 
   private constructor(private readonly opts: PythonInstanceOptions) {
     this.name = opts.spec.name;
@@ -219,7 +242,7 @@ export class PythonInstance implements InstanceHandle {
         resolve(families);
       };
       this.metricsQueries.set(q, done);
-      stub.send(MessageType.MetricsQuery, { q });
+      stub.send(MessageType.MetricsQuery, { query: q });
     });
     if (answer) {
       this.lastMetrics = { stub, families: answer };
@@ -238,7 +261,8 @@ export class PythonInstance implements InstanceHandle {
     if (live.length === 0) return {};
     let stub: StubProcess;
     try {
-      stub = await this.ensureStub();
+      // A live stub is taken without a promise turn (the small-request path).
+      stub = this.stub?.alive && !this.closed ? this.stub : await this.ensureStub();
     } catch (err) {
       const e = NereidError.from(err);
       for (const r of live)
@@ -262,15 +286,17 @@ export class PythonInstance implements InstanceHandle {
         const rid = this.nextRid++;
         const corr = r.correlationId;
         wire.push({
-          i: rid,
-          id: r.id,
-          c: String(corr),
-          ct: typeof corr === 'string' ? 1 : 0,
-          fl: r.flags,
-          p: parametersJson(r.parameters),
-          o: [...r.requestedOutputs],
-          t: await describeTensors(r.inputs.values(), sink, blob),
-          ...(r.signal.aborted ? { x: 1 as const } : {}),
+          rid,
+          request_id: r.id,
+          correlation_id: String(corr),
+          correlation_is_string: typeof corr === 'string',
+          flags: r.flags,
+          parameters: parametersJson(r.parameters),
+          requested_outputs: [...r.requestedOutputs],
+          inputs:
+            describeInline(r.inputs.values(), sink, blob) ??
+            (await describeTensors(r.inputs.values(), sink, blob)),
+          ...(r.signal.aborted ? { cancelled: true } : {}),
         });
       }
     } catch (err) {
@@ -294,29 +320,30 @@ export class PythonInstance implements InstanceHandle {
         pending: live.length,
         pythonReturned: false,
         resolve,
-        cancelPoll: undefined,
         timer: undefined,
         unpin,
       };
       this.batches.set(id, batch);
       live.forEach((request, i) => {
-        this.inflight.set(wire[i].i, { request, batch, cancelSent: request.signal.aborted });
+        this.inflight.set(wire[i].rid, { request, batch, cancelSent: request.signal.aborted });
       });
-      stub.send(MessageType.Execute, { b: id, r: wire }, blob.parts);
-      batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
+      stub.send(MessageType.Execute, { batch: id, requests: wire }, blob.parts);
+      // One poll for all of the instance's open batches, not a timer per batch.
+      this.cancelPoll ??= setTimeout(() => this.pollCancellation(), CANCEL_POLL_MS);
       const timeoutMs = this.opts.executionTimeoutMs ?? 0;
       if (timeoutMs > 0) batch.timer = setTimeout(() => this.onTimeout(batch), timeoutMs);
     });
   }
 
-  private pollCancellation(batch: Batch): void {
-    if (!this.batches.has(batch.id)) return;
+  private pollCancellation(): void {
+    this.cancelPoll = undefined;
+    if (this.batches.size === 0) return;
     for (const [rid, f] of this.inflight) {
-      if (f.batch !== batch || f.cancelSent || !f.request.signal.aborted) continue;
+      if (f.cancelSent || !f.request.signal.aborted) continue;
       f.cancelSent = true;
-      this.stub?.send(MessageType.Cancel, { i: rid });
+      if (f.batch.stub.alive) f.batch.stub.send(MessageType.Cancel, { rid });
     }
-    batch.cancelPoll = setTimeout(() => this.pollCancellation(batch), CANCEL_POLL_MS);
+    this.cancelPoll = setTimeout(() => this.pollCancellation(), CANCEL_POLL_MS);
   }
 
   /** Ends everything at once (see the module comment); close() follows. */
@@ -392,7 +419,7 @@ export class PythonInstance implements InstanceHandle {
       .finally(() => {
         if (this.initializing === stub) this.initializing = undefined;
       });
-    const e = (reply.header as { e?: unknown }).e;
+    const e = (reply.header as { error?: unknown }).error;
     if (e !== undefined) {
       await stub.stop(this.opts.timeoutMs);
       throw internal(typeof e === 'string' ? e : 'initialize() failed');
@@ -483,7 +510,7 @@ export class PythonInstance implements InstanceHandle {
         );
       }
       // The model sees the request cancelled; whatever it sends later is dropped.
-      if (batch.stub.alive) batch.stub.send(MessageType.Cancel, { i: rid });
+      if (batch.stub.alive) batch.stub.send(MessageType.Cancel, { rid });
       this.finish(rid, f);
     }
     this.settle(batch, true);
@@ -504,12 +531,24 @@ export class PythonInstance implements InstanceHandle {
 
   private onFrame(stub: StubProcess, frame: Frame): void {
     switch (frame.type) {
-      case MessageType.Response:
-        this.inOrder(() => this.onResponses(stub, [frame.header as WireResponse], frame.blob));
+      case MessageType.Response: {
+        const responses = [frame.header as WireResponse];
+        if (this.queuedFrames === 0 && allInline(responses)) this.onInlineResponses(responses, frame.blob);
+        else this.inOrder(() => this.onResponses(stub, responses, frame.blob));
         break;
+      }
       case MessageType.ExecuteDone: {
         const arrived = process.hrtime.bigint();
-        this.inOrder(() => this.onExecuteDone(stub, frame.header as ExecuteDoneHeader, frame.blob, arrived));
+        const h = frame.header as ExecuteDoneMessage;
+        const responses = Array.isArray(h.responses) ? h.responses : [];
+        if (this.queuedFrames === 0 && allInline(responses)) {
+          // Nothing to wait for (no /dev/shm read): answered in this turn, no promise chain.
+          const reading = { ns: 0 };
+          this.onInlineResponses(responses, frame.blob, reading);
+          this.executeReturned(h, arrived, reading.ns);
+        } else {
+          this.inOrder(() => this.onExecuteDone(stub, h, frame.blob, arrived));
+        }
         break;
       }
       case MessageType.BlsRequest:
@@ -520,12 +559,12 @@ export class PythonInstance implements InstanceHandle {
         this.control?.onFrame(frame);
         break;
       case MessageType.Metrics: {
-        const q = (frame.header as { q?: unknown }).q;
+        const q = (frame.header as { query?: unknown }).query;
         if (typeof q === 'number') this.metricsQueries.get(q)?.(parseMetricsReply(frame.header));
         break;
       }
       case MessageType.Log:
-        this.onLog(frame.header as LogHeader);
+        this.onLog(frame.header as LogMessage);
         break;
       default:
         break;
@@ -537,39 +576,50 @@ export class PythonInstance implements InstanceHandle {
    * later frame (say, a request's final response) must not overtake an earlier one.
    */
   private inOrder(task: () => Promise<void>): void {
-    this.frameChain = this.frameChain.then(task).catch((err: unknown) => {
-      this.opts.log.error(`instance '${this.name}': ${NereidError.from(err).message}`);
-    });
+    this.queuedFrames++;
+    this.frameChain = this.frameChain
+      .then(task)
+      .catch((err: unknown) => {
+        this.opts.log.error(`instance '${this.name}': ${NereidError.from(err).message}`);
+      })
+      .finally(() => this.queuedFrames--);
   }
 
-  private onLog(h: LogHeader): void {
-    const text = `${typeof h.f === 'string' ? h.f : ''}:${typeof h.n === 'number' ? h.n : 0}] ${String(h.m)}`;
+  private onLog(h: LogMessage): void {
+    const text = `${typeof h.file === 'string' ? h.file : ''}:${typeof h.line === 'number' ? h.line : 0}] ${String(h.message)}`;
     const log = this.opts.log;
-    if (h.l === 1) log.warn(text);
-    else if (h.l === 2) log.error(text);
-    else if (h.l === 3) log.verbose(text);
+    if (h.level === 1) log.warn(text);
+    else if (h.level === 2) log.error(text);
+    else if (h.level === 3) log.verbose(text);
     else log.info(text);
   }
 
   private async onExecuteDone(
     stub: StubProcess,
-    h: ExecuteDoneHeader,
+    h: ExecuteDoneMessage,
     blob: Buffer,
     arrived: bigint,
   ): Promise<void> {
-    const batch = this.batches.get(h.b);
     const reading = { ns: 0 };
-    if (h.rs !== undefined) await this.onResponses(stub, Array.isArray(h.rs) ? h.rs : [], blob, reading);
+    if (h.responses !== undefined) {
+      await this.onResponses(stub, Array.isArray(h.responses) ? h.responses : [], blob, reading);
+    }
+    this.executeReturned(h, arrived, reading.ns);
+  }
+
+  /** The model's execute returned (its responses already delivered): timings, errors, reschedules. */
+  private executeReturned(h: ExecuteDoneMessage, arrived: bigint, readingNs: number): void {
+    const batch = this.batches.get(h.batch);
     if (!batch) return;
     // Reported before execute() settles, which is when the core reads them (BackendRequest.reportTiming).
     const timings = {
       computeInputNs: nsBetween(batch.execStart, batch.computeStart),
       computeInferNs: nsBetween(batch.computeStart, arrived),
-      computeOutputNs: reading.ns,
+      computeOutputNs: readingNs,
     };
     for (const r of batch.requests) r.reportTiming?.(timings);
-    if (h.e !== undefined) {
-      const error = internal(String(h.e));
+    if (h.error !== undefined) {
+      const error = internal(String(h.error));
       this.opts.log.error(error.message);
       for (const [rid, f] of this.inflight) {
         if (f.batch !== batch) continue;
@@ -577,7 +627,7 @@ export class PythonInstance implements InstanceHandle {
         this.finish(rid, f);
       }
     }
-    if (Array.isArray(h.rr)) for (const rid of h.rr) this.handBack(rid);
+    if (Array.isArray(h.rescheduled)) for (const rid of h.rescheduled) this.handBack(rid);
     batch.pythonReturned = true;
     // Open streams get a whole execution timeout from here.
     batch.timer?.refresh();
@@ -605,40 +655,71 @@ export class PythonInstance implements InstanceHandle {
   ): Promise<void> {
     const freed: FreedRanges = [];
     for (const r of responses) {
-      const f = typeof r?.i === 'number' ? this.inflight.get(r.i) : undefined;
+      const f = typeof r?.rid === 'number' ? this.inflight.get(r.rid) : undefined;
       f?.batch.timer?.refresh();
-      const final = r?.f === true;
       let outputs;
       const readStart = process.hrtime.bigint();
       try {
-        outputs = await readTensors(r?.t, blob, stub.files?.fromStub, freed);
+        outputs = await readTensors(r?.outputs, blob, stub.files?.fromStub, freed);
         if (reading) reading.ns += nsBetween(readStart, process.hrtime.bigint());
       } catch (err) {
         if (f) {
           f.request.sender.fail(NereidError.from(err));
-          this.finish(r.i, f);
+          this.finish(r.rid, f);
         }
         continue;
       }
-      if (!f || f.request.sender.done) {
-        if (f && final) this.finish(r.i, f);
-        continue;
-      }
-      if (r.e !== undefined) {
-        const e: WireError = typeof r.e === 'object' && r.e !== null ? r.e : { c: 1, m: String(r.e) };
-        // The model's own error response counts as a success (Triton's backend sent a response for it);
-        // errors the stub raised for the model (no final response, a raising coroutine) as failures.
-        const error = new NereidError(errorCodeOf(e.c), String(e.m));
-        if (e.a === 1) f.request.sender.fail(error, { countAs: 'success' });
-        else f.request.sender.fail(error);
-        this.finish(r.i, f);
-        continue;
-      }
-      const parameters = responseParameters(r.p);
-      f.request.sender.send(outputs, parameters ? { final, parameters } : { final });
-      if (final) this.finish(r.i, f);
+      this.deliver(r, f, outputs);
     }
-    if (freed.length > 0) stub.send(MessageType.Free, { o: freed });
+    if (freed.length > 0) stub.send(MessageType.Free, { ranges: freed });
+  }
+
+  /** onResponses for responses whose outputs are all inline: no /dev/shm read, so no promise. */
+  private onInlineResponses(
+    responses: readonly WireResponse[],
+    blob: Buffer,
+    reading?: { ns: number },
+  ): void {
+    for (const r of responses) {
+      const f = typeof r?.rid === 'number' ? this.inflight.get(r.rid) : undefined;
+      f?.batch.timer?.refresh();
+      let outputs;
+      const readStart = reading ? process.hrtime.bigint() : 0n;
+      try {
+        outputs = readInlineTensors(r?.outputs, blob) ?? [];
+        if (reading) reading.ns += nsBetween(readStart, process.hrtime.bigint());
+      } catch (err) {
+        if (f) {
+          f.request.sender.fail(NereidError.from(err));
+          this.finish(r.rid, f);
+        }
+        continue;
+      }
+      this.deliver(r, f, outputs);
+    }
+  }
+
+  /** Hands one response from the stub to its request. */
+  private deliver(r: WireResponse, f: Inflight | undefined, outputs: Tensor[]): void {
+    const final = r?.final === true;
+    if (!f || f.request.sender.done) {
+      if (f && final) this.finish(r.rid, f);
+      return;
+    }
+    if (r.error !== undefined) {
+      const e = (typeof r.error === 'object' ? r.error : null) as Partial<WireError> | null;
+      const message = typeof e?.message === 'string' ? e.message : JSON.stringify(r.error);
+      // The model's own error response counts as a success (Triton's backend sent a response for it);
+      // errors the stub raised for the model (no final response, a raising coroutine) as failures.
+      const error = new NereidError(errorCodeOf(e?.code), message);
+      if (e?.from_model === true) f.request.sender.fail(error, { countAs: 'success' });
+      else f.request.sender.fail(error);
+      this.finish(r.rid, f);
+      return;
+    }
+    const parameters = responseParameters(r.parameters);
+    f.request.sender.send(outputs, parameters ? { final, parameters } : { final });
+    if (final) this.finish(r.rid, f);
   }
 
   private finish(rid: number, f: Inflight): void {
@@ -654,7 +735,7 @@ export class PythonInstance implements InstanceHandle {
     if (batch.pythonReturned && this.opts.decoupled) batch.resolve(result);
     if (!force && !(batch.pythonReturned && batch.pending <= 0)) return;
     if (!this.batches.delete(batch.id)) return;
-    clearTimeout(batch.cancelPoll);
+    // The cancellation poll is left to lapse by itself: re-arming it for every batch costs more.
     clearTimeout(batch.timer);
     batch.unpin();
     batch.resolve(result);

@@ -7,8 +7,8 @@ import { mergeStubMetrics, parseMetricsReply, type StubFamily } from './metrics.
 
 test('parses what the stub writes and drops what is malformed', () => {
   const families = parseMetricsReply({
-    q: 1,
-    f: [
+    query: 1,
+    families: [
       { n: 'c', d: 'a counter', k: 'counter', m: [{ l: { a: 'x' }, v: 2 }, { l: { a: 1 }, v: 3 }, { v: 1 }] },
       { n: 'g', d: 'a gauge', k: 'gauge', m: [{ l: {}, v: 'NaN', s: 17 }] },
       {
@@ -40,7 +40,7 @@ test('parses what the stub writes and drops what is malformed', () => {
       metrics: [{ labels: {}, value: 4.5, buckets: [1, Infinity], bucketCounts: [1, 3], count: 3, setAt: 0 }],
     },
   ]);
-  assert.deepEqual(parseMetricsReply({ q: 1 }), []);
+  assert.deepEqual(parseMetricsReply({ query: 1 }), []);
   assert.deepEqual(parseMetricsReply(null), []);
 });
 

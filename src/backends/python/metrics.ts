@@ -75,7 +75,7 @@ function seriesOf(v: unknown, histogram: boolean): StubSeries | undefined {
 
 /** The families of a METRICS frame header; whatever is malformed is left out. */
 export function parseMetricsReply(header: unknown): StubFamily[] {
-  const f = (header as { f?: unknown } | null)?.f;
+  const f = (header as { families?: unknown } | null)?.families;
   if (!Array.isArray(f)) return [];
   const out: StubFamily[] = [];
   let total = 0;

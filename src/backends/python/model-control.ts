@@ -13,7 +13,7 @@ import type { ServerApi } from '../../backend-api/backend.js';
 import { NereidError, invalidArg, unsupported } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Frame } from './frames.js';
-import { MessageType, tritonErrorCode, type ModelControlHeader } from './protocol.js';
+import { MessageType, tritonErrorCode, type ModelControlMessage } from './protocol.js';
 import type { StubProcess } from './stub-process.js';
 
 /** How often an unload is checked for having begun (the model no longer ready). */
@@ -33,10 +33,10 @@ export interface ModelControlOptions {
 const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The `file:` overrides of a load, read from the frame's blob. */
-function overrideFiles(h: ModelControlHeader, blob: Buffer): Record<string, Buffer> | undefined {
-  if (!Array.isArray(h.f) || h.f.length === 0) return undefined;
+function overrideFiles(h: ModelControlMessage, blob: Buffer): Record<string, Buffer> | undefined {
+  if (!Array.isArray(h.files) || h.files.length === 0) return undefined;
   const files: Record<string, Buffer> = {};
-  for (const entry of h.f as readonly unknown[]) {
+  for (const entry of h.files as readonly unknown[]) {
     const [name, offset, size] = Array.isArray(entry) ? (entry as unknown[]) : [];
     if (
       typeof name !== 'string' ||
@@ -67,34 +67,37 @@ export class ModelControlService {
   ) {}
 
   onFrame(frame: Frame): void {
-    const h = frame.header as ModelControlHeader;
-    if (typeof h.q !== 'number') return;
+    const h = frame.header as ModelControlMessage;
+    if (typeof h.call !== 'number') return;
     void this.run(h, frame.blob);
   }
 
-  private async run(h: ModelControlHeader, blob: Buffer): Promise<void> {
+  private async run(h: ModelControlMessage, blob: Buffer): Promise<void> {
     try {
       const ready = await this.perform(h, blob);
-      this.stub.send(MessageType.ModelControlDone, { q: h.q, ...(ready !== undefined && { r: ready }) });
+      this.stub.send(MessageType.ModelControlDone, {
+        call: h.call,
+        ...(ready !== undefined && { ready }),
+      });
     } catch (err) {
       const e = NereidError.from(err);
       this.opts.log.verbose(
-        `${h.op} of model '${String(h.m)}' from '${this.stub.name}' failed: ${e.message}`,
+        `${h.op} of model '${String(h.model_name)}' from '${this.stub.name}' failed: ${e.message}`,
       );
       this.stub.send(MessageType.ModelControlDone, {
-        q: h.q,
-        e: { c: tritonErrorCode(e.code), m: e.message },
+        call: h.call,
+        error: { code: tritonErrorCode(e.code), message: e.message },
       });
     }
   }
 
   /** Runs the operation; `ready` answers is_model_ready. */
-  private async perform(h: ModelControlHeader, blob: Buffer): Promise<boolean | undefined> {
+  private async perform(h: ModelControlMessage, blob: Buffer): Promise<boolean | undefined> {
     const api = this.opts.api;
-    const name = typeof h.m === 'string' ? h.m : '';
+    const name = typeof h.model_name === 'string' ? h.model_name : '';
     if (h.op === 'ready') {
       if (!api?.isModelReady) throw this.unavailableApi();
-      const version = typeof h.v === 'string' && h.v !== '' ? h.v : undefined;
+      const version = typeof h.version === 'string' && h.version !== '' ? h.version : undefined;
       return api.isModelReady(name, version);
     }
     if (h.op !== 'load' && h.op !== 'unload')
@@ -107,12 +110,12 @@ export class ModelControlService {
     if (h.op === 'load') {
       if (!api?.loadModel) throw this.unavailableApi();
       const files = overrideFiles(h, blob);
-      const config = typeof h.c === 'string' && h.c !== '' ? h.c : undefined;
+      const config = typeof h.config === 'string' && h.config !== '' ? h.config : undefined;
       await api.loadModel(name, { ...(config !== undefined && { config }), ...(files && { files }) });
       return undefined;
     }
     if (!api?.unloadModel) throw this.unavailableApi();
-    await this.unload(api, name, h.d === true);
+    await this.unload(api, name, h.unload_dependents === true);
     return undefined;
   }
 

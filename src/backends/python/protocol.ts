@@ -1,8 +1,10 @@
 /**
- * The control protocol between the host and a Python stub (python/nereid_stub/frames.py is the other
- * half): message types and the JSON headers they carry. Tensor bytes never travel in these headers; a
- * tensor descriptor says where its bytes are — inline in the frame's blob, or in one of the instance's two
- * /dev/shm files.
+ * The control protocol between the host and a Python stub, written down once on this side (its Python
+ * twin is python/nereid_stub/messages.py; protocol.test.ts sends every message type through both): the
+ * message types and the shape of the JSON header each carries, with readable field names. Tensor bytes
+ * never travel in these headers; a tensor descriptor says where its bytes are — inline in the frame's
+ * blob, or in one of the instance's two /dev/shm files. Messages from the stub come from a process running
+ * user code: whoever reads one checks each field before relying on it (tensors.ts the descriptors).
  */
 import type { DataType } from '../../common/datatype.js';
 import type { ErrorCode } from '../../common/errors.js';
@@ -34,105 +36,233 @@ export const MessageType = {
 } as const;
 export type MessageType = (typeof MessageType)[keyof typeof MessageType];
 
-/** Where a tensor's bytes are: 0 = the frame's blob, 1 = the sender's /dev/shm file. */
-export type TensorLocation = 0 | 1;
+// --- the pieces messages are made of ----------------------------------------------------------------------
 
+/** Where a tensor's bytes are: in the frame's blob, or in the sender's /dev/shm file. */
 export interface WireTensor {
-  /** name */
-  readonly n: string;
-  /** datatype */
-  readonly d: DataType;
-  /** shape */
-  readonly s: readonly number[];
-  readonly k: TensorLocation;
-  /** offset in the blob or the file */
-  readonly o: number;
-  /** byte size */
-  readonly z: number;
+  readonly name: string;
+  readonly datatype: DataType;
+  readonly shape: readonly number[];
+  /** true: `offset` is in the sender's /dev/shm file; false: in the frame's blob. */
+  readonly in_shm: boolean;
+  readonly offset: number;
+  readonly byte_size: number;
 }
 
 export interface WireError {
-  /** TRITONSERVER_Error_Code */
-  readonly c: number;
-  readonly m: string;
-  /** 1: the model answered with this error (an InferenceResponse carrying a TritonError) */
-  readonly a?: 1;
+  /** TRITONSERVER_Error_Code (see CODES below) */
+  readonly code: number;
+  readonly message: string;
+  /** The model answered with this error (an InferenceResponse carrying a TritonError). */
+  readonly from_model?: boolean;
 }
 
+/** One request of an EXECUTE batch. */
 export interface WireRequest {
-  /** request id on this stub */
-  readonly i: number;
-  readonly id: string;
-  /** correlation id, as text; `ct` 1 = a string id, 0 = an unsigned integer */
-  readonly c: string;
-  readonly ct: 0 | 1;
-  readonly fl: number;
-  /** request parameters as a JSON object text (request.parameters() in Python) */
-  readonly p: string;
-  /** requested output names */
-  readonly o: readonly string[];
-  readonly t: readonly WireTensor[];
-  /** already cancelled when dispatched */
-  readonly x?: 1;
+  /** The request's number on this stub (responses, cancellations and reschedules name it). */
+  readonly rid: number;
+  readonly request_id: string;
+  /** As text; `correlation_is_string` false = an unsigned integer. */
+  readonly correlation_id: string;
+  readonly correlation_is_string: boolean;
+  readonly flags: number;
+  /** request.parameters() in Python: a JSON object as text. */
+  readonly parameters: string;
+  readonly requested_outputs: readonly string[];
+  readonly inputs: readonly WireTensor[];
+  /** Already cancelled when dispatched. */
+  readonly cancelled?: boolean;
 }
 
+/** One response of a request: in EXECUTE_DONE (default mode) or a RESPONSE message of its own. */
 export interface WireResponse {
-  readonly i: number;
-  readonly f: boolean;
-  readonly t?: readonly WireTensor[];
-  readonly p?: string;
-  readonly e?: WireError;
+  readonly rid: number;
+  /** The request's last response (TRITONSERVER_RESPONSE_COMPLETE_FINAL). */
+  readonly final: boolean;
+  readonly outputs?: readonly WireTensor[];
+  /** Response parameters as a JSON object text. */
+  readonly parameters?: string;
+  readonly error?: WireError;
 }
 
-export interface ExecuteDoneHeader {
-  readonly b: number;
-  /** the whole batch failed (execute raised, or returned something unusable) */
-  readonly e?: string;
-  /** default-mode responses returned by execute */
-  readonly rs?: readonly WireResponse[];
-  /** requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) */
-  readonly rr?: readonly number[];
+// --- host -> stub -----------------------------------------------------------------------------------------
+
+export interface InitMessage {
+  /** The instance name. */
+  readonly name: string;
+  readonly model_path: string;
+  readonly decoupled: boolean;
+  /** Tensors of at least this many bytes go through /dev/shm. */
+  readonly shm_threshold: number;
+  readonly shm_initial: number;
+  readonly shm_growth: number;
+  /** initialize(args): Triton's keys, all strings. */
+  readonly args: Readonly<Record<string, string>>;
 }
 
-export interface BlsRequestHeader {
-  readonly q: number;
-  readonly m: string;
-  /** model version, -1 = the default */
-  readonly v: number;
-  readonly id: string;
-  readonly c: string;
-  readonly ct: 0 | 1;
-  readonly fl: number;
-  /** timeout in microseconds, 0 = none */
-  readonly to: number;
-  readonly p: string;
-  readonly o: readonly string[];
-  readonly t: readonly WireTensor[];
+export interface AutoCompleteMessage {
+  readonly name: string;
+  readonly model_path: string;
+  /** The model config as JSON text. */
+  readonly config: string;
+}
+
+export interface ExecuteMessage {
+  /** The batch number EXECUTE_DONE answers with. */
+  readonly batch: number;
+  readonly requests: readonly WireRequest[];
+}
+
+export interface CancelMessage {
+  readonly rid: number;
+}
+
+export interface BlsResponseMessage {
+  readonly call: number;
+  readonly final: boolean;
+  readonly outputs?: readonly WireTensor[];
+  readonly parameters?: string;
+  readonly error?: WireError;
+}
+
+/** Ranges of the stub's /dev/shm file the host has read and the stub may reuse: [offset, size]. */
+export interface FreeMessage {
+  readonly ranges: readonly (readonly [number, number])[];
+}
+
+export type FinalizeMessage = Readonly<Record<string, never>>;
+
+export interface ModelControlDoneMessage {
+  readonly call: number;
+  /** is_model_ready's answer. */
+  readonly ready?: boolean;
+  readonly error?: WireError;
+}
+
+export interface MetricsQueryMessage {
+  readonly query: number;
+}
+
+// --- stub -> host -----------------------------------------------------------------------------------------
+
+export interface HelloMessage {
+  readonly pid: number;
+  readonly python: string;
+  readonly numpy: string;
+}
+
+export interface InitDoneMessage {
+  /** initialize() raised: the formatted exception. */
+  readonly error?: string;
+}
+
+export interface AutoCompleteDoneMessage {
+  /** The completed config as JSON text. */
+  readonly config?: string;
+  readonly error?: string;
+}
+
+export type ResponseMessage = WireResponse;
+
+export interface ExecuteDoneMessage {
+  readonly batch: number;
+  /** The whole batch failed (execute raised, or returned something unusable). */
+  readonly error?: string;
+  /** Default-mode responses returned by execute. */
+  readonly responses?: readonly WireResponse[];
+  /** Requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE), by rid. */
+  readonly rescheduled?: readonly number[];
+}
+
+export interface BlsRequestMessage {
+  readonly call: number;
+  readonly model_name: string;
+  /** -1 = the default version. */
+  readonly model_version: number;
+  readonly request_id: string;
+  readonly correlation_id: string;
+  readonly correlation_is_string: boolean;
+  readonly flags: number;
+  /** Microseconds, 0 = none. */
+  readonly timeout_us: number;
+  readonly parameters: string;
+  readonly requested_outputs: readonly string[];
+  readonly inputs: readonly WireTensor[];
+}
+
+export interface BlsCancelMessage {
+  readonly call: number;
+}
+
+export interface LogMessage {
+  /** 0 info, 1 warning, 2 error, 3 verbose (pb_utils.Logger.LogLevel). */
+  readonly level: number;
+  readonly message: string;
+  readonly file: string;
+  readonly line: number;
+}
+
+export type FinalizeDoneMessage = Readonly<Record<string, never>>;
+
+export interface FatalMessage {
+  readonly message: string;
 }
 
 /** pb_utils.load_model / unload_model / is_model_ready. */
-export interface ModelControlHeader {
-  readonly q: number;
+export interface ModelControlMessage {
+  readonly call: number;
   readonly op: 'load' | 'unload' | 'ready';
-  /** model name */
-  readonly m: string;
-  /** load: the config override JSON ('' = none) */
-  readonly c?: string;
-  /** load: the `file:` overrides as [name, offset, size] in the frame's blob */
-  readonly f?: readonly (readonly [string, number, number])[];
-  /** unload: unload_dependents */
-  readonly d?: boolean;
-  /** ready: the version ('' = any) */
-  readonly v?: string;
+  readonly model_name: string;
+  /** load: the config override JSON ('' = none). */
+  readonly config?: string;
+  /** load: the `file:` overrides as [name, offset, size] in the frame's blob. */
+  readonly files?: readonly (readonly [string, number, number])[];
+  readonly unload_dependents?: boolean;
+  /** ready: the version ('' = any). */
+  readonly version?: string;
 }
 
-export interface LogHeader {
-  /** 0 info, 1 warning, 2 error, 3 verbose (pb_utils.Logger.LogLevel) */
-  readonly l: number;
-  readonly m: string;
-  readonly f: string;
-  readonly n: number;
+export interface MetricsMessage {
+  readonly query: number;
+  /** The model's metric families (metrics.ts reads them, checking every field). */
+  readonly families: unknown;
 }
+
+/** What each message type carries: the one place the host's side of the protocol is written down. */
+export interface Messages {
+  [MessageType.Init]: InitMessage;
+  [MessageType.AutoComplete]: AutoCompleteMessage;
+  [MessageType.Execute]: ExecuteMessage;
+  [MessageType.Cancel]: CancelMessage;
+  [MessageType.BlsResponse]: BlsResponseMessage;
+  [MessageType.Free]: FreeMessage;
+  [MessageType.Finalize]: FinalizeMessage;
+  [MessageType.ModelControlDone]: ModelControlDoneMessage;
+  [MessageType.MetricsQuery]: MetricsQueryMessage;
+  [MessageType.Hello]: HelloMessage;
+  [MessageType.InitDone]: InitDoneMessage;
+  [MessageType.AutoCompleteDone]: AutoCompleteDoneMessage;
+  [MessageType.Response]: ResponseMessage;
+  [MessageType.ExecuteDone]: ExecuteDoneMessage;
+  [MessageType.BlsRequest]: BlsRequestMessage;
+  [MessageType.BlsCancel]: BlsCancelMessage;
+  [MessageType.Log]: LogMessage;
+  [MessageType.FinalizeDone]: FinalizeDoneMessage;
+  [MessageType.Fatal]: FatalMessage;
+  [MessageType.ModelControl]: ModelControlMessage;
+  [MessageType.Metrics]: MetricsMessage;
+}
+
+export type HostMessageType =
+  | typeof MessageType.Init
+  | typeof MessageType.AutoComplete
+  | typeof MessageType.Execute
+  | typeof MessageType.Cancel
+  | typeof MessageType.BlsResponse
+  | typeof MessageType.Free
+  | typeof MessageType.Finalize
+  | typeof MessageType.ModelControlDone
+  | typeof MessageType.MetricsQuery;
 
 /** Triton's TRITONSERVER_Error_Code numbering, as pb_utils.TritonError uses it. */
 const CODES: readonly ErrorCode[] = [

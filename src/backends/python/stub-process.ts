@@ -13,7 +13,7 @@ import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { encodeFrame, FrameDecoder, type Frame } from './frames.js';
 import { STUB_SCRIPT, type Interpreter } from './interpreter.js';
-import { MessageType } from './protocol.js';
+import { MessageType, type HostMessageType, type Messages } from './protocol.js';
 import { StubShmFiles, type ShmFileOptions } from './shm.js';
 
 /** Control frames bigger than this are refused (tensors that large belong in /dev/shm or are hostile). */
@@ -115,16 +115,22 @@ export class StubProcess {
     else this.exitListeners.push(listener);
   }
 
-  send(type: number, header: unknown, blobs: readonly Buffer[] = []): void {
+  send<T extends HostMessageType>(type: T, message: Messages[T], blobs: readonly Buffer[] = []): void {
     if (!this.alive) return;
-    const parts = encodeFrame(type, header, blobs);
+    const parts = encodeFrame(type, message, blobs);
     this.socket.cork();
     for (const p of parts) this.socket.write(p);
     this.socket.uncork();
   }
 
   /** Sends a command and waits for its reply frame (bounded by `timeoutMs`; the stub is killed on timeout). */
-  call(type: number, header: unknown, replyType: number, timeoutMs: number, what: string): Promise<Frame> {
+  call<T extends HostMessageType>(
+    type: T,
+    message: Messages[T],
+    replyType: MessageType,
+    timeoutMs: number,
+    what: string,
+  ): Promise<Frame> {
     return new Promise<Frame>((resolve, reject) => {
       if (!this.alive) {
         reject(this.deadError(what));
@@ -141,7 +147,7 @@ export class StubProcess {
         this.kill();
       }, timeoutMs);
       this.waiters.set(replyType, { resolve, reject, timer });
-      this.send(type, header);
+      this.send(type, message);
     });
   }
 
@@ -201,7 +207,7 @@ export class StubProcess {
     }
     for (const frame of frames) {
       if (frame.type === MessageType.Fatal) {
-        const m = (frame.header as { m?: unknown }).m;
+        const m = (frame.header as { message?: unknown }).message;
         this.fatal = typeof m === 'string' ? m : 'the stub reported a fatal error';
         continue;
       }

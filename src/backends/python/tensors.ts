@@ -32,12 +32,28 @@ export interface TensorSink {
 }
 
 export async function describeTensor(t: Tensor, sink: TensorSink, blob: BlobBuilder): Promise<WireTensor> {
-  const base = { n: t.name, d: t.datatype, s: t.shape };
   if (t.data.length >= sink.threshold && sink.arena) {
     const offset = await sink.arena.write(t.data, sink.pin);
-    if (offset !== undefined) return { ...base, k: 1, o: offset, z: t.data.length };
+    if (offset !== undefined) {
+      return {
+        name: t.name,
+        datatype: t.datatype,
+        shape: t.shape,
+        in_shm: true,
+        offset,
+        byte_size: t.data.length,
+      };
+    }
   }
-  return { ...base, k: 0, o: blob.add(t.data), z: t.data.length };
+  const offset = blob.add(t.data);
+  return {
+    name: t.name,
+    datatype: t.datatype,
+    shape: t.shape,
+    in_shm: false,
+    offset,
+    byte_size: t.data.length,
+  };
 }
 
 export async function describeTensors(
@@ -50,6 +66,32 @@ export async function describeTensors(
   return out;
 }
 
+/**
+ * The descriptors of tensors that all travel inline (each under the shared-memory threshold, or no arena),
+ * without a promise per tensor: the small-request path. Undefined when one of them belongs in /dev/shm.
+ */
+export function describeInline(
+  tensors: Iterable<Tensor>,
+  sink: TensorSink,
+  blob: BlobBuilder,
+): WireTensor[] | undefined {
+  const list = [...tensors];
+  // Checked first, so that nothing is added to the blob for a list that goes the slow way.
+  if (sink.arena) for (const t of list) if (t.data.length >= sink.threshold) return undefined;
+  const out: WireTensor[] = [];
+  for (const t of list) {
+    out.push({
+      name: t.name,
+      datatype: t.datatype,
+      shape: t.shape,
+      in_shm: false,
+      offset: blob.add(t.data),
+      byte_size: t.data.length,
+    });
+  }
+  return out;
+}
+
 /** Shared-memory ranges read from the stub's file, to hand back to it with a FREE frame. */
 export type FreedRanges = [number, number][];
 
@@ -58,16 +100,16 @@ function checkDescriptor(w: unknown): asserts w is WireTensor {
   const ok =
     typeof d === 'object' &&
     d !== null &&
-    typeof d.n === 'string' &&
-    typeof d.d === 'string' &&
-    isDataType(d.d) &&
-    Array.isArray(d.s) &&
-    d.s.every((x) => Number.isSafeInteger(x) && x >= 0) &&
-    (d.k === 0 || d.k === 1) &&
-    Number.isSafeInteger(d.o) &&
-    Number.isSafeInteger(d.z) &&
-    (d.o ?? -1) >= 0 &&
-    (d.z ?? -1) >= 0;
+    typeof d.name === 'string' &&
+    typeof d.datatype === 'string' &&
+    isDataType(d.datatype) &&
+    Array.isArray(d.shape) &&
+    d.shape.every((x) => Number.isSafeInteger(x) && x >= 0) &&
+    typeof d.in_shm === 'boolean' &&
+    Number.isSafeInteger(d.offset) &&
+    Number.isSafeInteger(d.byte_size) &&
+    (d.offset ?? -1) >= 0 &&
+    (d.byte_size ?? -1) >= 0;
   if (!ok) throw internal('the Python stub sent a malformed tensor descriptor');
 }
 
@@ -82,30 +124,49 @@ export async function readTensor(
   freed: FreedRanges,
 ): Promise<Tensor> {
   checkDescriptor(w);
-  let data: Buffer;
-  if (w.k === 1) {
-    if (!reader) throw internal('the Python stub used shared memory it was not given');
-    freed.push([w.o, w.z]);
-    data = await reader.read(w.o, w.z);
-  } else {
-    if (w.o + w.z > blob.length) throw internal('the Python stub sent a tensor outside its frame');
-    data = blob.subarray(w.o, w.o + w.z);
-  }
-  const count = elementCount(w.s);
-  const size = byteSizeOf(w.d);
+  if (!w.in_shm) return inlineTensor(w, blob);
+  if (!reader) throw internal('the Python stub used shared memory it was not given');
+  freed.push([w.offset, w.byte_size]);
+  return checkedTensor(w, await reader.read(w.offset, w.byte_size));
+}
+
+function inlineTensor(w: WireTensor, blob: Buffer): Tensor {
+  if (w.offset + w.byte_size > blob.length) throw internal('the Python stub sent a tensor outside its frame');
+  return checkedTensor(w, blob.subarray(w.offset, w.offset + w.byte_size));
+}
+
+function checkedTensor(w: WireTensor, data: Buffer): Tensor {
+  const count = elementCount(w.shape);
+  const size = byteSizeOf(w.datatype);
   if (size === 0) {
     const n = countBytesElements(data);
     if (n !== count) {
       throw internal(
-        `output '${w.n}' has ${n} BYTES elements, but its shape [${w.s.join(',')}] needs ${count}`,
+        `output '${w.name}' has ${n} BYTES elements, but its shape [${w.shape.join(',')}] needs ${count}`,
       );
     }
   } else if (data.length !== count * size) {
     throw internal(
-      `output '${w.n}' has ${data.length} bytes, but ${w.d} [${w.s.join(',')}] needs ${count * size}`,
+      `output '${w.name}' has ${data.length} bytes, but ${w.datatype} [${w.shape.join(',')}] needs ${count * size}`,
     );
   }
-  return { name: w.n, datatype: w.d, shape: [...w.s], data };
+  return { name: w.name, datatype: w.datatype, shape: [...w.shape], data };
+}
+
+/**
+ * readTensors for a list whose tensors are all inline, without a promise per tensor: the small-response
+ * path. Undefined when one of them is in shared memory (read those with readTensors); throws on a bad one.
+ */
+export function readInlineTensors(list: unknown, blob: Buffer): Tensor[] | undefined {
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) throw internal('the Python stub sent a malformed tensor list');
+  for (const w of list) if ((w as Partial<WireTensor> | null)?.in_shm !== false) return undefined;
+  const out: Tensor[] = [];
+  for (const w of list) {
+    checkDescriptor(w);
+    out.push(inlineTensor(w, blob));
+  }
+  return out;
 }
 
 export async function readTensors(

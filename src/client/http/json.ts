@@ -4,7 +4,7 @@
  * Reading: JSON.parse first; the server's exact parser (which keeps integers beyond 2^53 as bigint and
  * accepts Triton's non-finite literals) when JSON.parse fails or may have rounded 64-bit tensor data.
  */
-import { parseJsonExact, type JsonIn } from '../../frontends/http/json.js';
+import { parseJsonExact, type JsonIn } from '../../common/json-exact.js';
 
 export type JsonOut =
   | null

@@ -14,7 +14,7 @@ import {
   scanRepositoriesSync,
   validateModelName,
 } from './layout.js';
-import { removeRepo, tempRepo, writeModel } from './testing.js';
+import { removeRepo, tempRepo, writeModel } from './repository.testkit.js';
 
 void test('version folder names: digits without leading zeros; 0 is a version', () => {
   assert.equal(parseVersionFolderName('0'), 0);

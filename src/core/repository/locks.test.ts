@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Limiter, NameLocks } from './locks.js';
-import { deferred, flush } from './testing.js';
+import { deferred, flush } from './repository.testkit.js';
 
 void test('overlapping name sets run one after the other, in arrival order', async () => {
   const locks = new NameLocks();

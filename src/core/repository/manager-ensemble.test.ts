@@ -5,7 +5,14 @@ import path from 'node:path';
 import { NereidError } from '../../common/errors.js';
 import { ModelRepositoryManager } from './manager.js';
 import type { ModelControlMode } from './options.js';
-import { FakeLoader, ensembleConfig, parsers, removeRepo, tempRepo, writeModel } from './testing.js';
+import {
+  FakeLoader,
+  ensembleConfig,
+  parsers,
+  removeRepo,
+  tempRepo,
+  writeModel,
+} from './repository.testkit.js';
 
 async function fixture(controlMode: ModelControlMode = 'explicit') {
   const repo = await tempRepo();

@@ -14,7 +14,7 @@ import {
   tempRepo,
   waitFor,
   writeModel,
-} from './testing.js';
+} from './repository.testkit.js';
 
 interface Fixture {
   repo: string;

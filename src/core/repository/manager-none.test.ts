@@ -6,7 +6,7 @@ import { NereidError } from '../../common/errors.js';
 import type { RepositoryPort } from '../server.js';
 import { ModelRepositoryManager } from './manager.js';
 import type { RepositoryOptions } from './options.js';
-import { FakeLoader, parsers, removeRepo, tempRepo, writeModel } from './testing.js';
+import { FakeLoader, parsers, removeRepo, tempRepo, writeModel } from './repository.testkit.js';
 
 function manager(
   repos: string[],

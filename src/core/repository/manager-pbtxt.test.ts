@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { NereidError } from '../../common/errors.js';
 import { ModelRepositoryManager } from './manager.js';
-import { FakeLoader, removeRepo, tempRepo, writeModel } from './testing.js';
+import { FakeLoader, removeRepo, tempRepo, writeModel } from './repository.testkit.js';
 
 // The manager with its default parsers (model-config's pbtxt and JSON readers) on real config text.
 void test('real config.pbtxt files: names, version policies, ensemble steps, JSON overrides', async () => {

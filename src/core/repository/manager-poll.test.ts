@@ -4,7 +4,7 @@ import { cp, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { NereidError } from '../../common/errors.js';
 import { ModelRepositoryManager } from './manager.js';
-import { FakeLoader, parsers, removeRepo, tempRepo, writeModel } from './testing.js';
+import { FakeLoader, parsers, removeRepo, tempRepo, writeModel } from './repository.testkit.js';
 
 async function fixture(repos = 1) {
   const dirs = await Promise.all(Array.from({ length: repos }, () => tempRepo()));

@@ -4,7 +4,7 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { NereidError } from '../../common/errors.js';
 import { materializeOverrides, normalizeOverridePath, removeTree } from './overrides.js';
-import { removeRepo, tempRepo } from './testing.js';
+import { removeRepo, tempRepo } from './repository.testkit.js';
 
 const ESCAPES = [
   '',

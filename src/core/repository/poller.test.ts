@@ -2,7 +2,7 @@ import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../common/logger.js';
 import { Poller } from './poller.js';
-import { deferred, flush } from './testing.js';
+import { deferred, flush } from './repository.testkit.js';
 
 void test('the poller runs one poll per interval, never two at once, and stop() waits for a running poll', async () => {
   mock.timers.enable({ apis: ['setTimeout'] });

@@ -8,13 +8,10 @@
  */
 import type { PhaseTimings } from '../../backend-api/backend.js';
 import type { InferBatchStatistics, ModelStatistics, StatisticDuration } from '../types.js';
-import { RequestRecord } from './request-record.js';
+import { FAILURE_REASONS, RequestRecord, type FailureReason } from './request-record.js';
 
-export { RequestRecord };
-
-/** The `reason` label of nv_inference_request_failure. */
-export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
-export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
+// The failure reasons live with the request record (which carries one); re-exported for the counters' users.
+export { FAILURE_REASONS, RequestRecord, type FailureReason };
 
 /** One entry of `response_stats` (decoupled models), keyed by the response's index within its request. */
 export interface InferResponseStatistics {

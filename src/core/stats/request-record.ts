@@ -4,7 +4,10 @@
  * records of a finished execution to ModelStats, which turns them into counters.
  */
 import type { PhaseTimings } from '../../backend-api/backend.js';
-import type { FailureReason } from './model-stats.js';
+
+/** The `reason` label of nv_inference_request_failure. */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
 
 export type RequestOutcome = 'pending' | 'success' | 'failure';
 

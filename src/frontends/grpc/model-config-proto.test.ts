@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import protobuf from 'protobufjs';
-import * as fixtures from '../../model-config/example-configs.fixture.js';
+import * as fixtures from '../../model-config/example-configs.testkit.js';
 import {
   MESSAGES,
   freezeModelConfig,

@@ -1,8 +1,8 @@
 /**
  * The gRPC frontend's one error funnel: gRPC status codes (named as in the gRPC spec), the single map
- * NereidError code → gRPC status (Triton's table, TRITON-FACTS A.5), and the conversion of anything thrown
- * by a handler into `{code, details}`. Anything that is not a NereidError is a bug: it becomes INTERNAL and
- * is logged once, with the request id.
+ * NereidError code → gRPC status (Triton's table: CodeToStatus in server src/grpc/grpc_utils.cc), and the
+ * conversion of anything thrown by a handler into `{code, details}`. Anything that is not a NereidError is
+ * a bug: it becomes INTERNAL and is logged once, with the request id.
  */
 import { NereidError, type ErrorCode } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';

@@ -4,7 +4,7 @@ import { NereidError, type ErrorCode } from '../../common/errors.js';
 import { Logger } from '../../common/logger.js';
 import { errorBody, httpStatusOf, toErrorReply } from './errors.js';
 
-void test('Triton error code → HTTP status (TRITON-FACTS A.5)', () => {
+void test('Triton error code → HTTP status (HttpCodeFromError, server src/http_server.cc)', () => {
   const table: [ErrorCode, number][] = [
     ['INTERNAL', 500],
     ['NOT_FOUND', 404],

@@ -1,7 +1,7 @@
 /**
- * The HTTP frontend's one error funnel: NereidError code → HTTP status (Triton's table, TRITON-FACTS A.5)
- * and the `{"error": "<message>"}` body every endpoint uses. Anything that is not a NereidError is a bug:
- * it becomes a 500 and is logged once, with the request id.
+ * The HTTP frontend's one error funnel: NereidError code → HTTP status (Triton's table: HttpCodeFromError
+ * in server src/http_server.cc) and the `{"error": "<message>"}` body every endpoint uses. Anything that is
+ * not a NereidError is a bug: it becomes a 500 and is logged once, with the request id.
  */
 import { NereidError, type ErrorCode } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';

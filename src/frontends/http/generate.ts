@@ -13,7 +13,7 @@ import type { InferenceResponse } from '../../core/types.js';
 import { decodeContentEncoding, readBody } from './body.js';
 import { errorBody, httpStatusOf } from './errors.js';
 import { generateResponseJson, type GenerateRequestParts } from './generate-codec.js';
-import type { Reply, RouteContext } from './routes.js';
+import type { Reply, RouteContext } from './route-context.js';
 
 const JSON_TYPE = { 'Content-Type': 'application/json' } as const;
 const SSE_TYPE = { 'Content-Type': 'text/event-stream; charset=utf-8' } as const;

@@ -8,14 +8,10 @@
  * matters throws a marked error, and the request is parsed again with the exact parser.
  */
 import { NereidError } from '../../common/errors.js';
-import { parseJsonExact } from './json-exact.js';
+import { parseJsonExact, type JsonIn, type JsonInObject } from '../../common/json-exact.js';
 
-export { parseJsonExact } from './json-exact.js';
-
-export type JsonIn = null | boolean | number | bigint | string | JsonIn[] | JsonInObject;
-export interface JsonInObject {
-  [key: string]: JsonIn;
-}
+// The exact parser and its value types live in common/ (the HTTP client reads responses with them too).
+export { parseJsonExact, type JsonIn, type JsonInObject } from '../../common/json-exact.js';
 
 /** A \u escape of a high surrogate: rapidjson wants its low surrogate right after it, JSON.parse does not. */
 const HIGH_SURROGATE_ESCAPE = /\\u[dD][89abAB]/;

@@ -2,42 +2,19 @@
  * One handler per KServe v2 / Triton route. Handlers only translate HTTP to InferenceServerApi calls and
  * back; they throw NereidError and the server's one funnel (errors.ts) turns that into the reply.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidArg, unsupported } from '../../common/errors.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
 import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
-import { withForwarded, type HeaderForwarder } from '../header-forward.js';
+import { withForwarded } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
 import { generate } from './generate.js';
 import { encodeInferResponse, inferenceHeaderLength, type DecodedInferRequest } from './infer-codec.js';
 import { isJsonObject, type JsonIn, type JsonInObject } from './json.js';
-import type { JsonPool } from './json-pool.js';
 import { deduceRawInput } from './raw-input.js';
-import type { RouteMatch, RouteName } from './router.js';
-
-export interface Reply {
-  readonly status: number;
-  readonly headers?: Readonly<Record<string, string | number>>;
-  /** Sent in order; undefined = empty body. */
-  readonly body?: string | Buffer | readonly Buffer[];
-}
-
-export interface RouteContext {
-  readonly api: InferenceServerApi;
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly match: RouteMatch;
-  readonly maxInputSize: number;
-  /** Headers forwarded to models as request parameters (`--http-header-forward-pattern`), when set. */
-  readonly forwardHeaders?: HeaderForwarder;
-  /** Large JSON bodies: size limits, admission, parsing off the event loop. */
-  readonly json: JsonPool;
-  /** Set once known, for error logs. */
-  requestId?: string;
-}
+import type { Reply, RouteContext } from './route-context.js';
+import type { RouteName } from './router.js';
 
 type Handler = (ctx: RouteContext) => Reply | Promise<Reply>;
 

@@ -19,7 +19,8 @@ import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './connection-limits.j
 import { errorBody, toErrorReply } from './errors.js';
 import { JsonPool, type JsonLimits } from './json-pool.js';
 import { matchRoute, type RouteMatch, type RouteName } from './router.js';
-import { HANDLERS, type Reply, type RouteContext } from './routes.js';
+import type { Reply, RouteContext } from './route-context.js';
+import { HANDLERS } from './routes.js';
 import type { TlsCredentials } from '../tls.js';
 import { createHttpServer } from './tls.js';
 import { createTurnBudget } from './turn-budget.js';

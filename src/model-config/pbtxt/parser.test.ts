@@ -11,7 +11,7 @@ import {
   SIMPLE_DYNA_SEQUENCE,
   SIMPLE_IDENTITY_PYTHON,
   SIMPLE_SEQUENCE,
-} from '../example-configs.fixture.js';
+} from '../example-configs.testkit.js';
 import { parseModelConfigText, parseTextMessage } from './parser.js';
 
 const FILE = '/repo/m/config.pbtxt';

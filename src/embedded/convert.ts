@@ -3,15 +3,15 @@
  * tensors as views over the same bytes (no copies). Inputs given as a record of plain arrays or typed
  * arrays get their datatype and shape from the model's metadata.
  */
-import { invalidArg } from '../../common/errors.js';
+import { invalidArg } from '../common/errors.js';
 import type {
   InferInput,
   InferenceRequest as CoreRequest,
   InferenceResponse as CoreResponse,
   ModelMetadata,
-} from '../../core/types.js';
-import { InferenceResponse, type Parameters } from '../response.js';
-import { Tensor, type TensorSource } from '../tensor.js';
+} from '../core/types.js';
+import { InferenceResponse, type Parameters } from '../sdk/response.js';
+import { Tensor, type TensorSource } from '../sdk/tensor.js';
 
 export interface InferRequest {
   readonly model: string;

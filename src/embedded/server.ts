@@ -2,21 +2,21 @@
  * Nereid inside an application: `const server = await Nereid.start({ modelRepository })` runs the whole
  * server in this process with no socket, `server.infer()` / `server.inferStream()` call models directly
  * (SDK Tensors in, InferenceResponse out), and HTTP, gRPC and metrics frontends can be attached and
- * detached at any time. Built on the same composition as the `nereid` command (cli/compose.ts), so a model
- * behaves the same whichever way it is reached. docs/embedding.md shows it end to end.
+ * detached at any time. Built on the same composition as the `nereid` command (compose/compose.ts), so a
+ * model behaves the same whichever way it is reached. docs/embedding.md shows it end to end.
  */
-import { grpcTransportOptions, startNereid, type Endpoint, type RunningNereid } from '../../cli/compose.js';
-import { parseFlags } from '../../cli/flags.js';
-import type { ServerOptions } from '../../cli/options.js';
-import { unsupported } from '../../common/errors.js';
-import type { Logger } from '../../common/logger.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
-import type { ModelMetadata, ModelStatistics, RepositoryIndexEntry } from '../../core/types.js';
-import { createGrpcFrontend } from '../../frontends/grpc/index.js';
-import { createHttpFrontend } from '../../frontends/http/index.js';
-import { createMetricsFrontend } from '../../frontends/metrics/index.js';
-import { TlsCredentials } from '../../frontends/tls.js';
-import type { InferenceResponse } from '../response.js';
+import { grpcTransportOptions, startNereid, type Endpoint, type RunningNereid } from '../compose/compose.js';
+import { parseFlags } from '../compose/flags.js';
+import type { ServerOptions } from '../compose/options.js';
+import { unsupported } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import type { InferenceServerApi } from '../core/server-api.js';
+import type { ModelMetadata, ModelStatistics, RepositoryIndexEntry } from '../core/types.js';
+import { createGrpcFrontend } from '../frontends/grpc/index.js';
+import { createHttpFrontend } from '../frontends/http/index.js';
+import { createMetricsFrontend } from '../frontends/metrics/index.js';
+import { TlsCredentials } from '../frontends/tls.js';
+import type { InferenceResponse } from '../sdk/response.js';
 import { fromCoreResponse, toCoreRequest, type InferRequest } from './convert.js';
 import {
   loggerFor,

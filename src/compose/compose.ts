@@ -1,7 +1,8 @@
 /**
- * The composition root: builds the backends, the model loader, the repository manager, the server and the
- * frontends from frozen ServerOptions, and tears them down in order. Tests call startNereid() in-process
- * with port 0; the `nereid` command is a thin wrapper around it (main.ts).
+ * The composition: builds the backends, the model loader, the repository manager, the server and the
+ * frontends from frozen ServerOptions, and tears them down in order. The one module both entry points use:
+ * the `nereid` command (cli/main.ts) and the embedding API (embedded/server.ts); tests call startNereid()
+ * in-process with port 0.
  */
 import { readFileSync } from 'node:fs';
 import { builtinTestBackends } from '../backends/builtin/index.js';

@@ -9,9 +9,16 @@
  * kParseValidateEncodingFlag) it does not validate UTF-8, and a NUL byte reads as the end of the input.
  * It is iterative (an explicit stack), so hostile nesting cannot exhaust the call stack, and every step
  * consumes input, so time is linear in the input's size.
+ * It lives in common/ because both sides read JSON with it: the HTTP frontend (request bodies, through
+ * frontends/http/json.ts) and the HTTP client (responses with exact 64-bit integers).
  */
-import { invalidArg } from '../../common/errors.js';
-import type { JsonIn, JsonInObject } from './json.js';
+import { invalidArg } from './errors.js';
+
+/** A parsed JSON value; integers beyond 2^53 are bigint (the exact parser keeps them exact). */
+export type JsonIn = null | boolean | number | bigint | string | JsonIn[] | JsonInObject;
+export interface JsonInObject {
+  [key: string]: JsonIn;
+}
 
 /**
  * GetParseError_En (rapidjson/error/en.h) for the ParseErrorCodes a document parse with Triton's flags

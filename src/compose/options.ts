@@ -1,6 +1,7 @@
 /**
  * ServerOptions: everything the command line can set, validated once and frozen. Options flow one way:
- * flags → ServerOptions → constructors. Only cli/ reads process.argv and the environment.
+ * flags → ServerOptions → constructors. Only cli/ reads process.argv and the environment; the embedding
+ * API (embedded/) builds flags from its options object instead.
  */
 import type { LogFormat } from '../common/logger.js';
 import type { CompressionLevel } from '../frontends/grpc/compression.js';

@@ -1,9 +1,9 @@
 /**
  * Options of an embedded server (Nereid.start), turned into the same tritonserver flags the command line
- * takes, so they are validated once, by the same table (cli/flags.ts), with the same messages.
+ * takes, so they are validated once, by the same table (compose/flags.ts), with the same messages.
  */
-import { invalidArg } from '../../common/errors.js';
-import { Logger, type LogSettings } from '../../common/logger.js';
+import { invalidArg } from '../common/errors.js';
+import { Logger, type LogSettings } from '../common/logger.js';
 
 export interface ListenOptions {
   /** 0 (the default) picks a free port. */

@@ -1,0 +1,600 @@
+"""Nereid against the real Triton 2.51 on the same Python models, side by side (bench/README.md, "Nereid
+vs Triton"). Both servers serve one copy of bench/vs-triton/models and run their Python stubs on the same
+interpreter and numpy (.venv-triton's, which Triton's stub embeds). Installs nothing: Triton comes from
+scripts/setup-triton.sh (the differential tests' setup), perf_analyzer from scripts/setup-python.sh.
+
+Per case, the two servers take turns point by point (Nereid, Triton, Triton, Nereid, ...: the side that
+goes first alternates each round), each point a fixed number of requests from perf_analyzer. Per point:
+requests/s and p99 (perf_analyzer), and CPU per request of the server process and of its stub processes
+separately (utime+stime from /proc over the point, divided by the requests the model's statistics
+counted). Then the cold start of 20 Python models (process start to /v2/health/ready), alternated too.
+
+Noise: the machine is shared, so every point also measures how much CPU *other* processes used meanwhile
+(/proc/stat busy time minus the servers', their stubs' and perf_analyzer's), as a share of all cores. A
+point where others took more than --noise-limit (default 25 %) of the machine is marked noisy, and so is
+a case whose two measurements of the same server differ by more than --spread-limit (25 %). The verdict
+(every target met or not) is printed only when no point is noisy; otherwise the table is printed with
+the reason and "no verdict". The 1-minute load average is recorded before and after every point.
+
+Usage: .venv/bin/python bench/vs-triton/vs_triton.py [--rounds 2] [--scale 1.0] [--cases a,b]
+           [--servers nereid,triton] [--baseline OTHER_CHECKOUT] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import math
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = Path(__file__).resolve().parent / "models"
+TRITON_VENV = Path(os.environ.get("NEREID_TRITON_VENV", ROOT / ".venv-triton"))
+TRITON = TRITON_VENV / "bin" / "tritonserver"
+PERF_ANALYZER = ROOT / ".venv" / "bin" / "perf_analyzer"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+CPUS = os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    model: str
+    protocol: str
+    concurrency: int
+    requests: int
+    # extra perf_analyzer arguments (streaming, input data)
+    extra: tuple[str, ...] = ()
+    # targets: Nereid/Triton requests/s at least this, p99 at most Triton's
+    p99_target: bool = False
+
+
+CASES: list[Case] = [
+    Case("add_sub http c1", "vt_add_sub", "http", 1, 4000, p99_target=True),
+    Case("add_sub http c4", "vt_add_sub", "http", 4, 6000, p99_target=True),
+    Case("add_sub http c16", "vt_add_sub", "http", 16, 8000, p99_target=True),
+    Case("add_sub grpc c1", "vt_add_sub", "grpc", 1, 4000, p99_target=True),
+    Case("add_sub grpc c4", "vt_add_sub", "grpc", 4, 6000, p99_target=True),
+    Case("add_sub grpc c16", "vt_add_sub", "grpc", 16, 8000, p99_target=True),
+    Case("identity 600KB http c1", "vt_identity_large", "http", 1, 600),
+    Case("identity 600KB http c8", "vt_identity_large", "http", 8, 800),
+    Case("identity 600KB grpc c1", "vt_identity_large", "grpc", 1, 600),
+    Case("identity 600KB grpc c8", "vt_identity_large", "grpc", 8, 800),
+    Case("add_sub dynamic batching grpc c16", "vt_add_sub_batched", "grpc", 16, 8000),
+    Case("add_sub dynamic batching http c16", "vt_add_sub_batched", "http", 16, 8000),
+    Case("decoupled 16 responses grpc-stream c4", "vt_stream16", "grpc", 4, 1500, ("--streaming",)),
+    Case("BLS add_sub http c1", "vt_bls", "http", 1, 2000),
+    Case("BLS add_sub grpc c4", "vt_bls", "grpc", 4, 3000),
+]
+
+COLD_START_MODELS = 20
+
+
+# --- processes ---------------------------------------------------------------------------------------------
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """utime + stime of one process (all its threads), in seconds; 0 if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        with contextlib.suppress(OSError):
+            out += [int(x) for x in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+    return out
+
+
+def machine_busy_seconds() -> float:
+    """CPU time all cores spent on anything but idle and iowait since boot."""
+    parts = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    values = [int(x) for x in parts]
+    idle = values[3] + values[4]
+    # guest time is already counted in user/nice
+    return (sum(values[:8]) - idle) / CLK_TCK
+
+
+def loadavg() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    http_port: int = 0
+    grpc_port: int = 0
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def url(self, protocol: str) -> str:
+        return f"127.0.0.1:{self.http_port if protocol == 'http' else self.grpc_port}"
+
+    def stubs(self) -> list[int]:
+        return children(self.pid)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.pid, signal.SIGKILL)
+                self.process.wait()
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}{path}", timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+        except OSError:
+            return 0, b""
+
+    def statistics(self, model: str) -> dict[str, int]:
+        """The model's success count and its success / queue / compute_* nanoseconds, summed over versions."""
+        status, body = self.get(f"/v2/models/{model}/stats")
+        if status != 200:
+            raise RuntimeError(f"{self.name}: statistics of {model}: HTTP {status} {body[:200]!r}")
+        out = {
+            "count": 0,
+            "success": 0,
+            "queue": 0,
+            "compute_input": 0,
+            "compute_infer": 0,
+            "compute_output": 0,
+        }
+        for s in json.loads(body)["model_stats"]:
+            inference = s["inference_stats"]
+            out["count"] += int(inference["success"]["count"])
+            for key in ("success", "queue", "compute_input", "compute_infer", "compute_output"):
+                out[key] += int(inference[key]["ns"])
+        return out
+
+
+def spawn(name: str, args: list[str], log: Path) -> Server:
+    with log.open("wb") as f:
+        process = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Server(name, process, log)
+
+
+# --baseline: another built Nereid checkout, measured as server "baseline" (before/after a change).
+BASELINE: list[Path] = []
+
+
+def nereid_args(repository: Path, http: int, grpc: int, root: Path = ROOT) -> list[str]:
+    return [
+        str(root / "bin" / "nereid.js"),
+        f"--model-repository={repository}",
+        "--http-address=127.0.0.1",
+        f"--http-port={http}",
+        "--grpc-address=127.0.0.1",
+        f"--grpc-port={grpc}",
+        "--allow-metrics=false",
+        # the stubs on Triton's interpreter and numpy, so that only the servers differ
+        f"--backend-config=python,python-executable={TRITON_VENV / 'bin' / 'python'}",
+    ]
+
+
+def triton_args(repository: Path, http: int, grpc: int) -> list[str]:
+    return [
+        str(TRITON),
+        f"--model-repository={repository}",
+        "--http-address=127.0.0.1",
+        f"--http-port={http}",
+        "--grpc-address=127.0.0.1",
+        f"--grpc-port={grpc}",
+        "--allow-metrics=false",
+        "--exit-timeout-secs=5",
+        f"--backend-config=python,shm-region-prefix-name=nereid_vs_{os.getpid()}_",
+    ]
+
+
+def start(name: str, repository: Path, log_dir: Path, timeout: float = 300) -> tuple[Server, float]:
+    """Starts a server and waits until /v2/health/ready; the server and the seconds it took."""
+    for attempt in range(3):
+        http, grpc = free_port(), free_port()
+        if name == "nereid":
+            command = nereid_args(repository, http, grpc)
+        elif name == "baseline":
+            command = nereid_args(repository, http, grpc, BASELINE[0])
+        else:
+            command = triton_args(repository, http, grpc)
+        log = log_dir / f"{name}-{int(time.time() * 1000)}-{attempt}.log"
+        t0 = time.monotonic()
+        server = spawn(name, command, log)
+        server.http_port, server.grpc_port = http, grpc
+        while time.monotonic() - t0 < timeout:
+            if server.process.poll() is not None:
+                break
+            if server.get("/v2/health/ready")[0] == 200:
+                return server, time.monotonic() - t0
+            time.sleep(0.02)
+        server.stop()
+        text = log.read_text(errors="replace")
+        if not re.search(r"address already in use|failed to start", text, re.IGNORECASE):
+            raise RuntimeError(f"{name} did not become ready:\n{text[-3000:]}")
+    raise RuntimeError(f"{name}: no free ports after 3 attempts")
+
+
+# --- one point ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Point:
+    server: str
+    rate: float
+    p99_us: float
+    host_us: float
+    stub_us: float
+    others_share: float
+    load_before: float
+    load_after: float
+    requests: int
+    server_stats_us: dict[str, float]
+
+
+def perf_analyzer(server: Server, case: Case, out: Path, requests: int) -> tuple[float, float]:
+    command = [
+        str(PERF_ANALYZER),
+        "-m",
+        case.model,
+        "-i",
+        case.protocol,
+        "-u",
+        server.url(case.protocol),
+        "--concurrency-range",
+        str(case.concurrency),
+        "--request-count",
+        str(requests),
+        "--warmup-request-count",
+        str(max(50, 4 * case.concurrency)),
+        "-f",
+        str(out),
+        *case.extra,
+    ]
+    # perf_analyzer now and then never returns after its last request (seen on a loaded machine, with its
+    # connections already answered and closed by the server): give each run a bound and one more try.
+    for attempt in range(2):
+        try:
+            run = subprocess.run(
+                command, capture_output=True, text=True, timeout=120 + requests / 20, check=False
+            )
+            break
+        except subprocess.TimeoutExpired:
+            if attempt == 1:
+                raise RuntimeError(f"perf_analyzer did not finish against {server.name}, twice") from None
+            print(f"  perf_analyzer hung against {server.name}; running the point again", file=sys.stderr)
+    out.with_suffix(".txt").write_text(run.stdout + run.stderr)
+    if run.returncode != 0:
+        raise RuntimeError(f"perf_analyzer failed against {server.name}:\n{run.stdout}\n{run.stderr}")
+    with out.open(newline="") as f:
+        row = next(csv.DictReader(f))
+    return float(row["Inferences/Second"]), float(row["p99 latency"])
+
+
+def measure(server: Server, case: Case, out: Path, requests: int) -> Point:
+    stubs = server.stubs()
+    load_before = loadavg()
+    host0 = proc_cpu_seconds(server.pid)
+    stub0 = {pid: proc_cpu_seconds(pid) for pid in stubs}
+    busy0 = machine_busy_seconds()
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    stats0 = server.statistics(case.model)
+    t0 = time.monotonic()
+    rate, p99 = perf_analyzer(server, case, out, requests)
+    wall = time.monotonic() - t0
+    stats1 = server.statistics(case.model)
+    delta = {k: stats1[k] - stats0[k] for k in stats1}
+    count = delta["count"]
+    kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy = machine_busy_seconds() - busy0
+    host = proc_cpu_seconds(server.pid) - host0
+    stub = sum(proc_cpu_seconds(pid) - stub0[pid] for pid in stubs)
+    client = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
+    others = max(0.0, busy - host - stub - client)
+    n = max(count, 1)
+    return Point(
+        server.name,
+        rate,
+        p99,
+        host / n * 1e6,
+        stub / n * 1e6,
+        others / (wall * CPUS),
+        load_before,
+        loadavg(),
+        count,
+        # The server's own statistics per request (µs): queue + compute_* must fit in success.
+        {k: delta[k] / max(count, 1) / 1000 for k in delta if k != "count"},
+    )
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    points: dict[str, list[Point]] = field(default_factory=dict)
+
+
+def fmt(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def cold_start(log_dir: Path, rounds: int, servers: list[str]) -> dict[str, list[float]]:
+    """Seconds from process start to ready with 20 copies of vt_add_sub."""
+    repo = Path(tempfile.mkdtemp(prefix="vs-triton-cold-"))
+    try:
+        for i in range(COLD_START_MODELS):
+            name = f"cold_{i:02d}"
+            (repo / name / "1").mkdir(parents=True)
+            config = (MODELS / "vt_add_sub" / "config.pbtxt").read_text()
+            config = config.replace('name: "vt_add_sub"', f'name: "{name}"')
+            (repo / name / "config.pbtxt").write_text(config)
+            shutil.copy(MODELS / "vt_add_sub" / "1" / "vt_add_sub.py", repo / name / "1" / "vt_add_sub.py")
+        times: dict[str, list[float]] = {s: [] for s in servers}
+        for r in range(rounds):
+            order = servers if r % 2 == 0 else list(reversed(servers))
+            for name in order:
+                server, seconds = start(name, repo, log_dir)
+                server.stop()
+                times[name].append(seconds)
+                print(f"  cold start {name}: {seconds:.2f} s", file=sys.stderr)
+        return times
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="measurements per server and case (A/B/B/A...)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every case's request count")
+    parser.add_argument("--cases", default="", help="comma-separated substrings of case names to run")
+    parser.add_argument("--servers", default="nereid,triton")
+    parser.add_argument("--noise-limit", type=float, default=0.25)
+    parser.add_argument("--spread-limit", type=float, default=0.25)
+    parser.add_argument("--no-cold-start", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another built Nereid checkout, measured too as server 'baseline' (Nereid before a change)",
+    )
+    args = parser.parse_args()
+
+    servers = [s for s in args.servers.split(",") if s]
+    if args.baseline is not None:
+        BASELINE.append(args.baseline.resolve())
+        servers.append("baseline")
+    if "triton" in servers and not TRITON.exists():
+        print("vs-triton: Triton is not installed here (run scripts/setup-triton.sh)", file=sys.stderr)
+        return 2
+    wanted = [c for c in args.cases.split(",") if c]
+    cases = [c for c in CASES if not wanted or any(w in c.name for w in wanted)]
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = args.out or ROOT / "bench" / "results" / f"vs-triton-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    repo = Path(tempfile.mkdtemp(prefix="vs-triton-repo-"))
+    shutil.copytree(MODELS, repo / "models")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    meta: dict[str, object] = {"commit": commit.stdout.strip(), "cpus": CPUS, "load_start": loadavg()}
+    running: dict[str, Server] = {}
+    results: list[CaseResult] = []
+    try:
+        for name in servers:
+            running[name], seconds = start(name, repo / "models", out)
+            print(f"vs-triton: {name} ready in {seconds:.1f} s", file=sys.stderr)
+        for case in cases:
+            result = CaseResult(case, {s: [] for s in servers})
+            requests = max(4 * case.concurrency, int(case.requests * args.scale))
+            for r in range(args.rounds):
+                order = servers if r % 2 == 0 else list(reversed(servers))
+                for name in order:
+                    slug = re.sub(r"[^a-z0-9]+", "-", case.name)
+                    p = measure(running[name], case, out / f"{slug}-{name}-{r}.csv", requests)
+                    result.points[name].append(p)
+                    print(
+                        f"  {case.name} [{name}] {fmt(p.rate)} req/s, p99 {fmt(p.p99_us)} µs, CPU/req host "
+                        f"{fmt(p.host_us)} µs + stub {fmt(p.stub_us)} µs, others {p.others_share:.0%}, "
+                        f"load {p.load_before:.1f}",
+                        file=sys.stderr,
+                    )
+            results.append(result)
+    finally:
+        for s in running.values():
+            s.stop()
+        shutil.rmtree(repo, ignore_errors=True)
+    cold = {} if args.no_cold_start else cold_start(out, args.rounds, servers)
+    meta["load_end"] = loadavg()
+    report = summarize(results, cold, servers, args.noise_limit, args.spread_limit, meta)
+    (out / "summary.md").write_text(report)
+    (out / "points.json").write_text(
+        json.dumps(
+            {
+                "meta": meta,
+                "cases": [
+                    {"case": r.case.name, "points": {k: [p.__dict__ for p in v] for k, v in r.points.items()}}
+                    for r in results
+                ],
+                "cold_start": cold,
+            },
+            indent=1,
+        )
+    )
+    print(report)
+    print(f"vs-triton: results in {out}", file=sys.stderr)
+    return 0
+
+
+def summarize(
+    results: list[CaseResult],
+    cold: dict[str, list[float]],
+    servers: list[str],
+    noise_limit: float,
+    spread_limit: float,
+    meta: dict[str, object],
+) -> str:
+    lines = [
+        f"Commit {meta['commit']}, {CPUS} CPUs, load average {meta['load_start']} at the start and "
+        f"{meta.get('load_end')} at the end.",
+        "",
+    ]
+    both = "nereid" in servers and "triton" in servers
+    head = "| case | Nereid req/s | Triton req/s | Nereid/Triton | p99 µs N / T | CPU µs/req host N / T |"
+    head += " CPU µs/req stub N / T | others' CPU |"
+    lines += [head, "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    noisy: list[str] = []
+    misses: list[str] = []
+    for r in results:
+        n, t = r.points.get("nereid", []), r.points.get("triton", [])
+
+        def rates(ps: list[Point]) -> str:
+            return " / ".join(fmt(p.rate) for p in ps) or "-"
+
+        def med(ps: list[Point], attr: str) -> float:
+            return statistics.median(getattr(p, attr) for p in ps) if ps else math.nan
+
+        ratio = med(n, "rate") / med(t, "rate") if n and t else math.nan
+        others = max((p.others_share for p in n + t), default=0.0)
+        lines.append(
+            f"| {r.case.name} | {rates(n)} | {rates(t)} | {ratio:.2f} | {fmt(med(n, 'p99_us'))} / "
+            f"{fmt(med(t, 'p99_us'))} | {fmt(med(n, 'host_us'))} / {fmt(med(t, 'host_us'))} | "
+            f"{fmt(med(n, 'stub_us'))} / {fmt(med(t, 'stub_us'))} | {others:.0%} |"
+        )
+        if others > noise_limit:
+            noisy.append(f"{r.case.name}: other processes used up to {others:.0%} of the machine")
+        for ps in (n, t):
+            if len(ps) >= 2:
+                lo, hi = min(p.rate for p in ps), max(p.rate for p in ps)
+                if hi > lo * (1 + spread_limit):
+                    noisy.append(f"{r.case.name} [{ps[0].server}]: runs differ {hi / lo - 1:.0%}")
+        if both:
+            if not ratio >= 1.0:
+                misses.append(f"{r.case.name}: Nereid/Triton {ratio:.2f} < 1.0")
+            if r.case.p99_target and med(n, "p99_us") > med(t, "p99_us"):
+                misses.append(f"{r.case.name}: p99 {fmt(med(n, 'p99_us'))} > {fmt(med(t, 'p99_us'))} µs")
+            if r.case.model == "vt_add_sub" and med(n, "host_us") > med(t, "host_us"):
+                misses.append(
+                    f"{r.case.name}: host CPU {fmt(med(n, 'host_us'))} > {fmt(med(t, 'host_us'))} µs/request"
+                )
+    if cold:
+        cn, ct = cold.get("nereid", []), cold.get("triton", [])
+        lines += [
+            "",
+            f"Cold start, {COLD_START_MODELS} Python models, process start to ready (s): Nereid "
+            + " / ".join(f"{x:.2f}" for x in cn)
+            + ", Triton "
+            + " / ".join(f"{x:.2f}" for x in ct),
+        ]
+        if cn and ct and statistics.median(cn) > statistics.median(ct):
+            misses.append("cold start slower than Triton's")
+    if "baseline" in servers:
+        lines += [
+            "",
+            "| case | baseline req/s | Nereid req/s | Nereid/baseline | CPU µs/req host B / N | "
+            "CPU µs/req stub B / N |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for r in results:
+            n, b = r.points.get("nereid", []), r.points.get("baseline", [])
+            if not n or not b:
+                continue
+
+            def m(ps: list[Point], attr: str) -> float:
+                return float(statistics.median(getattr(p, attr) for p in ps))
+
+            lines.append(
+                f"| {r.case.name} | {' / '.join(fmt(p.rate) for p in b)} | "
+                f"{' / '.join(fmt(p.rate) for p in n)} | {m(n, 'rate') / m(b, 'rate'):.2f} | "
+                f"{fmt(m(b, 'host_us'))} / {fmt(m(n, 'host_us'))} | "
+                f"{fmt(m(b, 'stub_us'))} / {fmt(m(n, 'stub_us'))} |"
+            )
+    lines += [
+        "",
+        "Each server's own statistics per request, µs (median of its points): success = queue + "
+        "compute_input + compute_infer + compute_output + what no phase covers (a phase sum over success "
+        "is an accounting bug).",
+        "",
+        "| case | server | success | queue | compute_input | compute_infer | compute_output |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    keys = ("success", "queue", "compute_input", "compute_infer", "compute_output")
+    for r in results:
+        for name, ps in r.points.items():
+            if not ps:
+                continue
+            v = {k: statistics.median(p.server_stats_us.get(k, math.nan) for p in ps) for k in keys}
+            lines.append(f"| {r.case.name} | {name} | " + " | ".join(f"{v[k]:,.1f}" for k in keys) + " |")
+            if (
+                v["queue"] + v["compute_input"] + v["compute_infer"] + v["compute_output"]
+                > v["success"] * 1.001
+            ):
+                misses.append(f"{r.case.name} [{name}]: its statistics' phases exceed its success time")
+    lines.append("")
+    if not both:
+        lines.append("Only one server measured: no ratios, no verdict.")
+    elif noisy:
+        lines.append(
+            "**No verdict: the machine was too noisy** (a point where other processes used more than "
+            f"{noise_limit:.0%} of all CPUs, or two runs of one server more than {spread_limit:.0%} apart):"
+        )
+        lines += [f"- {x}" for x in noisy]
+        if misses:
+            lines.append("Targets not met in these (noisy) numbers:")
+            lines += [f"- {x}" for x in misses]
+    elif misses:
+        lines.append("**Verdict: targets not met**")
+        lines += [f"- {x}" for x in misses]
+    else:
+        lines.append("**Verdict: every target met.**")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

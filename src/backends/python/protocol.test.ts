@@ -1,0 +1,226 @@
+// The host<->stub protocol, one full sample per message type (every field, optional ones included), sent
+// through both sides: encoded and decoded here (the host's round trip), then written to the checkout's
+// Python, which reads each frame with the stub's own FrameReader, checks its header has exactly the fields
+// of python/nereid_stub/messages.py's shape for that type (nested tensors, requests, responses and errors
+// too), re-encodes the hot messages with the stub's fast encoders and writes every frame back; the host
+// decodes what came back and compares. A field renamed or added on one side only fails here.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { test } from 'node:test';
+import { encodeFrame, FrameDecoder, type Frame } from './frames.js';
+import { PACKAGE_ROOT } from './interpreter.js';
+import { MessageType, type Messages, type WireError, type WireTensor } from './protocol.js';
+
+const PYTHON = path.join(PACKAGE_ROOT, '.venv/bin/python');
+
+const tensor = (name: string, inShm: boolean, offset: number): WireTensor => ({
+  name,
+  datatype: 'INT32',
+  shape: [2, 8],
+  in_shm: inShm,
+  offset,
+  byte_size: 64,
+});
+const error: WireError = { code: 3, message: 'bad \u00e9 "input"', from_model: true };
+
+const SAMPLES: { [T in MessageType]: Messages[T] } = {
+  [MessageType.Init]: {
+    name: 'm_0_0',
+    model_path: '/models/m/1/model.py',
+    decoupled: true,
+    shm_threshold: 65536,
+    shm_initial: 1048576,
+    shm_growth: 1048576,
+    args: { model_name: 'm', model_version: '1' },
+  },
+  [MessageType.AutoComplete]: { name: 'm', model_path: '/models/m/1/model.py', config: '{"name":"m"}' },
+  [MessageType.Execute]: {
+    batch: 7,
+    requests: [
+      {
+        rid: 11,
+        request_id: 'r-1',
+        correlation_id: '18446744073709551615',
+        correlation_is_string: false,
+        flags: 3,
+        parameters: '{"k":1}',
+        requested_outputs: ['OUTPUT0'],
+        inputs: [tensor('INPUT0', false, 0), tensor('INPUT1', true, 4096)],
+        cancelled: true,
+      },
+    ],
+  },
+  [MessageType.Cancel]: { rid: 11 },
+  [MessageType.BlsResponse]: {
+    call: 4,
+    final: true,
+    outputs: [tensor('OUT', false, 0)],
+    parameters: '{"p":true}',
+    error,
+  },
+  [MessageType.Free]: {
+    ranges: [
+      [0, 64],
+      [4096, 128],
+    ],
+  },
+  [MessageType.Finalize]: {},
+  [MessageType.ModelControlDone]: { call: 2, ready: true, error },
+  [MessageType.MetricsQuery]: { query: 5 },
+  [MessageType.Hello]: { pid: 1234, python: '3.11.7', numpy: '1.26.4' },
+  [MessageType.InitDone]: { error: 'ValueError: no' },
+  [MessageType.AutoCompleteDone]: { config: '{"name":"m"}', error: 'TypeError: no' },
+  [MessageType.Response]: {
+    rid: 11,
+    final: false,
+    outputs: [tensor('OUTPUT0', false, 0), tensor('OUTPUT1', true, 128)],
+    parameters: '{"a":"b"}',
+    error,
+  },
+  [MessageType.ExecuteDone]: {
+    batch: 7,
+    error: 'Failed',
+    responses: [{ rid: 11, final: true, outputs: [tensor('OUTPUT0', false, 0)], parameters: '{}', error }],
+    rescheduled: [12, 13],
+  },
+  [MessageType.BlsRequest]: {
+    call: 4,
+    model_name: 'other',
+    model_version: -1,
+    request_id: 'bls',
+    correlation_id: 'seq-a',
+    correlation_is_string: true,
+    flags: 1,
+    timeout_us: 500,
+    parameters: '{}',
+    requested_outputs: ['OUT'],
+    inputs: [tensor('IN', false, 0)],
+  },
+  [MessageType.BlsCancel]: { call: 4 },
+  [MessageType.Log]: { level: 2, message: 'hello', file: 'model.py', line: 42 },
+  [MessageType.FinalizeDone]: {},
+  [MessageType.Fatal]: { message: 'no numpy' },
+  [MessageType.ModelControl]: {
+    call: 3,
+    op: 'load',
+    model_name: 'other',
+    config: '{}',
+    files: [['file:1/model.py', 0, 10]],
+    unload_dependents: false,
+    version: '',
+  },
+  [MessageType.Metrics]: { query: 5, families: [] },
+};
+
+const TYPES = Object.keys(SAMPLES).map(Number) as MessageType[];
+const BLOB = Buffer.from('0123456789abcdef');
+
+function encodeAll(): Buffer {
+  return Buffer.concat(TYPES.flatMap((t) => encodeFrame(t, SAMPLES[t], [BLOB])));
+}
+
+function decodeAll(wire: Buffer): Frame[] {
+  return new FrameDecoder(1 << 20).push(wire);
+}
+
+void test('every message type survives the host encoding and decoding it', () => {
+  const frames = decodeAll(encodeAll());
+  assert.deepEqual(
+    frames.map((f) => f.type),
+    TYPES,
+  );
+  for (const f of frames) {
+    assert.deepEqual(f.header, SAMPLES[f.type as MessageType], `type ${f.type}`);
+    assert.ok(f.blob.equals(BLOB));
+  }
+});
+
+/** Reads frames from stdin, checks each against messages.SHAPES, writes them back on stdout. */
+const ECHO = String.raw`
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from nereid_stub import frames, messages
+
+NESTED = {
+    "inputs": messages.WireTensor, "outputs": messages.WireTensor, "requests": messages.WireRequest,
+    "responses": messages.WireResponse, "error": messages.WireError,
+}
+
+def check(value, shape, where):
+    if shape is messages.Finalize or shape is messages.FinalizeDone:
+        assert value == {}, where
+        return
+    fields = set(shape.__required_keys__) | set(shape.__optional_keys__)
+    assert set(value) == fields, f"{where}: fields {sorted(value)} but the shape has {sorted(fields)}"
+    for key, sub in NESTED.items():
+        v = value.get(key)  # "error" is a WireError in responses, a text in EXECUTE_DONE
+        items = [v] if isinstance(v, dict) else v if isinstance(v, list) else []
+        for i, item in enumerate(items):
+            check(item, sub, f"{where}.{key}[{i}]")
+
+def fast_response(r):
+    """The stub's fast encoders for one WireResponse: outputs and error variants, compared to json."""
+    outs = [messages.tensor_json(t["name"], t["datatype"], t["shape"], t["in_shm"], t["offset"], t["byte_size"]) for t in r["outputs"]]
+    with_outputs = json.loads(messages.response_json(r["rid"], r["final"], outs, r["parameters"]))
+    expect = {k: r[k] for k in ("rid", "final", "outputs")}
+    if r["parameters"] not in ("", "{}"):
+        expect["parameters"] = r["parameters"]
+    assert with_outputs == expect, (with_outputs, expect)
+    e = r["error"]
+    with_error = json.loads(messages.error_response_json(r["rid"], e["message"], e["code"], e.get("from_model", False)))
+    assert with_error == {"rid": r["rid"], "final": True, "error": e}, with_error
+    assert json.loads(messages.response_json(r["rid"], True, None)) == {"rid": r["rid"], "final": True}
+
+class Pipe:
+    def recv(self, n):
+        return sys.stdin.buffer.read1(n)
+    def recv_into(self, view):
+        return sys.stdin.buffer.readinto1(view)
+    def sendall(self, data):
+        sys.stdout.buffer.write(data)
+
+reader, writer = frames.FrameReader(Pipe()), frames.FrameWriter(Pipe())
+seen = []
+while (frame := reader.read()) is not None:
+    check(frame.header, messages.SHAPES[frame.type], f"type {frame.type}")
+    seen.append(frame.type)
+    header = frame.header
+    if frame.type == messages.RESPONSE:
+        fast_response(header)
+    if frame.type == messages.EXECUTE_DONE:
+        for r in header["responses"]:
+            fast_response(r)
+        plain = json.loads(messages.execute_done_json(header["batch"], [json.dumps(r) for r in header["responses"]], header["rescheduled"]))
+        assert plain == {k: v for k, v in header.items() if k != "error"}, plain
+    writer.send(frame.type, header, [bytes(frame.blob)])
+assert sorted(seen) == sorted(messages.SHAPES), (seen, sorted(messages.SHAPES))
+`;
+
+void test('every message type crosses to the stub and back with exactly the fields both sides define', () => {
+  const back = execFileSync(PYTHON, ['-c', ECHO, path.join(PACKAGE_ROOT, 'python')], {
+    input: encodeAll(),
+    maxBuffer: 1 << 24,
+  });
+  const frames = decodeAll(back);
+  assert.deepEqual(
+    frames.map((f) => f.type),
+    TYPES,
+  );
+  for (const f of frames) {
+    assert.deepEqual(f.header, SAMPLES[f.type as MessageType], `type ${f.type}`);
+    assert.ok(f.blob.equals(BLOB));
+  }
+});
+
+void test('a field the other side does not know is caught', () => {
+  const wrong = encodeFrame(MessageType.Cancel, { rid: 1, i: 1 });
+  assert.throws(
+    () =>
+      execFileSync(PYTHON, ['-c', ECHO, path.join(PACKAGE_ROOT, 'python')], {
+        input: Buffer.concat(wrong),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
+    /fields \['i', 'rid'\] but the shape has \['rid'\]/,
+  );
+});

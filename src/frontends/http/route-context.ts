@@ -1,0 +1,31 @@
+/**
+ * What a route handler gets (the request, its match, the server API and the frontend's limits) and what it
+ * returns (a Reply the server writes). Its own module so handlers in other files (generate.ts) and the
+ * route table (routes.ts) share it without importing each other.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { InferenceServerApi } from '../../core/server-api.js';
+import type { HeaderForwarder } from '../header-forward.js';
+import type { JsonPool } from './json-pool.js';
+import type { RouteMatch } from './router.js';
+
+export interface Reply {
+  readonly status: number;
+  readonly headers?: Readonly<Record<string, string | number>>;
+  /** Sent in order; undefined = empty body. */
+  readonly body?: string | Buffer | readonly Buffer[];
+}
+
+export interface RouteContext {
+  readonly api: InferenceServerApi;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly match: RouteMatch;
+  readonly maxInputSize: number;
+  /** Headers forwarded to models as request parameters (`--http-header-forward-pattern`), when set. */
+  readonly forwardHeaders?: HeaderForwarder;
+  /** Large JSON bodies: size limits, admission, parsing off the event loop. */
+  readonly json: JsonPool;
+  /** Set once known, for error logs. */
+  requestId?: string;
+}

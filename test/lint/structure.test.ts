@@ -1,0 +1,137 @@
+// `npm run lint` fails on a broken layer and on an import cycle: in a temporary copy of the sources and the
+// lint configuration, files planted across a layer arrow make eslint fail with the layer message, and two
+// planted modules importing each other make dependency-cruiser fail. The commands are the lint script's own
+// (read from package.json) with the repository's configuration files. Each run also holds a file or
+// folder that breaks no rule, and the assertions name exactly the planted culprits, so a failure caused by
+// anything else (a broken setup, an unrelated finding) fails the test instead of passing it.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+
+interface Run {
+  readonly code: number;
+  readonly out: string;
+}
+
+function run(cwd: string, command: string, args: readonly string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      path.join(cwd, 'node_modules', '.bin', command),
+      args,
+      { cwd, maxBuffer: 16 << 20 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, out: `${stdout}${stderr}` });
+      },
+    );
+  });
+}
+
+/** The lint script's commands, each as [command, ...args]. */
+function lintCommands(): string[][] {
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  return pkg.scripts.lint.split('&&').map((c) => c.trim().split(/\s+/));
+}
+
+function plant(dir: string, file: string, text: string): void {
+  mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+  writeFileSync(path.join(dir, file), text);
+}
+
+void describe('npm run lint enforces the structure', () => {
+  let copy = '';
+  const commands = lintCommands();
+  const eslint = commands.find((c) => c[0] === 'eslint');
+  const depcruise = commands.find((c) => c[0] === 'depcruise');
+
+  before(() => {
+    copy = mkdtempSync(path.join(os.tmpdir(), 'nereid-lint-'));
+    for (const f of ['package.json', 'tsconfig.json', 'eslint.config.js', '.dependency-cruiser.json']) {
+      cpSync(path.join(ROOT, f), path.join(copy, f));
+    }
+    cpSync(path.join(ROOT, 'src'), path.join(copy, 'src'), { recursive: true });
+    // The lint script also cruises test/ and bench/; the copy holds only src/, so they are empty here.
+    mkdirSync(path.join(copy, 'test'));
+    mkdirSync(path.join(copy, 'bench'));
+    symlinkSync(realpathSync(path.join(ROOT, 'node_modules')), path.join(copy, 'node_modules'), 'dir');
+  });
+  after(() => rmSync(copy, { recursive: true, force: true }));
+
+  void it('runs eslint and dependency-cruiser', () => {
+    assert.ok(eslint, `no eslint in the lint script: ${JSON.stringify(commands)}`);
+    assert.ok(depcruise, `no depcruise in the lint script: ${JSON.stringify(commands)}`);
+  });
+
+  void it('fails on imports that cross a layer arrow, and only on those', async () => {
+    assert.ok(eslint);
+    const planted = {
+      // The model authors' SDK is a leaf: it may not reach the backend contract.
+      'src/sdk/zz-planted.ts':
+        "import type { ModelHandle } from '../backend-api/backend.js';\nexport type X = ModelHandle;\n",
+      // The client may not reach into the server.
+      'src/client/zz-planted.ts': "export { parseJsonExact } from '../frontends/http/json.js';\n",
+      // common/ is the bottom layer.
+      'src/common/zz-planted.ts':
+        "import type { ModelStatistics } from '../core/types.js';\nexport type X = ModelStatistics;\n",
+    };
+    // Along an arrow: core may import the backend contract.
+    const allowed = 'src/core/zz-allowed.ts';
+    for (const [file, text] of Object.entries(planted)) plant(copy, file, text);
+    plant(
+      copy,
+      allowed,
+      "import type { ModelHandle } from '../backend-api/backend.js';\nexport type X = ModelHandle;\n",
+    );
+
+    // The lint script's eslint, on the planted files only (the whole tree would take minutes).
+    const files = [...Object.keys(planted), allowed];
+    const res = await run(copy, 'eslint', [...eslint.slice(1).filter((a) => a !== '.'), ...files]);
+    assert.notEqual(res.code, 0, res.out);
+    for (const [file, layer] of [
+      ['src/sdk/zz-planted.ts', 'backend-api'],
+      ['src/client/zz-planted.ts', 'frontends'],
+      ['src/common/zz-planted.ts', 'core'],
+    ]) {
+      const report = res.out.split(path.join(copy, file))[1]?.split(/\n\n/)[0] ?? '';
+      assert.match(report, new RegExp(`must not import from src/${layer}/`), `${file}:\n${res.out}`);
+    }
+    assert.ok(!res.out.includes(allowed), `an allowed import was reported:\n${res.out}`);
+    assert.match(res.out, /3 problems \(3 errors/, res.out);
+  });
+
+  void it('fails on an import cycle, naming it', async () => {
+    assert.ok(depcruise);
+    plant(
+      copy,
+      'src/common/zz-cycle-a.ts',
+      "import { b } from './zz-cycle-b.js';\nexport const a = (): number => b;\n",
+    );
+    plant(
+      copy,
+      'src/common/zz-cycle-b.ts',
+      "import { a } from './zz-cycle-a.js';\nexport const b = 1;\nexport const c = a;\n",
+    );
+    const res = await run(copy, 'depcruise', depcruise.slice(1));
+    assert.notEqual(res.code, 0, res.out);
+    assert.match(res.out, /no-circular: src\/common\/zz-cycle-[ab]\.ts/, res.out);
+    // The planted cycle is the only finding: the rest of the tree has none.
+    assert.match(res.out, /x 1 dependency violations \(1 errors/, res.out);
+  });
+});
