@@ -37,7 +37,7 @@ export function parseRestrictedOption(
     throw invalidArg(`--${flag} option format is '<config name>:<setting>=<value>'. Got ${arg}`);
   }
   for (const category of categories.split(',')) {
-    if (!isRestrictedCategory(category)) {
+    if (!isRestrictedCategory(category, flag === 'http-restricted-api' ? 'http' : 'grpc')) {
       throw invalidArg(`unknown restricted ${featureType} '${category}'`);
     }
     if (into[category] !== undefined) {

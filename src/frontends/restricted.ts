@@ -23,11 +23,18 @@ export const RESTRICTED_CATEGORIES = [
   'statistics',
   'trace',
   'logging',
-  // Nereid's own: the OpenAI-compatible /v1 API (frontends/openai), on whichever port serves it.
-  'openai',
 ] as const;
 
-export type RestrictedCategory = (typeof RESTRICTED_CATEGORIES)[number];
+/**
+ * Nereid's own categories, HTTP only: `openai` is the OpenAI-compatible /v1 API (frontends/openai), on
+ * whichever port serves it. `--grpc-restricted-protocol` refuses them as unknown.
+ */
+export const HTTP_ONLY_CATEGORIES = ['openai'] as const;
+
+/** Triton's categories: the ones every KServe route and gRPC rpc falls in. */
+export type TritonCategory = (typeof RESTRICTED_CATEGORIES)[number];
+
+export type RestrictedCategory = TritonCategory | (typeof HTTP_ONLY_CATEGORIES)[number];
 
 /** The header a client must send, and its exact value. */
 export interface Restriction {
@@ -42,12 +49,16 @@ export interface Restriction {
 /** The restricted categories of one protocol and what each requires; a category not present is open. */
 export type Restrictions = Readonly<Partial<Record<RestrictedCategory, Restriction>>>;
 
-export function isRestrictedCategory(name: string): name is RestrictedCategory {
-  return (RESTRICTED_CATEGORIES as readonly string[]).includes(name);
+export function isRestrictedCategory(
+  name: string,
+  protocol: 'http' | 'grpc' = 'http',
+): name is RestrictedCategory {
+  if ((RESTRICTED_CATEGORIES as readonly string[]).includes(name)) return true;
+  return protocol === 'http' && (HTTP_ONLY_CATEGORIES as readonly string[]).includes(name);
 }
 
 /** Every HTTP route's category (http_server.cc: the RETURN_AND_RESPOND_IF_RESTRICTED of each handler). */
-export const HTTP_ROUTE_CATEGORY: Readonly<Record<RouteName, RestrictedCategory>> = {
+export const HTTP_ROUTE_CATEGORY: Readonly<Record<RouteName, TritonCategory>> = {
   serverLive: 'health',
   serverReady: 'health',
   modelReady: 'health',
@@ -78,10 +89,7 @@ const SERVICE = '/inference.GRPCInferenceService/';
  * Every gRPC method's category by HTTP/2 path (grpc_server.cc: the restricted_keys_.Get of each Register*,
  * and INFERENCE for both infer handlers). `grpc.health.v1.Health/Check` counts as health, as in Triton.
  */
-export const GRPC_METHOD_CATEGORY: ReadonlyMap<string, RestrictedCategory> = new Map<
-  string,
-  RestrictedCategory
->([
+export const GRPC_METHOD_CATEGORY: ReadonlyMap<string, TritonCategory> = new Map<string, TritonCategory>([
   [SERVICE + 'ServerLive', 'health'],
   [SERVICE + 'ServerReady', 'health'],
   [SERVICE + 'ModelReady', 'health'],
