@@ -28,6 +28,13 @@ import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/
 import { createHealthListener, createHttpFrontend, type HealthListener } from '../frontends/http/index.js';
 import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
 import { dashboardInfo } from './dashboard-info.js';
+import {
+  createOpenAiHandler,
+  createOpenAiServer,
+  isOpenAiPath,
+  type OpenAiOptions,
+  type OpenAiServer,
+} from '../frontends/openai/index.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
 import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
@@ -42,6 +49,8 @@ export interface RunningNereid {
   readonly http: Endpoint | undefined;
   /** The --http-health-port listener, when given. */
   readonly httpHealth: Endpoint | undefined;
+  /** The OpenAI-compatible API's own listener (--openai-port), when given; else it is on `http`. */
+  readonly openai: Endpoint | undefined;
   readonly grpc: Endpoint | undefined;
   /** The Prometheus endpoint (`GET /metrics`), when --allow-metrics. */
   readonly metrics: Endpoint | undefined;
@@ -255,6 +264,21 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
   let metricsFrontend: MetricsFrontend | undefined;
   let grpc: Endpoint | undefined;
   let grpcFrontend: ReturnType<typeof createGrpcFrontend> | undefined;
+  let openai: Endpoint | undefined;
+  let openaiServer: OpenAiServer | undefined;
+  const openaiOptions: OpenAiOptions = {
+    maxInputSize: options.httpMaxInputSize,
+    defaultMaxTokens: options.openaiDefaultMaxTokens,
+    maxBufferedBytes: options.openaiMaxBufferedBytes,
+    repositories: options.modelRepositories,
+    restrictedApis: options.httpRestrictedApis,
+    log,
+  };
+  // On the HTTP port unless it has a port of its own (or is off).
+  const openaiMount =
+    options.allowOpenai && options.openaiPort < 0
+      ? { claims: isOpenAiPath, handle: createOpenAiHandler(server, openaiOptions) }
+      : undefined;
   try {
     if (options.allowGrpc) {
       grpcFrontend = createGrpcFrontend(server, {
@@ -297,6 +321,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
                 : undefined,
             }
           : undefined,
+        ...(openaiMount !== undefined && { mount: openaiMount }),
       });
       http = await httpFrontend.listen();
       log.info(`Started HTTPService at ${http.address}:${http.port}`);
@@ -311,6 +336,16 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
         httpHealth = await healthListener.listen();
         log.info(`Started HTTP health service at ${httpHealth.address}:${httpHealth.port}`);
       }
+    }
+    if (options.allowOpenai && options.openaiPort >= 0) {
+      openaiServer = createOpenAiServer(server, {
+        ...openaiOptions,
+        address: options.httpAddress,
+        port: options.openaiPort,
+        tls: tls.get('http'),
+      });
+      openai = await openaiServer.listen();
+      log.info(`Started OpenAI-compatible service at ${openai.address}:${openai.port}`);
     }
     if (options.allowMetrics) {
       metricsFrontend = createMetricsFrontend(statsRegistry, {
@@ -330,6 +365,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     await grpcFrontend?.close();
     await healthListener?.close();
     await httpFrontend?.close();
+    await openaiServer?.close();
     await metricsFrontend?.close();
     await repository.close();
     await responseCache?.close();
@@ -353,7 +389,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
         await new Promise((resolve) => setTimeout(resolve, options.exitDelaySecs * 1000));
       }
       tls.close();
-      await Promise.all([httpFrontend?.close(), grpcFrontend?.close()]);
+      await Promise.all([httpFrontend?.close(), grpcFrontend?.close(), openaiServer?.close()]);
       await repository.close();
       await closeStorage();
       // Every request has ended: the trace files get their last traces, spans are exported.
@@ -367,5 +403,5 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
       await sharedMemory.close();
     })());
   const reloadCertificates = (why: string) => tls.reload(why);
-  return { server, http, httpHealth, grpc, metrics, statsRegistry, reloadCertificates, stop };
+  return { server, http, httpHealth, openai, grpc, metrics, statsRegistry, reloadCertificates, stop };
 }

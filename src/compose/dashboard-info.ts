@@ -110,6 +110,10 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   cloudStorage: 'presence',
   trace: 'show',
   accessLog: 'show',
+  allowOpenai: 'show',
+  openaiPort: 'show',
+  openaiDefaultMaxTokens: 'show',
+  openaiMaxBufferedBytes: 'show',
 };
 
 /** Category → header name, in Triton's category order; values are dropped here and nowhere else. */

@@ -99,6 +99,14 @@ export interface ServerOptions {
   readonly httpHealthPort: number;
   /** `--allow-dashboard` (Nereid only): serve the operator's dashboard at /dashboard/ on the HTTP port. */
   readonly allowDashboard: boolean;
+  /** `--allow-openai`: serve the OpenAI-compatible /v1 API (frontends/openai). */
+  readonly allowOpenai: boolean;
+  /** `--openai-port`: -1 = on the HTTP port; otherwise a listener of its own (0 picks a free port). */
+  readonly openaiPort: number;
+  /** `--openai-default-max-tokens`: max_tokens for a request that gives none. */
+  readonly openaiDefaultMaxTokens: number;
+  /** `--openai-max-buffered-bytes`: unsent bytes one SSE reply may hold before its request is cancelled. */
+  readonly openaiMaxBufferedBytes: number;
   readonly allowGrpc: boolean;
   readonly grpcAddress: string;
   readonly grpcPort: number;

@@ -70,6 +70,16 @@ describe('parseRestrictedOption', () => {
     });
   });
 
+  it("takes Nereid's HTTP-only category openai (the /v1 API) on HTTP and refuses it on gRPC", () => {
+    assert.deepEqual(http('openai,inference:k=v'), {
+      openai: { header: 'k', value: 'v' },
+      inference: { header: 'k', value: 'v' },
+    });
+    assert.throws(() => parseRestrictedOption('openai:a=b', 'grpc-restricted-protocol', {}), {
+      message: "unknown restricted protocol 'openai'",
+    });
+  });
+
   it('refuses an unknown category, as Triton names it (api for HTTP, protocol for gRPC)', () => {
     assert.throws(() => http('foo:a=b'), { message: "unknown restricted api 'foo'" });
     assert.throws(() => http('Health:a=b'), { message: "unknown restricted api 'Health'" });

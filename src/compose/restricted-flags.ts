@@ -38,9 +38,8 @@ export function parseRestrictedOption(
     throw invalidArg(`--${flag} option format is '<config name>:<setting>=<value>'. Got ${arg}`);
   }
   for (const category of categories.split(',')) {
-    // Nereid's own categories (dashboard) exist on HTTP only.
-    const known = flag === 'http-restricted-api' ? isHttpRestrictedCategory : isRestrictedCategory;
-    if (!known(category)) {
+    // Nereid's own categories (dashboard, openai) exist on HTTP only.
+    if (!isRestrictedCategory(category, flag === 'http-restricted-api' ? 'http' : 'grpc')) {
       throw invalidArg(`unknown restricted ${featureType} '${category}'`);
     }
     if (into[category] !== undefined) {

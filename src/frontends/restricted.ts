@@ -25,19 +25,24 @@ export const RESTRICTED_CATEGORIES = [
   'logging',
 ] as const;
 
-export type RestrictedCategory = (typeof RESTRICTED_CATEGORIES)[number];
+/** Triton's categories: the ones every KServe route and gRPC rpc falls in. */
+export type TritonCategory = (typeof RESTRICTED_CATEGORIES)[number];
 
 /**
  * Nereid's own HTTP-only categories, accepted by `--http-restricted-api` besides Triton's (and refused by
  * `--grpc-restricted-protocol`, which has nothing of theirs to guard): `dashboard` guards the operator's
- * page and its two read routes (frontends/http/dashboard.ts).
+ * page and its two read routes (frontends/http/dashboard.ts); `openai` the OpenAI-compatible /v1 API
+ * (frontends/openai), on whichever port serves it.
  */
-export const NEREID_HTTP_CATEGORIES = ['dashboard'] as const;
+export const NEREID_HTTP_CATEGORIES = ['dashboard', 'openai'] as const;
 
 /** Every category `--http-restricted-api` accepts: Triton's, then Nereid's. */
 export const HTTP_RESTRICTED_CATEGORIES = [...RESTRICTED_CATEGORIES, ...NEREID_HTTP_CATEGORIES] as const;
 
 export type HttpRestrictedCategory = (typeof HTTP_RESTRICTED_CATEGORIES)[number];
+
+/** Any category of either protocol. */
+export type RestrictedCategory = HttpRestrictedCategory;
 
 /** The header a client must send, and its exact value. */
 export interface Restriction {
@@ -55,8 +60,13 @@ export interface Restriction {
  */
 export type Restrictions = Readonly<Partial<Record<HttpRestrictedCategory, Restriction>>>;
 
-export function isRestrictedCategory(name: string): name is RestrictedCategory {
-  return (RESTRICTED_CATEGORIES as readonly string[]).includes(name);
+/** Whether `name` is a category of that protocol's flag (gRPC: Triton's only). */
+export function isRestrictedCategory(
+  name: string,
+  protocol: 'http' | 'grpc' = 'http',
+): name is RestrictedCategory {
+  const known: readonly string[] = protocol === 'http' ? HTTP_RESTRICTED_CATEGORIES : RESTRICTED_CATEGORIES;
+  return known.includes(name);
 }
 
 export function isHttpRestrictedCategory(name: string): name is HttpRestrictedCategory {
@@ -112,10 +122,7 @@ const SERVICE = '/inference.GRPCInferenceService/';
  * Every gRPC method's category by HTTP/2 path (grpc_server.cc: the restricted_keys_.Get of each Register*,
  * and INFERENCE for both infer handlers). `grpc.health.v1.Health/Check` counts as health, as in Triton.
  */
-export const GRPC_METHOD_CATEGORY: ReadonlyMap<string, RestrictedCategory> = new Map<
-  string,
-  RestrictedCategory
->([
+export const GRPC_METHOD_CATEGORY: ReadonlyMap<string, TritonCategory> = new Map<string, TritonCategory>([
   [SERVICE + 'ServerLive', 'health'],
   [SERVICE + 'ServerReady', 'health'],
   [SERVICE + 'ModelReady', 'health'],

@@ -37,6 +37,8 @@ const HTTP_GROUPS: Readonly<Record<string, readonly [string, string]>> = {
   'shared-memory,model-config': ['s-key', 's=val:1'],
   'model-repository,statistics,trace,logging': ['Admin-Key', 'Secret'],
   dashboard: ['Dash-Key', 'd'],
+  // The /v1 API's refusals are OpenAI-shaped; test/integration/openai.test.ts checks them.
+  openai: ['Oa-Key', 'o'],
 };
 const GRPC_GROUPS: Readonly<Record<string, readonly [string, string]>> = {
   'health,metadata': ['h-key', 'h-val'],

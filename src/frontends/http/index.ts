@@ -4,5 +4,5 @@ export { createHealthListener } from './health-listener.js';
 export type { HealthListener } from './health-listener.js';
 export { DEFAULT_MAX_CONNECTIONS } from './connection-limits.js';
 export { DEFAULT_JSON_LIMITS } from './json-pool.js';
-export type { HttpFrontend, HttpFrontendOptions } from './server.js';
+export type { HttpFrontend, HttpFrontendOptions, HttpMount } from './server.js';
 export { httpStatusOf } from './errors.js';

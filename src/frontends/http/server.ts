@@ -61,6 +61,16 @@ export interface HttpFrontendOptions {
   readonly accessLog?: AccessLog;
   /** Serve the operator's dashboard under /dashboard/ (dashboard.ts); absent: those paths are 404. */
   readonly dashboard?: DashboardOptions;
+  /**
+   * Another API served on this port (the OpenAI-compatible /v1, frontends/openai): paths it claims go to
+   * its handler, after the connection cap and the per-turn budget, before the KServe routes are looked at.
+   */
+  readonly mount?: HttpMount;
+}
+
+export interface HttpMount {
+  claims(path: string): boolean;
+  handle(req: IncomingMessage, res: ServerResponse, path: string): void;
 }
 
 /** Default --http-backlog. Node's default, 511, is less than one burst of reconnecting clients. */
@@ -196,6 +206,16 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     if (log.isVerbose()) log.verbose(`HTTP request: ${req.method} ${path}`);
+
+    const mount = options.mount;
+    if (mount?.claims(path) === true) {
+      if (connections.isOverCap(req.socket)) {
+        sendError(res, 503, overCapBody, true);
+        return;
+      }
+      turns.admit(req.socket, () => mount.handle(req, res, path));
+      return;
+    }
 
     let match: RouteMatch | undefined;
     try {

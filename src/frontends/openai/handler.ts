@@ -1,0 +1,210 @@
+/**
+ * The OpenAI-compatible API (`/v1/...`) as one request handler, mounted on the HTTP port or served on a
+ * port of its own (server.ts). It only translates: OpenAI JSON → InferenceServerApi calls (the ones the
+ * generate endpoints use) → OpenAI JSON or SSE. Routes: GET /v1/models, GET /v1/models/{model},
+ * POST /v1/completions, /v1/chat/completions, /v1/embeddings. The restricted-API category `openai`
+ * (`--http-restricted-api openai:<key>=<value>`) guards all of them. Every failure leaves through one
+ * funnel as OpenAI's `{"error": {...}}` (errors.ts); unexpected ones are logged once.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../../common/logger.js';
+import type { InferenceServerApi } from '../../core/server-api.js';
+import { decodeContentEncoding, readBody } from '../http/body.js';
+import { isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
+import { ChatTemplates } from './chat-template.js';
+import type { ModelFacts } from './contract.js';
+import { runEmbeddings } from './embeddings.js';
+import { badRequest, modelNotFound, OpenAiRequestError, openAiErrorJson, toOpenAiError } from './errors.js';
+import { runGeneration, type GenerationContext } from './generation.js';
+import { parseChatRequest, parseCompletionRequest, parseEmbeddingRequest, parseJsonBody } from './request.js';
+
+/** Triton's OpenAI frontend default for a request without max_tokens. */
+export const DEFAULT_MAX_TOKENS = 16;
+/** What one SSE reply may hold unsent before its request is cancelled (sse.ts). */
+export const DEFAULT_MAX_BUFFERED_BYTES = 4 << 20;
+
+export interface OpenAiOptions {
+  /** Largest request body, before and after decompression (the HTTP port's --http-max-input-size). */
+  readonly maxInputSize: number;
+  /** max_tokens for a request that gives none (--openai-default-max-tokens). */
+  readonly defaultMaxTokens?: number;
+  /** --openai-max-buffered-bytes. */
+  readonly maxBufferedBytes?: number;
+  /** The --model-repository folders, where chat templates are looked up. */
+  readonly repositories: readonly string[];
+  /** --http-restricted-api: only the `openai` category applies here. */
+  readonly restrictedApis?: Restrictions;
+  readonly log: Logger;
+}
+
+export type OpenAiHandler = (req: IncomingMessage, res: ServerResponse, path: string) => void;
+
+const JSON_HEADERS = { 'Content-Type': 'application/json' } as const;
+const OWNER = 'nereid';
+
+function send(res: ServerResponse, status: number, body: string, extra: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, { ...JSON_HEADERS, ...extra, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** True when `path` belongs to this API (the HTTP server's mount test). */
+export function isOpenAiPath(path: string): boolean {
+  return path === '/v1' || path.startsWith('/v1/');
+}
+
+export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOptions): OpenAiHandler {
+  const { log } = options;
+  const templates = new ChatTemplates(options.repositories);
+  const restriction = restrictionTable([['openai', 'openai'] as const], options.restrictedApis, 'http').get(
+    'openai',
+  );
+  const startedAt = Math.floor(Date.now() / 1000);
+  const genCtx = (req: IncomingMessage, res: ServerResponse): GenerationContext => ({
+    api,
+    req,
+    res,
+    defaultMaxTokens: options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS,
+    maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+  });
+
+  const modelObject = (id: string): Record<string, unknown> => ({
+    id,
+    object: 'model',
+    created: startedAt,
+    owned_by: OWNER,
+  });
+
+  const readyModels = (): string[] => {
+    const names = new Set<string>();
+    for (const e of api.repositoryIndex(true)) if (e.state === 'READY') names.add(e.name);
+    return [...names].sort();
+  };
+
+  /** The model's facts, or 404 (unknown) / 503 (known, not ready). */
+  const factsOf = (model: string): ModelFacts => {
+    if (!api.isModelReady(model)) {
+      const known = api.repositoryIndex(false).some((e) => e.name === model);
+      if (!known) throw modelNotFound(model);
+      throw new OpenAiRequestError('UNAVAILABLE', `model '${model}' is not ready`, 'model');
+    }
+    const meta = api.modelMetadata(model);
+    const config = api.modelConfigJson(model);
+    const optionalInputs = new Set<string>();
+    const inputs = Array.isArray(config.input) ? config.input : [];
+    for (const i of inputs) {
+      const o = i as { name?: unknown; optional?: unknown };
+      if (o.optional === true && typeof o.name === 'string') optionalInputs.add(o.name);
+    }
+    return {
+      name: model,
+      inputs: meta.inputs,
+      outputs: meta.outputs,
+      optionalInputs,
+      decoupled: api.isModelDecoupled(model),
+    };
+  };
+
+  const chatTemplateParameter = (model: string): string | undefined => {
+    const params = api.modelConfigJson(model).parameters as
+      Record<string, { string_value?: unknown }> | undefined;
+    const v = params?.chat_template?.string_value;
+    return typeof v === 'string' ? v : undefined;
+  };
+
+  const readJson = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
+    const raw = await readBody(req, options.maxInputSize);
+    const body = await decodeContentEncoding(raw, req.headers['content-encoding'], options.maxInputSize);
+    return parseJsonBody(body);
+  };
+
+  const route = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
+    const method = req.method ?? '';
+    const segs = path.split('/'); // ['', 'v1', ...]
+    const post = (): boolean => {
+      if (method === 'POST') return true;
+      send(res, 405, openAiErrorJson(`Method ${method} not allowed on ${path}`, 'invalid_request_error'), {
+        Allow: 'POST',
+      });
+      return false;
+    };
+    if (segs[2] === 'models' && (segs.length === 3 || segs.length >= 4)) {
+      if (method !== 'GET') {
+        send(res, 405, openAiErrorJson(`Method ${method} not allowed on ${path}`, 'invalid_request_error'), {
+          Allow: 'GET',
+        });
+        return;
+      }
+      if (segs.length === 3) {
+        send(res, 200, JSON.stringify({ object: 'list', data: readyModels().map(modelObject) }));
+        return;
+      }
+      let name: string;
+      try {
+        name = decodeURIComponent(segs.slice(3).join('/'));
+      } catch {
+        throw badRequest('malformed percent-encoding in the model name', 'model');
+      }
+      if (!api.isModelReady(name)) throw modelNotFound(name);
+      send(res, 200, JSON.stringify(modelObject(name)));
+      return;
+    }
+    const action = segs.slice(2).join('/');
+    if (action === 'completions' || action === 'chat/completions') {
+      if (!post()) return;
+      const doc = await readJson(req);
+      const ctx = genCtx(req, res);
+      let reply;
+      if (action === 'completions') {
+        const r = parseCompletionRequest(doc);
+        reply = await runGeneration(ctx, 'completion', factsOf(r.model), r.prompt, r, r.echo);
+      } else {
+        const r = parseChatRequest(doc);
+        const facts = factsOf(r.model);
+        const prompt = templates.render(r.model, chatTemplateParameter(r.model), r.messages);
+        reply = await runGeneration(ctx, 'chat', facts, prompt, r, false);
+      }
+      if (reply !== undefined) send(res, reply.status, reply.body);
+      return;
+    }
+    if (action === 'embeddings') {
+      if (!post()) return;
+      const r = parseEmbeddingRequest(await readJson(req));
+      send(res, 200, await runEmbeddings(api, res, factsOf(r.model), r));
+      return;
+    }
+    send(
+      res,
+      404,
+      openAiErrorJson(`Unknown endpoint ${method} ${path}`, 'invalid_request_error', null, 'unknown_url'),
+    );
+  };
+
+  return (req, res, path) => {
+    if (restriction !== undefined && !isAllowed(restriction, req.headers, req.rawHeaders)) {
+      const hasBody =
+        req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+      send(
+        res,
+        403,
+        openAiErrorJson(restriction.message, 'permission_error'),
+        hasBody ? { Connection: 'close' } : {},
+      );
+      return;
+    }
+    route(req, res, path).catch((err: unknown) => {
+      const e = toOpenAiError(err);
+      if (e.unexpected) {
+        const detail = err instanceof Error && err.stack !== undefined ? err.stack : String(err);
+        log.error(`${req.method ?? ''} ${path}: unexpected error: ${detail}`);
+      } else if (log.isVerbose()) {
+        log.verbose(`${req.method ?? ''} ${path} failed: ${e.body}`);
+      }
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      send(res, e.status, e.body);
+    });
+  };
+}
