@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NereidError, notFound, unavailable } from '../../common/errors.js';
-import type { Reply } from './route-context.js';
+import type { DashboardRoutes, Reply } from './route-context.js';
 
 export interface DashboardOptions {
   /** The body of GET /dashboard/api/server: what the server says about itself, with secrets left out. */
@@ -95,7 +95,7 @@ function loadAssets(root: string): Map<string, Asset> {
   return files;
 }
 
-export class Dashboard {
+export class Dashboard implements DashboardRoutes {
   private assets: Map<string, Asset> | undefined;
 
   constructor(private readonly options: DashboardOptions) {}

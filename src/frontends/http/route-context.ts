@@ -8,7 +8,6 @@ import type { InferenceServerApi } from '../../core/server-api.js';
 import type { RequestTrace } from '../../core/trace/types.js';
 import type { RequestTimings } from '../../core/types.js';
 import type { HeaderForwarder } from '../header-forward.js';
-import type { Dashboard } from './dashboard.js';
 import type { JsonPool } from './json-pool.js';
 import type { RouteMatch } from './router.js';
 
@@ -30,7 +29,7 @@ export interface RouteContext {
   /** Large JSON bodies: size limits, admission, parsing off the event loop. */
   readonly json: JsonPool;
   /** The operator's dashboard; undefined when it is off (the server answers 404 before any handler). */
-  readonly dashboard?: Dashboard;
+  readonly dashboard?: DashboardRoutes;
   /** Set once known, for error logs. */
   requestId?: string;
   /** The request's trace, when it is sampled; the server sends the reply, then ends it. */
@@ -39,4 +38,11 @@ export interface RouteContext {
   timings?: RequestTimings;
   /** The request body's size once read (the access log). */
   bytesIn?: number;
+}
+
+/** What the dashboard's three routes ask of it (dashboard.ts implements it; declared here to keep no cycle). */
+export interface DashboardRoutes {
+  page(file: string | undefined, ifNoneMatch: string | undefined): Reply;
+  server(): Reply;
+  metrics(): Promise<Reply>;
 }
