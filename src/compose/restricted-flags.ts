@@ -8,7 +8,6 @@
 import { invalidArg } from '../common/errors.js';
 import {
   GRPC_RESTRICTED_HEADER_PREFIX,
-  isHttpRestrictedCategory,
   isRestrictedCategory,
   type HttpRestrictedCategory,
   type Restriction,
