@@ -281,11 +281,12 @@ describe('HTTP endpoints on the example repository', () => {
     const global = (await request(`${s.url}/v2/trace/setting`)).json<Record<string, unknown>>();
     assert.deepEqual(global.trace_level, ['OFF']);
     assert.equal(global.trace_rate, '1000');
-    const m = await post(`${s.url}/v2/models/simple/trace/setting`, {
-      trace_rate: '5',
-      trace_level: ['TIMESTAMPS'],
-    });
-    assert.equal(m.status, 200);
+    // Turning a level on needs a trace file in triton mode, as in Triton ("trace file name is not given").
+    const noFile = await post(`${s.url}/v2/models/simple/trace/setting`, { trace_level: ['TIMESTAMPS'] });
+    assert.equal(noFile.status, 400);
+    assert.match(noFile.json<{ error: string }>().error, /trace file name is not given/);
+    const m = await post(`${s.url}/v2/models/simple/trace/setting`, { trace_rate: '5' });
+    assert.equal(m.status, 200, m.body.toString());
     assert.equal(m.json<Record<string, unknown>>().trace_rate, '5');
     assert.equal(
       (await request(`${s.url}/v2/trace/setting`)).json<Record<string, unknown>>().trace_rate,
