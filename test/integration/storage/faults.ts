@@ -171,7 +171,13 @@ export function faultSuite(kind: Exclude<StoreKind, 'local'>): void {
         assert.notEqual(res.status, 200);
         const text = res.body.toString();
         assert.match(text, new RegExp(`${via.url(prefix).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/big`), text);
-        assert.match(text, /connection|ended after|closed|reset|refused/, text);
+        // The GCS client sometimes retries the reset connection into the killed server and then reports the
+        // download's own stall timeout: still a clear reason naming the object.
+        assert.match(
+          text,
+          /connection|ended after|closed|reset|refused|no data for \d+ s \(timed out\)/,
+          text,
+        );
         assert.equal(await modelReady(s.url, 'big'), false);
         assert.deepEqual(await infer(s.url, 'small', [1, 2]), {
           status: 200,
