@@ -47,23 +47,21 @@ if ! bash scripts/setup-storage-servers.sh; then
   summary+=("  FAILED  storage servers setup (scripts/setup-storage-servers.sh)")
 fi
 
-# node:test prints its usual report here and writes TAP beside it, from which the summary is taken.
+# node:test prints its usual report here; a copy of it gives the summary (its closing counts, and the
+# "failing tests" list the spec reporter ends with).
 mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
 code=0
 # --test-force-exit: a file whose tests are all done exits even if a client library left a handle open (the
 # Azure SDK has kept one spinning after Azurite's fault tests); --test-timeout: no single test can hang the
 # run (the slowest, the lint-structure test, takes about 3 minutes on a loaded 2-core machine).
 NEREID_REQUIRE_REDIS=$require_redis node --test --test-concurrency=1 --test-force-exit --test-timeout=900000 \
-  --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$logs/node.tap" "${files[@]}" || code=$?
+  --test-reporter=spec "${files[@]}" 2>&1 | tee "$logs/node.log" || code=${PIPESTATUS[0]}
 [[ $code -eq 0 ]] || status=$code
-node_counts=$(grep -E '^# (tests|pass|fail|skipped|cancelled) ' "$logs/node.tap" | sed 's/^# //' | paste -sd, - || true)
+node_counts=$(grep -E '^ℹ (tests|pass|fail|skipped|cancelled) ' "$logs/node.log" | sed 's/^ℹ //' | paste -sd, - || true)
 record "node:test (unit, integration, deployment)" "$code" "${node_counts:-no report}"
-# A failing test is a `not ok` line with no subtests of its own failing under it: the innermost ones.
 while IFS= read -r line; do failures+=("  node:test  $line"); done < <(
-  awk '/^ *not ok [0-9]+ - /{ d=match($0,/[^ ]/); sub(/^ *not ok [0-9]+ - /,""); names[NR]=$0; depth[NR]=d; order[++n]=NR }
-       END { for (i=1;i<=n;i++) { r=order[i]; leaf=1; for (j=i-1;j>=1 && depth[order[j]]>depth[r];j--) leaf=0; if (leaf) print names[r] } }' \
-    "$logs/node.tap" | head -30
+  sed -n '/^✖ failing tests:/,$p' "$logs/node.log" | grep -E '^✖ ' | grep -v '^✖ failing tests:' |
+    sed -E 's/^✖ //; s/ \([0-9.]+ms\)$//' | head -30
 )
 
 bash scripts/setup-python.sh
