@@ -9,7 +9,7 @@ import { silentLogger, type Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { prepareRequest, withRequestId } from '../inference.js';
 import { VersionCache, type ResponseCache } from '../cache/index.js';
-import { traceRefused, traceRequestStart } from '../trace/report.js';
+import { recordRequestStart, traceRefused } from '../trace/report.js';
 import { modelMetadataOf } from '../model/model-version.js';
 import { ResponseStream, type ResponseSink } from '../response-stream.js';
 import { ModelStats } from '../stats/model-stats.js';
@@ -131,20 +131,7 @@ export class EnsembleVersion implements ServableVersion {
       throw withRequestId(err, request.id);
     }
     const record = this.stats.startRequest(requestStart, prepared.batchSize);
-    if (request.timings) record.timings = request.timings;
-    if (request.trace) {
-      record.trace = request.trace;
-      const id = request.id ?? '';
-      traceRequestStart(
-        request.trace,
-        this.modelName,
-        this.version,
-        id,
-        requestStart,
-        record.queueStart,
-        request.inputs,
-      );
-    }
+    recordRequestStart(record, request, this.modelName, this.version, requestStart);
     // No queue of its own: the request is "executing" once it reaches the step graph (as in Triton).
     record.computeStart = record.queueStart;
     const stream = new ResponseStream<InferenceResponse>();

@@ -27,7 +27,7 @@ import type { Scheduler } from '../scheduling/scheduler.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
-import { traceRefused, traceRequestStart } from '../trace/report.js';
+import { recordRequestStart, traceRefused } from '../trace/report.js';
 import { JobSender, type OutputContext } from './job-sender.js';
 
 type State = 'READY' | 'UNLOADING' | 'UNLOADED';
@@ -184,20 +184,7 @@ export class ModelVersion implements LoadedVersion {
       throw withRequestId(err, request.id);
     }
     const record = this.stats.startRequest(requestStart, prepared.batchSize);
-    if (request.timings) record.timings = request.timings;
-    if (request.trace) {
-      record.trace = request.trace;
-      const id = request.id ?? '';
-      traceRequestStart(
-        request.trace,
-        this.modelName,
-        this.version,
-        id,
-        requestStart,
-        record.queueStart,
-        request.inputs,
-      );
-    }
+    recordRequestStart(record, request, this.modelName, this.version, requestStart);
     const stream = new ResponseStream<InferenceResponse>();
     const signal = request.signal ?? NEVER_ABORTED;
     const run = (sink: ResponseSink<InferenceResponse>): void => {

@@ -65,3 +65,35 @@ export function traceRefused(
   trace.report('REQUEST_START', requestStart);
   traceRequestEnd(trace, process.hrtime.bigint());
 }
+
+/**
+ * What a model version does for a request it has just admitted (model-version.ts and ensemble-version.ts
+ * alike): the frontend's timings and the request's trace go on its statistics record, and the trace gets its
+ * REQUEST_START and QUEUE_START.
+ */
+export function recordRequestStart(
+  record: RequestRecord,
+  request: {
+    readonly id?: string;
+    readonly trace?: InferenceTrace;
+    readonly timings?: RequestRecord['timings'];
+    readonly inputs: readonly Tensor[];
+  },
+  model: string,
+  version: number,
+  requestStart: bigint,
+): void {
+  if (request.timings) record.timings = request.timings;
+  if (request.trace) {
+    record.trace = request.trace;
+    traceRequestStart(
+      request.trace,
+      model,
+      version,
+      request.id ?? '',
+      requestStart,
+      record.queueStart,
+      request.inputs,
+    );
+  }
+}
