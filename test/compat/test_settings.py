@@ -46,8 +46,11 @@ def restore_logs(client: Any) -> Iterator[None]:
 def restore_trace(client: Any) -> Iterator[None]:
     before = client.get_trace_settings()
     yield
-    client.update_trace_settings(model_name="simple", settings={k: None for k in TRACE_KEYS})
-    client.update_trace_settings(settings=before)
+    # trace_file is never sent: it cannot be changed over the network
+    client.update_trace_settings(
+        model_name="simple", settings={k: None for k in TRACE_KEYS if k != "trace_file"}
+    )
+    client.update_trace_settings(settings={k: v for k, v in before.items() if k != "trace_file"})
     assert client.get_trace_settings() == before
 
 
@@ -149,14 +152,14 @@ def test_trace_settings_same_on_both_protocols(client: Any, grpc: Any) -> None:
 def test_model_trace_setting_overrides_global_until_cleared(client: Any, grpc: Any) -> None:
     global_before = client.get_trace_settings()
     answer = grpc.update_trace_settings(
-        model_name="simple", settings={"trace_rate": "7", "trace_level": ["TIMESTAMPS", "TENSORS"]}
+        model_name="simple", settings={"trace_rate": "7", "log_frequency": "3"}
     )
     model = {key: list(value.value) for key, value in answer.settings.items()}
     assert model["trace_rate"] == ["7"]
-    assert model["trace_level"] == ["TIMESTAMPS", "TENSORS"]
+    assert model["log_frequency"] == ["3"]
     http_model = client.get_trace_settings(model_name="simple")
     assert http_model["trace_rate"] == "7"
-    assert http_model["trace_level"] == ["TIMESTAMPS", "TENSORS"]
+    assert http_model["log_frequency"] == "3"
     # other models and the global settings are untouched
     assert client.get_trace_settings() == global_before
     assert client.get_trace_settings(model_name="simple_int8") == global_before
@@ -171,6 +174,24 @@ def test_model_trace_setting_overrides_global_until_cleared(client: Any, grpc: A
     client.update_trace_settings(model_name="simple", settings={"trace_rate": None})
     assert client.get_trace_settings(model_name="simple")["trace_rate"] == "9"
     assert _grpc_trace(grpc, "simple")["trace_rate"] == ["9"]
+
+
+def test_trace_file_cannot_be_set_over_the_network(client: Any, grpc: Any) -> None:
+    """Naming the file would let a client make the server write wherever it may write (Triton refuses too)."""
+    with pytest.raises(InferenceServerException) as over_grpc:
+        grpc.update_trace_settings(settings={"trace_file": "/tmp/nereid-client-chosen.json"})
+    assert over_grpc.value.status() == "StatusCode.UNIMPLEMENTED"
+    assert "can not be updated through network protocol" in over_grpc.value.message()
+    with pytest.raises(InferenceServerException) as over_http:
+        client.update_trace_settings(model_name="simple", settings={"trace_file": None})
+    assert over_http.value.status() == "501"
+    # tracing cannot be switched on without the file the command line did not give
+    with pytest.raises(InferenceServerException) as no_file:
+        client.update_trace_settings(settings={"trace_level": ["TIMESTAMPS"]})
+    assert no_file.value.status() == "400"
+    assert "trace file name is not given" in no_file.value.message()
+    assert client.get_trace_settings()["trace_file"] == ""
+    assert client.get_trace_settings()["trace_level"] == ["OFF"]
 
 
 def test_trace_settings_refuse_bad_values(client: Any, grpc: Any) -> None:

@@ -517,6 +517,27 @@ CASES: list[Case] = [
         "in current core (InitializeModelInfo's INVALID_ARG only reaches the log); its QA "
         "test_load_oversized_file_parameter asserts the 500 with a TODO that 400 would be better",
     ),
+    Case(
+        "trace settings naming the trace file",
+        "/v2/trace/setting",
+        b'{"trace_file": "/tmp/written-by-a-client.json"}',
+        501,
+        "trace file location can not be updated through network protocol",
+    ),
+    Case(
+        "a model's trace settings clearing the trace file",
+        "/v2/models/add_sub/trace/setting",
+        b'{"trace_file": null}',
+        501,
+        "trace file location can not be updated through network protocol",
+    ),
+    Case(
+        "trace level on with no trace file",
+        "/v2/trace/setting",
+        b'{"trace_level": ["TIMESTAMPS"]}',
+        400,
+        "Attempting to set invalid trace setting :trace file name is not given",
+    ),
     Case("GET on infer", "/v2/models/add_sub/infer", b"", 405, "Method Not Allowed", method="GET"),
     Case("unknown path", "/v2/nothing/here", b"", 404, "Not Found", method="GET"),
 ]

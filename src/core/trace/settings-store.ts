@@ -3,7 +3,7 @@
  * string or list of strings, validated as Triton validates them. A model's keys it never set follow the
  * global ones. The Tracer (tracer.ts) turns the effective values into live TraceSetting objects.
  */
-import { invalidArg, notFound } from '../../common/errors.js';
+import { invalidArg, notFound, unsupported } from '../../common/errors.js';
 import type { TraceSettings, TraceSettingsUpdate } from '../types.js';
 
 const LEVELS = new Set(['OFF', 'TIMESTAMPS', 'TENSORS']);
@@ -41,8 +41,6 @@ function validate(key: string, value: string | string[]): string | string[] {
       if (!/^-?\d+$/.test(v) || Number(v) < -1) throw invalidArg(`Unable to parse '${key}', got: ${v}`);
       return v;
     }
-    case 'trace_file':
-      return one();
     case 'trace_mode': {
       const v = one();
       if (!MODES.has(v)) throw invalidArg(`invalid trace mode '${v}'`);
@@ -95,6 +93,10 @@ export class TraceSettingsStore {
 
   update(model: string | undefined, update: TraceSettingsUpdate): TraceSettings {
     if (model && !this.modelExists(model)) throw notFound(`Request for unknown model : ${model}`);
+    // A client that could name the file could make the server write anywhere it may write; the file comes
+    // from the command line only (Triton refuses the key the same way, null included).
+    if (Object.hasOwn(update, 'trace_file'))
+      throw unsupported('trace file location can not be updated through network protocol');
     const target = model ? { ...(this.perModel.get(model) ?? {}) } : { ...this.global };
     for (const [key, value] of Object.entries(update)) {
       if (value === null) {
