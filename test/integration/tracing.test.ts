@@ -354,6 +354,47 @@ describe('ModelStreamInfer tracing', () => {
     assert.equal(line.get('bad')!.compute_us, undefined);
   });
 
+  it("a decoupled model's request: one INFER_RESPONSE_COMPLETE / GRPC_SEND_* per response, one log line", async () => {
+    const file = path.join(dir, 'stream-decoupled.json');
+    const log = path.join(dir, 'stream-decoupled.log');
+    const s = await startServer([
+      `--model-repository=${EXAMPLES}`,
+      '--model-control-mode=explicit',
+      '--load-model=square_int32',
+      `--trace-config=triton,file=${file}`,
+      '--trace-config=rate=1',
+      '--trace-config=level=TIMESTAMPS',
+      `--access-log=${log}`,
+    ]);
+    let responses: Plain[];
+    try {
+      responses = await streamAll(s, [
+        {
+          model_name: 'square_int32',
+          id: 'sq',
+          inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+          raw_input_contents: [int32s([3])],
+        },
+      ]);
+    } finally {
+      await s.stop();
+    }
+    assert.equal(responses.length, 3);
+    const [trace] = [...traces(file).values()];
+    assert.equal(trace.model, 'square_int32');
+    const count = (n: string): number => trace.names.filter((x) => x === n).length;
+    assert.equal(count('GRPC_WAITREAD_START'), 1);
+    assert.equal(count('INFER_RESPONSE_COMPLETE'), 3);
+    assert.equal(count('GRPC_SEND_START'), 3);
+    assert.equal(count('GRPC_SEND_END'), 3);
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    assert.equal(lines.length, 1);
+    const line = JSON.parse(lines[0]) as Record<string, unknown>;
+    assert.equal(line.request_id, 'sq');
+    assert.equal(line.status, 0);
+    assert.equal(line.trace_id, '1');
+  });
+
   it('joins the traceparent of the stream metadata: one InferRequest span per request', async () => {
     const bodies: { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }[] = [];
     const receiver = http.createServer((req, res) => {
