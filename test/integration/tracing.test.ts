@@ -18,6 +18,7 @@ import { Metadata } from '@grpc/grpc-js';
 import type { Plain } from '../../src/frontends/grpc/messages.js';
 import { TestClient } from '../../src/frontends/grpc/test-client.testkit.js';
 import { EXAMPLES, post, request, startServer, type TestServer } from './harness.js';
+import { postSse } from './sse.js';
 
 const SIMPLE = {
   inputs: [
@@ -152,6 +153,81 @@ describe('Triton-mode tracing', () => {
     assert.equal(lines[1].model, 'simple');
     assert.equal(typeof lines[1].compute_us, 'number');
     assert.equal(lines[2].compute_us, undefined);
+  });
+});
+
+describe('generate and generate_stream', () => {
+  it('are traced and access-logged as infer is, a stream with one INFER_RESPONSE_COMPLETE per response', async () => {
+    const file = path.join(dir, 'generate.json');
+    const log = path.join(dir, 'generate-access.log');
+    const s = await startServer([
+      `--model-repository=${EXAMPLES}`,
+      '--model-control-mode=explicit',
+      '--load-model=simple',
+      '--load-model=square_int32',
+      `--trace-config=triton,file=${file}`,
+      '--trace-config=rate=1',
+      '--trace-config=level=TIMESTAMPS',
+      `--access-log=${log}`,
+    ]);
+    let streamed = '';
+    try {
+      const gen = await post(`${s.url}/v2/models/simple/generate`, {
+        id: 'g1',
+        INPUT0: Array.from({ length: 16 }, (_, i) => i),
+        INPUT1: new Array<number>(16).fill(2),
+      });
+      assert.equal(gen.status, 200);
+      const sse = await postSse(`${s.url}/v2/models/square_int32/generate_stream`, { id: 'g2', IN: 2 });
+      assert.equal(sse.status, 200);
+      let events = 0;
+      for await (const e of sse.events()) {
+        events++;
+        streamed += JSON.stringify(e);
+      }
+      assert.equal(events, 2);
+    } finally {
+      await s.stop();
+    }
+    const byRequest = new Map([...traces(file).values()].map((t) => [t.requestId, t]));
+    const g1 = byRequest.get('g1')!;
+    assert.equal(g1.model, 'simple');
+    assert.deepEqual([...g1.names].sort(), [
+      'COMPUTE_END',
+      'COMPUTE_INPUT_END',
+      'COMPUTE_OUTPUT_START',
+      'COMPUTE_START',
+      'HTTP_RECV_END',
+      'HTTP_RECV_START',
+      'HTTP_SEND_END',
+      'HTTP_SEND_START',
+      'INFER_RESPONSE_COMPLETE',
+      'QUEUE_START',
+      'REQUEST_END',
+      'REQUEST_START',
+    ]);
+    const g2 = byRequest.get('g2')!;
+    assert.equal(g2.model, 'square_int32');
+    const count = (n: string): number => g2.names.filter((x) => x === n).length;
+    // Two responses and the decoupled model's flag-only final one; the send brackets the whole stream.
+    assert.equal(count('INFER_RESPONSE_COMPLETE'), 3);
+    assert.equal(count('HTTP_SEND_START'), 1);
+    assert.equal(count('HTTP_SEND_END'), 1);
+    assert.ok(g2.names.indexOf('HTTP_SEND_START') < g2.names.indexOf('HTTP_SEND_END'));
+    const lines = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      lines.map((l) => [l.request_id, l.model, l.status]),
+      [
+        ['g1', 'simple', 200],
+        ['g2', 'square_int32', 200],
+      ],
+    );
+    assert.ok((lines[1].bytes_out as number) >= streamed.length / 2);
+    assert.ok((lines[1].bytes_in as number) > 0);
+    assert.equal(typeof lines[0].compute_us, 'number');
   });
 });
 
