@@ -185,7 +185,12 @@ class JsModel implements ModelHandle {
       log: this.ctx.log,
       serverApi: this.ctx.serverApi,
       onClose: (i) => this.instances.delete(i),
-      failures: { version: this.ctx.version, modelDirs: this.modelDirs, errors: this.errors, log: this.ctx.log },
+      failures: {
+        version: this.ctx.version,
+        modelDirs: this.modelDirs,
+        errors: this.errors,
+        log: this.ctx.log,
+      },
       outputCheck: this.outputCheck,
     });
     this.instances.add(instance);

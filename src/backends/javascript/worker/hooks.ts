@@ -86,7 +86,10 @@ function buildError(file: string, err: unknown): Error {
   const raw = (err as { errors?: unknown }).errors;
   const problems: BuildProblem[] = [];
   if (Array.isArray(raw)) {
-    for (const e of raw as { text?: unknown; location?: { file?: unknown; line?: unknown; column?: unknown } }[]) {
+    for (const e of raw as {
+      text?: unknown;
+      location?: { file?: unknown; line?: unknown; column?: unknown };
+    }[]) {
       const loc = e.location;
       problems.push({
         file: typeof loc?.file === 'string' ? loc.file : file,

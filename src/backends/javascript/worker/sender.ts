@@ -83,7 +83,9 @@ export function responseToWire(
     wire.push(moveToWire(t, transfer, counters));
   }
   const parameters = parametersOf(r.parameters);
-  const out: WireResponse = parameters ? { rid, outputs: wire, final, parameters } : { rid, outputs: wire, final };
+  const out: WireResponse = parameters
+    ? { rid, outputs: wire, final, parameters }
+    : { rid, outputs: wire, final };
   if (undeclared) out.undeclared = undeclared;
   return out;
 }
