@@ -366,7 +366,7 @@ describe('javascript backend', () => {
         code: 'INTERNAL',
         // Where in the model's own file it threw (docs/errors.md), the error's own text last.
         message:
-          /^model 'faults_js' version 1 instance 'faults_js_\d+(_\d+)?': execute\(\) failed at 1\/model\.js:\d+:\d+: Error: plain failure$/,
+          /^model 'faults_js' version 1 instance 'faults_js_\d+(_\d+)?': execute\(\) failed at 1\/model\.mjs:\d+:\d+: Error: plain failure$/,
       });
       await assert.rejects(infer('faults_js', [bytes('MODE', ['wrong_count'])]), {
         code: 'INTERNAL',

@@ -23,6 +23,7 @@ import type { ModelConfig } from '../../model-config/model-config.js';
 import { mergeInstanceMetrics } from '../custom-metrics.js';
 import { ModelErrorLog } from '../model-errors.js';
 import { OutputCheck } from '../output-check.js';
+import { modelFailure, type FailureScope } from './failures.js';
 import { JsInstance } from './instance.js';
 import { javascriptOptions, type JavascriptOptions } from './options.js';
 import type { WorkerInit } from './protocol.js';
@@ -87,10 +88,19 @@ export class JavascriptBackend implements Backend {
       modelPath: file,
       configJson: JSON.stringify(modelConfigToJson(ctx.config)),
     };
+    const realDir = await realpath(ctx.modelDir).catch(() => ctx.modelDir);
+    const scope: FailureScope = {
+      id: { model: name, version: path.basename(ctx.versionDir) },
+      modelDirs: [ctx.modelDir, realDir],
+      errors: new ModelErrorLog({ log: ctx.log }),
+      log: ctx.log,
+    };
     const { worker, configJson } = await JsWorker.start(init, {
       label: `${name} (auto-complete)`,
       log: ctx.log,
       timeoutMs: options.initializeTimeoutMs,
+      // A build error shows here first when the module defines autoCompleteConfig.
+      describe: (e, phase) => modelFailure(e, scope, phase),
     });
     await worker.terminate();
     if (configJson === undefined) return ctx.config;
