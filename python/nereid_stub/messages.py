@@ -166,7 +166,7 @@ class Hello(TypedDict):
     numpy: str
 
 
-class ErrorInfo(TypedDict):
+class ErrorInfo(TypedDict, total=False):
     """What the model raised, for the host to locate and log (src/backends/model-errors.ts): the host builds
     the client's text from the frames inside the model folder and logs `traceback` whole."""
 
@@ -174,6 +174,7 @@ class ErrorInfo(TypedDict):
     message: str
     frames: list[tuple[str, int, str]]  # (file, line, function), innermost first
     traceback: str
+    phase: str  # initialize only: "import" (model.py failed to import) or "initialize"
 
 
 class InitDone(TypedDict, total=False):

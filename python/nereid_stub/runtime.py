@@ -394,8 +394,10 @@ class Runtime:
                 int(h.get("shm_growth", 1 << 20)),
                 reclaim=self._dispatch.poll,
             )
+        stage = "import"  # what failed, for the host's log: importing model.py, or the model's own code
         try:
             self._model_class = self._load_class(h)
+            stage = "initialize"
             self._model = self._model_class()
             init = getattr(self._model, "initialize", None)
             if init is not None:
@@ -404,7 +406,9 @@ class Runtime:
                 if inspect.iscoroutine(result):
                     self._run_coroutine(result).result()
         except BaseException as e:
-            failed: messages.InitDone = {"error": format_exception(e), "error_info": exception_info(e)}
+            info = exception_info(e)
+            info["phase"] = stage
+            failed: messages.InitDone = {"error": format_exception(e), "error_info": info}
             self.send(messages.INIT_DONE, failed)
             return False
         self._phase = "execute"

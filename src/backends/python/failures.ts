@@ -34,6 +34,8 @@ export interface ErrorInfo {
   readonly message: string;
   readonly frames: unknown;
   readonly traceback: string;
+  /** At initialize: 'import' when model.py itself failed to import. */
+  readonly phase?: 'import' | 'initialize';
 }
 
 export function errorInfoOf(raw: unknown): ErrorInfo | undefined {
@@ -45,6 +47,7 @@ export function errorInfoOf(raw: unknown): ErrorInfo | undefined {
     message: r.message,
     frames: r.frames,
     traceback: typeof r.traceback === 'string' ? r.traceback : '',
+    ...(r.phase === 'import' || r.phase === 'initialize' ? { phase: r.phase } : {}),
   };
 }
 
@@ -71,7 +74,8 @@ export function describePythonException(
  * prefix; initialize errors are the exception text alone, as Triton's load error is (its reason reads
  * `TritonModelException: ...\n\nAt:\n  1/model.py(10): initialize\n`).
  */
-export function pythonFailure(info: ErrorInfo, scope: PythonFailureScope, phase: ModelPhase): string {
+export function pythonFailure(info: ErrorInfo, scope: PythonFailureScope, asked: ModelPhase): string {
+  const phase = asked === 'initialize' && info.phase === 'import' ? 'import' : asked;
   const { text, what, where } = describePythonException(info, scope.modelDirs);
   const message =
     phase === 'execute'
@@ -80,7 +84,7 @@ export function pythonFailure(info: ErrorInfo, scope: PythonFailureScope, phase:
   const headline =
     phase === 'execute'
       ? message
-      : `${identityText(scope.id)}: ${phase === 'initialize' ? 'initialize()' : phase} failed: ${text}`;
+      : `${identityText(scope.id)}: ${phase === 'import' ? 'import of model.py' : 'initialize()'} failed: ${text}`;
   scope.errors.report({
     id: scope.id,
     phase,
