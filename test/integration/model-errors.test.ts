@@ -50,6 +50,21 @@ function repository(): string {
     ].join('\n'),
     files: { '1/model.ts': SYNTAX_ERROR_MODEL },
   });
+  const io = [
+    'input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]',
+    'output [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]',
+    'instance_group [ { count: 1 kind: KIND_CPU } ]',
+  ];
+  addModel(repo, 'import_error_js', {
+    config: ['name: "import_error_js"', 'backend: "javascript"', ...io].join('\n'),
+    files: {
+      '1/model.js': "throw new Error('VOCAB_PATH is not set');\nexport default class Model {}\n",
+    },
+  });
+  addModel(repo, 'syntax_py', {
+    config: ['name: "syntax_py"', 'backend: "python"', ...io].join('\n'),
+    files: { '1/model.py': 'class TritonPythonModel:\n    def execute(self, requests)\n        return []\n' },
+  });
   return repo;
 }
 
@@ -157,6 +172,21 @@ describe('errors a model author can act on', () => {
     );
     assert.ok(!build.error.includes('initialize() failed'), 'a build error is not an initialize() failure');
     assert.ok(!build.error.includes(repo));
+
+    const imported = await load(s, 'import_error_js');
+    assert.match(
+      imported.error,
+      /model 'import_error_js' version 1 instance 'import_error_js_0(_0)?': import of the model module failed at 1\/model\.js:1:7: Error: VOCAB_PATH is not set/,
+    );
+
+    // A Python syntax error: Triton's text, no frame outside the model folder (importlib's are left out).
+    const syntax = await load(s, 'syntax_py');
+    assert.match(syntax.error, /SyntaxError: [^\n]*\(model\.py, line 2\)/);
+    assert.ok(!syntax.error.includes('importlib') && !syntax.error.includes(repo), syntax.error);
+    const syntaxLogged = entries(s, "model 'syntax_py' version 1 instance");
+    assert.equal(syntaxLogged.length, 1);
+    assert.match(syntaxLogged[0], /import of model\.py failed: SyntaxError/);
+    assert.match(syntaxLogged[0], /importlib/, 'the log has the whole traceback');
 
     const py = await load(s, 'init_error');
     assert.notEqual(py.status, 200);
