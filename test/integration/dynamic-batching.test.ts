@@ -298,7 +298,10 @@ describe('dynamic batching', () => {
 
   it('DELAY moves a timed-out request behind a later one', async () => {
     const { done: busy } = await startBusy(s, 'busy_delay');
-    const late = infer(s.url, 'busy_delay', { params: { timeout: 100_000 } });
+    // The delayed request is a long one and the later one short: run in the right order, the short one is
+    // answered a whole long computation before the long one; run in the wrong order, after it. Two short
+    // ones would be answered back to back, and their order on the client would be the sockets' order.
+    const late = infer(s.url, 'busy_delay', { k: BUSY, params: { timeout: 100_000 } });
     await untilQueued(s, 'busy_delay', 1);
     await sleep(200);
     const fresh = infer(s.url, 'busy_delay');

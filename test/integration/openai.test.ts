@@ -23,8 +23,11 @@ function repoWithToyLlm(): string {
   cpSync(path.join(EXAMPLES, MODEL), hostile, { recursive: true });
   const config = path.join(hostile, 'config.pbtxt');
   writeFileSync(config, readFileSync(config, 'utf8').replace(`name: "${MODEL}"`, `name: "${HOSTILE}"`));
-  // A billion-element list: would take the whole process's memory if it rendered on the main thread.
-  writeFileSync(path.join(hostile, 'chat_template.jinja'), '{{ range(1000000000) | length }}');
+  // Ten billion loop turns: would hold the event loop for hours if it rendered on the main thread.
+  writeFileSync(
+    path.join(hostile, 'chat_template.jinja'),
+    '{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}',
+  );
   return repo;
 }
 
@@ -109,8 +112,7 @@ describe('OpenAI API with the openai npm client', () => {
       (e: unknown) =>
         e instanceof OpenAI.InternalServerError &&
         e.message.includes(`model '${HOSTILE}'`) &&
-        // its time or its memory limit, whichever it meets first, stops it
-        e.message.includes('and was stopped'),
+        e.message.includes('ran for more than 2000 ms and was stopped'),
     );
     const after = await client.chat.completions.create({ model: MODEL, messages: MESSAGES, max_tokens: 4 });
     assert.ok(after.choices[0].message.content);

@@ -5,7 +5,7 @@
  * Compiled templates are kept by their text, a bounded number of them.
  */
 import { parentPort } from 'node:worker_threads';
-import { Template } from '@huggingface/jinja';
+import { Environment, Template } from '@huggingface/jinja';
 
 export interface RenderRequest {
   readonly id: number;
@@ -15,12 +15,37 @@ export interface RenderRequest {
   readonly maxLength: number;
 }
 
+// Template.render declares the library's globals (range among them) in a fresh Environment and refuses to
+// declare a name twice, so the bounded range goes in where the globals are declared. This thread renders
+// templates only, so the change reaches nothing else.
+const declareGlobal = Environment.prototype.set;
+Environment.prototype.set = function (this: Environment, name: string, value: unknown) {
+  return declareGlobal.call(this, name, name === 'range' ? boundedRange : value);
+};
+
 export type RenderReply =
   | { readonly ready: true }
   | { readonly id: number; readonly prompt: string }
   | { readonly id: number; readonly error: string };
 
 const CACHE_LIMIT = 64;
+/** The most items `range()` may make: the library's own builds the whole list, so `range(1e9)` would fill the heap. */
+export const MAX_RANGE_ITEMS = 1 << 20;
+
+/** Python's range() as the template library has it, refusing lists past MAX_RANGE_ITEMS before building them. */
+function boundedRange(start: number, stop?: number, step = 1): number[] {
+  if (stop === undefined) {
+    stop = start;
+    start = 0;
+  }
+  if (![start, stop, step].every(Number.isFinite)) throw new Error('range() takes finite numbers');
+  if (step === 0) throw new Error('range() step must not be zero');
+  const count = Math.max(0, Math.ceil((stop - start) / step));
+  if (count > MAX_RANGE_ITEMS) throw new Error(`range() of ${count} items is more than ${MAX_RANGE_ITEMS}`);
+  const out = new Array<number>(count);
+  for (let i = 0; i < count; i++) out[i] = start + i * step;
+  return out;
+}
 const compiled = new Map<string, Template>();
 
 function render(r: RenderRequest): Exclude<RenderReply, { ready: true }> {
