@@ -21,7 +21,8 @@ export interface CodeBlock {
   readonly text: string;
 }
 
-export type BlockKind = 'typescript' | 'javascript' | 'shell' | 'python' | 'pbtxt' | 'json' | 'yaml' | 'other';
+export type BlockKind =
+  'typescript' | 'javascript' | 'shell' | 'python' | 'pbtxt' | 'json' | 'yaml' | 'other';
 
 const KINDS: Readonly<Record<string, BlockKind>> = {
   ts: 'typescript',

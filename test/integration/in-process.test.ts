@@ -85,10 +85,13 @@ describe('in-process API', () => {
     const one = await server.infer({ model: 'identity_js', inputs: { INPUT0: [1, 2, 3, 4] } });
     assert.deepEqual(one.requireOutput('OUTPUT0').shape, [1, 4]);
     // The fixed dims must divide the count.
-    await assert.rejects(server.infer({ model: 'simple', inputs: { INPUT0: new Int32Array(20), INPUT1: v } }), {
-      code: 'INVALID_ARG',
-      message: "the values of input 'INPUT0' (20 values for [-1,16]) do not fill its shape: pass a Tensor",
-    });
+    await assert.rejects(
+      server.infer({ model: 'simple', inputs: { INPUT0: new Int32Array(20), INPUT1: v } }),
+      {
+        code: 'INVALID_ARG',
+        message: "the values of input 'INPUT0' (20 values for [-1,16]) do not fill its shape: pass a Tensor",
+      },
+    );
   });
 
   it('inferStream() iterates a decoupled model’s responses as they come', async () => {
