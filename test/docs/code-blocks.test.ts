@@ -133,6 +133,18 @@ describe('docs code blocks: the extractor', () => {
       '--http-port=8000',
     ]);
     assert.equal(nereidArguments(['npm', 'start']), undefined);
+    // A quoted argument may span lines (README's curl -d '{...}'); 2>&1 stays a word.
+    assert.deepEqual(
+      shellCommands('curl -d \'{"a":\n  [1]}\' localhost:8000/x 2>&1 | grep -i ok\nnpm test').map((c) => [
+        c.lineInBlock,
+        c.words,
+      ]),
+      [
+        [1, ['curl', '-d', '{"a":\n  [1]}', 'localhost:8000/x', '2>&1']],
+        [2, ['grep', '-i', 'ok']],
+        [3, ['npm', 'test']],
+      ],
+    );
     assert.deepEqual(nereidArguments(['npx', 'nereid', '--help']), ['--help']);
   });
 
@@ -401,7 +413,9 @@ describe('docs code blocks: shell command lines', () => {
   for (const b of blocks.filter((x) => kindOf(x) === 'shell' && !has(x, 'fragment'))) {
     const commands = shellCommands(b.text);
     const lines = commands.filter((c) => nereidArguments(c.words) !== undefined);
-    const npmRuns = commands.filter((c) => c.words[0] === 'npm' && c.words[1] === 'run');
+    const npmRuns = commands
+      .filter((c) => c.words[0] === 'npm' && ['run', 'start', 'test'].includes(c.words[1]))
+      .map((c) => (c.words[1] === 'run' ? c : { ...c, words: ['npm', 'run', c.words[1]] }));
     const files = commands.filter((c) => ['bash', 'sh', 'node'].includes(c.words[0]) && c.words[1]);
     if (lines.length + npmRuns.length + files.length === 0) continue;
     it(`${where(b)} \`\`\`${b.lang}: nereid flags, npm scripts and files exist`, () => {
@@ -435,7 +449,37 @@ describe('docs code blocks: shell command lines', () => {
       assert.equal(problems.length, 0, problems.join('\n'));
     });
   }
+
+  // curl commands to the default ports run against the test server and must get a 2xx answer.
+  const curlBlocks = blocks.filter(
+    (x) =>
+      kindOf(x) === 'shell' &&
+      !has(x, 'fragment') &&
+      !has(x, 'no-run') &&
+      shellCommands(x.text).some((c) => isLocalCurl(c.words)),
+  );
+  for (const b of curlBlocks) {
+    it(`${where(b)} \`\`\`${b.lang}: curl commands get a 2xx answer from a server on examples/model_repository`, async () => {
+      const ports = serverPorts(await startDocServer());
+      const problems: string[] = [];
+      for (const c of shellCommands(b.text).filter((x) => isLocalCurl(x.words))) {
+        const args = c.words.slice(1).map((w) => withPorts(w, ports));
+        const r = await run('curl', ['-sS', '--fail-with-body', '--max-time', '120', ...args]);
+        if (r.code !== 0) {
+          problems.push(
+            `${where(b, c.lineInBlock)}: curl exited with ${r.code}: ${tail(r.stderr + r.stdout, 10)}`,
+          );
+        }
+      }
+      assert.equal(problems.length, 0, problems.join('\n'));
+    });
+  }
 });
+
+/** `curl ... localhost:8000/...` (or :8001, :8002): a request to the server the docs start. */
+function isLocalCurl(words: readonly string[]): boolean {
+  return words[0] === 'curl' && words.some((w) => /^(https?:\/\/)?localhost:800[012]\b/.test(w));
+}
 
 // ---- Python ----------------------------------------------------------------------------------------------
 

@@ -110,14 +110,15 @@ export interface ShellCommand {
 
 /**
  * Splits a shell block into simple commands, as far as the docs need: `\` line continuations, '…' and "…"
- * quoting, `#` comments, and `&&`, `||`, `;`, `|` between commands. A here-document's body is skipped.
- * Not a shell: no expansions, no subshells (words with `$(` stay as they are).
+ * quoting (across lines too), `#` comments, and `&&`, `||`, `;`, `|`, newlines between commands. A
+ * here-document's body is skipped. Not a shell: no expansions, no subshells (words with `$(` stay as they
+ * are), redirections stay in the words.
  */
 export function shellCommands(text: string): ShellCommand[] {
   const commands: ShellCommand[] = [];
-  const lines = text.split('\n');
   let words: string[] = [];
   let word: string | undefined;
+  let line = 1;
   let startLine = 1;
   let heredoc: string | undefined;
   const endWord = (): void => {
@@ -129,55 +130,71 @@ export function shellCommands(text: string): ShellCommand[] {
     if (words.length > 0) commands.push({ words, lineInBlock: startLine });
     words = [];
   };
-  for (let n = 0; n < lines.length; n++) {
-    const line = lines[n];
-    if (heredoc !== undefined) {
-      if (line.trim() === heredoc) heredoc = undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (words.length === 0 && word === undefined && c !== ' ' && c !== '\t') startLine = line;
+    if (c === '\n') {
+      line++;
+      endCommand();
+      if (heredoc !== undefined) {
+        // Skip the body up to the line that is the delimiter.
+        const lines = text.slice(i + 1).split('\n');
+        const n = lines.findIndex((l) => l.trim() === heredoc);
+        const skip = n < 0 ? lines.length : n + 1;
+        i += lines.slice(0, skip).reduce((sum, l) => sum + l.length + 1, 0);
+        line += skip;
+        heredoc = undefined;
+      }
       continue;
     }
-    if (words.length === 0 && word === undefined) startLine = n + 1;
-    let continued = false;
-    for (let i = 0; i < line.length; i++) {
-      const c = line[i];
-      if (c === '\\' && i === line.length - 1) {
-        continued = true;
-        break;
-      }
-      if (c === "'" || c === '"') {
-        const end = line.indexOf(c, i + 1);
-        const stop = end < 0 ? line.length : end;
-        word = (word ?? '') + line.slice(i + 1, stop);
-        i = stop;
-        continue;
-      }
-      if (c === '\\') {
-        word = (word ?? '') + (line[i + 1] ?? '');
-        i++;
-        continue;
-      }
-      if (c === '#' && word === undefined) break;
-      if (c === ' ' || c === '\t') {
-        endWord();
-        continue;
-      }
-      if (c === '<' && line.startsWith('<<', i)) {
-        const m = /^<<-?\s*['"]?(\w+)['"]?/.exec(line.slice(i));
-        if (m) {
-          endWord();
-          heredoc = m[1];
-          i += m[0].length - 1;
-          continue;
-        }
-      }
-      if (c === ';' || c === '|' || c === '&') {
-        endCommand();
-        if (line[i + 1] === c) i++;
-        continue;
-      }
-      word = (word ?? '') + c;
+    if (c === '\\' && text[i + 1] === '\n') {
+      endWord();
+      i++;
+      line++;
+      continue;
     }
-    if (!continued) endCommand();
-    else endWord();
+    if (c === "'" || c === '"') {
+      const end = text.indexOf(c, i + 1);
+      const stop = end < 0 ? text.length : end;
+      const quoted = text.slice(i + 1, stop);
+      word = (word ?? '') + quoted;
+      line += quoted.split('\n').length - 1;
+      i = stop;
+      continue;
+    }
+    if (c === '\\') {
+      word = (word ?? '') + (text[i + 1] ?? '');
+      i++;
+      continue;
+    }
+    if (c === '#' && word === undefined) {
+      const eol = text.indexOf('\n', i);
+      i = (eol < 0 ? text.length : eol) - 1;
+      continue;
+    }
+    if (c === ' ' || c === '\t') {
+      endWord();
+      continue;
+    }
+    if (c === '<' && text.startsWith('<<', i)) {
+      const m = /^<<-?\s*['"]?(\w+)['"]?/.exec(text.slice(i));
+      if (m) {
+        endWord();
+        heredoc = m[1];
+        i += m[0].length - 1;
+        continue;
+      }
+    }
+    if (c === '&' && text[i - 1] === '>') {
+      word = (word ?? '') + c; // 2>&1
+      continue;
+    }
+    if (c === ';' || c === '|' || c === '&') {
+      endCommand();
+      if (text[i + 1] === c) i++;
+      continue;
+    }
+    word = (word ?? '') + c;
   }
   endCommand();
   return commands;
