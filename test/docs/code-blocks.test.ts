@@ -1,5 +1,6 @@
 /**
- * Docs that hold: every fenced code block of README.md and docs/*.md is checked against the real thing.
+ * Docs that hold: every fenced code block of README.md, docs/*.md and the READMEs under examples/, bench/ and
+ * deploy/ is checked against the real thing.
  * - TypeScript / JavaScript: type-checked together under `strict` against the package's public exports
  *   (`nereid`, `nereid/sdk`, `nereid/client`, resolved to this checkout's build through a node_modules link),
  *   then run: programs as child processes against a test server on the example repository, model files

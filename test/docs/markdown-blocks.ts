@@ -1,5 +1,5 @@
 /**
- * Reads the fenced code blocks of the project's Markdown (README.md and docs/*.md) and says what the docs
+ * Reads the fenced code blocks of the project's Markdown (README.md, docs/*.md, the READMEs of examples/, bench/, deploy/) and says what the docs
  * test does with each: type-check and run, type-check only, parse, or nothing (a marked fragment). The
  * convention (docs/architecture.md, "Code blocks in the docs"): the info string's first word is the
  * language; the words after it may be `no-run` (checked, not run) or `fragment` (not checked: a piece of a
@@ -49,13 +49,22 @@ export function kindOf(block: CodeBlock): BlockKind {
   return KINDS[block.lang] ?? 'other';
 }
 
-/** The Markdown files the test reads: README.md and every docs/*.md, sorted. */
+/**
+ * The Markdown files the test reads: README.md, every docs/*.md, and the READMEs under examples/, bench/
+ * and deploy/ (sorted; test fixtures' notes are not user docs).
+ */
 export function markdownFiles(root: string): string[] {
   const docs = readdirSync(path.join(root, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .sort()
     .map((f) => `docs/${f}`);
-  return ['README.md', ...docs];
+  const readmes = ['examples', 'bench', 'deploy'].flatMap((dir) =>
+    (readdirSync(path.join(root, dir), { recursive: true }) as string[])
+      .filter((f) => path.basename(f) === 'README.md')
+      .map((f) => `${dir}/${f.split(path.sep).join('/')}`)
+      .sort(),
+  );
+  return ['README.md', ...docs, ...readmes];
 }
 
 /**
