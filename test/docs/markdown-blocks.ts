@@ -1,9 +1,10 @@
 /**
- * Reads the fenced code blocks of the project's Markdown (README.md, docs/*.md, the READMEs of examples/, bench/, deploy/) and says what the docs
- * test does with each: type-check and run, type-check only, parse, or nothing (a marked fragment). The
- * convention (docs/architecture.md, "Code blocks in the docs"): the info string's first word is the
- * language; the words after it may be `no-run` (checked, not run) or `fragment` (not checked: a piece of a
- * larger program, explained by the text around it).
+ * Reads the fenced code blocks of the project's Markdown (README.md, docs/*.md, the READMEs under
+ * examples/, bench/ and deploy/) and says what the docs test does with each: type-check and run,
+ * type-check only, parse, or nothing (a marked fragment). The convention (docs/architecture.md, "Code
+ * blocks in the docs"): the info string's first word is the language; the words after it may be `no-run`
+ * (checked, not run) or `fragment` (not checked: a piece of a larger program, explained by the text around
+ * it).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
