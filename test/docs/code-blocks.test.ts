@@ -20,6 +20,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -57,9 +58,20 @@ const RUN_TIMEOUT_MS = 300_000;
 const blocks = readBlocks(ROOT);
 const has = (b: CodeBlock, attr: string): boolean => b.attrs.includes(attr);
 const isScript = (b: CodeBlock): boolean => kindOf(b) === 'typescript' || kindOf(b) === 'javascript';
-/** `// double_ts/1/model.ts` as the first line: a model file, run by loading it as a model. */
-const MODEL_FILE = /^\/\/\s*([A-Za-z0-9_.-]+)\/(\d+)\/(model\.(?:ts|mts|js|mjs))\b/;
+/**
+ * `// double_ts/1/model.ts` (or `# add_sub/1/model.py`) as the first line: a model file, run by loading it
+ * as a model with the config block of that name.
+ */
+const MODEL_FILE = /^(?:\/\/|#)\s*([A-Za-z0-9_.-]+)\/(\d+)\/(model\.(?:ts|mts|js|mjs|py))\b/;
 const modelFileOf = (b: CodeBlock): RegExpExecArray | null => MODEL_FILE.exec(b.text.split('\n')[0]);
+/** A Python block that is model code (it imports pb_utils), which only a stub can run. */
+const isPythonModelCode = (b: CodeBlock): boolean =>
+  modelFileOf(b) !== null ||
+  /^\s*import\s+triton_python_backend_utils\b/m.test(b.text) ||
+  /\bpb_utils\./.test(b.text);
+/** Type-check errors of each TypeScript/JavaScript block, compile errors of each Python block. */
+const tsErrors = new Map<CodeBlock, string[]>();
+const pyErrors = new Map<CodeBlock, string>();
 
 function run(
   file: string,
@@ -199,15 +211,20 @@ describe('docs code blocks: TypeScript and JavaScript', () => {
   const checked = scripts.filter((b) => !has(b, 'fragment'));
   let work: string;
   const fileOf = new Map<CodeBlock, string>();
-  const errors = new Map<CodeBlock, string[]>();
+  const errors = tsErrors;
 
   before(() => {
     work = mkdtempSync(path.join(os.tmpdir(), 'nereid-doc-blocks-'));
     // The package as a user's project sees it: node_modules/nereid is this checkout (its package.json
     // exports, dist/ build and dependencies), so `nereid`, `nereid/sdk`, `nereid/client` resolve as they
     // would after `npm install nereid`.
+    // The checkout's other packages are linked too, so a block may import what a Nereid user has.
     mkdirSync(path.join(work, 'node_modules'));
     symlinkSync(ROOT, path.join(work, 'node_modules/nereid'), 'dir');
+    for (const entry of readdirSync(path.join(ROOT, 'node_modules'))) {
+      if (entry.startsWith('.') || entry === 'nereid') continue;
+      symlinkSync(path.join(ROOT, 'node_modules', entry), path.join(work, 'node_modules', entry), 'dir');
+    }
     writeFileSync(path.join(work, 'package.json'), JSON.stringify({ type: 'module', private: true }));
     for (const b of checked) {
       const base = `${b.file.replace(/[^A-Za-z0-9]+/g, '_')}_L${b.line}`;
@@ -293,47 +310,6 @@ describe('docs code blocks: TypeScript and JavaScript', () => {
       });
     }
   });
-
-  const models = checked.filter((b) => !has(b, 'no-run') && modelFileOf(b));
-  describe('model files, loaded with their config block and sent a request', () => {
-    let server: TestServer | undefined;
-    let repo: string;
-    before(async () => {
-      if (models.length === 0) return;
-      repo = mkdtempSync(path.join(os.tmpdir(), 'nereid-doc-models-'));
-      server = await startServer([
-        `--model-repository=${repo}`,
-        '--model-control-mode=explicit',
-        '--allow-metrics=false',
-      ]);
-    });
-    after(async () => {
-      await server?.stop();
-      if (repo) rmSync(repo, { recursive: true, force: true });
-    });
-    for (const b of models) {
-      const [, name, version, fileName] = modelFileOf(b)!;
-      it(`${where(b)} loads as model '${name}' and answers`, async () => {
-        assert.equal(errors.get(b)?.length ?? 0, 0, `${where(b)}: not run, it does not type-check`);
-        const configBlock = blocks.find(
-          (c) =>
-            c.file === b.file && kindOf(c) === 'pbtxt' && new RegExp(`^name:\\s*"${name}"`, 'm').test(c.text),
-        );
-        assert.ok(
-          configBlock,
-          `${where(b)}: model file of '${name}' but ${b.file} has no \`\`\`protobuf block with name: "${name}" ` +
-            '(add one, or mark the model block no-run)',
-        );
-        const config = parseModelConfigText(configBlock.text, where(configBlock));
-        mkdirSync(path.join(repo, name, version), { recursive: true });
-        writeFileSync(path.join(repo, name, 'config.pbtxt'), configBlock.text);
-        writeFileSync(path.join(repo, name, version, fileName), b.text);
-        const load = await fetch(`${server!.url}/v2/repository/models/${name}/load`, { method: 'POST' });
-        assert.equal(load.status, 200, `${where(b)}: model '${name}' did not load: ${await load.text()}`);
-        await answersOnce(b, server!, config);
-      });
-    }
-  });
 });
 
 /** One request of ones (BYTES: "hello world") shaped by the config; every declared output must come back. */
@@ -359,7 +335,9 @@ async function answersOnce(b: CodeBlock, server: TestServer, config: ModelConfig
   if (!decoupled) {
     const client: InferenceClient = new HttpClient(server.url);
     try {
-      const result = await client.infer(config.name, inputs);
+      const result = await client.infer(config.name, inputs).catch((err: unknown) => {
+        assert.fail(`${where(b)}: the model answered with an error: ${(err as Error).message}`);
+      });
       for (const o of config.output) {
         assert.ok(
           result.output(o.name),
@@ -375,9 +353,17 @@ async function answersOnce(b: CodeBlock, server: TestServer, config: ModelConfig
   try {
     const stream = grpc.streamInfer();
     stream.send({ model: config.name, inputs, enableEmptyFinalResponse: true });
+    const seen = new Set<string>();
     for await (const item of stream) {
       if (item.error) assert.fail(`${where(b)}: the model answered with an error: ${item.error.message}`);
+      for (const o of item.result.outputs) seen.add(o.name);
       if (item.result.final) break;
+    }
+    for (const o of config.output) {
+      assert.ok(
+        seen.has(o.name),
+        `${where(b)}: no response of the model carried its declared output '${o.name}'`,
+      );
     }
   } finally {
     grpc.close();
@@ -488,7 +474,7 @@ describe('docs code blocks: Python', () => {
   const pythonBlocks = blocks.filter((b) => kindOf(b) === 'python' && !has(b, 'fragment'));
   const python = existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3';
   let work: string;
-  const compileErrors = new Map<CodeBlock, string>();
+  const compileErrors = pyErrors;
   before(async () => {
     work = mkdtempSync(path.join(os.tmpdir(), 'nereid-doc-python-'));
     const files = pythonBlocks.map((b, i) => {
@@ -528,7 +514,9 @@ describe('docs code blocks: Python', () => {
     });
   }
 
-  const runnable = pythonBlocks.filter((b) => !has(b, 'no-run'));
+  // Model code (pb_utils) runs only inside a stub: model files are loaded as models below, the rest is
+  // compiled only.
+  const runnable = pythonBlocks.filter((b) => !has(b, 'no-run') && !isPythonModelCode(b));
   describe('run with tritonclient against a server on examples/model_repository', () => {
     let server: TestServer | undefined;
     let skip: string | undefined;
@@ -568,6 +556,53 @@ describe('docs code blocks: Python', () => {
       });
     }
   });
+});
+
+// ---- model files -----------------------------------------------------------------------------------------
+
+const models = blocks.filter(
+  (b) =>
+    !has(b, 'fragment') && !has(b, 'no-run') && modelFileOf(b) && (isScript(b) || kindOf(b) === 'python'),
+);
+describe('docs code blocks: model files, loaded with their config block and sent a request', () => {
+  let server: TestServer | undefined;
+  let repo: string;
+  before(async () => {
+    if (models.length === 0) return;
+    repo = mkdtempSync(path.join(os.tmpdir(), 'nereid-doc-models-'));
+    server = await startServer([
+      `--model-repository=${repo}`,
+      '--model-control-mode=explicit',
+      '--allow-metrics=false',
+    ]);
+  });
+  after(async () => {
+    await server?.stop();
+    if (repo) rmSync(repo, { recursive: true, force: true });
+  });
+  for (const b of models) {
+    const [, name, version, fileName] = modelFileOf(b)!;
+    it(`${where(b)} loads as model '${name}' and answers`, async () => {
+      assert.equal(tsErrors.get(b)?.length ?? 0, 0, `${where(b)}: not run, it does not type-check`);
+      assert.equal(pyErrors.get(b), undefined, `${where(b)}: not run, it does not compile`);
+      const configBlock = blocks.find(
+        (c) =>
+          c.file === b.file && kindOf(c) === 'pbtxt' && new RegExp(`^name:\\s*"${name}"`, 'm').test(c.text),
+      );
+      assert.ok(
+        configBlock,
+        `${where(b)}: model file of '${name}' but ${b.file} has no \`\`\`protobuf block with name: "${name}" ` +
+          '(add one, or mark the model block no-run)',
+      );
+      const config = parseModelConfigText(configBlock.text, where(configBlock));
+      mkdirSync(path.join(repo, name, version), { recursive: true });
+      writeFileSync(path.join(repo, name, 'config.pbtxt'), configBlock.text);
+      writeFileSync(path.join(repo, name, version, fileName), b.text);
+      const load = await fetch(`${server!.url}/v2/repository/models/${name}/load`, { method: 'POST' });
+      assert.equal(load.status, 200, `${where(b)}: model '${name}' did not load: ${await load.text()}`);
+      await answersOnce(b, server!, config);
+    });
+  }
 });
 
 // ---- configuration, JSON, YAML ---------------------------------------------------------------------------
