@@ -22,13 +22,13 @@ try {
     model: 'simple',
     inputs: [Tensor.from('INPUT0', a, { shape: [1, 16] }), Tensor.from('INPUT1', b, { shape: [1, 16] })],
   });
-  console.log('simple OUTPUT0:', [...sums.output('OUTPUT0').int32()].join(' '));
+  console.log('simple OUTPUT0:', [...sums.requireOutput('OUTPUT0').int32()].join(' '));
 
   // 2. Text in, sentiment out: a TypeScript tokenizer feeding an ONNX scorer (an ensemble). Plain arrays
   //    work too: datatype and shape come from the model's metadata.
   for (const text of ['I love this great movie', 'a boring and terrible film']) {
     const r = await server.infer({ model: 'text_classifier_ensemble', inputs: { TEXT: [text] } });
-    const [negative, positive] = r.output('LOGITS').float32();
+    const [negative, positive] = r.requireOutput('LOGITS').float32();
     console.log(`"${text}" ->`, positive > negative ? 'positive' : 'negative', [negative, positive]);
   }
 
@@ -38,7 +38,7 @@ try {
     model: 'stream_ts',
     inputs: { PROMPT: ['streamed word by word'] },
   })) {
-    if (!part.final) words.push(part.output('TOKEN').strings()[0]);
+    if (!part.final) words.push(part.requireOutput('TOKEN').strings()[0]);
   }
   console.log('stream_ts tokens:', words.join(' | '));
 

@@ -20,7 +20,8 @@ export interface InferRequest {
   readonly id?: string;
   /**
    * Tensors, or a record name → Tensor / values. Bare values take the input's datatype and shape from the
-   * model's metadata (a leading batch dimension becomes 1, one remaining -1 takes the rest).
+   * model's metadata: the fixed dims divide the count and the one -1 left takes the rest; of two -1 dims
+   * the outer (a batching model's batch dimension) is 1 (32 values for [-1, 16] are a batch of 2).
    */
   readonly inputs: readonly Tensor[] | Readonly<Record<string, Tensor | TensorSource>>;
   /** Output names (or `{ name, classification }` for top-N labels); omitted = every output. */

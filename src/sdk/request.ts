@@ -101,10 +101,22 @@ export class InferenceRequest {
     this.#sender = received?.sender;
   }
 
-  /** The input of that name. */
+  /** The input of that name, or undefined when the request has none (an optional input not sent). */
   input(name: string): Tensor | undefined {
     this.#byName ??= new Map(this.inputs.map((t) => [t.name, t]));
     return this.#byName.get(name);
+  }
+
+  /**
+   * The input of that name; throws INVALID_ARG naming the inputs there are when it is missing (the client
+   * gets that error). Spares a model the `!` or the check that `input()` needs under `strict`.
+   */
+  requireInput(name: string): Tensor {
+    const t = this.input(name);
+    if (t !== undefined) return t;
+    const names = this.inputs.map((i) => `'${i.name}'`).join(', ') || 'none';
+    const model = this.modelName ? ` for model '${this.modelName}'` : '';
+    throw invalidArg(`the request${model} has no input '${name}' (inputs: ${names})`);
   }
 
   isCancelled(): boolean {

@@ -3,7 +3,7 @@
  * parameters), and what a BLS call or the in-process API hands back (then also naming the model, the
  * request id and whether it was the last response).
  */
-import { NereidError, type ErrorCode } from '../common/errors.js';
+import { NereidError, invalidArg, type ErrorCode } from '../common/errors.js';
 import type { Tensor } from './tensor.js';
 
 export type ParameterValue = string | number | boolean | bigint;
@@ -53,9 +53,22 @@ export class InferenceResponse {
     this.final = init.final ?? true;
   }
 
-  /** The output of that name. */
+  /** The output of that name, or undefined when the response has none. */
   output(name: string): Tensor | undefined {
     return this.outputs.find((t) => t.name === name);
+  }
+
+  /**
+   * The output of that name; throws INVALID_ARG naming the outputs there are when it is missing. For code
+   * that knows the model's outputs: `r.requireOutput('OUTPUT0').int32()` type-checks under `strict`, where
+   * `r.output('OUTPUT0')` may be undefined.
+   */
+  requireOutput(name: string): Tensor {
+    const t = this.output(name);
+    if (t !== undefined) return t;
+    const names = this.outputs.map((o) => `'${o.name}'`).join(', ') || 'none';
+    const model = this.modelName ? ` of model '${this.modelName}'` : '';
+    throw invalidArg(`the response${model} has no output '${name}' (outputs: ${names})`);
   }
 
   hasError(): boolean {

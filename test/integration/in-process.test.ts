@@ -76,6 +76,24 @@ describe('in-process API', () => {
     assert.deepEqual([...js.output('OUTPUT0')!.float32()], [0.5, 1.5, 2.5]);
   });
 
+  it('shapes bare values as docs/embedding.md says: a lone -1 (the batch) takes the rest, of two the outer is 1', async () => {
+    // simple: [-1, 16]. 32 values are a batch of 2, not a refusal or a batch of 1.
+    const v = new Int32Array(32).fill(3);
+    const two = await server.infer({ model: 'simple', inputs: { INPUT0: v, INPUT1: v } });
+    assert.deepEqual(two.requireOutput('OUTPUT0').shape, [2, 16]);
+    // identity_js: [-1, -1] (batching, variable length): the batch dimension is 1, the inner -1 takes 4.
+    const one = await server.infer({ model: 'identity_js', inputs: { INPUT0: [1, 2, 3, 4] } });
+    assert.deepEqual(one.requireOutput('OUTPUT0').shape, [1, 4]);
+    // The fixed dims must divide the count.
+    await assert.rejects(
+      server.infer({ model: 'simple', inputs: { INPUT0: new Int32Array(20), INPUT1: v } }),
+      {
+        code: 'INVALID_ARG',
+        message: "the values of input 'INPUT0' (20 values for [-1,16]) do not fill its shape: pass a Tensor",
+      },
+    );
+  });
+
   it('inferStream() iterates a decoupled model’s responses as they come', async () => {
     const tokens: string[] = [];
     const finals: boolean[] = [];
