@@ -184,6 +184,7 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
     strictGpuKind: options.strictGpuKind,
+    strictModelOutputs: options.strictModelOutputs,
     responseCache,
     instanceBudget: new InstanceBudget({
       perModel: options.maxInstancesPerModel,

@@ -1,6 +1,6 @@
 /**
- * Nereid's access log (`--access-log`): one JSON line per inference request (HTTP infer, gRPC
- * ModelInfer), with what an operator looks for first: when, which protocol, model and version, the
+ * Nereid's access log (`--access-log`): one JSON line per inference request (HTTP infer,
+ * generate and generate_stream, gRPC ModelInfer, each request on a ModelStreamInfer stream), with what an operator looks for first: when, which protocol, model and version, the
  * status, bytes in and out, time queued and computing, total time, the client, the request id and the
  * trace id. Lines go to a write stream (the file, or stdout), so the event loop never waits on the disk;
  * when the disk falls behind by more than `maxBufferedBytes`, lines are dropped (and counted) rather than

@@ -21,7 +21,7 @@ import {
   type Tracer as OtelTracer,
 } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
@@ -160,7 +160,8 @@ export function createOtelExporter(options: OtelOptions, log: Logger): OtelExpor
     scheduledDelayMillis: options.bspScheduleDelayMs,
   });
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ ...options.resource }),
+    // The SDK's telemetry.sdk.* attributes as Triton's C++ SDK sends its own; the configured ones win.
+    resource: defaultResource().merge(resourceFromAttributes({ ...options.resource })),
     spanProcessors: [processor],
   });
   const tracer = provider.getTracer('triton-server');

@@ -48,7 +48,7 @@ export interface GrpcFrontendOptions {
   /** 0 picks a free port (tests). */
   readonly port: number;
   readonly log: Logger;
-  /** `--access-log`: one line per ModelInfer call. */
+  /** `--access-log`: one line per ModelInfer call and per request on a ModelStreamInfer stream. */
   readonly accessLog?: AccessLog;
   /** Largest request message; default and upper bound INT32_MAX, as Triton. */
   readonly maxMessageSize?: number;
@@ -274,6 +274,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     }
     if (path === MODEL_STREAM_INFER_PATH) {
       const forwarded = forwardHeaders?.parameters(raw);
+      const carrier = traceCarrier(headers.traceparent, headers.tracestate);
       const s: StreamInfer = new StreamInfer(
         api,
         call,
@@ -281,6 +282,11 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
         () => streams.delete(s),
         streamIdleTimeoutMs,
         forwarded,
+        {
+          ...(accessLog && { accessLog }),
+          ...(carrier && { carrier }),
+          client: stream.session?.socket?.remoteAddress ?? '',
+        },
       );
       streams.add(s);
       return;

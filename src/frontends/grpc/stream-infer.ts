@@ -7,11 +7,18 @@
  * response is sent (empty) only when it asked with `triton_enable_empty_final_response`. Cancelling the
  * call aborts every request still running. A stream with nothing in flight that receives no request for
  * `idleTimeoutMs` is ended with UNAVAILABLE, so an abandoned stream does not hold its connection forever.
+ * Each request on the stream is traced and access-logged on its own, as a unary ModelInfer is: its trace
+ * (sampled per request, joined to the W3C traceparent of the stream's metadata) gets Triton's stream
+ * timestamps (GRPC_WAITREAD_START from when the stream began waiting for it, GRPC_WAITREAD_END on arrival,
+ * INFER_RESPONSE_COMPLETE, GRPC_SEND_START / GRPC_SEND_END around each response written) and ends once its
+ * last response is out; then its access-log line is written.
  */
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
-import type { InferenceResponse } from '../../core/types.js';
+import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
+import type { InferenceResponse, RequestTimings } from '../../core/types.js';
+import type { AccessLog } from '../access-log.js';
 import { withForwarded } from '../header-forward.js';
 import type { ServerCall } from './call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
@@ -25,9 +32,44 @@ export function idleStreamMessage(ms: number): string {
   return `the stream received no request for ${ms} ms and was closed; open a new stream`;
 }
 
+/** What the stream's requests share for tracing and the access log. */
+export interface StreamObservers {
+  readonly accessLog?: AccessLog;
+  /** The W3C trace context of the stream's metadata: every request on it joins that trace. */
+  readonly carrier?: TraceCarrier;
+  /** The client's address, for the access log. */
+  readonly client?: string;
+}
+
+/** One request on the stream, as its trace and access-log line see it. */
+interface Exchange {
+  /** Set once the request is parsed and sampled. */
+  trace?: RequestTrace;
+  timings?: RequestTimings;
+  model: string;
+  version: string;
+  requestId: string;
+  readonly bytesIn: number;
+  bytesOut: number;
+  /** gRPC status: OK, or the request's error (in-band or ending the stream). */
+  status: number;
+  /** When the stream began waiting for this message, and when it arrived (0n: not observed). */
+  readonly readStart: bigint;
+  readonly readEnd: bigint;
+  /** INFER_RESPONSE_COMPLETE of the response being sent. */
+  responded: bigint;
+  /** The read timestamps are on the trace. */
+  readCaptured: boolean;
+}
+
 /** A non-decoupled request's place in the response order. */
 interface Slot {
   pieces: Buffer[] | undefined;
+  sent: boolean;
+  /** The request's exchange, observed when its response is written. */
+  exchange?: Exchange;
+  /** Runs once the response has been written (the request's trace and log line end then). */
+  onSent?: () => void;
 }
 
 const NO_OUTPUTS: ResponseFields['outputs'] = [];
@@ -41,6 +83,9 @@ export class StreamInfer {
   /** `triton_grpc_error: true`: errors end the stream with a status. */
   private readonly errorMode: boolean;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Traced or logged requests read the clock: when the stream began waiting for the next message. */
+  private readonly observed: boolean;
+  private waitStart: bigint;
 
   constructor(
     private readonly api: InferenceServerApi,
@@ -50,10 +95,19 @@ export class StreamInfer {
     private readonly idleTimeoutMs = 0,
     /** Metadata forwarded to every request of the stream (`--grpc-header-forward-pattern`). */
     private readonly forwarded?: Readonly<Record<string, string>>,
+    private readonly observers: StreamObservers = {},
   ) {
     this.errorMode = call.metadata('triton_grpc_error') === 'true';
+    this.observed = observers.accessLog !== undefined || api.startTrace !== undefined;
+    this.waitStart = this.observed ? process.hrtime.bigint() : 0n;
     call.stream.once('close', () => {
       if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+      // Answered requests still waiting for an earlier one's response will never be written: they end now.
+      for (const slot of this.order.splice(0)) {
+        if (slot.onSent === undefined) continue;
+        if (slot.exchange) slot.exchange.status = Status.CANCELLED;
+        slot.onSent();
+      }
       onDone();
     });
     this.armIdle();
@@ -79,7 +133,27 @@ export class StreamInfer {
       this.idleTimer = undefined;
     }
     this.inFlight++;
-    void this.run(message).finally(() => {
+    let readStart = 0n;
+    let readEnd = 0n;
+    if (this.observed) {
+      // As in Triton: the wait for the next message starts as this one is taken.
+      readStart = this.waitStart;
+      readEnd = process.hrtime.bigint();
+      this.waitStart = readEnd;
+    }
+    const exchange: Exchange = {
+      model: '',
+      version: '',
+      requestId: '',
+      bytesIn: message.length,
+      bytesOut: 0,
+      status: Status.OK,
+      readStart,
+      readEnd,
+      responded: 0n,
+      readCaptured: false,
+    };
+    void this.run(message, exchange).finally(() => {
       this.inFlight--;
       this.maybeFinish();
       if (this.inFlight === 0) this.armIdle();
@@ -103,7 +177,7 @@ export class StreamInfer {
     this.idleTimer.unref();
   }
 
-  private async run(message: Buffer): Promise<void> {
+  private async run(message: Buffer, exchange: Exchange): Promise<void> {
     const controller = takeController();
     this.controllers.add(controller);
     let wire: WireInferRequest | undefined;
@@ -116,8 +190,16 @@ export class StreamInfer {
     // Still synchronous with the message's arrival, so slots are taken in request order.
     let slot: Slot | undefined;
     if (wire === undefined || !this.isDecoupled(wire)) {
-      slot = { pieces: undefined };
+      slot = { pieces: undefined, sent: false, exchange };
       this.order.push(slot);
+    }
+    if (wire !== undefined) {
+      exchange.model = wire.modelName;
+      exchange.version = wire.modelVersion;
+      exchange.requestId = wire.id;
+      const trace = this.api.startTrace?.(wire.modelName, this.observers.carrier);
+      if (trace) exchange.trace = trace;
+      if (this.observers.accessLog) exchange.timings = { queueNs: 0, computeNs: 0 };
     }
     let started = false;
     try {
@@ -127,28 +209,69 @@ export class StreamInfer {
       const responses = this.api.infer({
         ...withForwarded(request, this.forwarded),
         signal: controller.signal,
+        ...(exchange.trace && { trace: exchange.trace.inference }),
+        ...(exchange.timings && { timings: exchange.timings }),
       });
       started = true;
       let final = false;
       for await (const r of responses) {
         if (r.final) final = true;
+        if (exchange.trace) exchange.responded = process.hrtime.bigint();
         if (slot === undefined && r.final && r.outputs.length === 0) {
           // A decoupled model's flag-only final response.
-          if (enableEmptyFinalResponse) this.emit(undefined, this.emptyFinal(wire));
+          if (enableEmptyFinalResponse) this.emit(undefined, this.emptyFinal(wire), exchange);
           continue;
         }
-        this.emit(slot, this.response(r));
+        this.emit(slot, this.response(r), exchange);
       }
       if (!final && slot === undefined && enableEmptyFinalResponse)
-        this.emit(undefined, this.emptyFinal(wire));
-      if (!final && slot !== undefined) this.emit(slot, this.response(undefined, wire));
+        this.emit(undefined, this.emptyFinal(wire), exchange);
+      if (!final && slot !== undefined) this.emit(slot, this.response(undefined, wire), exchange);
     } catch (err) {
-      this.fail(err, wire, slot, started);
+      this.fail(err, wire, slot, started, exchange);
     } finally {
       // Out of the set, nothing here aborts it any more: a clean signal serves the next request.
       this.controllers.delete(controller);
       returnController(controller);
+      // A decoupled request's responses are all out; an ordered one's may wait for earlier requests.
+      if (slot === undefined || slot.sent || this.call.stream.closed) this.observeEnd(exchange);
+      else slot.onSent = () => this.observeEnd(exchange);
     }
+  }
+
+  /** The request is over: its trace ends and its access-log line is written. */
+  private observeEnd(exchange: Exchange): void {
+    const trace = exchange.trace;
+    if (trace) {
+      this.traceRead(exchange);
+      trace.end();
+    }
+    const accessLog = this.observers.accessLog;
+    if (!accessLog) return;
+    const t = exchange.timings;
+    const computed = t !== undefined && (t.queueNs > 0 || t.computeNs > 0);
+    accessLog.write({
+      protocol: 'grpc',
+      model: exchange.model,
+      version: exchange.version,
+      status: exchange.status,
+      bytesIn: exchange.bytesIn,
+      bytesOut: exchange.bytesOut,
+      durationNs: Number(process.hrtime.bigint() - exchange.readStart),
+      ...(computed && { queueNs: t.queueNs, computeNs: t.computeNs }),
+      client: this.observers.client ?? '',
+      requestId: exchange.requestId,
+      traceId: trace?.traceId ?? '',
+    });
+  }
+
+  /** The read timestamps, written with the first response (Triton writes its timestamps as they go out). */
+  private traceRead(exchange: Exchange): void {
+    const trace = exchange.trace;
+    if (!trace || exchange.readCaptured || exchange.readStart === 0n) return;
+    exchange.readCaptured = true;
+    trace.capture('GRPC_WAITREAD_START', exchange.readStart);
+    trace.capture('GRPC_WAITREAD_END', exchange.readEnd);
   }
 
   private isDecoupled(wire: WireInferRequest): boolean {
@@ -195,9 +318,14 @@ export class StreamInfer {
     wire: WireInferRequest | undefined,
     slot: Slot | undefined,
     started: boolean,
+    exchange: Exchange,
   ): void {
-    if (this.call.finished) return;
+    if (this.call.finished) {
+      exchange.status = Status.CANCELLED;
+      return;
+    }
     const status = toGrpcError(err, { log: this.log, method: this.call.method, requestId: wire?.id });
+    exchange.status = status.code;
     if (this.errorMode) {
       this.call.finish(status);
       this.abortAll();
@@ -213,19 +341,35 @@ export class StreamInfer {
             outputs: NO_OUTPUTS,
           }
         : { modelName: '', modelVersion: '', id: wire?.id ?? '', parameters: {}, outputs: NO_OUTPUTS };
-    this.emit(slot, encodeStreamResponse(status.details, fields));
+    this.emit(slot, encodeStreamResponse(status.details, fields), exchange);
   }
 
   /** Sends at once (decoupled), or when every earlier non-decoupled request has been answered. */
-  private emit(slot: Slot | undefined, pieces: Buffer[]): void {
+  private emit(slot: Slot | undefined, pieces: Buffer[], exchange: Exchange): void {
     if (slot === undefined) {
-      this.call.send(pieces);
+      this.send(pieces, exchange);
       return;
     }
     slot.pieces = pieces;
     while (this.order.length > 0 && this.order[0].pieces !== undefined) {
-      this.call.send(this.order.shift()!.pieces!);
+      const next = this.order.shift()!;
+      this.send(next.pieces!, next.exchange);
+      next.sent = true;
+      next.onSent?.();
     }
+  }
+
+  /** Writes one response, with its trace's send timestamps and its bytes counted for the access log. */
+  private send(pieces: Buffer[], exchange: Exchange | undefined): void {
+    const trace = exchange?.trace;
+    if (trace) {
+      this.traceRead(exchange);
+      if (exchange.responded !== 0n) trace.capture('INFER_RESPONSE_COMPLETE', exchange.responded);
+      trace.capture('GRPC_SEND_START');
+    }
+    this.call.send(pieces);
+    if (trace) trace.capture('GRPC_SEND_END');
+    if (exchange) for (const p of pieces) exchange.bytesOut += p.length;
   }
 
   private maybeFinish(): void {

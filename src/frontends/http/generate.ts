@@ -5,10 +5,14 @@
  * `data: {json}\n\n` per response, for any model. Errors before the request is accepted are ordinary JSON
  * error replies; once accepted, a failure is an `{"error": ...}` event, under the failure's status when it
  * is the first thing to report, under 200 after an event went out. A client that goes away cancels the
- * request (queued: removed; running: its signal aborts).
+ * request (queued: removed; running: its signal aborts). Both are traced (HTTP_RECV_*, and for a stream
+ * HTTP_SEND_START at its first byte and HTTP_SEND_END once ended, INFER_RESPONSE_COMPLETE per response)
+ * and access-logged as an infer request is.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { internal, NereidError } from '../../common/errors.js';
+import { traceCarrier } from '../../core/trace/carrier.js';
+import type { RequestTrace } from '../../core/trace/types.js';
 import type { InferenceResponse } from '../../core/types.js';
 import { decodeContentEncoding, readBody } from './body.js';
 import { errorBody, httpStatusOf } from './errors.js';
@@ -58,37 +62,59 @@ function finish(req: IncomingMessage, res: ServerResponse): void {
 }
 
 async function stream(
-  req: IncomingMessage,
-  res: ServerResponse,
+  ctx: RouteContext,
   responses: AsyncIterable<InferenceResponse>,
   countable: (r: InferenceResponse) => boolean,
 ): Promise<void> {
+  const { req, res, trace } = ctx;
+  ctx.streamedBytes = 0;
   const it = responses[Symbol.asyncIterator]();
   let started = false;
   const start = (status: number): void => {
     started = true;
+    trace?.capture('HTTP_SEND_START');
     res.writeHead(status, SSE_TYPE);
+  };
+  const write = (text: string): boolean => {
+    ctx.streamedBytes! += Buffer.byteLength(text);
+    return res.write(text);
+  };
+  const end = (): void => {
+    finish(req, res);
+    trace?.capture('HTTP_SEND_END');
   };
   try {
     for (;;) {
       const next = await it.next();
       if (res.destroyed) return; // the client is gone; its request was cancelled
       if (next.done === true) break;
+      trace?.capture('INFER_RESPONSE_COMPLETE');
       if (!started) start(200);
       if (!countable(next.value)) continue;
-      if (!res.write(event(generateResponseJson(next.value)))) await drained(res);
+      if (!write(event(generateResponseJson(next.value)))) await drained(res);
     }
   } catch (err) {
     if (res.destroyed) return;
     const e = errorEvent(err);
     if (!started) start(e.status);
-    res.write(e.text);
-    finish(req, res);
+    write(e.text);
+    end();
     if (e.unexpected) throw err; // the funnel logs it; the reply is already complete
     return;
   }
   if (!started) start(200);
-  finish(req, res);
+  end();
+}
+
+/** Samples the request for tracing (the server ends the trace after the reply). */
+function startTrace(ctx: RouteContext, model: string): RequestTrace | undefined {
+  const { req } = ctx;
+  const trace = ctx.api.startTrace?.(model, traceCarrier(req.headers.traceparent, req.headers.tracestate));
+  if (trace) {
+    ctx.trace = trace;
+    trace.capture('HTTP_RECV_START');
+  }
+  return trace;
 }
 
 export async function generate(ctx: RouteContext, streaming: boolean): Promise<Reply> {
@@ -96,11 +122,14 @@ export async function generate(ctx: RouteContext, streaming: boolean): Promise<R
   const model = ctx.match.model!;
   const version = ctx.match.version;
   const metadata = api.modelMetadata(model, version);
+  const trace = startTrace(ctx, model);
   const ticket = ctx.json.admit(req, false);
   let parts: GenerateRequestParts;
   try {
     const raw = await readBody(req, ctx.maxInputSize);
     const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+    trace?.capture('HTTP_RECV_END');
+    ctx.bytesIn = body.length;
     parts = await ctx.json.parseGenerate(body, metadata, ctx.maxInputSize, ticket);
   } finally {
     ticket.release();
@@ -123,15 +152,18 @@ export async function generate(ctx: RouteContext, streaming: boolean): Promise<R
     inputs: parts.inputs,
     parameters: parts.parameters,
     signal: controller.signal,
+    ...(trace && { trace: trace.inference }),
+    ...(ctx.timings && { timings: ctx.timings }),
   });
 
   if (streaming) {
-    await stream(req, res, responses, countable);
+    await stream(ctx, responses, countable);
     return STREAMED;
   }
   let first: InferenceResponse | undefined;
   let count = 0;
   for await (const r of responses) {
+    trace?.capture('INFER_RESPONSE_COMPLETE');
     if (!countable(r)) continue;
     first ??= r;
     count++;

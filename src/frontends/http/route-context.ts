@@ -38,6 +38,11 @@ export interface RouteContext {
   timings?: RequestTimings;
   /** The request body's size once read (the access log). */
   bytesIn?: number;
+  /**
+   * Set by a handler that wrote its reply itself (generate_stream): the bytes it wrote; it captured its own
+   * HTTP_SEND_* timestamps.
+   */
+  streamedBytes?: number;
 }
 
 /** What the dashboard's three routes ask of it (dashboard.ts implements it; declared here to keep no cycle). */

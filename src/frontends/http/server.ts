@@ -35,6 +35,13 @@ import type { TlsCredentials } from '../tls.js';
 import { createHttpServer } from './tls.js';
 import { createTurnBudget } from './turn-budget.js';
 
+/** The routes that run an inference request: one access-log line each. */
+const INFERENCE_ROUTES: ReadonlySet<RouteName> = new Set([
+  'modelInfer',
+  'modelGenerate',
+  'modelGenerateStream',
+]);
+
 /** Triton's --http-max-input-size default (64 MiB). */
 export const DEFAULT_MAX_INPUT_SIZE = 1 << 26;
 
@@ -158,7 +165,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
 
   const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
     const ctx: RouteContext = { api, req, res, match, maxInputSize, forwardHeaders, json, dashboard };
-    const logged = accessLog !== undefined && match.name === 'modelInfer';
+    const logged = accessLog !== undefined && INFERENCE_ROUTES.has(match.name);
     const arrived = logged ? process.hrtime.bigint() : 0n;
     if (logged) ctx.timings = { queueNs: 0, computeNs: 0 };
     let reply: Reply;
@@ -172,10 +179,11 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       closeConnection = isBodyTooLarge(err);
     }
     const trace = ctx.trace;
-    trace?.capture('HTTP_SEND_START');
+    const streamed = ctx.streamedBytes !== undefined;
+    if (!streamed) trace?.capture('HTTP_SEND_START');
     send(res, reply, closeConnection);
     if (trace) {
-      trace.capture('HTTP_SEND_END');
+      if (!streamed) trace.capture('HTTP_SEND_END');
       trace.end();
     }
     if (logged) logAccess(ctx, reply, arrived);
@@ -190,7 +198,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       version: ctx.match.version ?? '',
       status: reply.status,
       bytesIn: ctx.bytesIn ?? 0,
-      bytesOut: bodyLength(reply.body),
+      bytesOut: ctx.streamedBytes ?? bodyLength(reply.body),
       durationNs: Number(process.hrtime.bigint() - arrived),
       ...(computed && { queueNs: t.queueNs, computeNs: t.computeNs }),
       client: ctx.req.socket.remoteAddress ?? '',
