@@ -4,6 +4,9 @@
  * requests finish (at most --exit-timeout-secs) and exits 0. A second signal ends the process at once. SIGHUP
  * re-reads the TLS certificates and does nothing else (it never stops the server, unlike in tritonserver,
  * which has no handler for it).
+ *
+ * `nereid init ...` (the first argument only: the server's own flags are tritonserver's, which has no
+ * subcommands) scaffolds a model folder instead (init.ts).
  */
 import { createWriteStream } from 'node:fs';
 import { NereidError } from '../common/errors.js';
@@ -11,8 +14,16 @@ import { Logger } from '../common/logger.js';
 import { packageVersion, startNereid } from '../compose/compose.js';
 import { helpText, parseFlags } from '../compose/flags.js';
 import { cloudStorageFromEnv, isObjectStoreUrl } from '../compose/storage-env.js';
+import { runInit } from './init.js';
 
 async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'init') {
+    return runInit(argv.slice(1), {
+      cwd: process.cwd(),
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+    });
+  }
   let parsed;
   try {
     parsed = parseFlags(argv, process.env);
@@ -21,7 +32,10 @@ async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   if (parsed.help) {
-    process.stdout.write(helpText() + '\n');
+    process.stdout.write(
+      helpText() +
+        '\n\nTo start a new model: nereid init <model_name> --backend javascript|python|onnxruntime (nereid init --help)\n',
+    );
     return 0;
   }
   if (parsed.version) {

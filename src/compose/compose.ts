@@ -217,6 +217,8 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
       storage,
       controlMode: options.modelControlMode,
       repositoryPollSecs: options.repositoryPollSecs,
+      watch: options.watch,
+      watchMaxDirectories: options.watchMaxDirectories,
       startupModels: options.loadModels,
       modelConfigName: options.modelConfigName,
       modelLoadThreadCount: options.modelLoadThreadCount,

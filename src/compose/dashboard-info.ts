@@ -23,6 +23,8 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   modelRepositories: 'show',
   modelControlMode: 'show',
   repositoryPollSecs: 'show',
+  watch: 'show',
+  watchMaxDirectories: 'show',
   loadModels: 'show',
   modelConfigName: 'show',
   strictReadiness: 'show',

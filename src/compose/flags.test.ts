@@ -282,3 +282,35 @@ describe('parseFlags', () => {
     }
   });
 });
+
+describe('--watch', () => {
+  it('is off by default; on, it is poll mode that does not stop the start on a broken model', () => {
+    assert.equal(parseFlags(['--model-repository=/a']).options.watch, false);
+    const { options } = parseFlags(['--model-repository=/a', '--watch']);
+    assert.equal(options.watch, true);
+    assert.equal(options.modelControlMode, 'poll');
+    assert.equal(options.exitOnError, false);
+    assert.equal(options.watchMaxDirectories, 1024);
+    const kept = parseFlags(['--model-repository=/a', '--watch', '--exit-on-error=true']).options;
+    assert.equal(kept.exitOnError, true, 'an explicit --exit-on-error wins');
+    assert.equal(
+      parseFlags(['--model-repository=/a', '--watch', '--model-control-mode=poll']).options.modelControlMode,
+      'poll',
+    );
+  });
+
+  it('refuses another control mode and object-store repositories, saying why', () => {
+    assert.throws(
+      () => parseFlags(['--model-repository=/a', '--watch', '--model-control-mode=explicit']),
+      /--watch reloads models as their files change, which is poll mode: it cannot be used with --model-control-mode=explicit/,
+    );
+    assert.throws(
+      () => parseFlags(['--model-repository=/a', '--model-repository=s3://b/m', '--watch']),
+      /--watch works on local folders only: 's3:\/\/b\/m' is an object store/,
+    );
+    assert.throws(
+      () => parseFlags(['--model-repository=/a', '--watch-max-directories=0']),
+      /--watch-max-directories must be between 1/,
+    );
+  });
+});

@@ -10,6 +10,7 @@ import { parseCacheSetting, resolveCacheConfig, type CacheSetting } from '../cor
 import { parseCompressionLevel } from '../frontends/grpc/compression.js';
 import { compileForwardPattern } from '../frontends/header-forward.js';
 import { defaultInstanceLimits } from '../core/model/instance-budget.js';
+import { isObjectStoreUrl } from '../core/storage/location.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 import { parseRestrictedOption, restrictionWarnings, type RestrictionDraft } from './restricted-flags.js';
 import {
@@ -185,6 +186,20 @@ export const FLAGS: readonly Flag[] = [
     defaultText: '15',
     help: 'Seconds between repository scans in poll mode.',
     apply: (d, v) => (d.repositoryPollSecs = parseInt10('repository-poll-secs', v, 0)),
+  },
+  {
+    name: 'watch',
+    kind: 'bool',
+    defaultText: 'false',
+    help: 'Development: watch the local model repositories and reload a model as soon as its files change (poll mode driven by file events; implies --model-control-mode=poll and, unless given, --exit-on-error=false). A model that fails to load keeps its last good version serving and is retried only when its files change again. Not for object-store repositories. Nereid only.',
+    apply: (d, v) => (d.watch = parseBool('watch', v)),
+  },
+  {
+    name: 'watch-max-directories',
+    kind: 'int',
+    defaultText: '1024',
+    help: 'The most folders --watch watches (repository roots and model folders first); changes in the others are seen by the periodic poll only. Nereid only.',
+    apply: (d, v) => (d.watchMaxDirectories = parseInt10('watch-max-directories', v, 1, 1_000_000)),
   },
   {
     name: 'load-model',
@@ -1074,6 +1089,8 @@ export function defaultDraft(): Draft {
     cloudStorage: {},
     modelControlMode: 'none',
     repositoryPollSecs: 15,
+    watch: false,
+    watchMaxDirectories: 1024,
     loadModels: [],
     modelConfigName: '',
     strictReadiness: true,
@@ -1225,7 +1242,7 @@ export function parseFlags(
     ...restrictionWarnings(d.grpcRestrictedProtocols, d.httpHeaderForwardPattern, d.grpcHeaderForwardPattern),
   );
   warnings.push(...tlsWarnings(d, given));
-  if (!help && !version) validate(d);
+  if (!help && !version) validate(d, given);
   const trace = buildTraceOptions(d.traceDraft, env);
   warnings.push(...traceWarnings(d.traceDraft, trace));
   if (!d.metricsAddress) d.metricsAddress = d.allowHttp ? d.httpAddress : '0.0.0.0';
@@ -1331,15 +1348,33 @@ function validateTls(t: TlsDraft): void {
   }
 }
 
-function validate(d: Draft): void {
+function validate(d: Draft, given: ReadonlyMap<string, string>): void {
   for (const t of tlsDrafts(d)) validateTls(t);
   if (d.modelRepositories.length === 0) throw invalidArg('--model-repository must be specified');
+  if (d.watch) validateWatch(d, given);
   if (d.loadModels.length > 0 && d.modelControlMode !== 'explicit') {
     throw invalidArg('--load-model can only be used with --model-control-mode=explicit');
   }
   if (d.loadModels.includes('*') && d.loadModels.length > 1) {
     throw invalidArg("Wildcard model name '*' must be the ONLY startup model if specified at all.");
   }
+}
+
+/** --watch is poll mode on local folders; it turns poll mode on, and keeps a broken model from stopping the start. */
+function validateWatch(d: Draft, given: ReadonlyMap<string, string>): void {
+  if (given.has('model-control-mode') && d.modelControlMode !== 'poll') {
+    throw invalidArg(
+      `--watch reloads models as their files change, which is poll mode: it cannot be used with --model-control-mode=${d.modelControlMode}`,
+    );
+  }
+  d.modelControlMode = 'poll';
+  const remote = d.modelRepositories.filter(isObjectStoreUrl);
+  if (remote.length > 0) {
+    throw invalidArg(
+      `--watch works on local folders only: '${remote[0]}' is an object store, which sends no change events; use --model-control-mode=poll with --repository-poll-secs=<n> for it`,
+    );
+  }
+  if (!given.has('exit-on-error')) d.exitOnError = false;
 }
 
 const ARG_NAMES: Readonly<Record<Kind, string>> = {

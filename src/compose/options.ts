@@ -42,6 +42,13 @@ export interface ServerOptions {
   readonly cloudStorage: CloudStorageSettings;
   readonly modelControlMode: ModelControlMode;
   readonly repositoryPollSecs: number;
+  /**
+   * `--watch` (Nereid only): poll mode driven by file events, for development: an edited model reloads at
+   * once; a model that fails to load is retried only when its files change (docs/model-repository.md).
+   */
+  readonly watch: boolean;
+  /** `--watch-max-directories` (Nereid only): the most folders `--watch` watches. */
+  readonly watchMaxDirectories: number;
   readonly loadModels: readonly string[];
   readonly modelConfigName: string;
   readonly strictReadiness: boolean;

@@ -54,6 +54,13 @@ describe('sdk Tensor', () => {
     assert.equal(aligned.int32().buffer, raw.buffer, 'aligned: a view');
   });
 
+  it('copies unaligned bytes that are a Node Buffer too (Buffer#slice is a view)', () => {
+    const pool = Buffer.alloc(9);
+    const t = new Tensor('b', 'FP32', [2], pool.subarray(1));
+    t.data.set(new Uint8Array(new Float32Array([1.5, -2]).buffer));
+    assert.deepEqual([...t.float32()], [1.5, -2]);
+  });
+
   it('allocShared() lives in a SharedArrayBuffer; clone() gets a buffer of its own', () => {
     const s = Tensor.allocShared('s', 'FP32', [2, 2]);
     assert.ok(s.data.buffer instanceof SharedArrayBuffer);

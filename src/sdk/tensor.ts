@@ -267,7 +267,9 @@ export class Tensor {
     }
     const size = byteSizeOf(dt);
     const d = this.data;
-    const bytes = d.byteOffset % size === 0 ? d : d.slice(); // the copy: unaligned bytes cannot be viewed
+    // The copy: unaligned bytes cannot be viewed. Not d.slice(): on a Node Buffer (what the in-process API
+    // hands out for a Python model's outputs) slice() is a view, unaligned as before.
+    const bytes = d.byteOffset % size === 0 ? d : new Uint8Array(d);
     return new TYPED_ARRAY_OF[dt](
       bytes.buffer,
       bytes.byteOffset,

@@ -54,6 +54,8 @@ export class ModelRecord {
   modelError: string | undefined;
   /** Fingerprint of the folder the current versions were loaded from (undefined: reload on next ask). */
   fingerprint: string | undefined;
+  /** Watch mode: fingerprint of the folder whose last load failed (not tried again while it is the same). */
+  failedFingerprint: string | undefined;
   /** The current versions came from a config or file override. */
   overridden = false;
   /** Ensemble members according to the last config read. */

@@ -9,6 +9,9 @@
  * Reloads are make-before-break: new versions load beside the serving ones, are swapped in at once, and
  * only then are the old ones unloaded (LoadedVersion.unload drains accepted requests). A failed reload
  * leaves the serving versions untouched.
+ *
+ * Watch mode (poll mode plus watcher.ts) polls on file events, and backs off from broken models: a model
+ * whose load failed is not tried again (nor its error logged again) until its folder's fingerprint changes.
  */
 import { stat } from 'node:fs/promises';
 import { NereidError } from '../../common/errors.js';
@@ -38,6 +41,7 @@ import {
 } from './options.js';
 import { materializeOverrides, removeTree, type MaterializedModel } from './overrides.js';
 import { Poller } from './poller.js';
+import { RepositoryWatcher } from './watcher.js';
 import { readModel, withModelName, type PolledModel, type ReadSettings } from './reader.js';
 import { VersionLifecycle } from './versions.js';
 
@@ -63,6 +67,16 @@ export interface VersionStatus {
   readonly reason: string;
 }
 
+/** A model folder's fingerprint, or undefined when even that cannot be read. */
+async function fingerprintOf(source: ModelSource): Promise<string | undefined> {
+  if (source.override) return undefined;
+  try {
+    return await (await source.fs.openFolder(source.modelDir)).fingerprint();
+  } catch {
+    return undefined;
+  }
+}
+
 const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 /** Parallelism of folder reads during a full poll; reads are cheap but a repository may hold thousands. */
 const POLL_READ_CONCURRENCY = 16;
@@ -86,6 +100,7 @@ export class ModelRepositoryManager {
   private readonly limiter: Limiter;
   private readonly versions: VersionLifecycle;
   private poller: Poller | undefined;
+  private watcher: RepositoryWatcher | undefined;
   private started = false;
   private closing: Promise<void> | undefined;
   private readonly storage: RepositoryStorage;
@@ -254,6 +269,22 @@ export class ModelRepositoryManager {
         }
       }),
     );
+    if (this.options.watch) {
+      // Watching starts before the first poll, so an edit made while the models load is not missed: its
+      // event triggers a poll that runs after the startup poll (the poller never runs two at once).
+      const poller = new Poller(this.options.repositoryPollSecs * 1000, () => this.pollOnce(), this.log);
+      this.poller = poller;
+      this.watcher = new RepositoryWatcher({
+        roots: this.roots.map((r) => r.path),
+        maxDirectories: this.options.watchMaxDirectories,
+        onChange: () => poller.trigger(),
+        log: this.log,
+      });
+      await this.watcher.start();
+      this.log.info(
+        `watching ${this.watcher.size} folder(s) of the model repositories: a changed model reloads, a model that fails to load is retried when its files change`,
+      );
+    }
     const { startupModels } = this.options;
     let failures: ModelFailure[];
     if (this.mode !== 'explicit' || (startupModels.length === 1 && startupModels[0] === '*')) {
@@ -279,9 +310,9 @@ export class ModelRepositoryManager {
     }
     failures.unshift(...storeFailures);
     if (this.mode === 'poll' && this.options.repositoryPollSecs > 0 && !this.closing) {
-      this.poller = new Poller(this.options.repositoryPollSecs * 1000, () => this.pollOnce(), this.log);
-      this.poller.start();
+      this.poller ??= new Poller(this.options.repositoryPollSecs * 1000, () => this.pollOnce(), this.log);
     }
+    this.poller?.start();
     return failures;
   }
 
@@ -297,6 +328,7 @@ export class ModelRepositoryManager {
   }
 
   private async doClose(): Promise<void> {
+    this.watcher?.close();
     await this.poller?.stop();
     const release = await this.locks.acquire(null);
     try {
@@ -544,14 +576,18 @@ export class ModelRepositoryManager {
       for (const d of scan.duplicates) this.log.error(msg.notUnique(d));
       const polled = new Map<string, PolledModel>();
       const invalid = new Map<string, string>();
+      const backOff = this.options.watch;
+      const invalidFingerprints = new Map<string, string | undefined>();
       const reads = new Limiter(POLL_READ_CONCURRENCY);
       await Promise.all(
         [...scan.models.values()].map((f) =>
           reads.run(async () => {
+            const source = this.sourceOf(f);
             try {
-              polled.set(f.name, await readModel(f.name, this.sourceOf(f), this.readSettings));
+              polled.set(f.name, await readModel(f.name, source, this.readSettings));
             } catch (err) {
               invalid.set(f.name, errText(err));
+              if (backOff) invalidFingerprints.set(f.name, await fingerprintOf(source));
             }
           }),
         ),
@@ -575,6 +611,7 @@ export class ModelRepositoryManager {
         r.explicit = false;
         r.suspended = false;
         r.fingerprint = undefined;
+        r.failedFingerprint = undefined;
       }
 
       const plan = new Map<string, PolledModel>();
@@ -589,14 +626,21 @@ export class ModelRepositoryManager {
           rec.hasReady() &&
           rec.fingerprint !== undefined &&
           rec.fingerprint === p.fingerprint;
-        if (!unchanged) plan.set(p.name, p);
+        // Watch mode: these very files failed to load already; wait for them to change.
+        const knownBad = backOff && p.fingerprint !== undefined && rec.failedFingerprint === p.fingerprint;
+        if (!unchanged && !knownBad) plan.set(p.name, p);
       }
       for (const [n, reason] of invalid) {
-        this.log.error(`Poll failed for model directory '${n}': ${reason}`);
         const rec = this.record(n);
         rec.explicit = true;
         rec.wanted = true;
         if (!rec.hasReady()) rec.modelError = reason;
+        const fingerprint = invalidFingerprints.get(n);
+        if (backOff && fingerprint !== undefined) {
+          if (rec.failedFingerprint === fingerprint) continue;
+          rec.failedFingerprint = fingerprint;
+        }
+        this.log.error(`Poll failed for model directory '${n}': ${reason}`);
         failed.push({ name: n, reason });
       }
 
@@ -608,6 +652,11 @@ export class ModelRepositoryManager {
       const added: string[] = [];
       const modified: string[] = [];
       for (const [n, reason] of outcomes) {
+        if (reason !== undefined && backOff && this.records.get(n)?.failedFingerprint !== undefined) {
+          this.log.warn(
+            `--watch: '${n}' failed to load${this.records.get(n)?.hasReady() ? ' (the last good version keeps serving)' : ''}; it is tried again when its files change`,
+          );
+        }
         if (reason !== undefined) failed.push({ name: n, reason: reason.trimEnd() });
         else if (wasReady.has(n)) modified.push(n);
         else added.push(n);
@@ -705,7 +754,10 @@ export class ModelRepositoryManager {
       }
       return reason;
     }
-    return this.versions.loadModel(rec, p);
+    const failure = await this.versions.loadModel(rec, p);
+    // Remembered for watch mode's back-off (explicit loads and plain poll mode always try again).
+    rec.failedFingerprint = failure === undefined ? undefined : p.fingerprint;
+    return failure;
   }
 
   /** Brings back suspended ensembles whose members have just loaded, until nothing changes. */

@@ -40,6 +40,13 @@ export interface RepositoryOptions {
   readonly modelConfigName?: string;
   /** `--repository-poll-secs`, default 15 (poll mode only); 0 = no timer, rescans only on pollOnce(). */
   readonly repositoryPollSecs?: number;
+  /**
+   * `--watch` (poll mode, local folders only): file events trigger a poll at once, and a model whose load
+   * failed is not tried again until its files change.
+   */
+  readonly watch?: boolean;
+  /** `--watch-max-directories`, default 1024: most folders watched. */
+  readonly watchMaxDirectories?: number;
   /** `--model-load-thread-count`, default 4: loader calls that may run at once. */
   readonly modelLoadThreadCount?: number;
   /** Largest config file read (bytes), default 1 MiB. */
@@ -61,6 +68,8 @@ export interface ResolvedRepositoryOptions {
   readonly startupModels: readonly string[];
   readonly modelConfigName: string;
   readonly repositoryPollSecs: number;
+  readonly watch: boolean;
+  readonly watchMaxDirectories: number;
   readonly modelLoadThreadCount: number;
   readonly maxConfigFileBytes: number;
   readonly tempDirectory: string;
@@ -71,6 +80,7 @@ export interface ResolvedRepositoryOptions {
 
 export const DEFAULT_POLL_SECS = 15;
 export const DEFAULT_LOAD_THREADS = 4;
+export const DEFAULT_WATCH_MAX_DIRECTORIES = 1024;
 export const DEFAULT_MAX_CONFIG_BYTES = 1024 * 1024;
 
 function intAtLeast(min: number, value: number | undefined, fallback: number, flag: string): number {
@@ -104,6 +114,16 @@ export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOp
   ) {
     throw invalidArg(`invalid model config name '${configName}'`);
   }
+  const watch = options.watch === true;
+  if (watch && mode !== 'poll') {
+    throw invalidArg(`--watch needs --model-control-mode=poll, got '${mode}'`);
+  }
+  const remote = paths.filter(isObjectStoreUrl);
+  if (watch && remote.length > 0) {
+    throw invalidArg(
+      `--watch works on local folders only; '${remote[0]}' is an object store: use --model-control-mode=poll with --repository-poll-secs for it`,
+    );
+  }
   return Object.freeze({
     repositoryPaths: Object.freeze(paths),
     repositorySources: sources,
@@ -115,6 +135,13 @@ export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOp
       options.repositoryPollSecs,
       DEFAULT_POLL_SECS,
       '--repository-poll-secs',
+    ),
+    watch,
+    watchMaxDirectories: intAtLeast(
+      1,
+      options.watchMaxDirectories,
+      DEFAULT_WATCH_MAX_DIRECTORIES,
+      '--watch-max-directories',
     ),
     modelLoadThreadCount: intAtLeast(
       1,

@@ -69,3 +69,41 @@ void test('a failing poll is logged and polling goes on', async () => {
     mock.timers.reset();
   }
 });
+
+void test('trigger() polls at once when idle, once more after a running poll, and never after stop()', async () => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    let calls = 0;
+    let gate = deferred();
+    // Interval 0: no timer, only triggers (watch mode with --repository-poll-secs=0).
+    const poller = new Poller(
+      0,
+      async () => {
+        calls++;
+        await gate.promise;
+      },
+      silentLogger(),
+    );
+    poller.start();
+    mock.timers.tick(60_000);
+    assert.equal(calls, 0, 'interval 0 means no timer');
+    poller.trigger();
+    assert.equal(calls, 1, 'an idle poller polls at once');
+    poller.trigger();
+    poller.trigger();
+    assert.equal(calls, 1, 'never two at once');
+    const first = gate;
+    gate = deferred();
+    first.resolve();
+    await flush();
+    assert.equal(calls, 2, 'triggers during a poll give exactly one more poll');
+    gate.resolve();
+    await flush();
+    assert.equal(calls, 2);
+    await poller.stop();
+    poller.trigger();
+    assert.equal(calls, 2, 'no polls after stop');
+  } finally {
+    mock.timers.reset();
+  }
+});

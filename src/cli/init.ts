@@ -1,0 +1,246 @@
+/**
+ * `nereid init <model_name> --backend javascript|python|onnxruntime [--repository DIR] [--decoupled]
+ * [--force]`: scaffolds a model folder that loads and answers as written (config.pbtxt, the model, a test),
+ * then prints the commands to serve it and call it. The command line of the server itself is tritonserver's
+ * and has no subcommands, so `init` is recognised only as the very first argument (main.ts).
+ *
+ * The repository folder and the name come from the user but are still checked: a name is one folder name
+ * (no separators, no `..`, not hidden, since the repository ignores hidden folders), and nothing existing is
+ * overwritten without --force. With --force only the scaffold's own files are replaced (other files in the
+ * folder stay), each removed first so that a symlink in their place is replaced rather than written through.
+ */
+import { copyFile, lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { scaffoldFiles, type InitBackend, type InitSpec } from './init-templates.js';
+
+export interface InitIo {
+  readonly cwd: string;
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+}
+
+const BACKENDS: readonly InitBackend[] = ['javascript', 'python', 'onnxruntime'];
+const MAX_NAME_LENGTH = 128;
+
+export const INIT_HELP = `Usage: nereid init <model_name> --backend javascript|python|onnxruntime [options]
+
+Creates <repository>/<model_name>/ with a config.pbtxt, the model and a test, ready to serve:
+  javascript   1/model.ts, a typed TypeScript model (no build step; docs/javascript-models.md)
+  python       1/model.py, a TritonPythonModel using triton_python_backend_utils (docs/python-backend.md)
+  onnxruntime  a config and a starter 1/model.onnx (an identity model) to replace with yours
+Each model takes INPUT0 (FP32, any length) and answers OUTPUT0 (twice INPUT0; the ONNX starter copies it).
+test_<model_name>.mjs loads the model in-process and calls it: node --test <that file>.
+
+Options:
+  --backend=<name>       javascript, python or onnxruntime (required)
+  --repository=<dir>     the model repository to create the model in (default: ./model_repository;
+                         created if missing)
+  --decoupled            a streaming model: one response per element of INPUT0, then the final flag
+                         (javascript and python)
+  --force                replace the scaffold's files in an existing model folder (other files stay)
+  -h, --help             this text
+
+A model name is one folder name: letters, digits, '_', '-' and '.', at most ${MAX_NAME_LENGTH} characters,
+starting with a letter, a digit or '_' (the repository ignores hidden folders; '/' and '..' would leave it).`;
+
+interface InitArgs {
+  readonly name: string;
+  readonly backend: InitBackend;
+  readonly repository: string;
+  readonly decoupled: boolean;
+  readonly force: boolean;
+}
+
+class UsageError extends Error {}
+
+/** Checks a model name for a scaffold (stricter than the repository, which takes any folder name). */
+export function checkModelName(name: string): void {
+  if (name === '') throw new UsageError('the model name is empty');
+  if (name.includes('/') || name.includes('\\') || name.includes('\0') || name === '.' || name === '..') {
+    throw new UsageError(`'${name}' is not a model name: it must be one folder name, without '/' or '..'`);
+  }
+  if (name.length > MAX_NAME_LENGTH) {
+    throw new UsageError(`the model name is longer than ${MAX_NAME_LENGTH} characters`);
+  }
+  if (name.startsWith('.')) {
+    throw new UsageError(`'${name}' starts with '.': the model repository ignores hidden folders`);
+  }
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name)) {
+    throw new UsageError(
+      `'${name}' is not a model name: use letters, digits, '_', '-' and '.', starting with a letter, a digit or '_' (it becomes part of URLs such as /v2/models/${encodeURIComponent(name)}/infer)`,
+    );
+  }
+}
+
+function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
+  let name: string | undefined;
+  let backend: string | undefined;
+  let repository = 'model_repository';
+  let decoupled = false;
+  let force = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--help' || arg === '-h') return 'help';
+    if (!arg.startsWith('--')) {
+      if (name !== undefined) throw new UsageError(`unexpected argument '${arg}' (one model name only)`);
+      name = arg;
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const flag = arg.slice(2, eq >= 0 ? eq : undefined);
+    const value = (): string => {
+      if (eq >= 0) return arg.slice(eq + 1);
+      if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) return argv[++i];
+      throw new UsageError(`--${flag} needs a value`);
+    };
+    const bool = (): boolean => {
+      if (eq < 0) return true;
+      const v = arg.slice(eq + 1).toLowerCase();
+      if (v === 'true') return true;
+      if (v === 'false') return false;
+      throw new UsageError(`--${flag} is true or false, got '${arg.slice(eq + 1)}'`);
+    };
+    if (flag === 'backend') backend = value();
+    else if (flag === 'repository' || flag === 'model-repository') repository = value();
+    else if (flag === 'decoupled') decoupled = bool();
+    else if (flag === 'force') force = bool();
+    else throw new UsageError(`unknown option '--${flag}' (see nereid init --help)`);
+  }
+  if (name === undefined)
+    throw new UsageError('a model name is required: nereid init <model_name> --backend ...');
+  checkModelName(name);
+  if (backend === undefined) {
+    throw new UsageError(`--backend is required: one of ${BACKENDS.join(', ')}`);
+  }
+  if (!(BACKENDS as readonly string[]).includes(backend)) {
+    throw new UsageError(`--backend must be one of ${BACKENDS.join(', ')}, got '${backend}'`);
+  }
+  if (decoupled && backend === 'onnxruntime') {
+    throw new UsageError(
+      '--decoupled is for javascript and python models: an ONNX model answers each request once',
+    );
+  }
+  if (repository === '') throw new UsageError('--repository is empty');
+  return { name, backend: backend as InitBackend, repository, decoupled, force };
+}
+
+/** The bundled identity model shipped in the package (examples/), the ONNX starter. */
+function starterOnnx(): string | undefined {
+  // dist/src/cli/init.js → the package root.
+  const root = fileURLToPath(new URL('../../../', import.meta.url));
+  const file = path.join(root, 'examples', 'model_repository', 'identity_fp32', '1', 'model.onnx');
+  return existsSync(file) ? file : undefined;
+}
+
+/** Quotes a path for the printed shell commands when it needs it. */
+function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_./:=@-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+async function writeScaffold(args: InitArgs, io: InitIo): Promise<number> {
+  const repoDir = path.resolve(io.cwd, args.repository);
+  const modelDir = path.join(repoDir, args.name);
+  const existing = await lstat(modelDir).catch(() => undefined);
+  if (existing) {
+    if (!args.force) {
+      io.err(
+        `error: '${modelDir}' already exists; nothing was written (pass --force to replace the scaffold's files in it)\n`,
+      );
+      return 1;
+    }
+    if (!existing.isDirectory()) {
+      io.err(
+        `error: '${modelDir}' exists and is not a folder (a symlink or a file): not touched, even with --force\n`,
+      );
+      return 1;
+    }
+  }
+  const spec: InitSpec = { name: args.name, backend: args.backend, decoupled: args.decoupled };
+  const files = scaffoldFiles(spec);
+  await mkdir(path.join(modelDir, '1'), { recursive: true });
+  const write = async (rel: string, action: (target: string) => Promise<void>): Promise<void> => {
+    const target = path.join(modelDir, rel);
+    await mkdir(path.dirname(target), { recursive: true });
+    // Removed first: a symlink left where a scaffold file goes is replaced, never written through.
+    await rm(target, { force: true });
+    await action(target);
+  };
+  for (const f of files) await write(f.path, (t) => writeFile(t, f.text, { flag: 'wx' }));
+  const summary = files.map((f) => [f.path, f.role] as const);
+  if (args.backend === 'onnxruntime') {
+    const starter = starterOnnx();
+    if (starter) {
+      await write('1/model.onnx', (t) => copyFile(starter, t));
+      summary.splice(1, 0, [
+        '1/model.onnx',
+        'a starter identity model (OUTPUT0 = INPUT0): replace it with yours',
+      ]);
+    }
+  }
+
+  const rel = path.relative(io.cwd, repoDir) || '.';
+  const repoArg = shellQuote(rel.startsWith('..') || path.isAbsolute(rel) ? repoDir : `./${rel}`);
+  const testPath = shellQuote(
+    path.join(rel.startsWith('..') ? repoDir : rel, args.name, `test_${args.name}.mjs`),
+  );
+  const width = Math.max(...summary.map(([p]) => p.length)) + 2;
+  const lines = [
+    `Created the ${args.decoupled ? 'decoupled ' : ''}${args.backend} model '${args.name}' in ${path.join(rel, args.name)}/:`,
+    ...summary.map(([p, role]) => `  ${p.padEnd(width)}${role}`),
+  ];
+  if (args.backend === 'onnxruntime') {
+    lines.push(
+      '',
+      `Your model goes in ${path.join(rel, args.name, '1', 'model.onnx')} (version 1; another version is another numbered folder).`,
+      'Make the inputs and outputs of config.pbtxt match it, or delete those sections: the server reads them',
+      'from the model (auto-complete). The test expects the starter identity model: change it with the model.',
+    );
+    if (!starterOnnx())
+      lines.push('(No starter model.onnx was found in this installation: add yours before serving.)');
+  }
+  if (args.backend === 'python') {
+    lines.push(
+      '',
+      'Python models need python3 with numpy (docs/python-backend.md says which interpreter is used).',
+    );
+  }
+  const infer = args.decoupled
+    ? `curl -N -X POST localhost:8000/v2/models/${args.name}/generate_stream -d '{"INPUT0": [1, 2, 3, 4]}'`
+    : `curl -X POST localhost:8000/v2/models/${args.name}/infer -d '{"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}'`;
+  lines.push(
+    '',
+    'Next:',
+    `  npx nereid --model-repository=${repoArg} --watch`,
+    '      serves the repository (HTTP :8000, gRPC :8001); saving a change to the model reloads it',
+    `  ${infer}`,
+    '      calls it from another shell',
+    `  node --test ${testPath}`,
+    `      runs its test (needs the nereid package: npm install nereid)`,
+  );
+  io.out(lines.join('\n') + '\n');
+  return 0;
+}
+
+/** Runs `nereid init` with the arguments after `init`; resolves with the exit code. */
+export async function runInit(argv: readonly string[], io: InitIo): Promise<number> {
+  let args;
+  try {
+    args = parseInitArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`error: ${err.message}\n`);
+    return 2;
+  }
+  if (args === 'help') {
+    io.out(INIT_HELP + '\n');
+    return 0;
+  }
+  try {
+    return await writeScaffold(args, io);
+  } catch (err) {
+    io.err(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

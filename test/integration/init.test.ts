@@ -1,0 +1,218 @@
+/**
+ * `nereid init`: the real command (bin/nereid.js) scaffolds models for every backend into a temporary
+ * project whose node_modules/nereid is this checkout (what `npm install nereid` gives a user); each
+ * scaffold's own test passes (the model loads and answers through the in-process API), the printed curl
+ * lines work against a server on the scaffolded repository, the generated Python passes mypy --strict and
+ * ruff, and bad names and existing folders are refused without writing anything.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT, post, startServer } from './harness.js';
+import { VENV_PYTHON } from './python-support.js';
+
+const run = promisify(execFile);
+const NEREID = path.join(ROOT, 'bin/nereid.js');
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function nereid(cwd: string, args: string[]): Promise<Result> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [NEREID, ...args], { cwd });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/** The environment of a user's shell: not this test runner's (a child `node --test` would report to it). */
+function userEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.NODE_TEST_CONTEXT;
+  return env;
+}
+
+/** A user's project: an empty folder whose node_modules/nereid is this checkout. */
+function project(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-init-'));
+  mkdirSync(path.join(dir, 'node_modules'));
+  symlinkSync(ROOT, path.join(dir, 'node_modules', 'nereid'), 'dir');
+  return dir;
+}
+
+/** The JSON body of the curl line `nereid init` printed. */
+function printedCurl(stdout: string): { path: string; body: string } {
+  const m = /curl [^\n]*localhost:8000(\/v2\/[^\s]+) -d '([^']+)'/.exec(stdout);
+  assert.ok(m, `a curl line in:\n${stdout}`);
+  return { path: m[1], body: m[2] };
+}
+
+const VARIANTS = [
+  { name: 'js_model', backend: 'javascript', decoupled: false, file: '1/model.ts' },
+  { name: 'js_stream', backend: 'javascript', decoupled: true, file: '1/model.ts' },
+  { name: 'py_model', backend: 'python', decoupled: false, file: '1/model.py' },
+  { name: 'py_stream', backend: 'python', decoupled: true, file: '1/model.py' },
+  { name: 'onnx_model', backend: 'onnxruntime', decoupled: false, file: '1/model.onnx' },
+] as const;
+
+void test('nereid init scaffolds a model for each backend whose own test passes, and the printed calls answer', async () => {
+  const dir = project();
+  try {
+    const outputs = new Map<string, string>();
+    for (const v of VARIANTS) {
+      const r = await nereid(dir, [
+        'init',
+        v.name,
+        `--backend=${v.backend}`,
+        ...(v.decoupled ? ['--decoupled'] : []),
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      outputs.set(v.name, r.stdout);
+      const modelDir = path.join(dir, 'model_repository', v.name);
+      for (const f of ['config.pbtxt', v.file, `test_${v.name}.mjs`]) {
+        assert.ok(existsSync(path.join(modelDir, f)), `${v.name}/${f} written`);
+      }
+      assert.match(r.stdout, /npx nereid --model-repository=\.\/model_repository --watch/);
+      assert.match(r.stdout, new RegExp(`node --test model_repository/${v.name}/test_${v.name}\\.mjs`));
+      if (v.backend === 'javascript') {
+        assert.match(readFileSync(path.join(modelDir, v.file), 'utf8'), /from 'nereid';/);
+      }
+      if (v.backend === 'python') {
+        const py = readFileSync(path.join(modelDir, v.file), 'utf8');
+        assert.match(py, /import triton_python_backend_utils as pb_utils/);
+        assert.match(
+          py,
+          /class TritonPythonModel:[\s\S]*def initialize[\s\S]*def execute[\s\S]*def finalize/,
+        );
+        if (v.decoupled) assert.match(py, /get_response_sender\(\)/);
+      }
+    }
+
+    // Each scaffold's test, run as the user would run it (its expectation is the model's real answer).
+    for (const v of VARIANTS) {
+      const test = path.join('model_repository', v.name, `test_${v.name}.mjs`);
+      const r = await run(process.execPath, ['--test', test], { cwd: dir, env: userEnv() }).catch(
+        (err: { stdout?: string; stderr?: string }) => {
+          assert.fail(`${test} failed:\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+        },
+      );
+      assert.match(r.stdout, /# pass 1/);
+    }
+
+    // The printed curl lines, against a server on the scaffolded repository.
+    const server = await startServer([
+      `--model-repository=${path.join(dir, 'model_repository')}`,
+      `--backend-config=python,python-executable=${VENV_PYTHON}`,
+    ]);
+    try {
+      for (const v of VARIANTS) {
+        const call = printedCurl(outputs.get(v.name) ?? '');
+        const res = await post(server.url + call.path, call.body);
+        assert.equal(res.status, 200, `${v.name}: ${res.body.toString()}`);
+        const expected = v.backend === 'onnxruntime' ? [1, 2, 3, 4] : [2, 4, 6, 8];
+        if (v.decoupled) {
+          // Server-sent events: one data line per response.
+          const values = res.body
+            .toString()
+            .split('\n')
+            .filter((l) => l.startsWith('data: '))
+            .map((l) => JSON.parse(l.slice(6)) as { OUTPUT0?: number | number[] })
+            .filter((e) => e.OUTPUT0 !== undefined)
+            .flatMap((e) => e.OUTPUT0 as number | number[]);
+          assert.deepEqual(values, expected, `${v.name} streamed`);
+        } else {
+          const body = res.json<{ outputs: { name: string; data: number[] }[] }>();
+          assert.deepEqual(body.outputs.find((o) => o.name === 'OUTPUT0')?.data, expected, v.name);
+        }
+      }
+    } finally {
+      await server.stop();
+    }
+
+    // The generated Python is typed and clean: mypy --strict against Nereid's pb_utils, and ruff.
+    for (const v of VARIANTS.filter((x) => x.backend === 'python')) {
+      const file = path.join(dir, 'model_repository', v.name, v.file);
+      await run(path.join(ROOT, '.venv/bin/mypy'), ['--strict', '--no-incremental', file], {
+        cwd: dir,
+        env: { ...process.env, MYPYPATH: path.join(ROOT, 'python') },
+      }).catch((err: { stdout?: string }) => assert.fail(`mypy ${v.name}: ${err.stdout ?? ''}`));
+      await run(
+        path.join(ROOT, '.venv/bin/ruff'),
+        ['check', '--config', path.join(ROOT, 'pyproject.toml'), file],
+        {
+          cwd: dir,
+        },
+      ).catch((err: { stdout?: string }) => assert.fail(`ruff ${v.name}: ${err.stdout ?? ''}`));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('nereid init refuses bad names and existing folders, and --force replaces only its own files', async () => {
+  const dir = project();
+  try {
+    for (const bad of ['../escape', 'a/b', '..', '.hidden', 'white space', '']) {
+      const r = await nereid(dir, ['init', bad, '--backend=javascript']);
+      assert.equal(r.code, 2, `'${bad}' refused`);
+      assert.match(r.stderr, /^error: /);
+    }
+    assert.equal(existsSync(path.join(dir, 'model_repository')), false, 'nothing written for bad names');
+    assert.equal(existsSync(path.join(dir, 'escape')), false);
+
+    const missing = await nereid(dir, ['init', 'm']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /--backend is required: one of javascript, python, onnxruntime/);
+    const onnxStream = await nereid(dir, ['init', 'm', '--backend=onnxruntime', '--decoupled']);
+    assert.equal(onnxStream.code, 2);
+    assert.match(onnxStream.stderr, /--decoupled is for javascript and python models/);
+
+    const repo = path.join(dir, 'repo');
+    assert.equal((await nereid(dir, ['init', 'm', '--backend=javascript', '--repository', repo])).code, 0);
+    const model = path.join(repo, 'm', '1', 'model.ts');
+    writeFileSync(model, '// my edits\n');
+    writeFileSync(path.join(repo, 'm', 'notes.txt'), 'mine');
+    const again = await nereid(dir, ['init', 'm', '--backend=python', '--repository', repo]);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already exists; nothing was written \(pass --force/);
+    assert.equal(readFileSync(model, 'utf8'), '// my edits\n', 'the user file is untouched');
+    assert.equal(existsSync(path.join(repo, 'm', '1', 'model.py')), false);
+
+    // --force: the scaffold's files are written again; a symlink where one goes is replaced, not followed.
+    const outside = path.join(dir, 'outside.txt');
+    writeFileSync(outside, 'keep me');
+    rmSync(path.join(repo, 'm', 'config.pbtxt'));
+    symlinkSync(outside, path.join(repo, 'm', 'config.pbtxt'));
+    const forced = await nereid(dir, ['init', 'm', '--backend=javascript', '--repository', repo, '--force']);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.match(readFileSync(model, 'utf8'), /export default class DoublingModel/);
+    assert.equal(readFileSync(path.join(repo, 'm', 'notes.txt'), 'utf8'), 'mine', 'other files stay');
+    assert.equal(readFileSync(outside, 'utf8'), 'keep me', 'the symlink target is not written');
+    assert.match(readFileSync(path.join(repo, 'm', 'config.pbtxt'), 'utf8'), /backend: "javascript"/);
+
+    const help = await nereid(dir, ['init', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: nereid init <model_name> --backend javascript\|python\|onnxruntime/);
+    const serverHelp = await nereid(dir, ['--help']);
+    assert.match(serverHelp.stdout, /nereid init <model_name>/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
