@@ -26,8 +26,9 @@ describe('generator streaming (async *execute)', () => {
     const file = path.join(repo, 'generator_ts', `finally-${rid}`);
     return existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
   };
-  const outs = (values: { output(n: string): { int32(): Int32Array } | undefined; outputs: readonly unknown[] }[]) =>
-    values.map((r) => (r.outputs.length > 0 ? r.output('OUT')!.int32()[0] : null));
+  const outs = (
+    values: { output(n: string): { int32(): Int32Array } | undefined; outputs: readonly unknown[] }[],
+  ) => values.map((r) => (r.outputs.length > 0 ? r.output('OUT')!.int32()[0] : null));
 
   before(async () => {
     repo = makeRepository({});
@@ -45,7 +46,8 @@ describe('generator streaming (async *execute)', () => {
   describe('in-process', () => {
     it('each yield is one response, in order; the final flag follows the return', async () => {
       const got = [];
-      for await (const r of server.inferStream({ model: 'generator_ts', inputs: { COUNT: [4] } })) got.push(r);
+      for await (const r of server.inferStream({ model: 'generator_ts', inputs: { COUNT: [4] } }))
+        got.push(r);
       assert.deepEqual(outs(got), [0, 1, 2, 3, null]);
       assert.deepEqual(
         got.map((r) => r.final),
@@ -67,7 +69,8 @@ describe('generator streaming (async *execute)', () => {
 
     it('a generator that yields nothing ends with the final flag alone', async () => {
       const got = [];
-      for await (const r of server.inferStream({ model: 'generator_ts', inputs: { COUNT: [0] } })) got.push(r);
+      for await (const r of server.inferStream({ model: 'generator_ts', inputs: { COUNT: [0] } }))
+        got.push(r);
       assert.deepEqual(outs(got), [null]);
       assert.equal(got[0].final, true);
     });
@@ -115,7 +118,8 @@ describe('generator streaming (async *execute)', () => {
       assert.ok(sent >= 2 && sent < 1000, `the generator stopped after ${sent} responses`);
       // The instance is free again.
       const again = [];
-      for await (const r of server.inferStream({ model: 'generator_ts', inputs: { COUNT: [2] } })) again.push(r);
+      for await (const r of server.inferStream({ model: 'generator_ts', inputs: { COUNT: [2] } }))
+        again.push(r);
       assert.deepEqual(outs(again), [0, 1, null]);
     });
 
@@ -268,7 +272,8 @@ describe('generator streaming (async *execute)', () => {
       const got: unknown[] = [];
       await assert.rejects(
         (async () => {
-          for await (const e of client.generateStream('generator_ts', { COUNT: 4, FAIL_AT: 3 })) got.push(e.OUT);
+          for await (const e of client.generateStream('generator_ts', { COUNT: 4, FAIL_AT: 3 }))
+            got.push(e.OUT);
         })(),
         (err: unknown) => {
           assert.ok(err instanceof NereidClientError);

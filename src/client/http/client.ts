@@ -161,7 +161,10 @@ export class HttpClient implements InferenceClient {
     options: GenerateOptions = {},
   ): Promise<GenerateResponse> {
     const path = `${modelPath(model, options.modelVersion)}/generate`;
-    return objectOf<GenerateResponse>(await this.#json('POST', path, request, options), 'the generate response');
+    return objectOf<GenerateResponse>(
+      await this.#json('POST', path, request, options),
+      'the generate response',
+    );
   }
 
   /**

@@ -135,7 +135,8 @@ export class HttpTransport {
               } catch (err) {
                 throw connectionError(err as Error);
               }
-              if (!res.complete) throw new NereidClientError('the connection closed before the response ended');
+              if (!res.complete)
+                throw new NereidClientError('the connection closed before the response ended');
             })(),
             destroy: () => r.destroy(),
           });
