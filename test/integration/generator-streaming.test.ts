@@ -167,7 +167,7 @@ describe('generator streaming (async *execute)', () => {
         const seen: [number[], boolean][] = [];
         for await (const item of stream) {
           assert.equal(item.error, undefined);
-          const r = item.result!;
+          const r = item.result;
           seen.push([r.outputs.length > 0 ? (r.asArray('OUT') as number[]) : [], r.final]);
           if (r.final) break;
         }

@@ -38,13 +38,15 @@ function start(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,
-): { child: ChildProcess; log: () => string } {
+): { child: ChildProcess; log: () => string; closed: Promise<void> } {
   // detached: the child leads a new process group, so the test can find (and clean up) all of it.
   const child = spawn(command, args, { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env });
   let log = '';
-  child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
-  return { child, log: () => log };
+  child.stdout.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (log += d.toString()));
+  // 'close' comes once every process holding the pipes has ended and all they wrote was read.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  return { child, log: () => log, closed };
 }
 
 const SERVER_ARGS = [
@@ -83,7 +85,9 @@ describe('process hygiene', () => {
       });
       const pgid = npm.child.pid!;
       try {
-        await waitFor(() => npm.log().includes('Started HTTPService'), 300_000);
+        // Once fully started (the last frontend up); a signal during the start is handled too (main.ts),
+        // but this test is about the signal's path, not about that window.
+        await waitFor(() => npm.log().includes('Started Metrics Service'), 300_000);
         const procs = group(pgid);
         const server = procs.filter((p) => p.cmd.includes('bin/nereid.js'));
         const stubs = procs.filter((p) => p.cmd.includes('nereid_python_stub.py'));
@@ -119,7 +123,7 @@ describe('process hygiene', () => {
       );
       const pgid = sh.child.pid!;
       try {
-        await waitFor(() => sh.log().includes('Started HTTPService'), 240_000);
+        await waitFor(() => sh.log().includes('Started Metrics Service'), 240_000);
         assert.ok(group(pgid).some((p) => p.cmd.includes('nereid_python_stub.py')));
         process.kill(pgid, 'SIGTERM'); // the shell only: it exits and the server is orphaned
         await expectAllGone(pgid, sh.log);

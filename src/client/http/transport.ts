@@ -143,7 +143,7 @@ export class HttpTransport {
         },
       );
       r.on('error', (err) => reject(this.#connectionError(err, signal)));
-      r.end(req.body === undefined ? undefined : Buffer.concat(req.body as Buffer[]));
+      r.end(req.body === undefined ? undefined : Buffer.concat(req.body));
     });
   }
 

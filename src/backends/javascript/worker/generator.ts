@@ -13,7 +13,9 @@ import type { InferenceResponse, InferenceResponseInit } from '../../../sdk/resp
 import type { WorkerSender } from './sender.js';
 
 type Yielded = InferenceResponse | InferenceResponseInit | null | undefined;
-type AnyIterator = Iterator<Yielded, Yielded> | AsyncIterator<Yielded, Yielded>;
+/** A sync generator may yield promises (awaited before sending). */
+type AnyIterator =
+  Iterator<Yielded | PromiseLike<Yielded>, Yielded | PromiseLike<Yielded>> | AsyncIterator<Yielded, Yielded>;
 
 /** True for `function*`, `async function*` and generator methods (what the model author wrote). */
 export function isGeneratorFunction(fn: unknown): boolean {
@@ -58,7 +60,7 @@ export async function driveGenerator(
   try {
     for (;;) {
       if (request.signal.aborted || sender.done) break;
-      let step: IteratorResult<Yielded, Yielded>;
+      let step: IteratorResult<Yielded | PromiseLike<Yielded>, Yielded | PromiseLike<Yielded>>;
       try {
         step = await generator.next();
       } catch (err) {
@@ -66,7 +68,7 @@ export async function driveGenerator(
         throw err;
       }
       // A sync generator may yield promises; an async one has awaited its values already.
-      const value = await step.value;
+      const value = await Promise.resolve<Yielded>(step.value);
       if (step.done) {
         completed = true;
         if (!sender.done && !request.signal.aborted) {

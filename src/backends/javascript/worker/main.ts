@@ -377,7 +377,7 @@ async function serve(): Promise<void> {
   else model = loaded.model;
   if (typeof model?.execute !== 'function')
     throw new Error(`the model in '${init.modelPath}' has no execute() method`);
-  generatorForm = isGeneratorFunction(model.execute);
+  generatorForm = isGeneratorFunction((model as { execute: unknown }).execute);
   await model.initialize?.(args, context);
   port.on('message', onMessage);
   post({ kind: 'ready', definesIsReady: typeof model.isReady === 'function' });
