@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --initial-heap-size=128
-// Entry point of the `nereid` command: runs the compiled CLI (built by `npm run build`, which `npm ci`
-// runs through the `prepare` script).
+// Entry point of the `nereid` command: runs the compiled CLI (built by `npm run build`; `npm start` and
+// `npm test` build first; `npm ci` does not, as .npmrc turns install scripts off).
 //
 // Why the V8 flag: V8 starts with an old-generation limit of a few MB. A server whose live heap is ~10 MB
 // and which moves large tensors then runs a full mark-compact every ~10 requests (measured: 157

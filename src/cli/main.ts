@@ -3,7 +3,9 @@
  * SIGTERM turns not-ready, keeps serving for --exit-delay-secs, then stops accepting, lets in-flight
  * requests finish (at most --exit-timeout-secs) and exits 0. A second signal ends the process at once. SIGHUP
  * re-reads the TLS certificates and does nothing else (it never stops the server, unlike in tritonserver,
- * which has no handler for it).
+ * which has no handler for it). A signal during the start stops the server once it has started. Started by
+ * npm (`npm start`, `npx nereid`), it also stops that way when the process that started it exits
+ * (parent-watch.ts).
  *
  * `nereid init ...` (the first argument only: the server's own flags are tritonserver's, which has no
  * subcommands) scaffolds a model folder instead (init.ts).
@@ -15,6 +17,7 @@ import { packageVersion, startNereid } from '../compose/compose.js';
 import { helpText, parseFlags } from '../compose/flags.js';
 import { cloudStorageFromEnv, isObjectStoreUrl } from '../compose/storage-env.js';
 import { runInit } from './init.js';
+import { startedByNpm, watchParent } from './parent-watch.js';
 
 async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'init') {
@@ -85,18 +88,46 @@ async function main(argv: readonly string[]): Promise<number> {
       (err: unknown) => log.error(`SIGHUP: reloading the TLS certificates failed: ${String(err)}`),
     );
   });
+  // SIGINT / SIGTERM are handled from before the start, so one that arrives while the models load is not
+  // Node's immediate exit: the server stops as soon as it has started. Both handlers go with the first
+  // signal, so a second SIGINT or SIGTERM takes Node's default: it ends the process at once (the impatient
+  // Ctrl-C, or an orchestrator that has waited long enough).
+  let stopReason: string | undefined;
+  let stop: ((why: string) => void) | undefined;
+  let stopWatching = (): void => undefined;
+  const requestStop = (why: string): void => {
+    if (stopReason !== undefined) return;
+    stopReason = why;
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+    stopWatching();
+    if (stop) stop(why);
+    else log.info(`${why} while starting: the server stops as soon as it has started`);
+  };
+  const onInt = (): void => requestStop('Received SIGINT');
+  const onTerm = (): void => requestStop('Received SIGTERM');
+  process.once('SIGINT', onInt);
+  process.once('SIGTERM', onTerm);
+  // Under npm (npm start, npx), a SIGTERM sent to npm may stop at the `sh -c` between npm and this process
+  // (parent-watch.ts): the parent going away then counts as that signal.
+  if (startedByNpm(process.env)) {
+    stopWatching = watchParent((pid) =>
+      requestStop(`The process that started the server (pid ${pid}) exited`),
+    );
+  }
+
   try {
     running = await startNereid(options, log);
   } catch (err) {
+    stopWatching();
     log.error(err instanceof NereidError ? err.message : String(err));
     return 1;
   }
+  const server = running;
 
   return new Promise<number>((resolve) => {
-    const onSignal = (signal: string): void => {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
-      log.info(`Received ${signal}, stopping: waiting for in-flight requests to finish`);
+    stop = (why: string): void => {
+      log.info(`${why}, stopping: waiting for in-flight requests to finish`);
       // The exit timeout counts from the end of the --exit-delay-secs window, when the listeners close.
       const timer = setTimeout(
         () => {
@@ -106,7 +137,7 @@ async function main(argv: readonly string[]): Promise<number> {
         (options.exitDelaySecs + options.exitTimeoutSecs) * 1000,
       );
       timer.unref();
-      running.stop().then(
+      server.stop().then(
         () => {
           clearTimeout(timer);
           log.info('Server stopped');
@@ -118,12 +149,7 @@ async function main(argv: readonly string[]): Promise<number> {
         },
       );
     };
-    // Both handlers go with the first signal, so a second SIGINT or SIGTERM takes Node's default: it ends
-    // the process at once (the impatient Ctrl-C, or an orchestrator that has waited long enough).
-    const onInt = (): void => onSignal('SIGINT');
-    const onTerm = (): void => onSignal('SIGTERM');
-    process.once('SIGINT', onInt);
-    process.once('SIGTERM', onTerm);
+    if (stopReason !== undefined) stop(stopReason);
   });
 }
 

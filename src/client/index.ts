@@ -8,6 +8,9 @@ export {
   type HttpClientOptions,
   type HttpInferOptions,
   type Compression,
+  type GenerateOptions,
+  type GenerateRequest,
+  type GenerateResponse,
 } from './http/client.js';
 export { GrpcClient, type GrpcClientOptions, type StreamOptions } from './grpc/client.js';
 export { InferStream, type StreamInferRequest, type StreamInferResponse } from './grpc/stream.js';

@@ -80,9 +80,16 @@ export class NereidServer {
 
   /**
    * Runs one request on a model that answers once (not decoupled) and resolves with its response;
-   * rejects with a NereidError (the same codes and messages HTTP and gRPC clients get).
+   * rejects with a NereidError (the same codes and messages HTTP and gRPC clients get). A decoupled model
+   * is UNSUPPORTED here, as on HTTP /infer: inferStream() gives its responses.
    */
   async infer(request: InferRequest): Promise<InferenceResponse> {
+    const version = request.version === undefined ? undefined : String(request.version);
+    if (this.running.server.isModelDecoupled(request.model, version)) {
+      throw unsupported(
+        `model '${request.model}' is decoupled (0..n responses per request): call inferStream() for its responses`,
+      );
+    }
     const core = toCoreRequest(
       request,
       () => this.modelMetadata(request.model),
@@ -91,14 +98,32 @@ export class NereidServer {
     return fromCoreResponse(await this.running.server.inferOnce(core));
   }
 
-  /** Every response of a request (decoupled models: 0..n, the last with `final` set), as they come. */
-  async *inferStream(request: InferRequest): AsyncGenerator<InferenceResponse> {
-    const core = toCoreRequest(
-      request,
-      () => this.modelMetadata(request.model),
-      request.signal ?? freshSignal(),
-    );
-    for await (const r of this.running.server.infer(core)) yield fromCoreResponse(r);
+  /**
+   * Every response of a request (decoupled models: 0..n, the last with `final` set; other models: the
+   * one), as they come. `request.signal` cancels it; so does leaving the loop early (break, return,
+   * throw): the model sees its request cancelled (a generator model's finally blocks run). Responses the
+   * loop has not taken yet wait in the request's response queue, as they do for HTTP and gRPC streams.
+   */
+  async *inferStream(request: InferRequest): AsyncGenerator<InferenceResponse, void, undefined> {
+    const controller = new AbortController();
+    const outer = request.signal;
+    const forward = (): void => controller.abort(outer?.reason);
+    if (outer?.aborted) forward();
+    else outer?.addEventListener('abort', forward, { once: true });
+    let ended = false;
+    try {
+      const core = toCoreRequest(request, () => this.modelMetadata(request.model), controller.signal);
+      for await (const r of this.running.server.infer(core)) {
+        const response = fromCoreResponse(r);
+        if (response.final) ended = true;
+        yield response;
+      }
+      ended = true;
+    } finally {
+      outer?.removeEventListener('abort', forward);
+      // The caller left before the final response: nobody reads the rest, so the request is cancelled.
+      if (!ended) controller.abort();
+    }
   }
 
   isReady(): boolean {

@@ -58,6 +58,8 @@ export {
   type MetricFamilySnapshot,
 } from './metrics.js';
 export type {
+  GeneratorModel,
+  YieldedResponse,
   Model,
   ModelClass,
   ModelFactory,

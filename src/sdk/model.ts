@@ -1,7 +1,8 @@
 /**
  * The shape of a JavaScript/TypeScript model, with the lifecycle of Triton's Python models: an optional
  * static autoCompleteConfig(config), initialize(args, context), execute(requests) for each batch,
- * finalize() on unload, and an optional isReady(). A module exports the class as its default export or
+ * finalize() on unload, and an optional isReady(). Streaming models may instead write execute as a
+ * generator over one request (`async *execute(request)`, GeneratorModel), yielding its responses. A module exports the class as its default export or
  * as `Model`, or a factory `createModel(args, context)` (default export functions that are not classes
  * count as factories too).
  */
@@ -57,6 +58,25 @@ export interface Model {
   execute(requests: InferenceRequest[]): ExecuteResult | Promise<ExecuteResult>;
   finalize?(): void | Promise<void>;
   /** Readiness of this instance (polled by JsInstance.isReady()). */
+  isReady?(): boolean | Promise<boolean>;
+}
+
+/** What a generator execute() yields (or returns, for a last response sent with the final flag). */
+export type YieldedResponse = InferenceResponse | InferenceResponseInit | null | undefined;
+
+/**
+ * The generator form: `async *execute(request)` (or a sync `*execute(request)`) is called once per request
+ * and each yielded value is one response; the final flag is sent when it returns (with the returned
+ * response, if any). A throw ends the request with that error. A cancelled request stops the generator with
+ * return(), so its `finally` blocks run. Works for decoupled models (any number of yields) and for
+ * default-mode ones (exactly one response: one yield, or a return value).
+ */
+export interface GeneratorModel {
+  initialize?(args: ModelInitializeArgs, context: ModelContext): void | Promise<void>;
+  execute(
+    request: InferenceRequest,
+  ): AsyncIterator<YieldedResponse, YieldedResponse> | Iterator<YieldedResponse, YieldedResponse>;
+  finalize?(): void | Promise<void>;
   isReady?(): boolean | Promise<boolean>;
 }
 

@@ -27,7 +27,7 @@ import type {
 } from '../../backend-api/backend.js';
 import { isServerParameter } from '../../backend-api/backend.js';
 import type { DataType } from '../../common/datatype.js';
-import { NereidError, internal, unavailable } from '../../common/errors.js';
+import { NereidError, cancelled, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
@@ -489,6 +489,15 @@ export class JsInstance implements InstanceHandle {
       batch.pending--;
       this.settle(batch);
     };
+    if (f.request.signal.aborted) {
+      // The client is gone: nothing more reaches it, and the model's stop (its final flag, or an error)
+      // ends the request as cancelled, as the built-in backends end theirs.
+      if (r.final || r.error) {
+        sender.fail(cancelled('request cancelled'));
+        end();
+      }
+      return;
+    }
     if (r.error) {
       sender.fail(errorOf(r.error));
       end();

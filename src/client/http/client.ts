@@ -29,6 +29,7 @@ import type {
 } from '../types.js';
 import { decodeInferResponse, encodeInferRequest, errorMessage } from './infer-codec.js';
 import { toJsonText, type JsonOut } from './json.js';
+import { SseParser } from './sse.js';
 import { HttpTransport, type HttpTransportOptions, type TransportResponse } from './transport.js';
 import { indexEntries, loadParameters, modelMetadata, serverMetadata, statistics } from '../answers.js';
 
@@ -44,6 +45,17 @@ export interface HttpInferOptions extends InferOptions {
   readonly requestCompression?: Compression;
   /** Ask the server to compress the response. */
   readonly responseCompression?: Compression;
+}
+
+/** The body of a generate / generate_stream request: input names and parameters as JSON values. */
+export type GenerateRequest = Readonly<Record<string, JsonOut>>;
+
+/** One generate response: a flat object with model_name, model_version, id, parameters and the outputs. */
+export type GenerateResponse = Record<string, unknown>;
+
+export interface GenerateOptions extends CallOptions {
+  /** '' or omitted: the version the model's version policy picks. */
+  readonly modelVersion?: string | number;
 }
 
 const enc = encodeURIComponent;
@@ -137,6 +149,87 @@ export class HttpClient implements InferenceClient {
     this.#check(res);
     const len = res.headers['inference-header-content-length'];
     return decodeInferResponse(res.body, len === undefined ? undefined : Number(len), res.status);
+  }
+
+  /**
+   * Triton's generate extension: `POST …/generate` with one JSON object (inputs by name, other keys as
+   * parameters), answered by one flat JSON object. A server error throws NereidClientError.
+   */
+  async generate(
+    model: string,
+    request: GenerateRequest,
+    options: GenerateOptions = {},
+  ): Promise<GenerateResponse> {
+    const path = `${modelPath(model, options.modelVersion)}/generate`;
+    return objectOf<GenerateResponse>(
+      await this.#json('POST', path, request, options),
+      'the generate response',
+    );
+  }
+
+  /**
+   * `POST …/generate_stream`: each server-sent event as it arrives, parsed (a decoupled model's responses;
+   * the flag-only final one is never sent). An event carrying `error` — a failure after the request was
+   * accepted, possibly after other events — throws NereidClientError with its message (and the reply's
+   * status when the failure came first, before any event). `options.signal` aborts the call (the loop
+   * throws the signal's reason); leaving the loop early closes the connection, which cancels the request
+   * on the server.
+   */
+  async *generateStream(
+    model: string,
+    request: GenerateRequest,
+    options: GenerateOptions = {},
+  ): AsyncGenerator<GenerateResponse, void, undefined> {
+    const path = `${modelPath(model, options.modelVersion)}/generate_stream`;
+    const res = await this.#transport.stream({
+      method: 'POST',
+      path,
+      body: [Buffer.from(toJsonText(request), 'utf8')],
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', ...options.headers },
+      signal: options.signal,
+    });
+    let finished = false;
+    try {
+      const type = String(res.headers['content-type'] ?? '');
+      if (!type.startsWith('text/event-stream')) {
+        // Refused before the stream began: an ordinary JSON error reply (or, from a proxy, anything).
+        const chunks: Buffer[] = [];
+        for await (const c of res.body) chunks.push(c);
+        finished = true;
+        const body = Buffer.concat(chunks);
+        if (res.status >= 200 && res.status < 300) {
+          throw new NereidClientError(
+            `malformed response from the server: generate_stream answered '${type}', not text/event-stream`,
+            { status: res.status },
+          );
+        }
+        throw new NereidClientError(errorMessage(body, res.statusText), { status: res.status });
+      }
+      const status = res.status >= 200 && res.status < 300 ? undefined : res.status;
+      const parser = new SseParser();
+      for await (const chunk of res.body) {
+        for (const data of parser.push(chunk)) {
+          let doc: unknown;
+          try {
+            doc = JSON.parse(data) as unknown;
+          } catch {
+            throw new NereidClientError('malformed response from the server: an event is not JSON', {
+              status: res.status,
+            });
+          }
+          const event = objectOf<GenerateResponse>(doc, 'a generate_stream event');
+          if (typeof event.error === 'string') throw new NereidClientError(event.error, { status });
+          yield event;
+        }
+      }
+      finished = true;
+      if (parser.end()) {
+        throw new NereidClientError('the connection closed in the middle of a generate_stream event');
+      }
+    } finally {
+      // Left early (break, throw, abort): close the connection so the server cancels the request.
+      if (!finished) res.destroy();
+    }
   }
 
   async modelStatistics(

@@ -1,7 +1,8 @@
 /**
  * One HTTP/1.1 request over a keep-alive agent (node:http or node:https), bodies sent as a list of
- * chunks (corked into one write) and read into one Buffer sized from Content-Length. Connection failures
- * become NereidClientError without a status; an aborted call rejects with the signal's reason.
+ * chunks (corked into one write) and read into one Buffer sized from Content-Length, or (stream()) handed
+ * over as it arrives. Connection failures become NereidClientError without a status; an aborted call
+ * rejects with the signal's reason.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -24,6 +25,17 @@ export interface TransportResponse {
   readonly statusText: string;
   readonly headers: http.IncomingHttpHeaders;
   readonly body: Buffer;
+}
+
+/** A response whose body is read as it arrives (server-sent events). */
+export interface StreamingResponse {
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: http.IncomingHttpHeaders;
+  /** The body's chunks as they arrive; ends with the body, throws on a broken connection or an abort. */
+  readonly body: AsyncIterable<Buffer>;
+  /** Stops reading: closes the connection (the server sees its client go away). */
+  destroy(): void;
 }
 
 export interface TransportRequest {
@@ -87,6 +99,52 @@ export class HttpTransport {
     const headers: Record<string, string | number> = { ...this.#headers, ...req.headers };
     if (req.body !== undefined) headers['Content-Length'] = req.byteLength ?? sum(req.body);
     return this.#attempt(req, headers, true);
+  }
+
+  /**
+   * Sends the request and resolves once the response head arrived; the body is read by the caller. Not
+   * retried: a streaming request may have started work on the server.
+   */
+  stream(req: TransportRequest): Promise<StreamingResponse> {
+    if (this.#closed) return Promise.reject(new NereidClientError('the client is closed'));
+    const signal = req.signal;
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    const headers: Record<string, string | number> = { ...this.#headers, ...req.headers };
+    if (req.body !== undefined) headers['Content-Length'] = req.byteLength ?? sum(req.body);
+    return new Promise<StreamingResponse>((resolve, reject) => {
+      const r = this.#module.request(
+        {
+          protocol: this.#base.protocol,
+          hostname: this.#base.hostname,
+          port: this.#base.port,
+          path: this.#basePath + req.path,
+          method: req.method,
+          headers,
+          agent: this.#agent,
+          signal,
+        },
+        (res) => {
+          const connectionError = (err: Error): Error => this.#connectionError(err, signal);
+          resolve({
+            status: res.statusCode ?? 0,
+            statusText: res.statusMessage ?? '',
+            headers: res.headers,
+            body: (async function* () {
+              try {
+                for await (const chunk of res) yield chunk as Buffer;
+              } catch (err) {
+                throw connectionError(err as Error);
+              }
+              if (!res.complete)
+                throw new NereidClientError('the connection closed before the response ended');
+            })(),
+            destroy: () => r.destroy(),
+          });
+        },
+      );
+      r.on('error', (err) => reject(this.#connectionError(err, signal)));
+      r.end(req.body === undefined ? undefined : Buffer.concat(req.body));
+    });
   }
 
   close(): void {

@@ -14,7 +14,7 @@ import { MessageChannel, parentPort, workerData } from 'node:worker_threads';
 import { AutoCompleteConfig, type ModelConfigJson } from '../../../sdk/config.js';
 import { logger } from '../../../sdk/logger.js';
 import { defaultMetricRegistry } from '../../../sdk/metrics.js';
-import type { Model, ModelContext, ModelInitializeArgs } from '../../../sdk/model.js';
+import type { GeneratorModel, Model, ModelContext, ModelInitializeArgs } from '../../../sdk/model.js';
 import { InferenceRequest, type InferenceRequestInit } from '../../../sdk/request.js';
 import { toNereidError } from '../../../sdk/response.js';
 import { NereidError } from '../../../common/errors.js';
@@ -33,6 +33,7 @@ import type { ModelPhase } from '../../model-errors.js';
 import { copyToWire, newCounters } from '../tensors.js';
 import { AsyncQueue } from './async-queue.js';
 import { WorkerSender, responseToWire, setDeclaredOutputs } from './sender.js';
+import { driveGenerator, isGeneratorFunction } from './generator.js';
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -179,6 +180,8 @@ async function autocomplete(): Promise<void> {
 // --- serving ---------------------------------------------------------------------------------------------
 
 let model: Model;
+/** execute is a generator function: called once per request, its yields are the responses. */
+let generatorForm = false;
 let decoupled = false;
 let modelName = '';
 let modelVersion = '';
@@ -209,8 +212,39 @@ function toRequest(w: WireRequest): InferenceRequest {
   return new InferenceRequest(init, { sender, signal: controller.signal, batchSize: w.batchSize });
 }
 
+/** Ends a request with an error when its sender cannot (the sender refused, or nothing was sent). */
+function failRequest(w: WireRequest, sender: WorkerSender, err: unknown): void {
+  sender.close();
+  post({
+    kind: 'response',
+    response: { rid: w.rid, outputs: [], final: true, error: wireError(err, 'execute') },
+  });
+}
+
+/**
+ * The generator form: one generator per request, driven concurrently on this thread. The batch counts as
+ * executed once they have started, as a sender-form execute() that starts its streams and returns.
+ */
+function executeGenerators(batch: number, wire: WireRequest[], requests: InferenceRequest[]): void {
+  const m = model as unknown as GeneratorModel;
+  requests.forEach((request, i) => {
+    const sender = live.get(wire[i].rid)!.sender;
+    void driveGenerator(
+      () => m.execute(request),
+      request,
+      sender,
+      (err) => failRequest(wire[i], sender, err),
+    );
+  });
+  post({ kind: 'executed', batch });
+}
+
 async function execute(batch: number, wire: WireRequest[]): Promise<void> {
   const requests = wire.map(toRequest);
+  if (generatorForm) {
+    executeGenerators(batch, wire, requests);
+    return;
+  }
   const senders = wire.map((w) => live.get(w.rid)!.sender);
   let result: unknown;
   try {
@@ -369,6 +403,7 @@ async function serve(): Promise<void> {
   else model = loaded.model;
   if (typeof model?.execute !== 'function')
     throw new Error(`the model in '${init.modelPath}' has no execute() method`);
+  generatorForm = isGeneratorFunction((model as { execute: unknown }).execute);
   await model.initialize?.(args, context);
   port.on('message', onMessage);
   post({ kind: 'ready', definesIsReady: typeof model.isReady === 'function' });
