@@ -10,6 +10,7 @@ import { parseFlags } from '../compose/flags.js';
 import type { ServerOptions } from '../compose/options.js';
 import { unsupported } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import type { ResolvedModel } from '../core/model-handle.js';
 import type { InferenceServerApi } from '../core/server-api.js';
 import type { ModelMetadata, ModelStatistics, RepositoryIndexEntry } from '../core/types.js';
 import { createGrpcFrontend } from '../frontends/grpc/index.js';
@@ -83,22 +84,37 @@ export class NereidServer {
    * rejects with a NereidError (the same codes and messages HTTP and gRPC clients get).
    */
   async infer(request: InferRequest): Promise<InferenceResponse> {
-    const core = toCoreRequest(
-      request,
-      () => this.modelMetadata(request.model),
-      request.signal ?? freshSignal(),
-    );
-    return fromCoreResponse(await this.running.server.inferOnce(core));
+    const model = this.modelFor(request);
+    try {
+      const core = toCoreRequest(request, () => model.get().metadata, request.signal ?? freshSignal());
+      return fromCoreResponse(await model.get().infer(core));
+    } finally {
+      model.release();
+    }
   }
 
   /** Every response of a request (decoupled models: 0..n, the last with `final` set), as they come. */
   async *inferStream(request: InferRequest): AsyncGenerator<InferenceResponse> {
-    const core = toCoreRequest(
-      request,
-      () => this.modelMetadata(request.model),
-      request.signal ?? freshSignal(),
-    );
-    for await (const r of this.running.server.infer(core)) yield fromCoreResponse(r);
+    const model = this.modelFor(request);
+    try {
+      const core = toCoreRequest(request, () => model.get().metadata, request.signal ?? freshSignal());
+      for await (const r of model.get().stream(core)) yield fromCoreResponse(r);
+    } finally {
+      model.release();
+    }
+  }
+
+  /**
+   * The request's model handle, resolved once on first use (so a malformed request fails as it did before
+   * any lookup) and held until released.
+   */
+  private modelFor(request: InferRequest): { get(): ResolvedModel; release(): void } {
+    let handle: ResolvedModel | undefined;
+    const version = request.version === undefined ? undefined : String(request.version);
+    return {
+      get: () => (handle ??= this.running.server.resolveModel(request.model, version)),
+      release: () => handle?.release(),
+    };
   }
 
   isReady(): boolean {

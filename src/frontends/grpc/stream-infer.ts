@@ -10,6 +10,7 @@
  */
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import type { ResolvedModel } from '../../core/model-handle.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { InferenceResponse } from '../../core/types.js';
 import { withForwarded } from '../header-forward.js';
@@ -113,9 +114,19 @@ export class StreamInfer {
     } catch (err) {
       parseError = err;
     }
+    // One lookup per request, on arrival: the handle holds the version it resolved until released.
+    let model: ResolvedModel | undefined;
+    let lookupError: unknown;
+    if (wire !== undefined) {
+      try {
+        model = this.api.resolveModel(wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion);
+      } catch (err) {
+        lookupError = err; // unknown model: the request fails below, in order
+      }
+    }
     // Still synchronous with the message's arrival, so slots are taken in request order.
     let slot: Slot | undefined;
-    if (wire === undefined || !this.isDecoupled(wire)) {
+    if (model === undefined || !model.decoupled) {
       slot = { pieces: undefined };
       this.order.push(slot);
     }
@@ -124,7 +135,8 @@ export class StreamInfer {
       if (wire === undefined) throw parseError;
       if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
       const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
-      const responses = this.api.infer({
+      if (model === undefined) throw lookupError;
+      const responses = model.stream({
         ...withForwarded(request, this.forwarded),
         signal: controller.signal,
       });
@@ -145,20 +157,10 @@ export class StreamInfer {
     } catch (err) {
       this.fail(err, wire, slot, started);
     } finally {
+      model?.release();
       // Out of the set, nothing here aborts it any more: a clean signal serves the next request.
       this.controllers.delete(controller);
       returnController(controller);
-    }
-  }
-
-  private isDecoupled(wire: WireInferRequest): boolean {
-    try {
-      return this.api.isModelDecoupled(
-        wire.modelName,
-        wire.modelVersion === '' ? undefined : wire.modelVersion,
-      );
-    } catch {
-      return false; // unknown model: the request fails below, in order
     }
   }
 
