@@ -119,7 +119,10 @@ export class StreamInfer {
     let lookupError: unknown;
     if (wire !== undefined) {
       try {
-        model = this.api.resolveModel(wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion);
+        model = this.api.resolveModel(
+          wire.modelName,
+          wire.modelVersion === '' ? undefined : wire.modelVersion,
+        );
       } catch (err) {
         lookupError = err; // unknown model: the request fails below, in order
       }
