@@ -181,8 +181,8 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
         );
       } else {
         const r = parseChatRequest(doc);
-        reply = await withModel(r.model, (facts) => {
-          const prompt = templates.render(r.model, chatTemplateParameter(facts), r.messages);
+        reply = await withModel(r.model, async (facts) => {
+          const prompt = await templates.render(r.model, chatTemplateParameter(facts), r.messages);
           return runGeneration(ctx, 'chat', facts, prompt, r, false);
         });
       }
