@@ -14,6 +14,7 @@ export { startNereid, type RunningNereid, type Endpoint } from './compose/compos
 export { parseFlags } from './compose/flags.js';
 export type { ServerOptions } from './compose/options.js';
 export type { InferenceServerApi } from './core/server-api.js';
+export type { ResolvedModel } from './core/model-handle.js';
 export type {
   InferenceRequest as CoreInferenceRequest,
   InferenceResponse as CoreInferenceResponse,

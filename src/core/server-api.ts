@@ -19,6 +19,7 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from './types.js';
+import type { ResolvedModel } from './model-handle.js';
 import type { RequestTrace, TraceCarrier } from './trace/types.js';
 
 export interface InferenceServerApi {
@@ -32,17 +33,18 @@ export interface InferenceServerApi {
   modelMetadata(name: string, version?: string): ModelMetadata;
   /** The model config as Triton's JSON (GET /v2/models/<m>/config). */
   modelConfigJson(name: string, version?: string): JsonObject;
-  /** True when the model's config says model_transaction_policy.decoupled. */
-  isModelDecoupled(name: string, version?: string): boolean;
   /**
-   * True when the model reads input tensors in a SharedArrayBuffer without copying them (a JavaScript
-   * model), so a frontend should read a large body into shared memory. Unknown model → false.
+   * Resolves a model name and version ('' or undefined = the default version) once for one request: the
+   * handle answers what a frontend asks before running it (decoupled, shared-memory use, metadata,
+   * config) and runs it on that version, which it holds until release() (model-handle.ts). Throws
+   * NOT_FOUND / UNAVAILABLE as an inference request for the model would.
    */
-  sharesInputMemory(name: string, version?: string): boolean;
+  resolveModel(name: string, version?: string): ResolvedModel;
 
   /**
-   * Runs one request. The stream yields 0..n responses; the last has final=true. A non-decoupled model
-   * yields exactly one. Validation errors reject the first next() (or are thrown synchronously by infer()).
+   * Runs one request (resolveModel + stream + release). The stream yields 0..n responses; the last has
+   * final=true. A non-decoupled model yields exactly one. Validation errors reject the first next() (or
+   * are thrown synchronously by infer()).
    */
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse>;
   /** Convenience for non-decoupled models: the one (final) response. */

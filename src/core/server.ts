@@ -2,7 +2,7 @@
  * InferenceServer: the one data plane behind every frontend. It owns the repository manager and answers
  * the InferenceServerApi; it knows no protocol. Frontends (or an application embedding Nereid) call it.
  */
-import { internal, invalidArg, unsupported } from '../common/errors.js';
+import { internal, invalidArg } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { JsonObject } from '../model-config/json.js';
 import { modelConfigToJson } from '../model-config/index.js';
@@ -14,16 +14,12 @@ import {
 } from './model/custom-metrics.js';
 import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
+import { VersionHandle, type ResolvedModel } from './model-handle.js';
 import type { InferenceServerApi } from './server-api.js';
 import { DEFAULT_TRACE_OPTIONS } from './trace/options.js';
 import { Tracer } from './trace/tracer.js';
 import { isInferenceTrace, type RequestTrace, type TraceCarrier } from './trace/types.js';
-import {
-  CudaSharedMemory,
-  SystemSharedMemoryManager,
-  inferWithSharedMemory,
-  usesSharedMemory,
-} from './shm/index.js';
+import { CudaSharedMemory, SystemSharedMemoryManager } from './shm/index.js';
 import type {
   CudaSharedMemoryRegionStatus,
   LogSettingsUpdate,
@@ -154,45 +150,31 @@ export class InferenceServer implements InferenceServerApi {
     return modelConfigToJson(this.repository.getVersion(name, version).config);
   }
 
-  isModelDecoupled(name: string, version?: string): boolean {
-    return this.repository.getVersion(name, version).config.model_transaction_policy?.decoupled === true;
-  }
-
-  sharesInputMemory(name: string, version?: string): boolean {
-    try {
-      const v = this.repository.getVersion(name, version);
-      return isServable(v) && v.sharesInputMemory === true;
-    } catch {
-      return false;
-    }
+  resolveModel(name: string, version?: string): ResolvedModel {
+    return new VersionHandle(name, this.version(name, version), this.sharedMemory);
   }
 
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
-    const v = this.version(request.modelName, request.modelVersion);
-    return this.runRequest(v, withChildTrace(request));
+    const model = this.resolveModel(request.modelName, request.modelVersion);
+    try {
+      return model.stream(withChildTrace(request));
+    } finally {
+      // The version has accepted (or refused) the request, or the run holds it (model-handle.ts).
+      model.release();
+    }
   }
 
   startTrace(modelName: string, carrier?: TraceCarrier): RequestTrace | undefined {
     return this.tracer.start(modelName, carrier);
   }
 
-  /** Requests naming shared-memory regions go through the shm module (inputs read, outputs written). */
-  private runRequest(v: ServableVersion, request: InferenceRequest): AsyncIterable<InferenceResponse> {
-    if (!usesSharedMemory(request)) return v.infer(request);
-    return inferWithSharedMemory(this.sharedMemory, request, (r) => v.infer(r));
-  }
-
   async inferOnce(request: InferenceRequest): Promise<InferenceResponse> {
-    const v = this.version(request.modelName, request.modelVersion);
-    if (v.config.model_transaction_policy?.decoupled === true) {
-      throw unsupported(
-        `doesn't support models with decoupled transaction policy: use streaming inference for model '${request.modelName}'`,
-      );
+    const model = this.resolveModel(request.modelName, request.modelVersion);
+    try {
+      return await model.infer(request);
+    } finally {
+      model.release();
     }
-    for await (const response of this.runRequest(v, request)) {
-      if (response.final) return response;
-    }
-    throw internal(`model '${request.modelName}' ended the request without a response`);
   }
 
   modelStatistics(name?: string, version?: string): ModelStatistics[] {

@@ -10,6 +10,7 @@ import { parseFlags } from '../compose/flags.js';
 import type { ServerOptions } from '../compose/options.js';
 import { unsupported } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import type { ResolvedModel } from '../core/model-handle.js';
 import type { InferenceServerApi } from '../core/server-api.js';
 import type { ModelMetadata, ModelStatistics, RepositoryIndexEntry } from '../core/types.js';
 import { createGrpcFrontend } from '../frontends/grpc/index.js';
@@ -84,18 +85,18 @@ export class NereidServer {
    * is UNSUPPORTED here, as on HTTP /infer: inferStream() gives its responses.
    */
   async infer(request: InferRequest): Promise<InferenceResponse> {
-    const version = request.version === undefined ? undefined : String(request.version);
-    if (this.running.server.isModelDecoupled(request.model, version)) {
-      throw unsupported(
-        `model '${request.model}' is decoupled (0..n responses per request): call inferStream() for its responses`,
-      );
+    const model = this.modelFor(request);
+    try {
+      if (model.get().decoupled) {
+        throw unsupported(
+          `model '${request.model}' is decoupled (0..n responses per request): call inferStream() for its responses`,
+        );
+      }
+      const core = toCoreRequest(request, () => model.get().metadata, request.signal ?? freshSignal());
+      return fromCoreResponse(await model.get().infer(core));
+    } finally {
+      model.release();
     }
-    const core = toCoreRequest(
-      request,
-      () => this.modelMetadata(request.model),
-      request.signal ?? freshSignal(),
-    );
-    return fromCoreResponse(await this.running.server.inferOnce(core));
   }
 
   /**
@@ -110,10 +111,11 @@ export class NereidServer {
     const forward = (): void => controller.abort(outer?.reason);
     if (outer?.aborted) forward();
     else outer?.addEventListener('abort', forward, { once: true });
+    const model = this.modelFor(request);
     let ended = false;
     try {
-      const core = toCoreRequest(request, () => this.modelMetadata(request.model), controller.signal);
-      for await (const r of this.running.server.infer(core)) {
+      const core = toCoreRequest(request, () => model.get().metadata, controller.signal);
+      for await (const r of model.get().stream(core)) {
         const response = fromCoreResponse(r);
         if (response.final) ended = true;
         yield response;
@@ -123,7 +125,21 @@ export class NereidServer {
       outer?.removeEventListener('abort', forward);
       // The caller left before the final response: nobody reads the rest, so the request is cancelled.
       if (!ended) controller.abort();
+      model.release();
     }
+  }
+
+  /**
+   * The request's model handle, resolved once on first use (so a malformed request fails as it did before
+   * any lookup) and held until released.
+   */
+  private modelFor(request: InferRequest): { get(): ResolvedModel; release(): void } {
+    let handle: ResolvedModel | undefined;
+    const version = request.version === undefined ? undefined : String(request.version);
+    return {
+      get: () => (handle ??= this.running.server.resolveModel(request.model, version)),
+      release: () => handle?.release(),
+    };
   }
 
   isReady(): boolean {

@@ -408,7 +408,9 @@ describe('ensembles of test models (none mode)', () => {
 
   it('streams a decoupled member through the ensemble (in-process API)', async () => {
     const api = s.running.server;
-    assert.equal(api.isModelDecoupled('square_chain'), true, 'the ensemble inherits decoupled');
+    const handle = api.resolveModel('square_chain');
+    handle.release();
+    assert.equal(handle.decoupled, true, 'the ensemble inherits decoupled');
     const data = Buffer.alloc(4);
     data.writeInt32LE(3);
     const req: InferenceRequest = {

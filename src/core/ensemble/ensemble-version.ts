@@ -10,6 +10,7 @@ import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { prepareRequest, withRequestId } from '../inference.js';
 import { VersionCache, type ResponseCache } from '../cache/index.js';
 import { recordRequestStart, traceRefused } from '../trace/report.js';
+import { VersionHolds } from '../model/holds.js';
 import { modelMetadataOf } from '../model/model-version.js';
 import { ResponseStream, type ResponseSink } from '../response-stream.js';
 import { ModelStats } from '../stats/model-stats.js';
@@ -58,6 +59,7 @@ export class EnsembleVersion implements ServableVersion {
   private unloading: Promise<void> | undefined;
   private readonly detachStats: (() => void) | undefined;
   private readonly cache: VersionCache | undefined;
+  private readonly holds = new VersionHolds();
 
   constructor(parts: EnsembleVersionParts) {
     this.config = parts.config;
@@ -116,11 +118,15 @@ export class EnsembleVersion implements ServableVersion {
     return this.active;
   }
 
-  infer(request: InferenceRequest): ResponseStream<InferenceResponse> {
-    if (this.state !== 'READY') {
-      throw unavailable(
-        `Request for unknown model: '${this.modelName}' version ${this.version} is not at ready state`,
-      );
+  /** As ModelVersion.hold: a request that resolved this version runs on it although it starts unloading. */
+  hold(again = false): () => void {
+    if (again ? !this.holds.honoured : this.state !== 'READY') throw this.notReady();
+    return this.holds.add();
+  }
+
+  infer(request: InferenceRequest, held = false): ResponseStream<InferenceResponse> {
+    if (this.state !== 'READY' && !(held && this.state === 'UNLOADING' && this.holds.honoured)) {
+      throw this.notReady();
     }
     const requestStart = process.hrtime.bigint();
     let prepared;
@@ -152,6 +158,12 @@ export class EnsembleVersion implements ServableVersion {
     return stream;
   }
 
+  private notReady(): Error {
+    return unavailable(
+      `Request for unknown model: '${this.modelName}' version ${this.version} is not at ready state`,
+    );
+  }
+
   private planFor(outputs: readonly string[]): RequestPlan {
     if (outputs.length === this.plan.outputs.length) return this.fullPlan; // names are unique and known
     const key = outputs.join('\0');
@@ -178,6 +190,8 @@ export class EnsembleVersion implements ServableVersion {
 
   private async doUnload(): Promise<void> {
     this.state = 'UNLOADING';
+    // Requests that resolved this version before the unload began still run on it (holds.ts).
+    await this.holds.whenReleased();
     // Requests still waiting for a cache lookup were accepted: they start their runs before the drain.
     await this.cache?.whenIdle();
     if (this.active > 0) {

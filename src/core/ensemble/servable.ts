@@ -11,8 +11,16 @@ export interface ServableVersion extends LoadedVersion {
   readonly stats: ModelStats;
   /** The backend reads inputs in shared memory in place (ModelHandle.sharesInputMemory). */
   readonly sharesInputMemory?: boolean;
-  /** Validates and accepts a request; validation errors throw synchronously (nothing was accepted). */
-  infer(request: InferenceRequest): AsyncIterable<InferenceResponse>;
+  /**
+   * Holds the version for one request (core/model/holds.ts): returns the release. Throws UNAVAILABLE
+   * unless READY (`again`: the caller already holds it). Absent: the version cannot be held.
+   */
+  hold?(again?: boolean): () => void;
+  /**
+   * Validates and accepts a request; validation errors throw synchronously (nothing was accepted).
+   * `held`: the caller holds the version, so it is accepted although the version is unloading.
+   */
+  infer(request: InferenceRequest, held?: boolean): AsyncIterable<InferenceResponse>;
 }
 
 /** Finds the version that serves a request (the repository manager): '' / undefined = the default one. */

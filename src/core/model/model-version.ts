@@ -28,6 +28,7 @@ import { ModelStats } from '../stats/model-stats.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
 import { recordRequestStart, traceRefused } from '../trace/report.js';
+import { VersionHolds } from './holds.js';
 import { JobSender, type OutputContext } from './job-sender.js';
 
 type State = 'READY' | 'UNLOADING' | 'UNLOADED';
@@ -110,6 +111,7 @@ export class ModelVersion implements LoadedVersion {
   private readonly detachStats: (() => void) | undefined;
   private readonly health: ModelHealthMonitor | undefined;
   private readonly cache: VersionCache | undefined;
+  private readonly holds = new VersionHolds();
 
   constructor(private readonly parts: ModelVersionParts) {
     this.config = parts.config;
@@ -168,12 +170,23 @@ export class ModelVersion implements LoadedVersion {
     return handle.customMetrics();
   }
 
-  /** Validates and enqueues; validation errors throw synchronously (nothing was accepted). */
-  infer(request: InferenceRequest): ResponseStream<InferenceResponse> {
-    if (this.state !== 'READY') {
-      throw unavailable(
-        `Request for unknown model: '${this.modelName}' version ${this.version} is not at ready state`,
-      );
+  /**
+   * Holds this version for one request (model-handle.ts): while held, unload() waits before draining and
+   * infer(request, true) is accepted although the version is unloading. Only a READY version can be held
+   * (`again`: the caller already holds it, so an unloading version can be held once more).
+   */
+  hold(again = false): () => void {
+    if (again ? !this.holds.honoured : this.state !== 'READY') throw this.notReady();
+    return this.holds.add();
+  }
+
+  /**
+   * Validates and enqueues; validation errors throw synchronously (nothing was accepted). `held`: the
+   * caller holds the version (hold()), so an unloading version still accepts the request.
+   */
+  infer(request: InferenceRequest, held = false): ResponseStream<InferenceResponse> {
+    if (this.state !== 'READY' && !(held && this.state === 'UNLOADING' && this.holds.honoured)) {
+      throw this.notReady();
     }
     const requestStart = process.hrtime.bigint();
     let prepared;
@@ -194,6 +207,12 @@ export class ModelVersion implements LoadedVersion {
     if (this.cache) this.cache.serve(prepared, record, stream, run);
     else run(stream);
     return stream;
+  }
+
+  private notReady(): Error {
+    return unavailable(
+      `Request for unknown model: '${this.modelName}' version ${this.version} is not at ready state`,
+    );
   }
 
   get sharesInputMemory(): boolean {
@@ -231,6 +250,9 @@ export class ModelVersion implements LoadedVersion {
    */
   private async drainWithin(timeoutMs: number): Promise<void> {
     const drained = (async (): Promise<void> => {
+      // Requests that resolved this version before the unload began run on it (Triton's requests hold
+      // their model): every hold is released (the request accepted or given up) before the drain.
+      await this.holds.whenReleased();
       // Requests still waiting for a cache lookup were accepted: they reach the scheduler before it drains.
       await this.cache?.whenIdle();
       await this.scheduler.drain();
@@ -250,6 +272,7 @@ export class ModelVersion implements LoadedVersion {
     this.parts.log.error(
       `${what} did not finish its requests within ${secs} s of being unloaded (--model-unload-timeout-secs); failing them and stopping its instances`,
     );
+    this.holds.revoke();
     this.pool.abort(
       unavailable(
         `${what} was unloaded and its requests did not finish within ${secs} s (--model-unload-timeout-secs)`,

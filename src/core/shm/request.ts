@@ -174,13 +174,21 @@ export function inferWithSharedMemory(
   manager: SystemSharedMemoryManager,
   request: InferenceRequest,
   run: (request: InferenceRequest) => AsyncIterable<InferenceResponse>,
+  /** Called once run() has returned (the request was accepted or refused), or reading inputs failed. */
+  started?: () => void,
 ): AsyncIterable<InferenceResponse> {
   const out = new ResponseStream<InferenceResponse>();
   void (async () => {
     let shm: ShmRequest | undefined;
     try {
-      shm = await prepareShmRequest(manager, request);
-      for await (const response of run(shm.request)) {
+      let responses: AsyncIterable<InferenceResponse>;
+      try {
+        shm = await prepareShmRequest(manager, request);
+        responses = run(shm.request);
+      } finally {
+        started?.();
+      }
+      for await (const response of responses) {
         out.push(await shm.writeOutputs(response), response.final);
       }
       out.close();

@@ -39,15 +39,19 @@ export async function modelInfer(
   ctx.version = wire.modelVersion;
   const trace = api.startTrace?.(wire.modelName, carrier);
   if (trace) ctx.trace = trace;
-  if (api.isModelDecoupled(wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion)) {
-    throw unsupported(DECOUPLED_UNARY_MESSAGE);
+  // One lookup for the whole request: the handle holds the version it resolved until released.
+  const model = api.resolveModel(wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion);
+  try {
+    if (model.decoupled) throw unsupported(DECOUPLED_UNARY_MESSAGE);
+    const { request } = toInferenceRequest(wire);
+    const response = await model.infer({
+      ...withForwarded(request, forwarded),
+      signal,
+      ...(trace && { trace: trace.inference }),
+      ...(ctx.timings && { timings: ctx.timings }),
+    });
+    return encodeInferResponse(response);
+  } finally {
+    model.release();
   }
-  const { request } = toInferenceRequest(wire);
-  const response = await api.inferOnce({
-    ...withForwarded(request, forwarded),
-    signal,
-    ...(trace && { trace: trace.inference }),
-    ...(ctx.timings && { timings: ctx.timings }),
-  });
-  return encodeInferResponse(response);
 }

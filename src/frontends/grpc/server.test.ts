@@ -704,3 +704,31 @@ async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5000
   }
   throw new Error('condition not met in time');
 }
+
+describe('gRPC inference releases every model handle it takes', () => {
+  it('unary and streaming, answered, refused and failed', async () => {
+    const fake = new GrpcFakeApi();
+    const fe = createGrpcFrontend(fake, { address: '127.0.0.1', port: 0, log: new Logger({}, () => {}) });
+    const c = new TestClient(`127.0.0.1:${(await fe.listen()).port}`);
+    try {
+      await c.call('ModelInfer', addSub('ok'));
+      await rejectsWith(c.call('ModelInfer', repeat('decoupled', [1])), GrpcCode.UNIMPLEMENTED);
+      await rejectsWith(c.call('ModelInfer', { ...addSub('nope'), model_name: 'nope' }), GrpcCode.NOT_FOUND);
+      const stream = c.stream();
+      const done = collect(stream);
+      stream.write(addSub('s1'));
+      stream.write(repeat('s2', [4, 5]));
+      stream.write({ ...addSub('s3'), model_name: 'nope' });
+      stream.write({ ...addSub('s4'), inputs: [] });
+      stream.end();
+      const { messages, error } = await done;
+      assert.equal(error, undefined);
+      assert.equal(messages.filter((m) => m.error_message !== '').length, 2, 'the unknown and the refused');
+      assert.equal(fake.resolved, 5, 'one lookup per request that named a known model');
+      assert.equal(fake.released, fake.resolved);
+    } finally {
+      c.close();
+      await fe.close();
+    }
+  });
+});

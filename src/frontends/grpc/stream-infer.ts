@@ -15,6 +15,7 @@
  */
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import type { ResolvedModel } from '../../core/model-handle.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
 import type { InferenceResponse, RequestTimings } from '../../core/types.js';
@@ -187,9 +188,22 @@ export class StreamInfer {
     } catch (err) {
       parseError = err;
     }
+    // One lookup per request, on arrival: the handle holds the version it resolved until released.
+    let model: ResolvedModel | undefined;
+    let lookupError: unknown;
+    if (wire !== undefined) {
+      try {
+        model = this.api.resolveModel(
+          wire.modelName,
+          wire.modelVersion === '' ? undefined : wire.modelVersion,
+        );
+      } catch (err) {
+        lookupError = err; // unknown model: the request fails below, in order
+      }
+    }
     // Still synchronous with the message's arrival, so slots are taken in request order.
     let slot: Slot | undefined;
-    if (wire === undefined || !this.isDecoupled(wire)) {
+    if (model === undefined || !model.decoupled) {
       slot = { pieces: undefined, sent: false, exchange };
       this.order.push(slot);
     }
@@ -206,7 +220,8 @@ export class StreamInfer {
       if (wire === undefined) throw parseError;
       if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
       const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
-      const responses = this.api.infer({
+      if (model === undefined) throw lookupError;
+      const responses = model.stream({
         ...withForwarded(request, this.forwarded),
         signal: controller.signal,
         ...(exchange.trace && { trace: exchange.trace.inference }),
@@ -230,6 +245,7 @@ export class StreamInfer {
     } catch (err) {
       this.fail(err, wire, slot, started, exchange);
     } finally {
+      model?.release();
       // Out of the set, nothing here aborts it any more: a clean signal serves the next request.
       this.controllers.delete(controller);
       returnController(controller);
@@ -272,17 +288,6 @@ export class StreamInfer {
     exchange.readCaptured = true;
     trace.capture('GRPC_WAITREAD_START', exchange.readStart);
     trace.capture('GRPC_WAITREAD_END', exchange.readEnd);
-  }
-
-  private isDecoupled(wire: WireInferRequest): boolean {
-    try {
-      return this.api.isModelDecoupled(
-        wire.modelName,
-        wire.modelVersion === '' ? undefined : wire.modelVersion,
-      );
-    } catch {
-      return false; // unknown model: the request fails below, in order
-    }
   }
 
   private response(r: InferenceResponse | undefined, wire?: WireInferRequest): Buffer[] {

@@ -13,7 +13,7 @@ const EMPTY = Buffer.alloc(0);
 
 /**
  * Bodies from this size on, for a model that reads shared memory in place (a JavaScript model's worker
- * thread, InferenceServerApi.sharesInputMemory), are read into a SharedArrayBuffer: the worker then sees
+ * thread, ResolvedModel.sharesInputMemory), are read into a SharedArrayBuffer: the worker then sees
  * the request's tensors (views into the body) without a copy. Every other body is an ordinary buffer: a
  * fresh SharedArrayBuffer is zero-filled, new pages each time (measured: 600 KB bodies over HTTP, 1.2-1.3x
  * the requests/s with ordinary buffers for the onnxruntime and built-in identity models), and those

@@ -6,6 +6,7 @@
 import type { DataType } from '../../common/datatype.js';
 import { NereidError, invalidArg, notFound, unsupported } from '../../common/errors.js';
 import type { Tensor } from '../../common/tensor.js';
+import type { ResolvedModel } from '../../core/model-handle.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type {
   CudaSharedMemoryRegionStatus,
@@ -80,6 +81,9 @@ export class FakeApi implements InferenceServerApi {
   readonly unloads: { name: string; options: { unloadDependents?: boolean } | undefined }[] = [];
   /** The last inference request seen. */
   lastRequest: InferenceRequest | undefined;
+  /** Model handles resolved and released (every handle a frontend takes must be released). */
+  resolved = 0;
+  released = 0;
   /** Signals of requests to `wait`, to observe cancellation. */
   readonly waiting: AbortSignal[] = [];
 
@@ -228,12 +232,24 @@ export class FakeApi implements InferenceServerApi {
   modelConfigJson(name: string, version?: string): JsonObject {
     return this.model(name, version).config;
   }
-  isModelDecoupled(name: string, version?: string): boolean {
-    return this.model(name, version).decoupled === true;
-  }
-
-  sharesInputMemory(): boolean {
-    return false;
+  /** Resolves now (unknown model → NOT_FOUND); runs through infer()/inferOnce(), so overrides apply. */
+  resolveModel(name: string, version?: string): ResolvedModel {
+    const m = this.model(name, version);
+    this.resolved++;
+    return {
+      name,
+      version: '1',
+      decoupled: m.decoupled === true,
+      sharesInputMemory: false,
+      metadata: m.metadata,
+      configJson: () => m.config,
+      isReady: () => true,
+      stream: (request) => this.infer(request),
+      infer: (request) => this.inferOnce(request),
+      release: () => {
+        this.released++;
+      },
+    };
   }
 
   async *infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {

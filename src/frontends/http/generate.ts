@@ -11,6 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { internal, NereidError } from '../../common/errors.js';
+import type { ResolvedModel } from '../../core/model-handle.js';
 import { traceCarrier } from '../../core/trace/carrier.js';
 import type { RequestTrace } from '../../core/trace/types.js';
 import type { InferenceResponse } from '../../core/types.js';
@@ -118,10 +119,20 @@ function startTrace(ctx: RouteContext, model: string): RequestTrace | undefined 
 }
 
 export async function generate(ctx: RouteContext, streaming: boolean): Promise<Reply> {
-  const { api, req, res } = ctx;
+  // One lookup for the whole request: the handle holds the version it resolved until released.
+  const handle = ctx.api.resolveModel(ctx.match.model!, ctx.match.version);
+  try {
+    return await generateOn(ctx, handle, streaming);
+  } finally {
+    handle.release();
+  }
+}
+
+async function generateOn(ctx: RouteContext, handle: ResolvedModel, streaming: boolean): Promise<Reply> {
+  const { req, res } = ctx;
   const model = ctx.match.model!;
   const version = ctx.match.version;
-  const metadata = api.modelMetadata(model, version);
+  const metadata = handle.metadata;
   const trace = startTrace(ctx, model);
   const ticket = ctx.json.admit(req, false);
   let parts: GenerateRequestParts;
@@ -135,7 +146,7 @@ export async function generate(ctx: RouteContext, streaming: boolean): Promise<R
     ticket.release();
   }
   ctx.requestId = parts.id;
-  const decoupled = api.isModelDecoupled(model, version);
+  const decoupled = handle.decoupled;
   // A decoupled model's flag-only final response carries nothing to report.
   const countable = (r: InferenceResponse): boolean =>
     !decoupled || !r.final || r.outputs.length > 0 || Object.keys(r.parameters).length > 0;
@@ -145,7 +156,7 @@ export async function generate(ctx: RouteContext, streaming: boolean): Promise<R
     if (!res.writableFinished) controller.abort();
   });
   // Validation errors throw here, before anything was accepted: they are plain JSON error replies.
-  const responses = api.infer({
+  const responses = handle.stream({
     modelName: model,
     modelVersion: version ?? '',
     ...(parts.id !== undefined && { id: parts.id }),

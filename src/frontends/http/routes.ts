@@ -3,6 +3,7 @@
  * back; they throw NereidError and the server's one funnel (errors.ts) turns that into the reply.
  */
 import { invalidArg, unsupported } from '../../common/errors.js';
+import type { ResolvedModel } from '../../core/model-handle.js';
 import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
 import { traceCarrier } from '../../core/trace/carrier.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
@@ -83,10 +84,26 @@ function loadOptions(params: JsonInObject | undefined): LoadOptions | undefined 
 }
 
 async function infer(ctx: RouteContext): Promise<Reply> {
-  const { api, req, res } = ctx;
+  const { api } = ctx;
   const model = ctx.match.model!;
   const version = ctx.match.version;
-  if (api.isModelDecoupled(model, version)) {
+  // One lookup for the whole request: the handle holds the version it resolved until released.
+  const handle = api.resolveModel(model, version);
+  try {
+    return await inferOn(ctx, handle, model, version);
+  } finally {
+    handle.release();
+  }
+}
+
+async function inferOn(
+  ctx: RouteContext,
+  handle: ResolvedModel,
+  model: string,
+  version: string | undefined,
+): Promise<Reply> {
+  const { api, req, res } = ctx;
+  if (handle.decoupled) {
     throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   }
   const trace = api.startTrace?.(model, traceCarrier(req.headers.traceparent, req.headers.tracestate));
@@ -98,13 +115,13 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   const ticket = ctx.json.admit(req, true);
   let decoded: DecodedInferRequest;
   try {
-    const raw = await readBody(req, ctx.maxInputSize, () => api.sharesInputMemory(model, version));
+    const raw = await readBody(req, ctx.maxInputSize, () => handle.sharesInputMemory);
     const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
     trace?.capture('HTTP_RECV_END');
     ctx.bytesIn = body.length;
     const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
     if (headerLength === 0) {
-      const input = deduceRawInput(api.modelConfigJson(model, version), model, body);
+      const input = deduceRawInput(handle.configJson(), model, body);
       decoded = {
         request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
         format: { defaultBinary: true, binary: new Map() },
@@ -129,7 +146,7 @@ async function infer(ctx: RouteContext): Promise<Reply> {
   let response: InferenceResponse;
   try {
     const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
-    response = await api.inferOnce({
+    response = await handle.infer({
       ...request,
       signal: controller.signal,
       ...(trace && { trace: trace.inference }),

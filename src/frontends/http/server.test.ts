@@ -750,3 +750,40 @@ void test('listen on a busy port fails with UNAVAILABLE', async () => {
   await assert.rejects(fe.listen(), /Socket '127\.0\.0\.1:\d+' already in use/);
   await fe.close();
 });
+
+void test('every model handle an inference request takes is released, whatever the outcome', async () => {
+  const fake = new FakeApi();
+  const fe = createHttpFrontend(fake, { address: '127.0.0.1', port: 0, log: new Logger({}, () => {}) });
+  const { port: p } = await fe.listen();
+  const post = async (path: string, body: string): Promise<number> => {
+    const r = await fetch(`http://127.0.0.1:${p}${path}`, { method: 'POST', body });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  const sixteen = (v: number): number[] => new Array<number>(16).fill(v);
+  const addSub = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', shape: [16], datatype: 'INT32', data: sixteen(1) },
+      { name: 'INPUT1', shape: [16], datatype: 'INT32', data: sixteen(2) },
+    ],
+  });
+  const generate = JSON.stringify({ INPUT0: sixteen(1), INPUT1: sixteen(2) });
+  try {
+    assert.equal(await post('/v2/models/add_sub/infer', addSub), 200);
+    assert.equal(await post('/v2/models/repeat/infer', '{}'), 501, 'decoupled: refused');
+    assert.equal(await post('/v2/models/add_sub/infer', '{"inputs": 7}'), 400, 'a body that does not parse');
+    assert.equal(
+      await post('/v2/models/add_sub/infer', '{"inputs": []}'),
+      400,
+      'a request the model refuses',
+    );
+    assert.equal(await post('/v2/models/nope/infer', addSub), 404, 'unknown: nothing resolved');
+    assert.equal(await post('/v2/models/add_sub/generate', generate), 200);
+    assert.equal(await post('/v2/models/add_sub/generate_stream', generate), 200);
+    assert.equal(await post('/v2/models/add_sub/generate', '{"INPUT0": "x"}'), 400);
+    assert.equal(fake.resolved, 7, 'one lookup per request that named a known model');
+    assert.equal(fake.released, fake.resolved);
+  } finally {
+    await fe.close();
+  }
+});

@@ -14,6 +14,7 @@
  */
 import type { DataType } from '../../common/datatype.js';
 import { joinBytesElements, splitBytesElements } from '../../common/tensor.js';
+import type { ResolvedModel } from '../../core/model-handle.js';
 import type { InferInput, InferenceResponse, TensorMetadata } from '../../core/types.js';
 import { badRequest } from './errors.js';
 import type { GenerationOptions } from './request.js';
@@ -26,6 +27,8 @@ export interface ModelFacts {
   /** Inputs the config marks `optional: true`. */
   readonly optionalInputs: ReadonlySet<string>;
   readonly decoupled: boolean;
+  /** The request's handle on the model (resolved once): runs the request on that version. */
+  readonly model: ResolvedModel;
 }
 
 type Scalar = number | bigint | boolean | string;

@@ -1,16 +1,14 @@
 /**
- * POST /v1/embeddings: one inference request per input string (through InferenceServerApi.inferOnce, so
+ * POST /v1/embeddings: one inference request per input string (through the model handle's infer(), so
  * any embedding model works whatever its batch settings; the scheduler batches them when the model
  * allows), the FP32 output as the embedding, `float` or `base64` (little-endian float32) as asked.
  * `usage` comes from a `num_input_tokens` output when the model has one.
  */
 import type { ServerResponse } from 'node:http';
-import type { InferenceServerApi } from '../../core/server-api.js';
 import { embeddingContract, embeddingInput, readEmbedding, type ModelFacts } from './contract.js';
 import type { EmbeddingRequest } from './request.js';
 
 export async function runEmbeddings(
-  api: InferenceServerApi,
   res: ServerResponse,
   facts: ModelFacts,
   request: EmbeddingRequest,
@@ -25,7 +23,7 @@ export async function runEmbeddings(
   try {
     const results = await Promise.all(
       request.input.map((text) =>
-        api.inferOnce({
+        facts.model.infer({
           modelName: facts.name,
           inputs: [embeddingInput(input, text)],
           signal: controller.signal,

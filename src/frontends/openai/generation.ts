@@ -77,7 +77,7 @@ export async function runGeneration(
   options: GenerationOptions,
   echo: boolean,
 ): Promise<JsonReply | undefined> {
-  const { api, res } = ctx;
+  const { res } = ctx;
   const maxTokens = options.maxTokens ?? ctx.defaultMaxTokens;
   const modelEchoes = kind === 'completion' && modelHandlesEcho(facts);
   const inputs = generationInputs(facts, prompt, options, {
@@ -102,7 +102,7 @@ export async function runGeneration(
   const finishReason = (): 'stop' | 'length' =>
     !stop.done && usage.usage() !== undefined && usage.completionTokens >= maxTokens ? 'length' : 'stop';
 
-  const responses = api.infer({ modelName: facts.name, inputs, signal: controller.signal });
+  const responses = facts.model.stream({ modelName: facts.name, inputs, signal: controller.signal });
 
   try {
     if (!options.stream) {

@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../common/logger.js';
+import type { ResolvedModel } from '../../core/model-handle.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { decodeContentEncoding, readBody } from '../http/body.js';
 import { isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
@@ -81,15 +82,32 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
     return [...names].sort();
   };
 
-  /** The model's facts, or 404 (unknown) / 503 (known, not ready). */
-  const factsOf = (model: string): ModelFacts => {
-    if (!api.isModelReady(model)) {
-      const known = api.repositoryIndex(false).some((e) => e.name === model);
-      if (!known) throw modelNotFound(model);
-      throw new OpenAiRequestError('UNAVAILABLE', `model '${model}' is not ready`, 'model');
+  /**
+   * Resolves the model once for the request and runs `use` with its facts (their handle runs the request
+   * on the version resolved, held until `use` ends); 404 (unknown) / 503 (known, not ready).
+   */
+  const withModel = async <T>(model: string, use: (facts: ModelFacts) => Promise<T>): Promise<T> => {
+    let handle: ResolvedModel | undefined;
+    try {
+      handle = api.resolveModel(model);
+    } catch {
+      handle = undefined;
     }
-    const meta = api.modelMetadata(model);
-    const config = api.modelConfigJson(model);
+    try {
+      if (handle === undefined || !handle.isReady()) {
+        const known = api.repositoryIndex(false).some((e) => e.name === model);
+        if (!known) throw modelNotFound(model);
+        throw new OpenAiRequestError('UNAVAILABLE', `model '${model}' is not ready`, 'model');
+      }
+      return await use(factsOf(model, handle));
+    } finally {
+      handle?.release();
+    }
+  };
+
+  const factsOf = (model: string, handle: ResolvedModel): ModelFacts => {
+    const meta = handle.metadata;
+    const config = handle.configJson();
     const optionalInputs = new Set<string>();
     const inputs = Array.isArray(config.input) ? config.input : [];
     for (const i of inputs) {
@@ -101,12 +119,13 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
       inputs: meta.inputs,
       outputs: meta.outputs,
       optionalInputs,
-      decoupled: api.isModelDecoupled(model),
+      decoupled: handle.decoupled,
+      model: handle,
     };
   };
 
-  const chatTemplateParameter = (model: string): string | undefined => {
-    const params = api.modelConfigJson(model).parameters as
+  const chatTemplateParameter = (facts: ModelFacts): string | undefined => {
+    const params = facts.model.configJson().parameters as
       Record<string, { string_value?: unknown }> | undefined;
     const v = params?.chat_template?.string_value;
     return typeof v === 'string' ? v : undefined;
@@ -157,12 +176,15 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
       let reply;
       if (action === 'completions') {
         const r = parseCompletionRequest(doc);
-        reply = await runGeneration(ctx, 'completion', factsOf(r.model), r.prompt, r, r.echo);
+        reply = await withModel(r.model, (facts) =>
+          runGeneration(ctx, 'completion', facts, r.prompt, r, r.echo),
+        );
       } else {
         const r = parseChatRequest(doc);
-        const facts = factsOf(r.model);
-        const prompt = await templates.render(r.model, chatTemplateParameter(r.model), r.messages);
-        reply = await runGeneration(ctx, 'chat', facts, prompt, r, false);
+        reply = await withModel(r.model, async (facts) => {
+          const prompt = await templates.render(r.model, chatTemplateParameter(facts), r.messages);
+          return runGeneration(ctx, 'chat', facts, prompt, r, false);
+        });
       }
       if (reply !== undefined) send(res, reply.status, reply.body);
       return;
@@ -170,7 +192,7 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
     if (action === 'embeddings') {
       if (!post()) return;
       const r = parseEmbeddingRequest(await readJson(req));
-      send(res, 200, await runEmbeddings(api, res, factsOf(r.model), r));
+      send(res, 200, await withModel(r.model, (facts) => runEmbeddings(res, facts, r)));
       return;
     }
     send(
