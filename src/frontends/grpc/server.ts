@@ -8,8 +8,6 @@
  * calls, lets running ones finish and ends idle inference streams.
  */
 import { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
-import type { AddressInfo } from 'node:net';
-import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
@@ -31,6 +29,7 @@ import {
 } from './connection.js';
 import { frame } from './framing.js';
 import { HeaderForwarder } from '../header-forward.js';
+import { listen } from '../listen.js';
 import { GRPC_METHOD_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { COLD_RPCS } from './handlers.js';
 import { traceCarrier } from '../../core/trace/carrier.js';
@@ -327,28 +326,11 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
   });
 
   return {
-    listen: () =>
-      new Promise((resolve, reject) => {
-        const onError = (err: NodeJS.ErrnoException): void => {
-          server.off('listening', onListening);
-          reject(
-            err.code === 'EADDRINUSE'
-              ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
-              : unavailable(
-                  `failed to start the GRPC service at ${options.address}:${options.port}: ${err.message}`,
-                ),
-          );
-        };
-        const onListening = (): void => {
-          server.off('error', onError);
-          server.on('error', (err: Error) => log.error(`GRPC server error: ${err.message}`));
-          const addr = server.address() as AddressInfo;
-          resolve({ address: addr.address, port: addr.port });
-        };
-        server.once('error', onError);
-        server.once('listening', onListening);
-        server.listen(options.port, options.address);
-      }),
+    listen: async () => {
+      const bound = await listen(server, 'GRPC', options);
+      server.on('error', (err: Error) => log.error(`GRPC server error: ${err.message}`));
+      return bound;
+    },
 
     close: () =>
       new Promise<void>((resolve) => {

@@ -7,12 +7,11 @@
  * refused for the connection cap (connection-limits.ts); large JSON is parsed off the loop (json-pool.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { HeaderForwarder } from '../header-forward.js';
+import { listen } from '../listen.js';
 import {
   HTTP_ROUTE_ALSO_CATEGORY,
   HTTP_ROUTE_CATEGORY,
@@ -306,29 +305,10 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
 
   return {
     listen: () =>
-      new Promise((resolve, reject) => {
-        const onError = (err: NodeJS.ErrnoException): void => {
-          server.off('listening', onListening);
-          reject(
-            err.code === 'EADDRINUSE'
-              ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
-              : unavailable(
-                  `failed to start the HTTP service at ${options.address}:${options.port}: ${err.message}`,
-                ),
-          );
-        };
-        const onListening = (): void => {
-          server.off('error', onError);
-          const addr = server.address() as AddressInfo;
-          resolve({ address: addr.address, port: addr.port });
-        };
-        server.once('error', onError);
-        server.once('listening', onListening);
-        server.listen({
-          port: options.port,
-          host: options.address,
-          backlog: options.backlog ?? DEFAULT_BACKLOG,
-        });
+      listen(server, 'HTTP', {
+        address: options.address,
+        port: options.port,
+        backlog: options.backlog ?? DEFAULT_BACKLOG,
       }),
 
     drain: () => {

@@ -6,13 +6,12 @@
  * histograms are switched on.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { CacheMetrics } from '../../core/cache/index.js';
 import type { ModelCustomMetrics } from '../../core/model/custom-metrics.js';
 import type { MetricsSource } from '../../core/stats/registry.js';
+import { listen } from '../listen.js';
 import { metricsSettings, type MetricsSettings } from './config.js';
 import { ReservedNames, renderCustomMetrics } from './custom.js';
 import { CONTENT_TYPE } from './exposition.js';
@@ -164,26 +163,7 @@ export function createMetricsFrontend(
     listen: async () => {
       await poller?.start();
       try {
-        return await new Promise<{ address: string; port: number }>((resolve, reject) => {
-          const onError = (err: NodeJS.ErrnoException): void => {
-            server.off('listening', onListening);
-            reject(
-              err.code === 'EADDRINUSE'
-                ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
-                : unavailable(
-                    `failed to start the Metrics service at ${options.address}:${options.port}: ${err.message}`,
-                  ),
-            );
-          };
-          const onListening = (): void => {
-            server.off('error', onError);
-            const addr = server.address() as AddressInfo;
-            resolve({ address: addr.address, port: addr.port });
-          };
-          server.once('error', onError);
-          server.once('listening', onListening);
-          server.listen(options.port, options.address);
-        });
+        return await listen(server, 'Metrics', options);
       } catch (err) {
         await poller?.stop();
         throw err;
