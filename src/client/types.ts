@@ -5,6 +5,7 @@
  * GrpcClient implement.
  */
 import type { DataType } from '../common/datatype.js';
+import type { InferBatchStatistics, InferStatistics, StatisticDuration } from '../common/statistics.js';
 import type { InferInput, InferRequestedOutput, ParameterValue } from './infer-input.js';
 import type { InferResult } from './infer-result.js';
 
@@ -66,28 +67,8 @@ export interface RepositoryIndexEntry {
   reason: string;
 }
 
-export interface StatisticDuration {
-  count: number;
-  ns: number;
-}
-
-export interface InferStatistics {
-  success: StatisticDuration;
-  fail: StatisticDuration;
-  queue: StatisticDuration;
-  compute_input: StatisticDuration;
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-  cache_hit: StatisticDuration;
-  cache_miss: StatisticDuration;
-}
-
-export interface InferBatchStatistics {
-  batch_size: number;
-  compute_input: StatisticDuration;
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-}
+// The statistics records the client returns as they are: common/statistics.ts.
+export type { StatisticDuration, InferStatistics, InferBatchStatistics };
 
 export interface InferResponseStatistics {
   compute_infer: StatisticDuration;

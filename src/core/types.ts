@@ -3,6 +3,7 @@
  * gRPC here. Shapes are plain numbers (int64 dims beyond 2^53 are rejected at the edge).
  */
 import type { DataType } from '../common/datatype.js';
+import type { InferBatchStatistics, InferStatistics, StatisticDuration } from '../common/statistics.js';
 import type { Tensor } from '../common/tensor.js';
 import type { ParameterValue } from '../backend-api/backend.js';
 import type { InferenceTrace } from './trace/types.js';
@@ -114,28 +115,8 @@ export interface LoadOptions {
   readonly files?: ReadonlyMap<string, Buffer>;
 }
 
-export interface StatisticDuration {
-  count: number;
-  ns: number;
-}
-
-export interface InferStatistics {
-  success: StatisticDuration;
-  fail: StatisticDuration;
-  queue: StatisticDuration;
-  compute_input: StatisticDuration;
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-  cache_hit: StatisticDuration;
-  cache_miss: StatisticDuration;
-}
-
-export interface InferBatchStatistics {
-  batch_size: number;
-  compute_input: StatisticDuration;
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-}
+// Shared with the client: common/statistics.ts.
+export type { StatisticDuration, InferStatistics, InferBatchStatistics };
 
 /** Field names as in Triton's statistics JSON (server docs/protocol/extension_statistics.md). */
 export interface ModelStatistics {
