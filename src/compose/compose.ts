@@ -89,7 +89,7 @@ interface Core {
   readonly repository: ModelRepositoryManager;
   readonly sharedMemory: SystemSharedMemoryManager;
   /** Removes the object-store copies and stops removing them at process exit. */
-  closeStorage(): Promise<void>;
+  readonly closeStorage: () => Promise<void>;
 }
 
 /** The response cache exists before any model loads: models that enable it use it from their first request. */
@@ -159,7 +159,10 @@ function createLoader(
  * Object-store repositories: credentials and endpoints from the environment (main.ts), limits from
  * flags. Downloaded copies are removed when their models unload, at stop, and at process exit.
  */
-function openStorage(options: ServerOptions): { storage: RepositoryStorage; closeStorage(): Promise<void> } {
+function openStorage(options: ServerOptions): {
+  storage: RepositoryStorage;
+  closeStorage: () => Promise<void>;
+} {
   const storage = new RepositoryStorage({
     ...options.cloudStorage,
     limits: {

@@ -161,7 +161,7 @@ function refusingRestriction(
 }
 
 /** Whether a request's verb is its route's (`GET,POST` routes take either). */
-export function methodAllowed(routeMethod: RouteMatch['method'], requestMethod: string | undefined): boolean {
+function methodAllowed(routeMethod: RouteMatch['method'], requestMethod: string | undefined): boolean {
   return (
     requestMethod === routeMethod ||
     (routeMethod === 'GET,POST' && (requestMethod === 'GET' || requestMethod === 'POST'))
