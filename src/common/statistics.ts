@@ -26,3 +26,13 @@ export interface InferBatchStatistics {
   compute_infer: StatisticDuration;
   compute_output: StatisticDuration;
 }
+
+/** One entry of `response_stats` (decoupled models), keyed by the response's index within its request. */
+export interface InferResponseStatistics {
+  compute_infer: StatisticDuration;
+  compute_output: StatisticDuration;
+  success: StatisticDuration;
+  fail: StatisticDuration;
+  empty_response: StatisticDuration;
+  cancel: StatisticDuration;
+}

@@ -3,6 +3,7 @@
  * gRPC here. Shapes are plain numbers (int64 dims beyond 2^53 are rejected at the edge).
  */
 import type { DataType } from '../common/datatype.js';
+import type { ModelMetadata, ServerMetadata, TensorMetadata } from '../common/metadata.js';
 import type { InferBatchStatistics, InferStatistics, StatisticDuration } from '../common/statistics.js';
 import type { Tensor } from '../common/tensor.js';
 import type { ParameterValue } from '../backend-api/backend.js';
@@ -78,25 +79,8 @@ export interface InferenceResponse {
   readonly final: boolean;
 }
 
-export interface TensorMetadata {
-  name: string;
-  datatype: DataType;
-  shape: number[];
-}
-
-export interface ModelMetadata {
-  name: string;
-  versions: string[];
-  platform: string;
-  inputs: TensorMetadata[];
-  outputs: TensorMetadata[];
-}
-
-export interface ServerMetadata {
-  name: string;
-  version: string;
-  extensions: string[];
-}
+// Shared with the client: common/metadata.ts.
+export type { TensorMetadata, ModelMetadata, ServerMetadata };
 
 export type ModelVersionState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
