@@ -338,12 +338,16 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
   const { inputs, batchSize } = prepareInputs(config, request.inputs);
   const outputs = prepareOutputs(config, request.outputs);
   const params = request.parameters ?? {};
+  const { correlationId, flags, priority, timeoutUs } = requestControls(params);
   return {
     id: request.id ?? '',
     inputs,
     outputs,
     batchSize,
-    ...requestControls(params),
+    correlationId,
+    flags,
+    priority,
+    timeoutUs,
     parameters: params,
   };
 }
