@@ -166,8 +166,20 @@ class Hello(TypedDict):
     numpy: str
 
 
+class ErrorInfo(TypedDict, total=False):
+    """What the model raised, for the host to locate and log (src/backends/model-errors.ts): the host builds
+    the client's text from the frames inside the model folder and logs `traceback` whole."""
+
+    type: str
+    message: str
+    frames: list[tuple[str, int, str]]  # (file, line, function), innermost first
+    traceback: str
+    phase: str  # initialize only: "import" (model.py failed to import) or "initialize"
+
+
 class InitDone(TypedDict, total=False):
     error: str
+    error_info: ErrorInfo
 
 
 class AutoCompleteDone(TypedDict, total=False):
@@ -181,6 +193,7 @@ class _ExecuteDone(TypedDict):
 
 class ExecuteDone(_ExecuteDone, total=False):
     error: str  # the whole batch failed
+    error_info: ErrorInfo
     responses: list[WireResponse]
     rescheduled: list[int]  # rids the model rescheduled
 
@@ -292,18 +305,31 @@ def tensor_json(name: str, datatype: str, shape: list[int], in_shm: bool, offset
     )
 
 
-def response_json(rid: int, final: bool, outputs: list[str] | None, parameters: str = "") -> str:
-    """A WireResponse as JSON text; `outputs` are tensor_json texts (None: a flag-only response)."""
+def response_json(
+    rid: int,
+    final: bool,
+    outputs: list[str] | None,
+    parameters: str = "",
+    undeclared: list[str] | None = None,
+) -> str:
+    """A WireResponse as JSON text; `outputs` are tensor_json texts (None: a flag-only response);
+    `undeclared`: names of outputs the model returned that its config does not declare (pruned)."""
     head = f'{{"rid":{rid},"final":{"true" if final else "false"}'
     if outputs is None:
         return head + "}"
     extra = f',"parameters":{json.dumps(parameters)}' if parameters and parameters != "{}" else ""
+    if undeclared:
+        extra += f',"undeclared":{json.dumps(undeclared)}'
     return head + f',"outputs":[{",".join(outputs)}]{extra}}}'
 
 
-def error_response_json(rid: int, message: str, code: int, from_model: bool = False) -> str:
-    """A final WireResponse carrying an error, as JSON text."""
+def error_response_json(
+    rid: int, message: str, code: int, from_model: bool = False, info: ErrorInfo | None = None
+) -> str:
+    """A final WireResponse carrying an error, as JSON text (`info`: what the model raised)."""
     mine = ',"from_model":true' if from_model else ""
+    if info is not None:
+        mine += f',"info":{json.dumps(info)}'
     return f'{{"rid":{rid},"final":true,"error":{{"code":{code},"message":{json.dumps(message)}{mine}}}}}'
 
 

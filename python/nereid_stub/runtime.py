@@ -49,6 +49,30 @@ def format_exception(e: BaseException) -> str:
     return text
 
 
+def _declared_outputs(config_json: str) -> frozenset[str] | None:
+    """The output names of a model config (JSON); None when it cannot be read (nothing is reported)."""
+    try:
+        outputs = json.loads(config_json).get("output", [])
+        return frozenset(str(o["name"]) for o in outputs)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def exception_info(e: BaseException) -> messages.ErrorInfo:
+    """What the host needs to name the user's frame and log the whole traceback (messages.ErrorInfo)."""
+    frames_ = [
+        (f.filename, f.lineno or 0, f.name)
+        for f in reversed(traceback.extract_tb(e.__traceback__))
+        if "nereid_stub" not in f.filename and not f.filename.startswith("<frozen")
+    ]
+    return {
+        "type": type(e).__name__,
+        "message": str(e),
+        "frames": frames_,
+        "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)),
+    }
+
+
 class Runtime:
     def __init__(self, sock: socket.socket, in_fd: int | None, out_fd: int | None) -> None:
         self._writer = frames.FrameWriter(sock)
@@ -72,6 +96,9 @@ class Runtime:
         self._model_name = ""
         self._model_version = 0
         self._decoupled = False
+        # Output names the config declares: a response naming another is reported to the host (which warns
+        # or fails the request, src/backends/output-check.ts) before the pruning below drops it.
+        self._declared: frozenset[str] | None = None
         self._model: Any = None
         self._model_class: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -249,13 +276,18 @@ class Runtime:
         tensors: Sequence[api.Tensor],
         requested: frozenset[str] | None,
         blobs: list[memoryview],
+        undeclared: list[str] | None = None,
     ) -> list[str]:
-        """Tensor descriptors as JSON texts; inline bytes are appended to `blobs`."""
+        """Tensor descriptors as JSON texts; inline bytes are appended to `blobs`; pruned outputs the
+        config does not declare are added to `undeclared`."""
         descs: list[str] = []
         inline = sum(b.nbytes for b in blobs)
         for t in tensors:
             if requested is not None and t.name() not in requested:
-                continue  # Triton prunes outputs nobody asked for before they cross the process boundary
+                # Triton prunes outputs nobody asked for before they cross the process boundary
+                if undeclared is not None and self._declared is not None and t.name() not in self._declared:
+                    undeclared.append(t.name())
+                continue
             data = t._wire_bytes()
             size = data.nbytes
             offset = None
@@ -306,8 +338,9 @@ class Runtime:
                     f'"message":{json.dumps(err.message())},"from_model":true}}}}'
                 )
             return messages.error_response_json(rid, err.message(), int(err.code()), from_model=True)
-        tensors = self._describe_tensors(response._tensors, requested, blobs)
-        return messages.response_json(rid, final, tensors, response._parameters)
+        undeclared: list[str] = []
+        tensors = self._describe_tensors(response._tensors, requested, blobs, undeclared)
+        return messages.response_json(rid, final, tensors, response._parameters, undeclared)
 
     def _bls_response(self, h: messages.BlsResponse, blob: memoryview) -> api.InferenceResponse:
         err = h.get("error")
@@ -351,6 +384,7 @@ class Runtime:
         self._name = str(h.get("name", self._name))
         self._model_name = str(h["args"].get("model_name", ""))
         self._model_version = int(h["args"].get("model_version", "0") or 0)
+        self._declared = _declared_outputs(str(h["args"].get("model_config", "")))
         self._decoupled = bool(h.get("decoupled"))
         self._threshold = int(h.get("shm_threshold", self._threshold))
         if self._out_fd is not None:
@@ -360,8 +394,10 @@ class Runtime:
                 int(h.get("shm_growth", 1 << 20)),
                 reclaim=self._dispatch.poll,
             )
+        stage = "import"  # what failed, for the host's log: importing model.py, or the model's own code
         try:
             self._model_class = self._load_class(h)
+            stage = "initialize"
             self._model = self._model_class()
             init = getattr(self._model, "initialize", None)
             if init is not None:
@@ -370,7 +406,9 @@ class Runtime:
                 if inspect.iscoroutine(result):
                     self._run_coroutine(result).result()
         except BaseException as e:
-            failed: messages.InitDone = {"error": format_exception(e)}
+            info = exception_info(e)
+            info["phase"] = stage
+            failed: messages.InitDone = {"error": format_exception(e), "error_info": info}
             self.send(messages.INIT_DONE, failed)
             return False
         self._phase = "execute"
@@ -408,7 +446,8 @@ class Runtime:
                 if inspect.iscoroutine(result):
                     self._run_coroutine(result).result()
         except BaseException as e:
-            self.log(int(api.Logger.LogLevel.ERROR), f"finalize failed: {format_exception(e)}", "", 0)
+            whole = exception_info(e)["traceback"]
+            self.log(int(api.Logger.LogLevel.ERROR), f"finalize() failed: {whole}", "", 0)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         self.send(messages.FINALIZE_DONE, {})
@@ -478,7 +517,11 @@ class Runtime:
             for s in states:
                 s.closed = True
                 s.returned = True
-            failed: messages.ExecuteDone = {"batch": batch, "error": self._failure(e)}
+            failed: messages.ExecuteDone = {
+                "batch": batch,
+                "error": self._failure(e),
+                "error_info": exception_info(e),
+            }
             self.send(messages.EXECUTE_DONE, failed)
             return
         for s in states:
@@ -580,10 +623,13 @@ class Runtime:
             exc = f.exception()
             if exc is not None:
                 message = self._failure(exc)
+                info = exception_info(exc)
                 for s in keep:
                     if not s.closed:
                         s.closed = True
-                        self._send_error(s.rid, message, _INTERNAL)
+                        self._writer.send_text(
+                            messages.RESPONSE, _error_json(s.rid, message, _INTERNAL, info=info)
+                        )
             keep.clear()
 
         future.add_done_callback(done)

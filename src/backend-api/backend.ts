@@ -268,6 +268,11 @@ export interface ModelLoadContext extends BackendContext {
   readonly files?: ModelFiles;
   /** Calls back into the server (BLS); absent when the embedding offers none. */
   readonly serverApi?: ServerApi;
+  /**
+   * `--strict-model-outputs`: a response naming an output the config does not declare, or (not decoupled)
+   * missing a requested one, fails its request instead of logging a warning once (backends/output-check.ts).
+   */
+  readonly strictModelOutputs?: boolean;
 }
 
 export interface AutoCompleteContext extends BackendContext {

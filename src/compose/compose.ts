@@ -144,6 +144,7 @@ function createLoader(
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
     strictGpuKind: options.strictGpuKind,
+    strictModelOutputs: options.strictModelOutputs,
     responseCache,
     instanceBudget: new InstanceBudget({
       perModel: options.maxInstancesPerModel,

@@ -38,6 +38,7 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   exitDelaySecs: 'show',
   disableAutoCompleteConfig: 'show',
   strictGpuKind: 'show',
+  strictModelOutputs: 'show',
   modelLoadThreadCount: 'show',
   backendConfig: 'show',
   allowHttp: 'show',

@@ -62,6 +62,16 @@ describe('parseFlags', () => {
     );
   });
 
+  it('takes --strict-model-outputs (Nereid only, default off: warnings instead of failed requests)', () => {
+    assert.equal(parseFlags(['--model-repository=/a']).options.strictModelOutputs, false);
+    const set = parseFlags(['--model-repository=/a', '--strict-model-outputs=true']).options;
+    assert.equal(set.strictModelOutputs, true);
+    assert.throws(
+      () => parseFlags(['--model-repository=/a', '--strict-model-outputs=maybe']),
+      /--strict-model-outputs expects a boolean/,
+    );
+  });
+
   it('rejects unknown flags, bad values and invalid combinations with clear messages', () => {
     assert.throws(() => parseFlags(['--model-repository=/a', '--nope=1']), /unrecognized option '--nope'/);
     assert.throws(

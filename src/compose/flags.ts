@@ -261,6 +261,13 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.strictGpuKind = parseBool('strict-gpu-kind', v)),
   },
   {
+    name: 'strict-model-outputs',
+    kind: 'bool',
+    defaultText: 'false',
+    help: "What happens when a JavaScript or Python model returns an output its config does not declare, or (not decoupled) leaves out an output the request asked for. false: the response goes out without it and a warning is logged the first time per model version and output. true: the request fails with INTERNAL (500), as a model's other mistakes do. Named after Triton's --strict-model-config and --strict-readiness; Triton itself has no such check. Nereid only.",
+    apply: (d, v) => (d.strictModelOutputs = parseBool('strict-model-outputs', v)),
+  },
+  {
     name: 'model-load-thread-count',
     kind: 'int',
     defaultText: '4',
@@ -1082,6 +1089,7 @@ export function defaultDraft(): Draft {
     modelUnloadTimeoutSecs: 30,
     disableAutoCompleteConfig: false,
     strictGpuKind: false,
+    strictModelOutputs: false,
     modelLoadThreadCount: 4,
     backendConfig: new Map(),
     allowHttp: true,

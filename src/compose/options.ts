@@ -72,6 +72,11 @@ export interface ServerOptions {
   readonly disableAutoCompleteConfig: boolean;
   /** `--strict-gpu-kind`: refuse models with KIND_GPU instance groups (Triton without GPUs) instead of running them on the CPU. */
   readonly strictGpuKind: boolean;
+  /**
+   * `--strict-model-outputs`: a JavaScript or Python model's response naming an output its config does not
+   * declare, or missing a requested one, fails the request (INTERNAL) instead of a warning logged once.
+   */
+  readonly strictModelOutputs: boolean;
   readonly modelLoadThreadCount: number;
   /** backend → key → value (`--backend-config=<backend>,<key>=<value>`; backend `default` applies to all). */
   readonly backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;

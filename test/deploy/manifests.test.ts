@@ -92,7 +92,7 @@ async function kubeconform(manifests: string): Promise<Kubeconform> {
 
 /** The parts of rendered objects the tests below read. */
 interface Probe {
-  httpGet: { path: string };
+  httpGet: { path: string; port: string | number };
 }
 interface K8sObject {
   kind: string;
@@ -101,7 +101,13 @@ interface K8sObject {
     template: {
       spec: {
         terminationGracePeriodSeconds: number;
-        containers: { args: string[]; livenessProbe: Probe; readinessProbe: Probe; startupProbe: Probe }[];
+        containers: {
+          args: string[];
+          ports: { name: string; containerPort: number }[];
+          livenessProbe: Probe;
+          readinessProbe: Probe;
+          startupProbe: Probe;
+        }[];
         volumes: { emptyDir?: { medium?: string } }[];
       };
     };
@@ -229,9 +235,29 @@ describe('Helm chart', { skip: missing(tools, ['helm', 'kubeconform', 'schemas']
     assert.equal(c.livenessProbe.httpGet.path, '/v2/health/live');
     assert.equal(c.readinessProbe.httpGet.path, '/v2/health/ready');
     assert.equal(c.startupProbe.httpGet.path, '/v2/health/ready');
+    // The probes go to the health port, which the container declares and the server is told to serve.
+    for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe])
+      assert.equal(probe.httpGet.port, 'health');
+    assert.ok(c.args.includes('--http-health-port=8003'));
+    assert.ok(
+      c.ports.some(
+        (p: { name: string; containerPort: number }) => p.name === 'health' && p.containerPort === 8003,
+      ),
+    );
     assert.ok(pod.volumes.some((v) => v.emptyDir?.medium === 'Memory'));
     // Every flag the chart passes is one Nereid accepts.
     assert.doesNotThrow(() => parseFlags(c.args));
+  });
+
+  it('probes the HTTP port when the health port is switched off', async () => {
+    const docs = objects(
+      await helmTemplate(CHART, [...VALUE_SETS['pvc (defaults)'], '--set', 'ports.health=0']),
+    );
+    const c = docs.find((d) => d.kind === 'Deployment')!.spec.template.spec.containers[0];
+    for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe])
+      assert.equal(probe.httpGet.port, 'http');
+    assert.ok(!c.args.some((a: string) => a.startsWith('--http-health-port')));
+    assert.ok(!c.ports.some((p) => p.name === 'health'));
   });
 
   it('scales on the metric the prometheus-adapter rule serves', async () => {

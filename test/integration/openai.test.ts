@@ -3,7 +3,7 @@
 // sequences, errors, cancellation reaching the model, concurrent streams; then the port flags, the
 // restricted-API category and the bound on what a slow SSE reader may hold.
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,11 +12,19 @@ import OpenAI from 'openai';
 import { EXAMPLES, removeRepository, startServer, waitFor, type TestServer } from './harness.js';
 
 const MODEL = 'toy_llm';
+const HOSTILE = 'toy_llm_hostile_template';
 const MESSAGES = [{ role: 'user' as const, content: 'What is machine learning?' }];
 
+/** A repository with toy_llm and, under `hostile`, toy_llm again with a chat template that never ends well. */
 function repoWithToyLlm(): string {
   const repo = mkdtempSync(path.join(os.tmpdir(), 'nereid-openai-'));
   cpSync(path.join(EXAMPLES, MODEL), path.join(repo, MODEL), { recursive: true });
+  const hostile = path.join(repo, HOSTILE);
+  cpSync(path.join(EXAMPLES, MODEL), hostile, { recursive: true });
+  const config = path.join(hostile, 'config.pbtxt');
+  writeFileSync(config, readFileSync(config, 'utf8').replace(`name: "${MODEL}"`, `name: "${HOSTILE}"`));
+  // A billion-element list: would take the whole process's memory if it rendered on the main thread.
+  writeFileSync(path.join(hostile, 'chat_template.jinja'), '{{ range(1000000000) | length }}');
   return repo;
 }
 
@@ -93,6 +101,19 @@ describe('OpenAI API with the openai npm client', () => {
     let text = '';
     for await (const c of stream) text += c.choices[0]?.text ?? '';
     assert.equal(text, expected);
+  });
+
+  it('a chat template that runs away fails its request only', async () => {
+    await assert.rejects(
+      client.chat.completions.create({ model: HOSTILE, messages: MESSAGES, max_tokens: 4 }),
+      (e: unknown) =>
+        e instanceof OpenAI.InternalServerError &&
+        e.message.includes(`model '${HOSTILE}'`) &&
+        // its time or its memory limit, whichever it meets first, stops it
+        e.message.includes('and was stopped'),
+    );
+    const after = await client.chat.completions.create({ model: MODEL, messages: MESSAGES, max_tokens: 4 });
+    assert.ok(after.choices[0].message.content);
   });
 
   it('a bad request is a BadRequestError naming the parameter', async () => {

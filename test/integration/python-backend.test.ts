@@ -413,9 +413,10 @@ describe('python backend', () => {
     const e = await expectError(
       faults(2),
       'INTERNAL',
-      "Failed to process the request(s) for model 'faults_0_0', message: ValueError: mode 2 raises on purpose",
+      "Failed to process the request(s) for model 'faults' version 1 instance 'faults_0_0', message: ValueError: mode 2 raises on purpose",
     );
-    assert.match(e.message, /At:\n {2}.*model\.py\(\d+\): execute/);
+    // The frames in the model's own files, relative to the model folder (docs/errors.md).
+    assert.match(e.message, /At:\n {2}1\/model\.py\(\d+\): execute\n$/);
     assert.deepEqual(floats((await faults(0)).outputs[0].data), [1, 2, 3], 'the model still serves');
   });
 

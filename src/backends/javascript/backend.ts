@@ -4,7 +4,7 @@
  * models. Every instance is a worker thread of its own (instance.ts), so a model that burns CPU never
  * blocks the server and N instances use N cores. docs/javascript-models.md describes the whole design.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type {
   AutoCompleteContext,
@@ -21,6 +21,9 @@ import { invalidArg } from '../../common/errors.js';
 import { modelConfigToJson, parseModelConfigJson } from '../../model-config/index.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import { mergeInstanceMetrics } from '../custom-metrics.js';
+import { ModelErrorLog } from '../model-errors.js';
+import { OutputCheck } from '../output-check.js';
+import { modelFailure, type FailureScope } from './failures.js';
 import { JsInstance } from './instance.js';
 import { javascriptOptions, type JavascriptOptions } from './options.js';
 import type { WorkerInit } from './protocol.js';
@@ -85,10 +88,19 @@ export class JavascriptBackend implements Backend {
       modelPath: file,
       configJson: JSON.stringify(modelConfigToJson(ctx.config)),
     };
+    const realDir = await realpath(ctx.modelDir).catch(() => ctx.modelDir);
+    const scope: FailureScope = {
+      id: { model: name, version: path.basename(ctx.versionDir) },
+      modelDirs: [ctx.modelDir, realDir],
+      errors: new ModelErrorLog({ log: ctx.log }),
+      log: ctx.log,
+    };
     const { worker, configJson } = await JsWorker.start(init, {
       label: `${name} (auto-complete)`,
       log: ctx.log,
       timeoutMs: options.initializeTimeoutMs,
+      // A build error shows here first when the module defines autoCompleteConfig.
+      describe: (e, phase) => modelFailure(e, scope, phase),
     });
     await worker.terminate();
     if (configJson === undefined) return ctx.config;
@@ -107,7 +119,9 @@ export class JavascriptBackend implements Backend {
     ctx.log.verbose(
       `javascript model '${ctx.modelName}' version ${ctx.version}: ${modelPath}, execution timeout ${options.executionTimeoutMs} ms`,
     );
-    return new JsModel(ctx, modelPath, options);
+    // Stack frames name the real path of the model's files (ESM resolves symbolic links).
+    const realDir = await realpath(ctx.modelDir).catch(() => ctx.modelDir);
+    return new JsModel(ctx, modelPath, options, [ctx.modelDir, realDir]);
   }
 }
 
@@ -125,12 +139,25 @@ class JsModel implements ModelHandle {
   readonly sharesInputMemory = true;
   private readonly configJson: string;
   private readonly outputTypes: ReadonlyMap<string, DataType>;
+  /** One failure log for every instance of this version: an error they all hit is logged once. */
+  private readonly errors: ModelErrorLog;
+  private readonly outputCheck: OutputCheck;
 
   constructor(
     private readonly ctx: ModelLoadContext,
     private readonly modelPath: string,
     private readonly options: JavascriptOptions,
+    private readonly modelDirs: readonly string[],
   ) {
+    this.errors = new ModelErrorLog({ log: ctx.log });
+    this.outputCheck = new OutputCheck({
+      model: ctx.modelName,
+      version: ctx.version,
+      declared: new Set(ctx.config.output.map((o) => o.name)),
+      decoupled: ctx.config.model_transaction_policy?.decoupled === true,
+      strict: ctx.strictModelOutputs === true,
+      log: ctx.log,
+    });
     this.configJson = JSON.stringify(modelConfigToJson(ctx.config));
     const types = new Map<string, DataType>();
     for (const o of ctx.config.output) {
@@ -168,6 +195,13 @@ class JsModel implements ModelHandle {
       log: this.ctx.log,
       serverApi: this.ctx.serverApi,
       onClose: (i) => this.instances.delete(i),
+      failures: {
+        version: this.ctx.version,
+        modelDirs: this.modelDirs,
+        errors: this.errors,
+        log: this.ctx.log,
+      },
+      outputCheck: this.outputCheck,
     });
     this.instances.add(instance);
     return instance;
@@ -196,6 +230,7 @@ class JsModel implements ModelHandle {
 
   unload(): Promise<void> {
     // Instances own their workers and were closed before this.
+    this.errors.flush();
     return Promise.resolve();
   }
 }

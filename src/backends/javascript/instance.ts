@@ -42,7 +42,9 @@ import type {
   WorkerInit,
 } from './protocol.js';
 import { checkedCoreTensor, copyToWire, newCounters } from './tensors.js';
+import { modelFailure, type FailureScope } from './failures.js';
 import { JsWorker, errorOf, type WorkerStarted } from './worker-client.js';
+import type { OutputCheck } from '../output-check.js';
 
 /**
  * How often a running batch's requests are checked for cancellation: one timer per batch instead of an
@@ -64,6 +66,10 @@ export interface JsInstanceOptions {
   readonly serverApi: ServerApi | undefined;
   /** Told when close() begins (the model forgets the instance). */
   readonly onClose?: (instance: JsInstance) => void;
+  /** The model version's folders and failure log: what the model throws becomes a located error. */
+  readonly failures: Omit<FailureScope, 'id'> & { readonly version: number };
+  /** Checks the output names the model sends against its config (output-check.ts). */
+  readonly outputCheck?: OutputCheck;
 }
 
 interface Batch {
@@ -110,8 +116,14 @@ export class JsInstance implements InstanceHandle {
   /** The last metrics snapshot the worker answered with, kept for a busy worker (see customMetrics()). */
   private lastMetrics: { worker: JsWorker; families: MetricFamilySnapshot[] } | undefined;
 
+  private readonly scope: FailureScope;
+
   private constructor(private readonly opts: JsInstanceOptions) {
     this.name = opts.spec.name;
+    this.scope = {
+      ...opts.failures,
+      id: { model: opts.modelName, version: opts.failures.version, instance: opts.spec.name },
+    };
   }
 
   /** Starts the worker and runs the model's initialize(); rejects with the model's error. */
@@ -273,6 +285,7 @@ export class JsInstance implements InstanceHandle {
       log: this.opts.log,
       timeoutMs: this.opts.options.initializeTimeoutMs,
       maxOldGenerationSizeMb: this.opts.options.maxOldGenerationSizeMb,
+      describe: (e, phase) => modelFailure(e, this.scope, phase),
     });
   }
 
@@ -451,8 +464,7 @@ export class JsInstance implements InstanceHandle {
     if (responses) for (const r of responses) this.onResponse(r);
     if (!batch) return;
     if (error) {
-      const e = errorOf(error);
-      if (error.stack) this.opts.log.verbose(`execute() of '${this.name}' failed: ${error.stack}`);
+      const e = error.phase ? modelFailure(error, this.scope, 'execute') : errorOf(error);
       for (const [rid, f] of this.inflight) {
         if (f.batch !== batch) continue;
         if (!f.request.sender.done) f.request.sender.fail(e);
@@ -487,6 +499,12 @@ export class JsInstance implements InstanceHandle {
       outputs = r.outputs.map((t) => this.checkOutput(t));
     } catch (err) {
       sender.fail(NereidError.from(err));
+      end();
+      return;
+    }
+    const mistake = this.opts.outputCheck?.check(outputs, r.undeclared, f.request.requestedOutputs);
+    if (mistake) {
+      if (!sender.done) sender.fail(mistake);
       end();
       return;
     }

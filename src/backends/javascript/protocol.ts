@@ -8,6 +8,7 @@ import type { DataType } from '../../common/datatype.js';
 import type { ErrorCode } from '../../common/errors.js';
 import type { ParameterValue } from '../../backend-api/backend.js';
 import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
+import type { ModelPhase } from '../model-errors.js';
 
 export interface WireTensor {
   name: string;
@@ -21,6 +22,17 @@ export interface WireError {
   message: string;
   /** Where model code threw (logged by the main thread, never sent to clients). */
   stack?: string;
+  /** The thrown error's class (`TypeError`); absent when it was not an Error. */
+  name?: string;
+  /** Which hook of the model threw (absent for errors the runtime made itself). */
+  phase?: ModelPhase;
+  /**
+   * The model threw a NereidError: a code and message it chose for the client, sent as they are (like a
+   * Python model's error response), and not logged as a failure.
+   */
+  chosen?: boolean;
+  /** A TypeScript build error: where esbuild stopped (absolute paths; the main thread relativizes). */
+  build?: { file: string; line: number; column: number; text: string };
 }
 
 export type WireParameters = Record<string, ParameterValue>;
@@ -66,6 +78,8 @@ export interface WireResponse {
   final: boolean;
   parameters?: WireParameters;
   error?: WireError;
+  /** Outputs the model returned that its config does not declare (not sent; ../output-check.ts). */
+  undeclared?: string[];
 }
 
 /** A BLS request from the model. */

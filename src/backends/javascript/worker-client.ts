@@ -6,6 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import type { ModelPhase } from '../model-errors.js';
 import type { FromWorker, QueryAnswer, ToWorker, WireError, WorkerInit } from './protocol.js';
 
 // Compiled beside this file in dist/; the URL keeps working wherever the package is installed.
@@ -19,6 +20,11 @@ export interface WorkerStartOptions {
   readonly timeoutMs: number;
   /** V8 heap limit of the worker (MB); undefined = Node's default. */
   readonly maxOldGenerationSizeMb?: number;
+  /**
+   * Turns what the model threw (in initialize(), its import or build, finalize()) into the error to report
+   * (failures.ts); without it: `<hook> of '<label>' failed: <message>`.
+   */
+  readonly describe?: (e: WireError, phase: ModelPhase) => NereidError;
 }
 
 export interface WorkerStarted {
@@ -94,6 +100,11 @@ export class JsWorker {
           if (msg.kind === 'ready') resolve({ worker: w, definesIsReady: msg.definesIsReady });
           else if (msg.kind === 'autocompleted') resolve({ worker: w, configJson: msg.configJson });
           else if (msg.kind === 'init-error') {
+            const phase = init.mode === 'autocomplete' ? 'autocomplete' : 'initialize';
+            if (options.describe) {
+              reject(options.describe(msg.error, phase));
+              return;
+            }
             if (msg.error.stack)
               options.log.verbose(`'${options.label}' failed in ${what}: ${msg.error.stack}`);
             reject(
@@ -177,8 +188,11 @@ export class JsWorker {
       const previous = this.onMessage;
       this.onMessage = (msg) => {
         if (msg.kind !== 'finalized') return previous(msg);
-        if (msg.error)
-          this.options.log.error(`finalize() of '${this.options.label}' failed: ${msg.error.message}`);
+        if (msg.error) {
+          // The instance is going away: the described error is logged, nobody else reads it.
+          if (this.options.describe) this.options.describe(msg.error, 'finalize');
+          else this.options.log.error(`finalize() of '${this.options.label}' failed: ${msg.error.message}`);
+        }
         resolve();
       };
       this.onExitOnce(() => resolve());

@@ -5,7 +5,7 @@
  * The interpreter comes from EXECUTION_ENV_PATH, `python-executable`, the checkout's .venv or `python3`
  * (interpreter.ts); docs/python-backend.md describes the whole design.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type {
   AutoCompleteContext,
@@ -20,6 +20,8 @@ import { internal, invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { modelConfigToJson, parseModelConfigJson } from '../../model-config/index.js';
 import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
+import { ModelErrorLog } from '../model-errors.js';
+import { OutputCheck } from '../output-check.js';
 import { PythonInstance, type InitTemplate } from './instance.js';
 import { chooseInterpreter, type Interpreter } from './interpreter.js';
 import { mergeStubMetrics } from './metrics.js';
@@ -142,20 +144,35 @@ export class PythonBackend implements Backend {
       `python model '${ctx.modelName}' version ${ctx.version}: ${ctx.modelPath} with ${interpreter.executable} (${interpreter.origin}), ` +
         `execution timeout ${settings.executionTimeoutMs} ms, stub memory limit ${settings.stubMemoryLimitBytes} bytes`,
     );
-    return new PythonModel(ctx, options, settings, interpreter);
+    // Tracebacks may name the real path of the model's files.
+    const realDir = await realpath(ctx.modelDir).catch(() => ctx.modelDir);
+    return new PythonModel(ctx, options, settings, interpreter, [ctx.modelDir, realDir]);
   }
 }
 
 class PythonModel implements ModelHandle {
   private readonly init: InitTemplate;
   private readonly instances = new Set<PythonInstance>();
+  /** One failure log for every instance of this version: an error they all hit is logged once. */
+  private readonly errors: ModelErrorLog;
+  private readonly outputCheck: OutputCheck;
 
   constructor(
     private readonly ctx: ModelLoadContext,
     private readonly options: PythonBackendOptions,
     private readonly settings: PythonModelSettings,
     private readonly interpreter: Interpreter,
+    private readonly modelDirs: readonly string[],
   ) {
+    this.errors = new ModelErrorLog({ log: ctx.log });
+    this.outputCheck = new OutputCheck({
+      model: ctx.modelName,
+      version: ctx.version,
+      declared: new Set(ctx.config.output.map((o) => o.name)),
+      decoupled: ctx.config.model_transaction_policy?.decoupled === true,
+      strict: ctx.strictModelOutputs === true,
+      log: ctx.log,
+    });
     this.init = {
       model_path: ctx.modelPath,
       model_config: JSON.stringify(modelConfigToJson(ctx.config)),
@@ -192,6 +209,8 @@ class PythonModel implements ModelHandle {
       log: this.log,
       serverInfer: this.ctx.serverApi ? (request) => this.ctx.serverApi!.infer(request) : undefined,
       serverApi: this.ctx.serverApi,
+      failures: { version: this.ctx.version, modelDirs: this.modelDirs, errors: this.errors, log: this.log },
+      outputCheck: this.outputCheck,
     });
     this.instances.add(instance);
     return instance;
@@ -209,6 +228,7 @@ class PythonModel implements ModelHandle {
   unload(): Promise<void> {
     // Instances own their stubs and were closed before this; nothing is shared between them.
     this.instances.clear();
+    this.errors.flush();
     return Promise.resolve();
   }
 }

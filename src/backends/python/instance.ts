@@ -59,6 +59,8 @@ import {
   type WireResponse,
   type WireTensor,
 } from './protocol.js';
+import type { OutputCheck } from '../output-check.js';
+import { errorInfoOf, pythonFailure, type PythonFailureScope } from './failures.js';
 import { watchMemory } from './memory-watch.js';
 import type { StubLaunchOptions } from './stub-process.js';
 import { StubProcess } from './stub-process.js';
@@ -89,6 +91,10 @@ export interface PythonInstanceOptions {
   readonly serverInfer: ServerInfer | undefined;
   /** Repository control for pb_utils.load_model and friends (the ModelLoadContext's serverApi). */
   readonly serverApi?: ServerApi;
+  /** The model version's folders and failure log: what the model raises becomes a located error. */
+  readonly failures?: Omit<PythonFailureScope, 'id'> & { readonly version: number };
+  /** Checks the output names the model sends against its config (../output-check.ts). */
+  readonly outputCheck?: OutputCheck;
 }
 
 export interface InitTemplate {
@@ -215,8 +221,18 @@ export class PythonInstance implements InstanceHandle {
   /** Frames waiting in frameChain: while there are any, later frames queue behind them. */
   private queuedFrames = 0;
 
+  private readonly scope: PythonFailureScope | undefined;
+
   private constructor(private readonly opts: PythonInstanceOptions) {
     this.name = opts.spec.name;
+    const f = opts.failures;
+    this.scope = f && { ...f, id: { model: opts.modelName, version: f.version, instance: opts.spec.name } };
+  }
+
+  /** The client's text for what the model raised, logged once per distinct error; undefined without info. */
+  private located(raw: unknown, phase: 'initialize' | 'execute'): string | undefined {
+    const info = errorInfoOf(raw);
+    return info && this.scope ? pythonFailure(info, this.scope, phase) : undefined;
   }
 
   /** Starts the stub and runs the model's initialize(); rejects with the model's error. */
@@ -435,7 +451,8 @@ export class PythonInstance implements InstanceHandle {
     const e = (reply.header as { error?: unknown }).error;
     if (e !== undefined) {
       await stub.stop(this.opts.timeoutMs);
-      throw internal(typeof e === 'string' ? e : 'initialize() failed');
+      const located = this.located((reply.header as { error_info?: unknown }).error_info, 'initialize');
+      throw internal(located ?? (typeof e === 'string' ? e : 'initialize() failed'));
     }
     return stub;
   }
@@ -632,8 +649,10 @@ export class PythonInstance implements InstanceHandle {
     };
     for (const r of batch.requests) r.reportTiming?.(timings);
     if (h.error !== undefined) {
-      const error = internal(String(h.error));
-      this.opts.log.error(error.message);
+      const located = this.located(h.error_info, 'execute');
+      const error = internal(located ?? String(h.error));
+      // A located error went to the failure log (once per distinct error); anything else is logged here.
+      if (located === undefined) this.opts.log.error(error.message);
       for (const [rid, f] of this.inflight) {
         if (f.batch !== batch) continue;
         if (!f.request.sender.done) f.request.sender.fail(error);
@@ -721,12 +740,21 @@ export class PythonInstance implements InstanceHandle {
     }
     if (r.error !== undefined) {
       const e = (typeof r.error === 'object' ? r.error : null) as Partial<WireError> | null;
-      const message = typeof e?.message === 'string' ? e.message : JSON.stringify(r.error);
+      const message =
+        (e?.from_model !== true ? this.located(e?.info, 'execute') : undefined) ??
+        (typeof e?.message === 'string' ? e.message : JSON.stringify(r.error));
       // The model's own error response counts as a success (Triton's backend sent a response for it);
       // errors the stub raised for the model (no final response, a raising coroutine) as failures.
       const error = new NereidError(errorCodeOf(e?.code), message);
       if (e?.from_model === true) f.request.sender.fail(error, { countAs: 'success' });
       else f.request.sender.fail(error);
+      this.finish(r.rid, f);
+      return;
+    }
+    const undeclared = Array.isArray(r.undeclared) ? r.undeclared : undefined;
+    const mistake = this.opts.outputCheck?.check(outputs, undeclared, f.request.requestedOutputs);
+    if (mistake) {
+      f.request.sender.fail(mistake);
       this.finish(r.rid, f);
       return;
     }

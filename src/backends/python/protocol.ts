@@ -55,6 +55,8 @@ export interface WireError {
   readonly message: string;
   /** The model answered with this error (an InferenceResponse carrying a TritonError). */
   readonly from_model?: boolean;
+  /** What a decoupled `async def execute` raised after it returned (messages.ErrorInfo). */
+  readonly info?: unknown;
 }
 
 /** One request of an EXECUTE batch. */
@@ -87,6 +89,8 @@ export interface WireResponse {
   /** Response parameters as a JSON object text. */
   readonly parameters?: string;
   readonly error?: WireError;
+  /** Outputs the model returned that its config does not declare (pruned by the stub; output-check.ts). */
+  readonly undeclared?: readonly unknown[];
 }
 
 // --- host -> stub -----------------------------------------------------------------------------------------
@@ -172,6 +176,8 @@ export interface ExecuteDoneMessage {
   readonly batch: number;
   /** The whole batch failed (execute raised, or returned something unusable). */
   readonly error?: string;
+  /** What execute raised (messages.ErrorInfo): the host locates the user's frame (failures.ts). */
+  readonly error_info?: unknown;
   /** Default-mode responses returned by execute. */
   readonly responses?: readonly WireResponse[];
   /** Requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE), by rid. */

@@ -54,6 +54,8 @@ export interface LoaderOptions {
    * GPUs. Default: such groups run on the CPU (their config shows KIND_CPU) and each load says so.
    */
   readonly strictGpuKind?: boolean;
+  /** `--strict-model-outputs`: models' undeclared or missing outputs fail requests (ModelLoadContext). */
+  readonly strictModelOutputs?: boolean;
   /** The server's response cache (--cache-config); models and ensembles that enable it use it. */
   readonly responseCache?: ResponseCache;
   /** Instances the server may run (--max-instances and friends); default limits when omitted. */
@@ -249,6 +251,7 @@ export class ModelLoader implements VersionLoader {
         backendConfig: this.backendSettings(backend.name),
         log: this.options.log,
         serverApi: this.options.serverApi,
+        strictModelOutputs: this.options.strictModelOutputs === true,
       });
     } catch (err) {
       lease.release();

@@ -9,18 +9,18 @@
  *      list of named templates, of which `default`);
  *   4. the fallback: one `<role>: <content>` line per message, then `assistant:` (docs/openai.md).
  * Repository files are hostile: only a model name that is one plain path segment is looked up, a file
- * over MAX_TEMPLATE_BYTES is refused, and a template that does not parse or render is a 500 naming the
- * model. Compiled templates are kept by their text (bounded), so a template is parsed once.
+ * over MAX_TEMPLATE_BYTES is refused, templates render in a thread with a time and a memory limit
+ * (template-sandbox.ts), and a template that does not parse, render or keep within the limits is a 500
+ * naming the model.
  */
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { Template } from '@huggingface/jinja';
 import { internal } from '../../common/errors.js';
 import type { ChatMessage } from './request.js';
+import { TemplateSandbox } from './template-sandbox.js';
 
 /** Largest template (or tokenizer_config.json) read from a model folder. */
 export const MAX_TEMPLATE_BYTES = 1 << 20;
-const CACHE_LIMIT = 64;
 
 export interface ChatTemplateSource {
   readonly text: string;
@@ -58,7 +58,7 @@ function tokenText(v: unknown): string {
 }
 
 export class ChatTemplates {
-  private readonly compiled = new Map<string, Template>();
+  private readonly sandbox = new TemplateSandbox();
 
   constructor(private readonly repositories: readonly string[]) {}
 
@@ -102,17 +102,15 @@ export class ChatTemplates {
   }
 
   /** The prompt for `messages` with the model's template (or the fallback). */
-  render(model: string, configParameter: string | undefined, messages: readonly ChatMessage[]): string {
+  async render(
+    model: string,
+    configParameter: string | undefined,
+    messages: readonly ChatMessage[],
+  ): Promise<string> {
     const source = this.find(model, configParameter);
     if (source === undefined) return fallbackPrompt(messages);
-    let template = this.compiled.get(source.text);
     try {
-      if (template === undefined) {
-        template = new Template(source.text);
-        if (this.compiled.size >= CACHE_LIMIT) this.compiled.clear();
-        this.compiled.set(source.text, template);
-      }
-      return template.render({
+      return await this.sandbox.render(source.text, {
         messages: messages.map((m) => ({ ...m })),
         add_generation_prompt: true,
         bos_token: source.bosToken,
@@ -123,6 +121,11 @@ export class ChatTemplates {
         `model '${model}': its chat template (${source.origin}) failed: ${err instanceof Error ? err.message : String(err)}`,
       );
     }
+  }
+
+  /** Ends the render thread. */
+  close(): Promise<void> {
+    return this.sandbox.close();
   }
 }
 

@@ -161,7 +161,7 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
       } else {
         const r = parseChatRequest(doc);
         const facts = factsOf(r.model);
-        const prompt = templates.render(r.model, chatTemplateParameter(r.model), r.messages);
+        const prompt = await templates.render(r.model, chatTemplateParameter(r.model), r.messages);
         reply = await runGeneration(ctx, 'chat', facts, prompt, r, false);
       }
       if (reply !== undefined) send(res, reply.status, reply.body);

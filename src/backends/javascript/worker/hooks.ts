@@ -69,6 +69,43 @@ export const resolve: ResolveHook = async (specifier, context, nextResolve) => {
   }
 };
 
+/** Where esbuild could not read the TypeScript (the `buildErrors` of a BuildError). */
+export interface BuildProblem {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  readonly text: string;
+}
+
+/**
+ * esbuild's failure as an Error that says it is a build error: its `buildErrors` (own properties survive
+ * the hooks thread) let the worker label the load error as a build error, not as the model's own code
+ * failing. esbuild columns count from 0; these count from 1, as editors and stack traces do.
+ */
+function buildError(file: string, err: unknown): Error {
+  const raw = (err as { errors?: unknown }).errors;
+  const problems: BuildProblem[] = [];
+  if (Array.isArray(raw)) {
+    for (const e of raw as {
+      text?: unknown;
+      location?: { file?: unknown; line?: unknown; column?: unknown };
+    }[]) {
+      const loc = e.location;
+      problems.push({
+        file: typeof loc?.file === 'string' ? loc.file : file,
+        line: typeof loc?.line === 'number' ? loc.line : 0,
+        column: typeof loc?.column === 'number' ? loc.column + 1 : 0,
+        text: typeof e.text === 'string' ? e.text : 'syntax error',
+      });
+    }
+  }
+  if (problems.length === 0) return err instanceof Error ? err : new Error(String(err));
+  const first = problems[0];
+  const e = new Error(`${first.text} (${first.file}:${first.line}:${first.column})`);
+  e.name = 'BuildError';
+  return Object.assign(e, { buildErrors: problems });
+}
+
 export const load: LoadHook = async (url, context, nextLoad) => {
   if (!isTs(url)) return nextLoad(url, context);
   const file = fileURLToPath(url);
@@ -85,6 +122,8 @@ export const load: LoadHook = async (url, context, nextLoad) => {
       sourcemap: 'inline',
     });
     return { format: 'module', source: out.code, shortCircuit: true };
+  } catch (err) {
+    throw buildError(file, err);
   } finally {
     transforms--;
     await stopWhenIdle();

@@ -29,9 +29,10 @@ import type {
   WireResponse,
   WorkerInit,
 } from '../protocol.js';
+import type { ModelPhase } from '../../model-errors.js';
 import { copyToWire, newCounters } from '../tensors.js';
 import { AsyncQueue } from './async-queue.js';
-import { WorkerSender, responseToWire } from './sender.js';
+import { WorkerSender, responseToWire, setDeclaredOutputs } from './sender.js';
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -41,10 +42,25 @@ function post(message: FromWorker, transfer: readonly ArrayBuffer[] = []): void 
   port.postMessage(message, transfer as ArrayBuffer[]);
 }
 
-function wireError(err: unknown): WireError {
+/** Which of the model's hooks is running (the label of a load error: build, import, initialize()). */
+let phase: ModelPhase = 'import';
+
+function wireError(err: unknown, during?: ModelPhase): WireError {
   const e = toNereidError(err);
-  const stack = err instanceof Error ? err.stack : undefined;
-  return stack ? { code: e.code, message: e.message, stack } : { code: e.code, message: e.message };
+  const out: WireError = { code: e.code, message: e.message };
+  if (err instanceof Error || (typeof err === 'object' && err !== null && 'stack' in err)) {
+    const x = err as { stack?: unknown; name?: unknown; buildErrors?: unknown };
+    if (typeof x.stack === 'string') out.stack = x.stack;
+    if (typeof x.name === 'string') out.name = x.name;
+    if (out.name === 'NereidError' || err instanceof NereidError) out.chosen = true;
+    if (Array.isArray(x.buildErrors) && x.buildErrors.length > 0) {
+      out.build = x.buildErrors[0] as NonNullable<WireError['build']>;
+      out.phase = 'build';
+      return out;
+    }
+  }
+  if (during) out.phase = during;
+  return out;
 }
 
 // --- the SDK's runtime: logging and BLS through the main thread ----------------------------------------
@@ -144,6 +160,7 @@ async function importModel(): Promise<Loaded> {
 
 async function autocomplete(): Promise<void> {
   const loaded = await importModel();
+  phase = 'autocomplete';
   const ctor = loaded.kind === 'class' ? loaded.ctor : undefined;
   const fn = ctor?.autoCompleteConfig;
   if (typeof fn !== 'function') {
@@ -200,7 +217,7 @@ async function execute(batch: number, wire: WireRequest[]): Promise<void> {
     result = await model.execute(requests);
   } catch (err) {
     for (const s of senders) s.close();
-    post({ kind: 'executed', batch, error: wireError(err) });
+    post({ kind: 'executed', batch, error: wireError(err, 'execute') });
     return;
   }
   if (decoupled || result === undefined || result === null) {
@@ -300,7 +317,7 @@ function onMessage(msg: ToWorker): void {
           await model.finalize?.();
           post({ kind: 'finalized' });
         } catch (err) {
-          post({ kind: 'finalized', error: wireError(err) });
+          post({ kind: 'finalized', error: wireError(err, 'finalize') });
         }
       })();
       break;
@@ -339,8 +356,14 @@ async function serve(): Promise<void> {
     model_version: String(f.modelVersion),
     model_name: f.modelName,
   };
-  const context = makeContext(JSON.parse(init.configJson) as ModelConfigJson);
+  const config = JSON.parse(init.configJson) as ModelConfigJson;
+  const context = makeContext(config);
+  const declared = (config as { output?: unknown }).output;
+  if (Array.isArray(declared)) {
+    setDeclaredOutputs(declared.map((o) => String((o as { name?: unknown }).name)));
+  }
   const loaded = await importModel();
+  phase = 'initialize';
   if (loaded.kind === 'class') model = new loaded.ctor();
   else if (loaded.kind === 'factory') model = await loaded.fn(args, context);
   else model = loaded.model;
@@ -352,5 +375,5 @@ async function serve(): Promise<void> {
 }
 
 (init.mode === 'autocomplete' ? autocomplete() : serve()).catch((err: unknown) => {
-  post({ kind: 'init-error', error: wireError(err) });
+  post({ kind: 'init-error', error: wireError(err, phase) });
 });

@@ -36,6 +36,12 @@ function parametersOf(p: unknown): WireParameters | undefined {
   return any ? out : undefined;
 }
 
+/** Output names the model's config declares (set once by the worker; undefined = not checked). */
+let declaredOutputs: ReadonlySet<string> | undefined;
+export function setDeclaredOutputs(names: readonly string[]): void {
+  declaredOutputs = new Set(names);
+}
+
 /**
  * One response as wire data. Only requested outputs travel (all of them when the request names none);
  * their buffers join `transfer`.
@@ -59,11 +65,16 @@ export function responseToWire(
   if (!Array.isArray(outputs)) throw invalidArg('response outputs must be an array of tensors');
   const wanted = requested.length > 0 ? new Set(requested) : undefined;
   const wire = [];
+  let undeclared: string[] | undefined;
   for (const t of outputs as readonly TensorLike[]) {
     if (typeof t !== 'object' || t === null || !(t.data instanceof Uint8Array)) {
       throw invalidArg('response outputs must be Tensor objects');
     }
-    if (wanted && !wanted.has(t.name)) continue;
+    if (wanted && !wanted.has(t.name)) {
+      // Pruned here, but a name the config does not declare is a mistake the main thread reports.
+      if (declaredOutputs && !declaredOutputs.has(t.name)) (undeclared ??= []).push(t.name);
+      continue;
+    }
     if (t.data.byteLength === 0 && t.data.buffer.byteLength === 0 && t.shape.every((d) => d > 0)) {
       throw invalidArg(
         `output '${t.name}': its buffer was already sent in a response (outputs are moved, not copied; build a new array for each response)`,
@@ -72,7 +83,11 @@ export function responseToWire(
     wire.push(moveToWire(t, transfer, counters));
   }
   const parameters = parametersOf(r.parameters);
-  return parameters ? { rid, outputs: wire, final, parameters } : { rid, outputs: wire, final };
+  const out: WireResponse = parameters
+    ? { rid, outputs: wire, final, parameters }
+    : { rid, outputs: wire, final };
+  if (undeclared) out.undeclared = undeclared;
+  return out;
 }
 
 export class WorkerSender implements ResponseSender {
