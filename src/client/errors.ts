@@ -5,27 +5,10 @@
  * status code. Argument mistakes made by the caller are plain TypeError / RangeError, thrown before any
  * byte is sent.
  */
+import { GrpcStatus } from '../common/grpc-status.js';
 
-/** gRPC status codes (grpc/include/grpc/impl/codegen/status.h), by name. */
-export const GrpcStatus = {
-  OK: 0,
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  INVALID_ARGUMENT: 3,
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  ALREADY_EXISTS: 6,
-  PERMISSION_DENIED: 7,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  ABORTED: 10,
-  OUT_OF_RANGE: 11,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-  DATA_LOSS: 15,
-  UNAUTHENTICATED: 16,
-} as const;
+/** gRPC status codes by name (common/grpc-status.ts): part of the client's API. */
+export { GrpcStatus };
 
 /**
  * Triton's error tables (HttpCodeFromError in http_server.cc, CodeToStatus in grpc_utils.cc) read

@@ -4,7 +4,13 @@
  * documentation whichever protocol carried them), and the InferenceClient interface HttpClient and
  * GrpcClient implement.
  */
-import type { DataType } from '../common/datatype.js';
+import type { ModelMetadata, ServerMetadata, TensorMetadata } from '../common/metadata.js';
+import type {
+  InferBatchStatistics,
+  InferResponseStatistics,
+  InferStatistics,
+  StatisticDuration,
+} from '../common/statistics.js';
 import type { InferInput, InferRequestedOutput, ParameterValue } from './infer-input.js';
 import type { InferResult } from './infer-result.js';
 
@@ -33,26 +39,8 @@ export interface InferOptions extends CallOptions {
   readonly parameters?: Readonly<Record<string, ParameterValue>>;
 }
 
-export interface TensorMetadata {
-  name: string;
-  datatype: DataType;
-  /** -1 for variable dimensions. */
-  shape: number[];
-}
-
-export interface ModelMetadata {
-  name: string;
-  versions: string[];
-  platform: string;
-  inputs: TensorMetadata[];
-  outputs: TensorMetadata[];
-}
-
-export interface ServerMetadata {
-  name: string;
-  version: string;
-  extensions: string[];
-}
+// The metadata answers as the server gives them: common/metadata.ts.
+export type { TensorMetadata, ModelMetadata, ServerMetadata };
 
 /** The model configuration in Triton's JSON form (model_config.proto field names). */
 export type ModelConfigJson = Record<string, unknown>;
@@ -66,37 +54,8 @@ export interface RepositoryIndexEntry {
   reason: string;
 }
 
-export interface StatisticDuration {
-  count: number;
-  ns: number;
-}
-
-export interface InferStatistics {
-  success: StatisticDuration;
-  fail: StatisticDuration;
-  queue: StatisticDuration;
-  compute_input: StatisticDuration;
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-  cache_hit: StatisticDuration;
-  cache_miss: StatisticDuration;
-}
-
-export interface InferBatchStatistics {
-  batch_size: number;
-  compute_input: StatisticDuration;
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-}
-
-export interface InferResponseStatistics {
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-  success: StatisticDuration;
-  fail: StatisticDuration;
-  empty_response: StatisticDuration;
-  cancel: StatisticDuration;
-}
+// The statistics records the client returns as they are: common/statistics.ts.
+export type { StatisticDuration, InferStatistics, InferBatchStatistics, InferResponseStatistics };
 
 export interface MemoryUsage {
   type: string;

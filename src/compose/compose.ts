@@ -10,7 +10,7 @@ import { JavascriptBackend } from '../backends/javascript/index.js';
 import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
 import { PythonBackend } from '../backends/python/index.js';
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
-import { NereidError, unavailable } from '../common/errors.js';
+import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { createResponseCache, describeCacheConfig, type ResponseCache } from '../core/cache/index.js';
 import type { VersionLookup } from '../core/ensemble/index.js';
@@ -24,25 +24,12 @@ import { InferenceServer } from '../core/server.js';
 import { StatsRegistry } from '../core/stats/registry.js';
 import { SystemSharedMemoryManager } from '../core/shm/index.js';
 import { AccessLog } from '../frontends/access-log.js';
-import { createGrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
-import { createHealthListener, createHttpFrontend, type HealthListener } from '../frontends/http/index.js';
-import { createMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/index.js';
-import { dashboardInfo } from './dashboard-info.js';
-import {
-  createOpenAiHandler,
-  createOpenAiServer,
-  isOpenAiPath,
-  type OpenAiOptions,
-  type OpenAiServer,
-} from '../frontends/openai/index.js';
+import { closeFrontends, startFrontends, type Endpoint, type StartedFrontends } from './frontends.js';
 import type { ServerOptions } from './options.js';
 import { modelTable } from './startup-table.js';
 import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
 
-export interface Endpoint {
-  readonly address: string;
-  readonly port: number;
-}
+export { grpcTransportOptions, type Endpoint } from './frontends.js';
 
 export interface RunningNereid {
   readonly server: InferenceServer;
@@ -79,51 +66,8 @@ export function packageVersion(): string {
   }
 }
 
-/**
- * The kernel caps a listen backlog at net.core.somaxconn (128 before Linux 5.4): say so once when
- * --http-backlog asks for more, since the cap is silent and shows only as dropped connections under load.
- */
-function warnIfBacklogCapped(backlog: number, log: Logger): void {
-  let somaxconn: number;
-  try {
-    somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim());
-  } catch {
-    return; // not Linux, or no /proc: nothing to say
-  }
-  if (Number.isSafeInteger(somaxconn) && somaxconn > 0 && somaxconn < backlog) {
-    log.warn(
-      `--http-backlog=${backlog} is capped by the kernel at net.core.somaxconn=${somaxconn}; raise it (sysctl -w net.core.somaxconn=${backlog}) for the larger listen queue to take effect`,
-    );
-  }
-}
-
 export function builtinBackends(): Backend[] {
   return [new OnnxRuntimeBackend(), new PythonBackend(), new JavascriptBackend(), ...builtinTestBackends()];
-}
-
-/** The gRPC frontend's transport settings from the command line (also used by the embedded server). */
-export function grpcTransportOptions(
-  options: ServerOptions,
-): Omit<GrpcFrontendOptions, 'address' | 'port' | 'log'> {
-  return {
-    maxDecompressedSize: options.grpcMaxDecompressedSize,
-    maxConcurrentStreams: options.grpcMaxConcurrentStreams,
-    maxBufferedBytes: options.grpcMaxBufferedBytes,
-    responseCompression: options.grpcInferResponseCompressionLevel,
-    streamIdleTimeoutMs: options.grpcInferStreamIdleTimeoutMs,
-    connection: {
-      keepaliveTimeMs: options.grpcKeepaliveTimeMs,
-      keepaliveTimeoutMs: options.grpcKeepaliveTimeoutMs,
-      keepalivePermitWithoutCalls: options.grpcKeepalivePermitWithoutCalls,
-      http2MaxPingsWithoutData: options.grpcHttp2MaxPingsWithoutData,
-      http2MinRecvPingIntervalWithoutDataMs: options.grpcHttp2MinRecvPingIntervalWithoutDataMs,
-      http2MaxPingStrikes: options.grpcHttp2MaxPingStrikes,
-      maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
-      maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
-      maxConnectionIdleMs: options.grpcMaxConnectionIdleMs,
-      maxConnectionBufferedBytes: options.grpcMaxConnectionBufferedBytes,
-    },
-  };
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {
@@ -139,48 +83,64 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   }
 }
 
-async function startServing(options: ServerOptions, log: Logger, tls: EndpointTls): Promise<RunningNereid> {
-  const startedAt = Date.now();
-  // The response cache exists before any model loads: models that enable it use it from their first request.
-  let responseCache: ResponseCache | undefined;
-  if (options.responseCache !== undefined) {
-    responseCache = await createResponseCache(options.responseCache, log);
-    log.info(`Response cache: ${describeCacheConfig(options.responseCache)}`);
-  }
-  const statsRegistry = new StatsRegistry({ responseCache: responseCache !== undefined });
-  // One rate limiter for the whole server: it arbitrates between the instances of every model.
-  const rateLimiter =
-    options.rateLimit === 'execution_count' ? new RateLimiter(options.rateLimitResources) : undefined;
-  // Ensembles find their steps in the repository, which is built below around the loader.
-  const ensembleMembers: VersionLookup = {
-    getVersion: (name, version): LoadedVersion => repository.getVersion(name, version),
-  };
-  // Python models call other models (BLS) and control the repository (pb_utils.load_model, unload_model,
-  // is_model_ready) through the server built below; no model runs before it exists. Repository control
-  // takes the repository API's own path, so it has its rules (explicit model control mode only).
-  const serverApi: ServerApi = {
-    infer: (request): AsyncIterable<ServerInferResponse> => server.infer(request),
+/** The core's parts: the server that frontends serve, and what must be closed behind it. */
+interface Core {
+  readonly server: InferenceServer;
+  readonly repository: ModelRepositoryManager;
+  readonly sharedMemory: SystemSharedMemoryManager;
+  /** Removes the object-store copies and stops removing them at process exit. */
+  readonly closeStorage: () => Promise<void>;
+}
+
+/** The response cache exists before any model loads: models that enable it use it from their first request. */
+async function openResponseCache(options: ServerOptions, log: Logger): Promise<ResponseCache | undefined> {
+  if (options.responseCache === undefined) return undefined;
+  const responseCache = await createResponseCache(options.responseCache, log);
+  log.info(`Response cache: ${describeCacheConfig(options.responseCache)}`);
+  return responseCache;
+}
+
+/**
+ * What Python models call (BLS) and how they control the repository (pb_utils.load_model, unload_model,
+ * is_model_ready): the server's own API, asked through `server()` since no model runs before it exists.
+ * Repository control takes the repository API's own path, so it has its rules (explicit mode only).
+ */
+function modelServerApi(server: () => InferenceServer): ServerApi {
+  return {
+    infer: (request): AsyncIterable<ServerInferResponse> => server().infer(request),
     loadModel: (name, options = {}): Promise<void> => {
       // `file:<version>/<path>` names as Triton's load parameters take them (the prefix is optional here).
       const files = options.files
         ? new Map(Object.entries(options.files).map(([k, v]) => [k.replace(/^file:/, ''), v] as const))
         : undefined;
-      return server.loadModel(name, {
+      return server().loadModel(name, {
         ...(options.config !== undefined && { config: options.config }),
         ...(files && { files }),
       });
     },
-    unloadModel: (name, options): Promise<void> => server.unloadModel(name, options),
-    isModelReady: (name, version): boolean => server.isModelReady(name, version),
+    unloadModel: (name, options): Promise<void> => server().unloadModel(name, options),
+    isModelReady: (name, version): boolean => server().isModelReady(name, version),
   };
-  const loader = new ModelLoader({
+}
+
+function createLoader(
+  options: ServerOptions,
+  log: Logger,
+  statsRegistry: StatsRegistry,
+  responseCache: ResponseCache | undefined,
+  ensembleMembers: VersionLookup,
+  serverApi: ServerApi,
+): ModelLoader {
+  return new ModelLoader({
     backends: builtinBackends(),
     disableAutoComplete: options.disableAutoCompleteConfig,
     backendConfig: options.backendConfig,
     log,
     statsRegistry,
     ensembleMembers,
-    rateLimiter,
+    // One rate limiter for the whole server: it arbitrates between the instances of every model.
+    rateLimiter:
+      options.rateLimit === 'execution_count' ? new RateLimiter(options.rateLimitResources) : undefined,
     serverApi,
     readinessPoll: { intervalMs: options.modelReadinessPollMs, timeoutMs: options.modelReadinessTimeoutMs },
     strictGpuKind: options.strictGpuKind,
@@ -194,8 +154,16 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     }),
     unloadTimeoutMs: options.modelUnloadTimeoutSecs * 1000,
   });
-  // Object-store repositories: credentials and endpoints from the environment (main.ts), limits from
-  // flags. Downloaded copies are removed when their models unload, at stop, and at process exit.
+}
+
+/**
+ * Object-store repositories: credentials and endpoints from the environment (main.ts), limits from
+ * flags. Downloaded copies are removed when their models unload, at stop, and at process exit.
+ */
+function openStorage(options: ServerOptions): {
+  storage: RepositoryStorage;
+  closeStorage: () => Promise<void>;
+} {
   const storage = new RepositoryStorage({
     ...options.cloudStorage,
     limits: {
@@ -211,6 +179,24 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     process.off('exit', removeCopiesAtExit);
     await storage.close();
   };
+  return { storage, closeStorage };
+}
+
+/** The loader, the repository manager around it and the inference server; no model is loaded yet. */
+function buildCore(
+  options: ServerOptions,
+  log: Logger,
+  statsRegistry: StatsRegistry,
+  responseCache: ResponseCache | undefined,
+): Core {
+  // Ensembles find their steps in the repository, and Python models call the server: both are built
+  // below around the loader, and nothing asks them before they exist.
+  const ensembleMembers: VersionLookup = {
+    getVersion: (name, version): LoadedVersion => repository.getVersion(name, version),
+  };
+  const serverApi = modelServerApi(() => server);
+  const loader = createLoader(options, log, statsRegistry, responseCache, ensembleMembers, serverApi);
+  const { storage, closeStorage } = openStorage(options);
   const repository = new ModelRepositoryManager(
     {
       repositoryPaths: options.modelRepositories,
@@ -235,10 +221,17 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     sharedMemory,
     options.trace,
   );
-  // The OpenTelemetry SDK is loaded here only in that mode; nothing is loaded with tracing off.
-  await server.tracer.init();
-  const accessLog = options.accessLog ? AccessLog.open(options.accessLog, log) : undefined;
+  return { server, repository, sharedMemory, closeStorage };
+}
 
+/** Loads the startup models and prints their table; with --exit-on-error any failure fails the start. */
+async function loadStartupModels(
+  options: ServerOptions,
+  log: Logger,
+  core: Core,
+  responseCache: ResponseCache | undefined,
+): Promise<void> {
+  const { repository, closeStorage } = core;
   let failures;
   try {
     failures = await repository.startup();
@@ -257,119 +250,69 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
       `failed to load all models: ${failures.map((f) => `'${f.name}': ${f.reason}`).join('; ')}`,
     );
   }
+}
+
+/**
+ * The stop sequence: not ready (serving --exit-delay-secs longer), listeners closed with in-flight
+ * requests finished, models unloaded, then traces, metrics and the health port last. Runs once.
+ */
+function stopper(
+  options: ServerOptions,
+  log: Logger,
+  tls: EndpointTls,
+  core: Core,
+  fe: StartedFrontends,
+  responseCache: ResponseCache | undefined,
+  accessLog: AccessLog | undefined,
+): () => Promise<void> {
+  const { server, repository, sharedMemory, closeStorage } = core;
+  let stopping: Promise<void> | undefined;
+  return (): Promise<void> =>
+    (stopping ??= (async () => {
+      // Readiness fails from here on. With --exit-delay-secs the listeners stay open for that long, serving
+      // as before, so the replica leaves its load balancer (Kubernetes' endpoints) before it refuses anyone.
+      server.markStopping();
+      if (options.exitDelaySecs > 0) {
+        fe.httpFrontend?.drain();
+        log.info(
+          `Not ready; still serving for ${options.exitDelaySecs} s (--exit-delay-secs) before closing`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, options.exitDelaySecs * 1000));
+      }
+      tls.close();
+      await Promise.all([fe.httpFrontend?.close(), fe.grpcFrontend?.close(), fe.openaiServer?.close()]);
+      await repository.close();
+      await closeStorage();
+      // Every request has ended: the trace files get their last traces, spans are exported.
+      await server.tracer.close();
+      await accessLog?.close();
+      // Like Triton, metrics stay scrapeable while models drain.
+      await fe.metricsFrontend?.close();
+      await responseCache?.close();
+      // Probes keep their answers (not ready) until the very end.
+      await fe.healthListener?.close();
+      await sharedMemory.close();
+    })());
+}
+
+async function startServing(options: ServerOptions, log: Logger, tls: EndpointTls): Promise<RunningNereid> {
+  const startedAt = Date.now();
+  const responseCache = await openResponseCache(options, log);
+  const statsRegistry = new StatsRegistry({ responseCache: responseCache !== undefined });
+  const core = buildCore(options, log, statsRegistry, responseCache);
+  const { server, repository, closeStorage } = core;
+  // The OpenTelemetry SDK is loaded here only in that mode; nothing is loaded with tracing off.
+  await server.tracer.init();
+  const accessLog = options.accessLog ? AccessLog.open(options.accessLog, log) : undefined;
+  await loadStartupModels(options, log, core, responseCache);
   server.markStarted();
 
-  let http: Endpoint | undefined;
-  let httpFrontend: ReturnType<typeof createHttpFrontend> | undefined;
-  let httpHealth: Endpoint | undefined;
-  let healthListener: HealthListener | undefined;
-  let metrics: Endpoint | undefined;
-  let metricsFrontend: MetricsFrontend | undefined;
-  let grpc: Endpoint | undefined;
-  let grpcFrontend: ReturnType<typeof createGrpcFrontend> | undefined;
-  let openai: Endpoint | undefined;
-  let openaiServer: OpenAiServer | undefined;
-  const openaiOptions: OpenAiOptions = {
-    maxInputSize: options.httpMaxInputSize,
-    defaultMaxTokens: options.openaiDefaultMaxTokens,
-    maxBufferedBytes: options.openaiMaxBufferedBytes,
-    repositories: options.modelRepositories,
-    restrictedApis: options.httpRestrictedApis,
-    log,
-  };
-  // On the HTTP port unless it has a port of its own (or is off).
-  const openaiMount =
-    options.allowOpenai && options.openaiPort < 0
-      ? { claims: isOpenAiPath, handle: createOpenAiHandler(server, openaiOptions) }
-      : undefined;
+  const fe: StartedFrontends = {};
+  const ctx = { options, log, server, statsRegistry, responseCache, accessLog, tls, startedAt };
   try {
-    if (options.allowGrpc) {
-      grpcFrontend = createGrpcFrontend(server, {
-        address: options.grpcAddress,
-        port: options.grpcPort,
-        restrictedProtocols: options.grpcRestrictedProtocols,
-        headerForwardPattern: options.grpcHeaderForwardPattern,
-        log,
-        accessLog,
-        ...grpcTransportOptions(options),
-        tls: tls.get('grpc'),
-      });
-      grpc = await grpcFrontend.listen();
-      log.info(`Started GRPCInferenceService at ${grpc.address}:${grpc.port}`);
-    }
-    if (options.allowHttp) {
-      httpFrontend = createHttpFrontend(server, {
-        address: options.httpAddress,
-        port: options.httpPort,
-        maxInputSize: options.httpMaxInputSize,
-        restrictedApis: options.httpRestrictedApis,
-        headerForwardPattern: options.httpHeaderForwardPattern,
-        backlog: options.httpBacklog,
-        maxConnections: options.httpMaxConnections,
-        json: {
-          maxJsonSize: options.httpMaxJsonSize,
-          workerThreshold: options.httpJsonWorkerThreshold,
-          workerThreads: options.httpJsonWorkerThreads,
-          workerBytes: options.httpJsonWorkerBytes,
-        },
-        log,
-        accessLog,
-        tls: tls.get('http'),
-        // The metrics frontend starts after this one; the page asks for metrics only once both serve.
-        dashboard: options.allowDashboard
-          ? {
-              info: () => dashboardInfo({ options, version: packageVersion(), startedAt }),
-              metrics: options.allowMetrics
-                ? () => metricsFrontend?.scrape() ?? Promise.reject(unavailable('metrics are not up yet'))
-                : undefined,
-            }
-          : undefined,
-        ...(openaiMount !== undefined && { mount: openaiMount }),
-      });
-      http = await httpFrontend.listen();
-      log.info(`Started HTTPService at ${http.address}:${http.port}`);
-      warnIfBacklogCapped(options.httpBacklog, log);
-      if (options.httpHealthPort >= 0) {
-        healthListener = createHealthListener(server, {
-          address: options.httpAddress,
-          port: options.httpHealthPort,
-          backlog: options.httpBacklog,
-          log,
-        });
-        httpHealth = await healthListener.listen();
-        log.info(`Started HTTP health service at ${httpHealth.address}:${httpHealth.port}`);
-      }
-    }
-    if (options.allowOpenai && options.openaiPort >= 0) {
-      openaiServer = createOpenAiServer(server, {
-        ...openaiOptions,
-        address: options.httpAddress,
-        port: options.openaiPort,
-        tls: tls.get('http'),
-      });
-      openai = await openaiServer.listen();
-      log.info(`Started OpenAI-compatible service at ${openai.address}:${openai.port}`);
-    }
-    if (options.allowMetrics) {
-      metricsFrontend = createMetricsFrontend(statsRegistry, {
-        address: options.metricsAddress,
-        port: options.metricsPort,
-        log,
-        intervalMs: options.metricsIntervalMs,
-        config: options.metricsConfig,
-        cpuMetrics: options.allowCpuMetrics,
-        customMetrics: (timeoutMs) => server.customMetrics(timeoutMs),
-        cacheMetrics: responseCache && (() => responseCache.metrics()),
-      });
-      metrics = await metricsFrontend.listen();
-      log.info(`Started Metrics Service at ${metrics.address}:${metrics.port}`);
-    }
+    await startFrontends({ ...ctx, version: packageVersion() }, fe);
   } catch (err) {
-    await grpcFrontend?.close();
-    await healthListener?.close();
-    await httpFrontend?.close();
-    await openaiServer?.close();
-    await metricsFrontend?.close();
+    await closeFrontends(fe);
     await repository.close();
     await responseCache?.close();
     await closeStorage();
@@ -377,34 +320,15 @@ async function startServing(options: ServerOptions, log: Logger, tls: EndpointTl
     await accessLog?.close();
     throw err;
   }
-
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      // Readiness fails from here on. With --exit-delay-secs the listeners stay open for that long, serving
-      // as before, so the replica leaves its load balancer (Kubernetes' endpoints) before it refuses anyone.
-      server.markStopping();
-      if (options.exitDelaySecs > 0) {
-        httpFrontend?.drain();
-        log.info(
-          `Not ready; still serving for ${options.exitDelaySecs} s (--exit-delay-secs) before closing`,
-        );
-        await new Promise((resolve) => setTimeout(resolve, options.exitDelaySecs * 1000));
-      }
-      tls.close();
-      await Promise.all([httpFrontend?.close(), grpcFrontend?.close(), openaiServer?.close()]);
-      await repository.close();
-      await closeStorage();
-      // Every request has ended: the trace files get their last traces, spans are exported.
-      await server.tracer.close();
-      await accessLog?.close();
-      // Like Triton, metrics stay scrapeable while models drain.
-      await metricsFrontend?.close();
-      await responseCache?.close();
-      // Probes keep their answers (not ready) until the very end.
-      await healthListener?.close();
-      await sharedMemory.close();
-    })());
-  const reloadCertificates = (why: string) => tls.reload(why);
-  return { server, http, httpHealth, openai, grpc, metrics, statsRegistry, reloadCertificates, stop };
+  return {
+    server,
+    http: fe.http,
+    httpHealth: fe.httpHealth,
+    openai: fe.openai,
+    grpc: fe.grpc,
+    metrics: fe.metrics,
+    statsRegistry,
+    reloadCertificates: (why: string) => tls.reload(why),
+    stop: stopper(options, log, tls, core, fe, responseCache, accessLog),
+  };
 }

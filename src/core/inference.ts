@@ -7,7 +7,7 @@ import { dataTypeInfo, fromConfigDataType, type DataType } from '../common/datat
 import { NereidError, invalidArg } from '../common/errors.js';
 import { countBytesElements, elementCount, type Tensor } from '../common/tensor.js';
 import type { FrozenModelConfig } from '../model-config/model-config.js';
-import type { InferenceRequest, Parameters, ParameterValue } from './types.js';
+import type { InferInput, InferenceRequest, Parameters, ParameterValue } from './types.js';
 
 export interface OutputPlan {
   readonly name: string;
@@ -128,23 +128,25 @@ function planOf(config: FrozenModelConfig): ConfigPlan {
   return plan;
 }
 
-export function prepareRequest(config: FrozenModelConfig, request: InferenceRequest): PreparedRequest {
-  rejectDuplicateOutputs(request);
+/**
+ * Inputs by name: none twice, Triton's count error before the names (too few or too many inputs), then
+ * no unknown name, then every required one present.
+ */
+export function checkInputNames(
+  config: FrozenModelConfig,
+  inputs: readonly { readonly name: string }[],
+): void {
   const model = config.name;
-  const batching = config.max_batch_size > 0;
-  const { byName, required, outputNames } = planOf(config);
-
-  // Inputs: known names, no duplicates, all required present.
+  const { byName, required } = planOf(config);
   const seen = new Set<string>();
-  // Triton checks the input count before the names: too few or too many inputs is a count error.
-  for (const input of request.inputs) {
+  for (const input of inputs) {
     if (seen.has(input.name)) {
       throw invalidArg(`input '${input.name}' already exists in request`);
     }
     seen.add(input.name);
   }
   const missing = required.filter((n) => !seen.has(n));
-  if (request.inputs.length > config.input.length || request.inputs.length < required.length) {
+  if (inputs.length > config.input.length || inputs.length < required.length) {
     const total = config.input.length;
     const expected =
       required.length === total
@@ -153,11 +155,11 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
     const got = [...seen].map((n) => `'${n}'`).join(',');
     const miss = missing.map((n) => `'${n}'`).join(',');
     throw invalidArg(
-      `${expected} but got ${request.inputs.length} inputs for model '${model}'. Got input(s) [${got}], ` +
+      `${expected} but got ${inputs.length} inputs for model '${model}'. Got input(s) [${got}], ` +
         `but missing required input(s) [${miss}]. Please provide all required input(s).`,
     );
   }
-  for (const input of request.inputs) {
+  for (const input of inputs) {
     if (!byName.has(input.name)) {
       throw plainInvalidArg(`unexpected inference input '${input.name}' for model '${model}'`);
     }
@@ -167,82 +169,137 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
       `missing required input(s) [${missing.map((n) => `'${n}'`).join(',')}] for model '${model}'`,
     );
   }
+}
 
-  let batchSize = 1;
-  const inputs = new Map<string, Tensor>();
-  for (const [index, input] of request.inputs.entries()) {
-    const { config: cfg, dims: expectedDims } = byName.get(input.name)!;
-    const expectedType: DataType | undefined = fromConfigDataType(cfg.data_type);
-    if (input.datatype !== expectedType) {
-      throw invalidArg(
-        `inference input '${input.name}' data-type is '${input.datatype}', but model '${model}' expects '${expectedType ?? cfg.data_type}'`,
-      );
-    }
-    for (const d of input.shape) {
-      if (!Number.isSafeInteger(d) || d < 0) {
-        throw invalidArg(`invalid shape ${dimsToString(input.shape)} for input '${input.name}'`);
-      }
-    }
-    if (!matchesWithWildcard(expectedDims, input.shape)) {
-      // Triton always ends the sentence with '. ', followed by the batching note when there is one.
-      const note = batching
-        ? '. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be ' +
-          'prepended to each input shape. If you want to specify the full shape including the batch dim in ' +
-          'your input dims config, try setting max_batch_size to zero. See the model configuration docs for ' +
-          'more info on max_batch_size.'
-        : '. ';
-      throw invalidArg(
-        `unexpected shape for input '${input.name}' for model '${model}'. Expected ${dimsToString(expectedDims)}, got ${dimsToString(input.shape)}${note}`,
-      );
-    }
-    if (batching) {
-      const b = input.shape[0];
-      if (index === 0) batchSize = b;
-      else if (b !== batchSize) {
-        throw invalidArg(`input '${input.name}' batch size does not match other inputs for '${model}'`);
-      }
-    }
-    const count = elementCount(input.shape);
-    const info = dataTypeInfo(input.datatype);
-    if (info.byteSize === 0) {
-      const n = countBytesElements(input.data);
-      if (n !== count) {
-        throw invalidArg(
-          `expected ${count} string elements for inference input '${input.name}' for model '${model}', got ${n}`,
-        );
-      }
-    } else if (input.data.length !== count * info.byteSize) {
-      throw invalidArg(
-        `input byte size mismatch for input '${input.name}' for model '${model}'. Expected ${count * info.byteSize}, got ${input.data.length}`,
-      );
-    }
-    let shape: readonly number[] = input.shape;
-    if (cfg.reshape) {
-      const inner = batching ? shape.slice(1) : shape;
-      const reshaped = applyReshape(inner, cfg.reshape.shape);
-      shape = batching ? [shape[0], ...reshaped] : reshaped;
-    }
-    inputs.set(input.name, { name: input.name, datatype: input.datatype, shape, data: input.data });
+/** One input's datatype and shape against its config entry (the batch dimension, -1, first when batching). */
+function checkInputShape(model: string, batching: boolean, plan: InputPlan, input: InferInput): void {
+  const { config: cfg, dims: expectedDims } = plan;
+  const expectedType: DataType | undefined = fromConfigDataType(cfg.data_type);
+  if (input.datatype !== expectedType) {
+    throw invalidArg(
+      `inference input '${input.name}' data-type is '${input.datatype}', but model '${model}' expects '${expectedType ?? cfg.data_type}'`,
+    );
   }
-  if (batching && batchSize > config.max_batch_size) {
+  for (const d of input.shape) {
+    if (!Number.isSafeInteger(d) || d < 0) {
+      throw invalidArg(`invalid shape ${dimsToString(input.shape)} for input '${input.name}'`);
+    }
+  }
+  if (!matchesWithWildcard(expectedDims, input.shape)) {
+    // Triton always ends the sentence with '. ', followed by the batching note when there is one.
+    const note = batching
+      ? '. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be ' +
+        'prepended to each input shape. If you want to specify the full shape including the batch dim in ' +
+        'your input dims config, try setting max_batch_size to zero. See the model configuration docs for ' +
+        'more info on max_batch_size.'
+      : '. ';
+    throw invalidArg(
+      `unexpected shape for input '${input.name}' for model '${model}'. Expected ${dimsToString(expectedDims)}, got ${dimsToString(input.shape)}${note}`,
+    );
+  }
+}
+
+/**
+ * The batch size after the `index`th input of a batching model: the first input sets it (its first
+ * dimension), every later one must agree.
+ */
+export function nextBatchSize(
+  model: string,
+  index: number,
+  batchSize: number,
+  input: { readonly name: string; readonly shape: readonly number[] },
+): number {
+  const b = input.shape[0];
+  if (index === 0) return b;
+  if (b !== batchSize) {
+    throw invalidArg(`input '${input.name}' batch size does not match other inputs for '${model}'`);
+  }
+  return batchSize;
+}
+
+/** A batching model's request batch: 1 ≤ batch size ≤ max_batch_size (a request without inputs passes). */
+export function checkBatchSize(config: FrozenModelConfig, inputCount: number, batchSize: number): void {
+  const model = config.name;
+  if (batchSize > config.max_batch_size) {
     throw invalidArg(`inference request batch-size must be <= ${config.max_batch_size} for '${model}'`);
   }
-  if (batching && request.inputs.length > 0 && batchSize === 0) {
+  if (inputCount > 0 && batchSize === 0) {
     throw invalidArg(`inference request batch-size must be >= 1 for '${model}'`);
   }
+}
 
-  // Outputs: known names, no duplicates; none named → all, in config order.
+/** One input's data length against its shape: bytes for fixed-size types, elements for BYTES. */
+function checkInputData(model: string, input: InferInput): void {
+  const count = elementCount(input.shape);
+  const info = dataTypeInfo(input.datatype);
+  if (info.byteSize === 0) {
+    const n = countBytesElements(input.data);
+    if (n !== count) {
+      throw invalidArg(
+        `expected ${count} string elements for inference input '${input.name}' for model '${model}', got ${n}`,
+      );
+    }
+  } else if (input.data.length !== count * info.byteSize) {
+    throw invalidArg(
+      `input byte size mismatch for input '${input.name}' for model '${model}'. Expected ${count * info.byteSize}, got ${input.data.length}`,
+    );
+  }
+}
+
+/** The tensor a backend sees: the config's reshape applied behind the batch dimension. */
+function reshapedInput(cfg: ConfigInput, batching: boolean, input: InferInput): Tensor {
+  let shape: readonly number[] = input.shape;
+  if (cfg.reshape) {
+    const inner = batching ? shape.slice(1) : shape;
+    const reshaped = applyReshape(inner, cfg.reshape.shape);
+    shape = batching ? [shape[0], ...reshaped] : reshaped;
+  }
+  return { name: input.name, datatype: input.datatype, shape, data: input.data };
+}
+
+/**
+ * Every input checked in request order (datatype, shape, batch agreement, data length: Triton's order,
+ * so a request wrong twice gets Triton's error) and reshaped; the batch size (1 for a model that does not
+ * batch). The names have been checked (checkInputNames).
+ */
+export function prepareInputs(
+  config: FrozenModelConfig,
+  requested: readonly InferInput[],
+): { inputs: Map<string, Tensor>; batchSize: number } {
+  const model = config.name;
+  const batching = config.max_batch_size > 0;
+  const { byName } = planOf(config);
+  let batchSize = 1;
+  const inputs = new Map<string, Tensor>();
+  for (const [index, input] of requested.entries()) {
+    const plan = byName.get(input.name)!;
+    checkInputShape(model, batching, plan, input);
+    if (batching) batchSize = nextBatchSize(model, index, batchSize, input);
+    checkInputData(model, input);
+    inputs.set(input.name, reshapedInput(plan.config, batching, input));
+  }
+  if (batching) checkBatchSize(config, requested.length, batchSize);
+  return { inputs, batchSize };
+}
+
+/** Outputs: known names, none twice, a valid classification count; none named → all, in config order. */
+export function prepareOutputs(
+  config: FrozenModelConfig,
+  requested: InferenceRequest['outputs'],
+): OutputPlan[] {
+  const model = config.name;
+  const { outputNames } = planOf(config);
   const outputs: OutputPlan[] = [];
-  if (request.outputs && request.outputs.length > 0) {
-    const requested = new Set<string>();
-    for (const out of request.outputs) {
+  if (requested && requested.length > 0) {
+    const seen = new Set<string>();
+    for (const out of requested) {
       if (!outputNames.has(out.name)) {
         throw plainInvalidArg(`unexpected inference output '${out.name}' for model '${model}'`);
       }
-      if (requested.has(out.name)) {
+      if (seen.has(out.name)) {
         throw invalidArg(`output '${out.name}' already exists in request`);
       }
-      requested.add(out.name);
+      seen.add(out.name);
       const cls = out.parameters?.classification;
       let classification = 0;
       if (cls !== undefined) {
@@ -256,8 +313,13 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
   } else {
     for (const o of config.output) outputs.push({ name: o.name, classification: 0 });
   }
+  return outputs;
+}
 
-  const params = request.parameters ?? {};
+/** The request parameters the scheduler reads: sequence id and flags, priority, timeout. */
+export function requestControls(
+  params: Readonly<Parameters>,
+): Pick<PreparedRequest, 'correlationId' | 'flags' | 'priority' | 'timeoutUs'> {
   const correlationId = correlationIdOf(params.sequence_id);
   let flags = 0;
   if (toBoolean(params.sequence_start)) flags |= SEQUENCE_START;
@@ -266,7 +328,17 @@ export function prepareRequest(config: FrozenModelConfig, request: InferenceRequ
   const timeoutUs = toInteger('timeout', params.timeout);
   if (priority < 0) throw invalidArg(`parameter 'priority' must be >= 0`);
   if (timeoutUs < 0) throw invalidArg(`parameter 'timeout' must be >= 0`);
+  return { correlationId, flags, priority, timeoutUs };
+}
 
+/** Checks a request against its model's config, in Triton's order, and builds what a backend sees. */
+export function prepareRequest(config: FrozenModelConfig, request: InferenceRequest): PreparedRequest {
+  rejectDuplicateOutputs(request);
+  checkInputNames(config, request.inputs);
+  const { inputs, batchSize } = prepareInputs(config, request.inputs);
+  const outputs = prepareOutputs(config, request.outputs);
+  const params = request.parameters ?? {};
+  const { correlationId, flags, priority, timeoutUs } = requestControls(params);
   return {
     id: request.id ?? '',
     inputs,

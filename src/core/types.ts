@@ -3,6 +3,8 @@
  * gRPC here. Shapes are plain numbers (int64 dims beyond 2^53 are rejected at the edge).
  */
 import type { DataType } from '../common/datatype.js';
+import type { ModelMetadata, ServerMetadata, TensorMetadata } from '../common/metadata.js';
+import type { InferBatchStatistics, InferStatistics, StatisticDuration } from '../common/statistics.js';
 import type { Tensor } from '../common/tensor.js';
 import type { ParameterValue } from '../backend-api/backend.js';
 import type { InferenceTrace } from './trace/types.js';
@@ -77,25 +79,8 @@ export interface InferenceResponse {
   readonly final: boolean;
 }
 
-export interface TensorMetadata {
-  name: string;
-  datatype: DataType;
-  shape: number[];
-}
-
-export interface ModelMetadata {
-  name: string;
-  versions: string[];
-  platform: string;
-  inputs: TensorMetadata[];
-  outputs: TensorMetadata[];
-}
-
-export interface ServerMetadata {
-  name: string;
-  version: string;
-  extensions: string[];
-}
+// Shared with the client: common/metadata.ts.
+export type { TensorMetadata, ModelMetadata, ServerMetadata };
 
 export type ModelVersionState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -114,28 +99,8 @@ export interface LoadOptions {
   readonly files?: ReadonlyMap<string, Buffer>;
 }
 
-export interface StatisticDuration {
-  count: number;
-  ns: number;
-}
-
-export interface InferStatistics {
-  success: StatisticDuration;
-  fail: StatisticDuration;
-  queue: StatisticDuration;
-  compute_input: StatisticDuration;
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-  cache_hit: StatisticDuration;
-  cache_miss: StatisticDuration;
-}
-
-export interface InferBatchStatistics {
-  batch_size: number;
-  compute_input: StatisticDuration;
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-}
+// Shared with the client: common/statistics.ts.
+export type { StatisticDuration, InferStatistics, InferBatchStatistics };
 
 /** Field names as in Triton's statistics JSON (server docs/protocol/extension_statistics.md). */
 export interface ModelStatistics {

@@ -80,22 +80,14 @@ function findStepCycle(
   return undefined;
 }
 
-export function planEnsemble(config: FrozenModelConfig): EnsemblePlan {
-  const name = config.name;
-  const configured = config.ensemble_scheduling?.step ?? [];
-  if (configured.length === 0) throw invalidArg(`must specify 'step' for ensemble '${name}'`);
-  const inputs = config.input.map((i) => i.name);
-  const outputs = config.output.map((o) => o.name);
-  const inputSet = new Set(inputs);
+type DraftStep = Omit<PlannedStep, 'level'>;
 
-  const draft = configured.map((s, index) => ({
-    index,
-    modelName: s.model_name,
-    modelVersion: s.model_version,
-    inputs: bindings(s.input_map),
-    outputs: bindings(s.output_map),
-  }));
-
+/** Ensemble tensor → its one writer, and → its readers; every read tensor an input or written. */
+function tensorFlow(
+  name: string,
+  draft: readonly DraftStep[],
+  inputSet: ReadonlySet<string>,
+): { producer: Map<string, number>; consumers: Map<string, number[]> } {
   const producer = new Map<string, number>();
   const consumers = new Map<string, number[]>();
   for (const step of draft) {
@@ -125,6 +117,18 @@ export function planEnsemble(config: FrozenModelConfig): EnsemblePlan {
       consumers.set(b.tensor, list);
     }
   }
+  return { producer, consumers };
+}
+
+/** Every ensemble input is read by some step, every ensemble output written (or passed through). */
+function checkEnds(
+  name: string,
+  inputs: readonly string[],
+  outputs: readonly string[],
+  producer: ReadonlyMap<string, number>,
+  consumers: ReadonlyMap<string, readonly number[]>,
+): void {
+  const inputSet = new Set(inputs);
   for (const i of inputs) {
     // (sic) Triton's message has the stray quote after the ensemble name.
     if (!consumers.has(i)) throw invalidArg(`ensemble input '${i}' for ensemble ${name}' is not used`);
@@ -134,8 +138,18 @@ export function planEnsemble(config: FrozenModelConfig): EnsemblePlan {
       throw invalidArg(`output '${o}' for ensemble '${name}' is not written`);
     }
   }
+}
 
-  // Kahn's algorithm over steps; what never becomes ready sits on or behind a cycle.
+/**
+ * Each step's level (Kahn's algorithm over steps): 0 when it reads only ensemble inputs, else one more
+ * than the highest step it reads from. What never becomes ready sits on or behind a cycle: an error
+ * naming the cycle's steps in the direction data moves.
+ */
+function stepLevels(
+  name: string,
+  draft: readonly DraftStep[],
+  producer: ReadonlyMap<string, number>,
+): number[] {
   const readsFrom = (s: number): number[] => {
     const out: number[] = [];
     for (const b of draft[s].inputs) {
@@ -168,6 +182,26 @@ export function planEnsemble(config: FrozenModelConfig): EnsemblePlan {
       .join(' -> ');
     throw invalidArg(`in ensemble '${name}', steps form a cycle: ${text}`);
   }
+  return level;
+}
+
+export function planEnsemble(config: FrozenModelConfig): EnsemblePlan {
+  const name = config.name;
+  const configured = config.ensemble_scheduling?.step ?? [];
+  if (configured.length === 0) throw invalidArg(`must specify 'step' for ensemble '${name}'`);
+  const inputs = config.input.map((i) => i.name);
+  const outputs = config.output.map((o) => o.name);
+
+  const draft: DraftStep[] = configured.map((s, index) => ({
+    index,
+    modelName: s.model_name,
+    modelVersion: s.model_version,
+    inputs: bindings(s.input_map),
+    outputs: bindings(s.output_map),
+  }));
+  const { producer, consumers } = tensorFlow(name, draft, new Set(inputs));
+  checkEnds(name, inputs, outputs, producer, consumers);
+  const level = stepLevels(name, draft, producer);
 
   const steps: PlannedStep[] = draft.map((s) => Object.freeze({ ...s, level: level[s.index] }));
   const levels: number[][] = [];

@@ -15,7 +15,7 @@ import type { Limiter } from './locks.js';
 import { REASON_UNLOADED, msg, statusString } from './messages.js';
 import { removeTree } from './overrides.js';
 import type { PolledModel } from './reader.js';
-import { selectVersions } from './version-policy.js';
+import { selectVersions, type VersionSelection } from './version-policy.js';
 
 const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -25,6 +25,27 @@ function versionFilter(versions: ReadonlySet<number>): (rel: string) => boolean 
     const v = parseVersionFolderName(rel.split('/')[0]);
     return v === undefined || versions.has(v);
   };
+}
+
+/** A model ready for its versions to load: its config, the versions, where its files are. */
+interface Prepared {
+  readonly config: FrozenModelConfig;
+  readonly sel: VersionSelection;
+  readonly location: ModelLocation;
+  readonly copy: LocalFolder;
+  /** The versions `copy` holds, when it is a private copy. */
+  readonly copyVersions: ReadonlySet<number>;
+}
+
+type Attempt =
+  | { readonly version: number; readonly loaded: LoadedVersion; readonly error?: undefined }
+  | { readonly version: number; readonly loaded?: undefined; readonly error: unknown };
+
+/** The versions an object-store copy holds: those to load, and the latest (auto-complete reads it). */
+function wantedCopy(p: PolledModel, versions: readonly number[]): Set<number> {
+  const set = new Set(versions);
+  if (p.versions.length > 0) set.add(p.versions[p.versions.length - 1]);
+  return set;
 }
 
 export class VersionLifecycle {
@@ -48,24 +69,41 @@ export class VersionLifecycle {
   async loadModel(rec: ModelRecord, p: PolledModel): Promise<string | undefined> {
     rec.tracked = true;
     rec.members = p.members;
-    // An object-store model is copied to local disk first (the versions its policy asks for, and the
-    // latest, which auto-complete reads); the copy lives as long as a version loaded from it.
-    const wanted = (versions: readonly number[]): Set<number> => {
-      const set = new Set(versions);
-      if (p.versions.length > 0) set.add(p.versions[p.versions.length - 1]);
-      return set;
-    };
-    let copyVersions = wanted(selectVersions(p.raw?.version_policy, p.versions).load);
+    const configured = await this.prepareConfig(rec, p);
+    if (typeof configured === 'string') return configured;
+    const prepared = await this.prepareVersions(rec, p, configured);
+    if (typeof prepared === 'string') return prepared;
+    const { config, sel, location, copy } = prepared;
+    rec.modelError = undefined;
+
+    const foreground = this.markLoading(rec, sel.load);
+    const results = await this.loadVersions(config, location, sel.load);
+    const failures = results.filter((r) => r.loaded === undefined);
+    if (failures.length > 0) {
+      const reasons = await this.undoLoad(rec, results, foreground);
+      await this.dropCopy(copy);
+      this.log.info(`failed to load '${rec.name}'`);
+      return reasons;
+    }
+    this.swapIn(rec, p, config, sel, results, copy);
+    this.log.info(`successfully loaded '${rec.name}'`);
+    return undefined;
+  }
+
+  /**
+   * The model's files on local disk and its completed config. An object-store model is copied first (the
+   * versions its policy asks for, and the latest, which auto-complete reads); the copy lives as long as a
+   * version loaded from it. A failure is the load's reason (the copy, if any, removed).
+   */
+  private async prepareConfig(rec: ModelRecord, p: PolledModel): Promise<string | Prepared> {
+    const copyVersions = wantedCopy(p, selectVersions(p.raw?.version_policy, p.versions).load);
     let copy: LocalFolder;
     try {
       copy = await this.limiter.run(() => p.view.localize(versionFilter(copyVersions)));
     } catch (err) {
       return this.failWhole(rec, statusString(err), selectVersions(p.raw?.version_policy, p.versions));
     }
-    const dropCopy = async (): Promise<void> => {
-      if (copy.tempRoot !== undefined) await this.removeCopy(copy.tempRoot);
-    };
-    let location: ModelLocation = {
+    const location: ModelLocation = {
       modelName: rec.name,
       modelDir: copy.path,
       repositoryPath: copy.tempRoot ?? p.source.repositoryPath,
@@ -74,32 +112,46 @@ export class VersionLifecycle {
     try {
       config = await this.limiter.run(() => this.loader.completeConfig(p.raw, location, p.versions));
     } catch (err) {
-      await dropCopy();
+      await this.dropCopy(copy);
       return this.failWhole(rec, statusString(err), selectVersions(p.raw?.version_policy, p.versions));
     }
-
     const sel = selectVersions(config.version_policy, p.versions);
+    return { config, sel, location, copy, copyVersions };
+  }
+
+  /**
+   * The completed config's versions: admitted by the instance budget, the missing ones logged, at least
+   * one; copied again when its policy asks for versions the first copy left out.
+   */
+  private async prepareVersions(
+    rec: ModelRecord,
+    p: PolledModel,
+    prepared: Prepared,
+  ): Promise<string | Prepared> {
+    const { config, sel } = prepared;
+    let { location, copy } = prepared;
     if (sel.load.length > 0 && this.loader.admit) {
       try {
         await this.loader.admit(config, location, sel.load.length);
       } catch (err) {
-        await dropCopy();
+        await this.dropCopy(copy);
         return this.failWhole(rec, statusString(err), sel);
       }
     }
     rec.missing = sel.missing;
     for (const v of sel.missing) this.log.error(msg.specificVersionMissing(rec.name, v));
     if (sel.load.length === 0) {
-      await dropCopy();
+      await this.dropCopy(copy);
       const reason = msg.noVersionUnderPolicy(rec.name);
       this.log.error(`failed to load '${rec.name}': ${reason}`);
       if (!rec.hasReady()) rec.modelError = reason;
       return reason;
     }
+    let copyVersions = prepared.copyVersions;
     if (copy.tempRoot !== undefined && sel.load.some((v) => !copyVersions.has(v))) {
       // The completed config's policy asks for versions the first copy left out: copy again.
-      await dropCopy();
-      copyVersions = wanted(sel.load);
+      await this.dropCopy(copy);
+      copyVersions = wantedCopy(p, sel.load);
       try {
         copy = await this.limiter.run(() => p.view.localize(versionFilter(copyVersions)));
       } catch (err) {
@@ -111,10 +163,13 @@ export class VersionLifecycle {
         repositoryPath: copy.tempRoot ?? location.repositoryPath,
       };
     }
-    rec.modelError = undefined;
+    return { config, sel, location, copy, copyVersions };
+  }
 
+  /** LOADING for each version not READY now; those slots are this load's own (the foreground). */
+  private markLoading(rec: ModelRecord, versions: readonly number[]): Map<number, VersionSlot> {
     const foreground = new Map<number, VersionSlot>();
-    for (const v of sel.load) {
+    for (const v of versions) {
       this.log.info(`loading: ${rec.name}:${v}`);
       if (rec.slots.get(v)?.state !== 'READY') {
         const s: VersionSlot = { state: 'LOADING', reason: '' };
@@ -122,11 +177,17 @@ export class VersionLifecycle {
         foreground.set(v, s);
       }
     }
-    type Attempt =
-      | { readonly version: number; readonly loaded: LoadedVersion; readonly error?: undefined }
-      | { readonly version: number; readonly loaded?: undefined; readonly error: unknown };
-    const results = await Promise.all(
-      sel.load.map(async (version): Promise<Attempt> => {
+    return foreground;
+  }
+
+  /** Every version loaded at once (the limiter bounds how many run); each one's outcome, none thrown. */
+  private loadVersions(
+    config: FrozenModelConfig,
+    location: ModelLocation,
+    versions: readonly number[],
+  ): Promise<Attempt[]> {
+    return Promise.all(
+      versions.map(async (version): Promise<Attempt> => {
         try {
           const loaded = await this.limiter.run(() =>
             this.loader.loadVersion(config, {
@@ -141,36 +202,54 @@ export class VersionLifecycle {
         }
       }),
     );
+  }
 
-    const failures = results.filter((r) => r.loaded === undefined);
-    if (failures.length > 0) {
-      // All or nothing: drop what did load, keep serving what served before.
-      const undo: Promise<void>[] = [];
-      for (const r of results) {
-        if (r.loaded === undefined) continue;
-        const fg = foreground.get(r.version);
-        if (fg && rec.slots.get(r.version) === fg) {
-          undo.push(this.unloadSlot(rec, r.version, { state: 'UNLOADING', reason: '', loaded: r.loaded }));
-        } else {
-          undo.push(this.safeUnload(r.loaded, rec.name, r.version));
-        }
+  /**
+   * All or nothing: drops what did load, keeps serving what served before, marks this load's failed
+   * versions UNAVAILABLE. Resolves with the reasons once the drops are done.
+   */
+  private async undoLoad(
+    rec: ModelRecord,
+    results: readonly Attempt[],
+    foreground: ReadonlyMap<number, VersionSlot>,
+  ): Promise<string> {
+    const undo: Promise<void>[] = [];
+    for (const r of results) {
+      if (r.loaded === undefined) continue;
+      const fg = foreground.get(r.version);
+      if (fg && rec.slots.get(r.version) === fg) {
+        undo.push(this.unloadSlot(rec, r.version, { state: 'UNLOADING', reason: '', loaded: r.loaded }));
+      } else {
+        undo.push(this.safeUnload(r.loaded, rec.name, r.version));
       }
-      const reasons: string[] = [];
-      for (const r of failures) {
-        const reason = statusString(r.error);
-        this.log.error(`failed to load '${rec.name}' version ${r.version}: ${reason}`);
-        const fg = foreground.get(r.version);
-        if (fg && rec.slots.get(r.version) === fg) {
-          rec.slots.set(r.version, { state: 'UNAVAILABLE', reason });
-        }
-        reasons.push(msg.versionFailed(r.version, reason));
-      }
-      await Promise.all(undo);
-      await dropCopy();
-      this.log.info(`failed to load '${rec.name}'`);
-      return reasons.join('');
     }
+    const reasons: string[] = [];
+    for (const r of results) {
+      if (r.loaded !== undefined) continue;
+      const reason = statusString(r.error);
+      this.log.error(`failed to load '${rec.name}' version ${r.version}: ${reason}`);
+      const fg = foreground.get(r.version);
+      if (fg && rec.slots.get(r.version) === fg) {
+        rec.slots.set(r.version, { state: 'UNAVAILABLE', reason });
+      }
+      reasons.push(msg.versionFailed(r.version, reason));
+    }
+    await Promise.all(undo);
+    return reasons.join('');
+  }
 
+  /**
+   * Make-before-break: the new versions become READY in one generation, the ones they replace retire in
+   * the background, READY versions the policy no longer wants unload visibly; the record takes the config.
+   */
+  private swapIn(
+    rec: ModelRecord,
+    p: PolledModel,
+    config: FrozenModelConfig,
+    sel: VersionSelection,
+    results: readonly Attempt[],
+    copy: LocalFolder,
+  ): void {
     const generation = new Generation(p.source.override ? p.source.repositoryPath : copy.tempRoot);
     for (const r of results) {
       if (r.loaded === undefined) continue;
@@ -189,8 +268,11 @@ export class VersionLifecycle {
     rec.fingerprint = p.fingerprint;
     rec.overridden = p.overridden;
     rec.suspended = false;
-    this.log.info(`successfully loaded '${rec.name}'`);
-    return undefined;
+  }
+
+  /** Removes a private copy no version was loaded from (nothing for the repository's own folder). */
+  private async dropCopy(copy: LocalFolder): Promise<void> {
+    if (copy.tempRoot !== undefined) await this.removeCopy(copy.tempRoot);
   }
 
   /** A load that failed before any version was tried: Triton's per-version reasons, or the model's. */

@@ -7,21 +7,15 @@
  * of its requests succeeded or was still being answered when execute() returned (recordExecution).
  */
 import type { PhaseTimings } from '../../backend-api/backend.js';
+import type { InferResponseStatistics } from '../../common/statistics.js';
 import type { InferBatchStatistics, ModelStatistics, StatisticDuration } from '../types.js';
 import { FAILURE_REASONS, RequestRecord, type FailureReason } from './request-record.js';
 
 // The failure reasons live with the request record (which carries one); re-exported for the counters' users.
 export { FAILURE_REASONS, RequestRecord, type FailureReason };
 
-/** One entry of `response_stats` (decoupled models), keyed by the response's index within its request. */
-export interface InferResponseStatistics {
-  compute_infer: StatisticDuration;
-  compute_output: StatisticDuration;
-  success: StatisticDuration;
-  fail: StatisticDuration;
-  empty_response: StatisticDuration;
-  cancel: StatisticDuration;
-}
+// One entry of `response_stats`: common/statistics.ts (the client reads the same record).
+export type { InferResponseStatistics };
 
 export type ResponseOutcome = 'success' | 'fail' | 'empty' | 'cancel';
 

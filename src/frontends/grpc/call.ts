@@ -37,7 +37,7 @@ const RESPONSE_HEADERS = Object.freeze({
   'grpc-accept-encoding': ACCEPT_ENCODING,
 });
 
-type ResponseHeaders = Readonly<Record<string, string | number>>;
+export type ResponseHeaders = Readonly<Record<string, string | number>>;
 
 /**
  * The response headers of every call of a frontend: gRPC's own plus `server: <product>` (a metadata key

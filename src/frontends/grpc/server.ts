@@ -8,13 +8,11 @@
  * calls, lets running ones finish and ends idle inference streams.
  */
 import { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
-import type { AddressInfo } from 'node:net';
-import { unavailable } from '../../common/errors.js';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { ByteBudget } from './budget.js';
-import { ServerCall, responseHeaders, type CallLimits } from './call.js';
+import { ServerCall, responseHeaders, type CallLimits, type ResponseHeaders } from './call.js';
 import {
   ACCEPT_ENCODING,
   DEFAULT_MAX_DECOMPRESSED_SIZE,
@@ -31,7 +29,14 @@ import {
 } from './connection.js';
 import { frame } from './framing.js';
 import { HeaderForwarder } from '../header-forward.js';
-import { GRPC_METHOD_CATEGORY, isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
+import { listen } from '../listen.js';
+import {
+  GRPC_METHOD_CATEGORY,
+  isAllowed,
+  restrictionTable,
+  type RestrictionCheck,
+  type Restrictions,
+} from '../restricted.js';
 import { COLD_RPCS } from './handlers.js';
 import { traceCarrier } from '../../core/trace/carrier.js';
 import type { AccessLog } from '../access-log.js';
@@ -112,113 +117,179 @@ function traceSendStart(ctx: InferContext, readStart: bigint, readEnd: bigint, r
   trace.capture('GRPC_SEND_START');
 }
 
-export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
-  const { log, accessLog } = options;
+/** Runs a unary rpc: exactly one request message, one response message. */
+function runUnary(
+  call: ServerCall,
+  handle: (message: Buffer, ctx: InferContext) => Promise<Buffer[]>,
+  observed: boolean,
+  log: Logger,
+  accessLog: AccessLog | undefined,
+): void {
+  let message: Buffer | undefined;
+  // Only an inference call that may be traced or logged reads the clock.
+  const readStart = observed ? process.hrtime.bigint() : 0n;
+  call.start({
+    onMessage: (m) => {
+      if (message !== undefined) {
+        call.fail(Status.UNIMPLEMENTED, `Received a second request message for unary method ${call.method}`);
+        return;
+      }
+      message = m;
+    },
+    onEnd: () => {
+      if (message === undefined) {
+        call.finish({
+          code: Status.UNIMPLEMENTED,
+          details: `Received no request message for unary method ${call.method}`,
+        });
+        return;
+      }
+      const ctx: InferContext = {};
+      const readEnd = observed ? process.hrtime.bigint() : 0n;
+      if (observed && accessLog) ctx.timings = { queueNs: 0, computeNs: 0 };
+      const request = message;
+      void (async () => {
+        let pieces: Buffer[] | undefined;
+        let code: number = Status.OK;
+        let responded = 0n;
+        try {
+          pieces = await handle(request, ctx);
+          responded = process.hrtime.bigint();
+        } catch (err) {
+          const e = toGrpcError(err, { log, method: call.method, requestId: ctx.requestId });
+          code = e.code;
+          if (!call.finished) {
+            traceSendStart(ctx, readStart, readEnd, 0n);
+            call.finish(e);
+          }
+        }
+        if (pieces !== undefined) {
+          traceSendStart(ctx, readStart, readEnd, responded);
+          call.send(pieces);
+          call.finishOk();
+        }
+        if (ctx.trace) {
+          ctx.trace.capture('GRPC_SEND_END');
+          ctx.trace.end();
+        }
+        if (observed && accessLog) {
+          const t = ctx.timings;
+          const computed = t !== undefined && (t.queueNs > 0 || t.computeNs > 0);
+          accessLog.write({
+            protocol: 'grpc',
+            model: ctx.model ?? '',
+            version: ctx.version ?? '',
+            status: code,
+            bytesIn: request.length,
+            bytesOut: pieces === undefined ? 0 : pieces.reduce((n, p) => n + p.length, 0),
+            durationNs: Number(process.hrtime.bigint() - readStart),
+            ...(computed && { queueNs: t.queueNs, computeNs: t.computeNs }),
+            client: call.stream.session?.socket?.remoteAddress ?? '',
+            requestId: ctx.requestId ?? '',
+            traceId: ctx.trace?.traceId ?? '',
+          });
+        }
+      })();
+    },
+  });
+}
+
+/** What every call and connection of one frontend shares, worked out once from its options. */
+interface GrpcSettings {
+  readonly limits: CallLimits;
+  readonly streamWindow: number;
+  readonly connectionWindow: number;
+  readonly maxConcurrentStreams: number;
+  readonly connectionSettings: ConnectionSettings;
+  /** Request bytes still arriving, over all connections (--grpc-max-buffered-bytes). */
+  readonly serverBudget: ByteBudget;
+  readonly compression: CompressionLevel;
+  readonly streamIdleTimeoutMs: number;
+  readonly replyHeaders: ResponseHeaders;
+  readonly restricted: ReadonlyMap<string, RestrictionCheck>;
+  readonly forwardHeaders: HeaderForwarder | undefined;
+}
+
+/** Options → settings: defaults, upper bounds, the restriction table; fails at startup on a bad option. */
+function grpcSettings(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcSettings {
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
-  const streamWindow = Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW);
-  const connectionWindow = Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW);
   const limits: CallLimits = {
     maxMessageSize,
     maxDecompressedSize: options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE,
   };
-  const connectionSettings: ConnectionSettings = { ...DEFAULT_CONNECTION_SETTINGS, ...options.connection };
   const serverBudget = new ByteBudget(
     options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
     undefined,
     'the server',
     '--grpc-max-buffered-bytes',
   );
-  const compression = options.responseCompression ?? 'none';
-  const streamIdleTimeoutMs = options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   protoRoot(); // fail at startup, not on the first call, if the .proto files are missing
-  const replyHeaders = responseHeaders(productToken(api.serverMetadata().version));
-  const restricted = restrictionTable(GRPC_METHOD_CATEGORY, options.restrictedProtocols, 'grpc');
-  const forwardHeaders =
-    options.headerForwardPattern === undefined
-      ? undefined
-      : new HeaderForwarder(options.headerForwardPattern, 'grpc');
+  return {
+    limits,
+    streamWindow: Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW),
+    connectionWindow: Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW),
+    maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
+    connectionSettings: { ...DEFAULT_CONNECTION_SETTINGS, ...options.connection },
+    serverBudget,
+    compression: options.responseCompression ?? 'none',
+    streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    replyHeaders: responseHeaders(productToken(api.serverMetadata().version)),
+    restricted: restrictionTable(GRPC_METHOD_CATEGORY, options.restrictedProtocols, 'grpc'),
+    forwardHeaders:
+      options.headerForwardPattern === undefined
+        ? undefined
+        : new HeaderForwarder(options.headerForwardPattern, 'grpc'),
+  };
+}
+
+/** The HTTP/2 server with the frontend's windows and stream limit; sessions and streams go to the callers. */
+function createServer(
+  settings: GrpcSettings,
+  tls: TlsCredentials | undefined,
+  onSession: (session: ServerHttp2Session) => void,
+  onStream: (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    flags: number,
+    rawHeaders?: readonly string[],
+  ) => void,
+): ReturnType<typeof createGrpcHttp2Server> {
+  const server = createGrpcHttp2Server(
+    {
+      settings: {
+        initialWindowSize: settings.streamWindow,
+        enablePush: false,
+        maxConcurrentStreams: settings.maxConcurrentStreams,
+      },
+      // Node counts queued outgoing data against this (in MB); large responses must not trip it.
+      maxSessionMemory: 1 << 20,
+    },
+    tls,
+  );
+  // A connection must be able to destroy its real socket (connection.ts): on TLS that is the TLS socket.
+  server.prependListener(tls === undefined ? 'connection' : 'secureConnection', tagSocket);
+  server.on('session', onSession);
+  server.on('stream', onStream);
+  server.on('sessionError', () => {
+    // Reported per session above; a broken connection never takes the server down.
+  });
+  return server;
+}
+
+export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
+  const { log, accessLog } = options;
+  const settings = grpcSettings(api, options);
+  const { limits, compression, streamIdleTimeoutMs, replyHeaders, restricted, forwardHeaders } = settings;
 
   const connections = new Map<ServerHttp2Session, GrpcConnection>();
   const streams = new Set<StreamInfer>();
   let closing = false;
 
-  /** Runs a unary rpc: exactly one request message, one response message. */
   const unary = (
     call: ServerCall,
     handle: (message: Buffer, ctx: InferContext) => Promise<Buffer[]>,
     observed = false,
-  ): void => {
-    let message: Buffer | undefined;
-    // Only an inference call that may be traced or logged reads the clock.
-    const readStart = observed ? process.hrtime.bigint() : 0n;
-    call.start({
-      onMessage: (m) => {
-        if (message !== undefined) {
-          call.fail(
-            Status.UNIMPLEMENTED,
-            `Received a second request message for unary method ${call.method}`,
-          );
-          return;
-        }
-        message = m;
-      },
-      onEnd: () => {
-        if (message === undefined) {
-          call.finish({
-            code: Status.UNIMPLEMENTED,
-            details: `Received no request message for unary method ${call.method}`,
-          });
-          return;
-        }
-        const ctx: InferContext = {};
-        const readEnd = observed ? process.hrtime.bigint() : 0n;
-        if (observed && accessLog) ctx.timings = { queueNs: 0, computeNs: 0 };
-        const request = message;
-        void (async () => {
-          let pieces: Buffer[] | undefined;
-          let code: number = Status.OK;
-          let responded = 0n;
-          try {
-            pieces = await handle(request, ctx);
-            responded = process.hrtime.bigint();
-          } catch (err) {
-            const e = toGrpcError(err, { log, method: call.method, requestId: ctx.requestId });
-            code = e.code;
-            if (!call.finished) {
-              traceSendStart(ctx, readStart, readEnd, 0n);
-              call.finish(e);
-            }
-          }
-          if (pieces !== undefined) {
-            traceSendStart(ctx, readStart, readEnd, responded);
-            call.send(pieces);
-            call.finishOk();
-          }
-          if (ctx.trace) {
-            ctx.trace.capture('GRPC_SEND_END');
-            ctx.trace.end();
-          }
-          if (observed && accessLog) {
-            const t = ctx.timings;
-            const computed = t !== undefined && (t.queueNs > 0 || t.computeNs > 0);
-            accessLog.write({
-              protocol: 'grpc',
-              model: ctx.model ?? '',
-              version: ctx.version ?? '',
-              status: code,
-              bytesIn: request.length,
-              bytesOut: pieces === undefined ? 0 : pieces.reduce((n, p) => n + p.length, 0),
-              durationNs: Number(process.hrtime.bigint() - readStart),
-              ...(computed && { queueNs: t.queueNs, computeNs: t.computeNs }),
-              client: call.stream.session?.socket?.remoteAddress ?? '',
-              requestId: ctx.requestId ?? '',
-              traceId: ctx.trace?.traceId ?? '',
-            });
-          }
-        })();
-      },
-    });
-  };
+  ): void => runUnary(call, handle, observed, log, accessLog);
 
   const onStream = (
     stream: ServerHttp2Stream,
@@ -303,58 +374,24 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
-  const server = createGrpcHttp2Server(
-    {
-      settings: {
-        initialWindowSize: streamWindow,
-        enablePush: false,
-        maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
-      },
-      // Node counts queued outgoing data against this (in MB); large responses must not trip it.
-      maxSessionMemory: 1 << 20,
-    },
-    options.tls,
-  );
-  // A connection must be able to destroy its real socket (connection.ts): on TLS that is the TLS socket.
-  server.prependListener(options.tls === undefined ? 'connection' : 'secureConnection', tagSocket);
-  server.on('session', (session: ServerHttp2Session) => {
-    const connection = new GrpcConnection(session, connectionSettings, serverBudget, log);
+  const onSession = (session: ServerHttp2Session): void => {
+    const connection = new GrpcConnection(session, settings.connectionSettings, settings.serverBudget, log);
     connections.set(session, connection);
     session.on('close', () => connections.delete(session));
     if (closing) {
       connection.beginClose(GOAWAY_GRACE_MS);
       return;
     }
-    session.setLocalWindowSize(connectionWindow);
-  });
-  server.on('stream', onStream);
-  server.on('sessionError', () => {
-    // Reported per session above; a broken connection never takes the server down.
-  });
+    session.setLocalWindowSize(settings.connectionWindow);
+  };
+  const server = createServer(settings, options.tls, onSession, onStream);
 
   return {
-    listen: () =>
-      new Promise((resolve, reject) => {
-        const onError = (err: NodeJS.ErrnoException): void => {
-          server.off('listening', onListening);
-          reject(
-            err.code === 'EADDRINUSE'
-              ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
-              : unavailable(
-                  `failed to start the GRPC service at ${options.address}:${options.port}: ${err.message}`,
-                ),
-          );
-        };
-        const onListening = (): void => {
-          server.off('error', onError);
-          server.on('error', (err: Error) => log.error(`GRPC server error: ${err.message}`));
-          const addr = server.address() as AddressInfo;
-          resolve({ address: addr.address, port: addr.port });
-        };
-        server.once('error', onError);
-        server.once('listening', onListening);
-        server.listen(options.port, options.address);
-      }),
+    listen: async () => {
+      const bound = await listen(server, 'GRPC', options);
+      server.on('error', (err: Error) => log.error(`GRPC server error: ${err.message}`));
+      return bound;
+    },
 
     close: () =>
       new Promise<void>((resolve) => {

@@ -1,34 +1,17 @@
 /**
- * The gRPC frontend's one error funnel: gRPC status codes (named as in the gRPC spec), the single map
+ * The gRPC frontend's one error funnel: gRPC status codes (common/grpc-status.ts, shared with the client), the single map
  * NereidError code → gRPC status (Triton's table: CodeToStatus in server src/grpc/grpc_utils.cc), and the
  * conversion of anything thrown by a handler into `{code, details}`. Anything that is not a NereidError is
  * a bug: it becomes INTERNAL and is logged once, with the request id.
  */
 import { NereidError, type ErrorCode } from '../../common/errors.js';
+import { GrpcStatus, type GrpcStatusCode } from '../../common/grpc-status.js';
 import type { Logger } from '../../common/logger.js';
 
-/** gRPC status codes (https://grpc.github.io/grpc/core/md_doc_statuscodes.html). */
-export const Status = {
-  OK: 0,
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  INVALID_ARGUMENT: 3,
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  ALREADY_EXISTS: 6,
-  PERMISSION_DENIED: 7,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  ABORTED: 10,
-  OUT_OF_RANGE: 11,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-  DATA_LOSS: 15,
-  UNAUTHENTICATED: 16,
-} as const;
+/** gRPC status codes (common/grpc-status.ts, shared with the client), under the frontend's short name. */
+export const Status = GrpcStatus;
 
-export type StatusCode = (typeof Status)[keyof typeof Status];
+export type StatusCode = GrpcStatusCode;
 
 const BY_ERROR_CODE: Readonly<Record<ErrorCode, StatusCode>> = {
   INTERNAL: Status.INTERNAL,

@@ -16,6 +16,7 @@ import { Worker } from 'node:worker_threads';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
+import { listenError } from '../listen.js';
 import {
   BEAT_BYTE_OFFSET,
   LIVE,
@@ -81,13 +82,7 @@ export function createHealthListener(
             resolve(m.listening);
           } else {
             void w.terminate();
-            reject(
-              m.error.code === 'EADDRINUSE'
-                ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
-                : unavailable(
-                    `failed to start the HTTP health service at ${options.address}:${options.port}: ${m.error.message}`,
-                  ),
-            );
+            reject(listenError('HTTP health', options, m.error));
           }
         });
         w.on('error', (err) => {

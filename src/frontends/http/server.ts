@@ -6,13 +6,12 @@
  * start within a per-turn budget so accepts keep up (turn-budget.ts), health checks first and never
  * refused for the connection cap (connection-limits.ts); large JSON is parsed off the loop (json-pool.ts).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { unavailable } from '../../common/errors.js';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { HeaderForwarder } from '../header-forward.js';
+import { listen } from '../listen.js';
 import {
   HTTP_ROUTE_ALSO_CATEGORY,
   HTTP_ROUTE_CATEGORY,
@@ -113,51 +112,165 @@ function bodyLength(body: Reply['body']): number {
   return n;
 }
 
+/** What every request of one frontend shares, worked out once from its options. */
+interface HttpSettings {
+  readonly maxInputSize: number;
+  /** GET /v2 answers with --id (Triton's name by default); the `Server` header says which server it is. */
+  readonly serverHeader: string;
+  readonly restricted: ReadonlyMap<RouteName, RestrictionCheck>;
+  /** The few routes that also need a second category's header (the dashboard's reads: restricted.ts). */
+  readonly restrictedAlso: ReadonlyMap<RouteName, RestrictionCheck>;
+  readonly forwardHeaders: HeaderForwarder | undefined;
+  readonly maxConnections: number;
+  /** The 503 body for a connection over --http-max-connections. */
+  readonly overCapBody: string;
+}
+
+/** Options → settings: defaults and the restriction tables; fails at startup on a bad option. */
+function httpSettings(api: InferenceServerApi, options: HttpFrontendOptions): HttpSettings {
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  return {
+    maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE,
+    serverHeader: productToken(api.serverMetadata().version),
+    restricted: restrictionTable(
+      Object.entries(HTTP_ROUTE_CATEGORY) as [RouteName, (typeof HTTP_ROUTE_CATEGORY)[RouteName]][],
+      options.restrictedApis,
+      'http',
+    ),
+    restrictedAlso: restrictionTable(
+      Object.entries(HTTP_ROUTE_ALSO_CATEGORY) as [RouteName, HttpRestrictedCategory][],
+      options.restrictedApis,
+      'http',
+    ),
+    forwardHeaders:
+      options.headerForwardPattern === undefined
+        ? undefined
+        : new HeaderForwarder(options.headerForwardPattern, 'http'),
+    maxConnections,
+    overCapBody: errorBody(
+      `the server is at its connection limit (${maxConnections}); retry later. Use --http-max-connections to raise it.`,
+    ),
+  };
+}
+
+/** The restriction (the route's own category first, then its second one) whose header `req` lacks. */
+function refusingRestriction(
+  restricted: ReadonlyMap<RouteName, RestrictionCheck>,
+  restrictedAlso: ReadonlyMap<RouteName, RestrictionCheck>,
+  route: RouteName,
+  req: IncomingMessage,
+): RestrictionCheck | undefined {
+  const refused = (r: RestrictionCheck | undefined): r is RestrictionCheck =>
+    r !== undefined && !isAllowed(r, req.headers, req.rawHeaders);
+  const first = restricted.get(route);
+  const also = restrictedAlso.size === 0 ? undefined : restrictedAlso.get(route);
+  return refused(first) ? first : refused(also) ? also : undefined;
+}
+
+/** Whether a request's verb is its route's (`GET,POST` routes take either). */
+function methodAllowed(routeMethod: RouteMatch['method'], requestMethod: string | undefined): boolean {
+  return (
+    requestMethod === routeMethod ||
+    (routeMethod === 'GET,POST' && (requestMethod === 'GET' || requestMethod === 'POST'))
+  );
+}
+
+/** Writes one reply whole; `closeConnection` asks the client to close it (Connection: close). */
+function sendReply(res: ServerResponse, reply: Reply, closeConnection: boolean): void {
+  if (res.headersSent || res.destroyed) return; // the client is gone, or a reply already went out
+  const headers: Record<string, string | number> = {
+    ...reply.headers,
+    'Content-Length': bodyLength(reply.body),
+  };
+  if (closeConnection) headers.Connection = 'close';
+  res.writeHead(reply.status, headers);
+  const body = reply.body;
+  if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
+    res.end(body);
+    return;
+  }
+  res.cork();
+  for (const part of body) res.write(part);
+  res.end();
+}
+
+/** One access-log line for an inference request (--access-log). */
+function writeAccessLog(accessLog: AccessLog, ctx: RouteContext, reply: Reply, arrived: bigint): void {
+  const t = ctx.timings;
+  const computed = t !== undefined && (t.queueNs > 0 || t.computeNs > 0);
+  accessLog.write({
+    protocol: 'http',
+    model: ctx.match.model ?? '',
+    version: ctx.match.version ?? '',
+    status: reply.status,
+    bytesIn: ctx.bytesIn ?? 0,
+    bytesOut: ctx.streamedBytes ?? bodyLength(reply.body),
+    durationNs: Number(process.hrtime.bigint() - arrived),
+    ...(computed && { queueNs: t.queueNs, computeNs: t.computeNs }),
+    client: ctx.req.socket.remoteAddress ?? '',
+    requestId: ctx.requestId ?? '',
+    traceId: ctx.trace?.traceId ?? '',
+  });
+}
+
+/**
+ * What the server answers before a request reaches its route: `Expect: 100-continue` (an oversized upload
+ * is refused before it is sent) and malformed HTTP.
+ */
+function answerBeforeRoutes(
+  server: HttpServer,
+  maxInputSize: number,
+  serverHeader: string,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+  sendError: (res: ServerResponse, status: number, body: string, closeConnection?: boolean) => void,
+): void {
+  // Answer `Expect: 100-continue` ourselves so an oversized upload is refused before it is sent.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const declared = declaredLength(req);
+    if (declared !== undefined && declared > maxInputSize) {
+      sendError(res, 400, errorBody(bodyTooLarge(declared, maxInputSize).message), true);
+      return;
+    }
+    res.writeContinue();
+    handle(req, res);
+  });
+
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // Malformed HTTP (bad framing, oversized headers, too slow): answer if the socket still can, never crash.
+    if (err.code === 'ECONNRESET' || !socket.writable || socket.destroyed) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout']
+          : [400, 'Bad Request'];
+    const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nServer: ${serverHeader}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
 export function createHttpFrontend(api: InferenceServerApi, options: HttpFrontendOptions): HttpFrontend {
   const { log, accessLog } = options;
-  const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
-  // GET /v2 answers with --id (Triton's name by default); this header says which server it really is.
-  const serverHeader = productToken(api.serverMetadata().version);
-  const restricted = restrictionTable(
-    Object.entries(HTTP_ROUTE_CATEGORY) as [RouteName, (typeof HTTP_ROUTE_CATEGORY)[RouteName]][],
-    options.restrictedApis,
-    'http',
-  );
-  // The few routes that also need a second category's header (the dashboard's reads: restricted.ts).
-  const restrictedAlso = restrictionTable(
-    Object.entries(HTTP_ROUTE_ALSO_CATEGORY) as [RouteName, HttpRestrictedCategory][],
-    options.restrictedApis,
-    'http',
-  );
-  const forwardHeaders =
-    options.headerForwardPattern === undefined
-      ? undefined
-      : new HeaderForwarder(options.headerForwardPattern, 'http');
-  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-  const overCapBody = errorBody(
-    `the server is at its connection limit (${maxConnections}); retry later. Use --http-max-connections to raise it.`,
-  );
+  const {
+    maxInputSize,
+    serverHeader,
+    restricted,
+    restrictedAlso,
+    forwardHeaders,
+    maxConnections,
+    overCapBody,
+  } = httpSettings(api, options);
   const json = new JsonPool(options.json);
   const dashboard = options.dashboard && new Dashboard(options.dashboard);
   let closing = false;
 
-  const send = (res: ServerResponse, reply: Reply, closeConnection = false): void => {
-    if (res.headersSent || res.destroyed) return; // the client is gone, or a reply already went out
-    const headers: Record<string, string | number> = {
-      ...reply.headers,
-      'Content-Length': bodyLength(reply.body),
-    };
-    if (closing || closeConnection) headers.Connection = 'close';
-    res.writeHead(reply.status, headers);
-    const body = reply.body;
-    if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
-      res.end(body);
-      return;
-    }
-    res.cork();
-    for (const part of body) res.write(part);
-    res.end();
-  };
+  const send = (res: ServerResponse, reply: Reply, closeConnection = false): void =>
+    sendReply(res, reply, closing || closeConnection);
 
   const sendError = (res: ServerResponse, status: number, body: string, closeConnection = false): void => {
     send(res, { status, headers: { 'Content-Type': JSON_TYPE }, body }, closeConnection);
@@ -189,23 +302,8 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     if (logged) logAccess(ctx, reply, arrived);
   };
 
-  const logAccess = (ctx: RouteContext, reply: Reply, arrived: bigint): void => {
-    const t = ctx.timings;
-    const computed = t !== undefined && (t.queueNs > 0 || t.computeNs > 0);
-    accessLog!.write({
-      protocol: 'http',
-      model: ctx.match.model ?? '',
-      version: ctx.match.version ?? '',
-      status: reply.status,
-      bytesIn: ctx.bytesIn ?? 0,
-      bytesOut: ctx.streamedBytes ?? bodyLength(reply.body),
-      durationNs: Number(process.hrtime.bigint() - arrived),
-      ...(computed && { queueNs: t.queueNs, computeNs: t.computeNs }),
-      client: ctx.req.socket.remoteAddress ?? '',
-      requestId: ctx.requestId ?? '',
-      traceId: ctx.trace?.traceId ?? '',
-    });
-  };
+  const logAccess = (ctx: RouteContext, reply: Reply, arrived: bigint): void =>
+    writeAccessLog(accessLog!, ctx, reply, arrived);
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     // Set here, so every reply has it, streamed ones (generate_stream) included.
@@ -239,20 +337,13 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     }
     // Before the verb and the body are looked at, as in Triton. A refused request's body is not read: the
     // connection closes after the 403 instead of draining what an unauthorised client sends.
-    const refused = (r: RestrictionCheck | undefined): r is RestrictionCheck =>
-      r !== undefined && !isAllowed(r, req.headers, req.rawHeaders);
-    const first = restricted.get(match.name);
-    const also = restrictedAlso.size === 0 ? undefined : restrictedAlso.get(match.name);
-    const restriction = refused(first) ? first : refused(also) ? also : undefined;
+    const restriction = refusingRestriction(restricted, restrictedAlso, match.name, req);
     if (restriction !== undefined) {
       const hasBody = (declaredLength(req) ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
       sendError(res, 403, errorBody(restriction.message), hasBody);
       return;
     }
-    if (
-      req.method !== match.method &&
-      !(match.method === 'GET,POST' && (req.method === 'GET' || req.method === 'POST'))
-    ) {
+    if (!methodAllowed(match.method, req.method)) {
       send(res, {
         status: 405,
         headers: { 'Content-Type': JSON_TYPE, Allow: match.method.replace(',', ', ') },
@@ -283,60 +374,14 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   const connections = limitConnections(server, maxConnections, options.tls !== undefined);
   server.on('connection', () => turns.connected());
 
-  // Answer `Expect: 100-continue` ourselves so an oversized upload is refused before it is sent.
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    const declared = declaredLength(req);
-    if (declared !== undefined && declared > maxInputSize) {
-      sendError(res, 400, errorBody(bodyTooLarge(declared, maxInputSize).message), true);
-      return;
-    }
-    res.writeContinue();
-    handle(req, res);
-  });
-
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // Malformed HTTP (bad framing, oversized headers, too slow): answer if the socket still can, never crash.
-    if (err.code === 'ECONNRESET' || !socket.writable || socket.destroyed) {
-      socket.destroy();
-      return;
-    }
-    const [status, reason] =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large']
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [408, 'Request Timeout']
-          : [400, 'Bad Request'];
-    const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
-    socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nServer: ${serverHeader}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  });
+  answerBeforeRoutes(server, maxInputSize, serverHeader, handle, sendError);
 
   return {
     listen: () =>
-      new Promise((resolve, reject) => {
-        const onError = (err: NodeJS.ErrnoException): void => {
-          server.off('listening', onListening);
-          reject(
-            err.code === 'EADDRINUSE'
-              ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
-              : unavailable(
-                  `failed to start the HTTP service at ${options.address}:${options.port}: ${err.message}`,
-                ),
-          );
-        };
-        const onListening = (): void => {
-          server.off('error', onError);
-          const addr = server.address() as AddressInfo;
-          resolve({ address: addr.address, port: addr.port });
-        };
-        server.once('error', onError);
-        server.once('listening', onListening);
-        server.listen({
-          port: options.port,
-          host: options.address,
-          backlog: options.backlog ?? DEFAULT_BACKLOG,
-        });
+      listen(server, 'HTTP', {
+        address: options.address,
+        port: options.port,
+        backlog: options.backlog ?? DEFAULT_BACKLOG,
       }),
 
     drain: () => {

@@ -6,13 +6,12 @@
  * histograms are switched on.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { CacheMetrics } from '../../core/cache/index.js';
 import type { ModelCustomMetrics } from '../../core/model/custom-metrics.js';
 import type { MetricsSource } from '../../core/stats/registry.js';
+import { listen } from '../listen.js';
 import { metricsSettings, type MetricsSettings } from './config.js';
 import { ReservedNames, renderCustomMetrics } from './custom.js';
 import { CONTENT_TYPE } from './exposition.js';
@@ -62,73 +61,71 @@ export interface MetricsFrontend {
 
 const METRICS_PATH = /^\/metrics\/?$/;
 
-export function createMetricsFrontend(
-  source: MetricsSource,
-  options: MetricsFrontendOptions,
-): MetricsFrontend {
-  const { log } = options;
-  const settings = metricsSettings(options.config ?? new Map(), log);
-  const latency =
-    settings.summaryLatencies || settings.histogramLatencies ? new LatencyTracker(settings) : undefined;
-  const stopObserving = latency ? source.addLatencyObserver(latency) : undefined;
-  const poller =
-    options.cpuMetrics === false ? undefined : new SystemPoller(options.intervalMs ?? 2000, options.procRoot);
+/** prom-client's Node process metrics, and every family name a model may not take (Triton's and those). */
+function processMetrics(): { processRegistry: Registry; reserved: ReservedNames } {
   const processRegistry = new Registry();
   collectDefaultMetrics({ register: processRegistry });
   const reserved = new ReservedNames([
     ...Object.values(FAMILIES).map((f) => f.name),
     ...processRegistry.getMetricsAsArray().map((m) => m.name),
   ]);
+  return { processRegistry, reserved };
+}
+
+/** Logs each distinct problem once, and at most MAX_LOGGED_PROBLEMS of them. */
+function warnOnceLogger(log: Logger): (message: string) => void {
   const logged = new Set<string>();
-  const warnOnce = (message: string): void => {
+  return (message) => {
     if (logged.has(message) || logged.size >= MAX_LOGGED_PROBLEMS) return;
     logged.add(message);
     log.warn(message);
   };
-  const customTimeoutMs = options.customMetricsTimeoutMs ?? 2000;
+}
 
-  const customText = async (): Promise<string> => {
-    if (!options.customMetrics) return '';
-    let models: readonly ModelCustomMetrics[];
-    let timer: NodeJS.Timeout | undefined;
-    // The source bounds each model by the timeout; this bounds the source itself, should it not.
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer within ${customTimeoutMs + SOURCE_GRACE_MS} ms`)),
-        customTimeoutMs + SOURCE_GRACE_MS,
-      );
-    });
-    try {
-      models = await Promise.race([options.customMetrics(customTimeoutMs), late]);
-    } catch (err) {
-      warnOnce(`custom metrics could not be collected: ${String(err)}`);
-      return '';
-    } finally {
-      clearTimeout(timer);
+/**
+ * The families models defined, as exposition text: each model is bounded by `timeoutMs` (by the source),
+ * the source itself a little longer; what cannot be collected or rendered is left out and logged once.
+ */
+async function customMetricsText(
+  customMetrics: MetricsFrontendOptions['customMetrics'],
+  customTimeoutMs: number,
+  reserved: ReservedNames,
+  warnOnce: (message: string) => void,
+): Promise<string> {
+  if (!customMetrics) return '';
+  let models: readonly ModelCustomMetrics[];
+  let timer: NodeJS.Timeout | undefined;
+  // The source bounds each model by the timeout; this bounds the source itself, should it not.
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no answer within ${customTimeoutMs + SOURCE_GRACE_MS} ms`)),
+      customTimeoutMs + SOURCE_GRACE_MS,
+    );
+  });
+  try {
+    models = await Promise.race([customMetrics(customTimeoutMs), late]);
+  } catch (err) {
+    warnOnce(`custom metrics could not be collected: ${String(err)}`);
+    return '';
+  } finally {
+    clearTimeout(timer);
+  }
+  for (const m of models) {
+    if (m.error !== undefined) {
+      warnOnce(`custom metrics of model '${m.model}' version ${m.version} left out: ${m.error}`);
     }
-    for (const m of models) {
-      if (m.error !== undefined) {
-        warnOnce(`custom metrics of model '${m.model}' version ${m.version} left out: ${m.error}`);
-      }
-    }
-    const { text, problems } = renderCustomMetrics(models, reserved);
-    for (const p of problems) warnOnce(p);
-    return text;
-  };
+  }
+  const { text, problems } = renderCustomMetrics(models, reserved);
+  for (const p of problems) warnOnce(p);
+  return text;
+}
 
-  const scrape = async (): Promise<string> => {
-    const custom = customText();
-    const nv = renderMetrics({
-      series: source.metricSeries(),
-      settings,
-      latency,
-      system: poller?.values,
-      cache: options.cacheMetrics?.(),
-    });
-    return nv + (await custom) + (await processRegistry.metrics());
-  };
-
-  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+/** The one route: `GET|HEAD /metrics` answers with a scrape; other paths 404, other verbs 405. */
+function metricsHandler(
+  scrape: () => Promise<string>,
+  log: Logger,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -154,8 +151,39 @@ export function createMetricsFrontend(
       },
     );
   };
+}
 
-  const server = createServer({ keepAliveTimeout: 60_000 }, handle);
+export function createMetricsFrontend(
+  source: MetricsSource,
+  options: MetricsFrontendOptions,
+): MetricsFrontend {
+  const { log } = options;
+  const settings = metricsSettings(options.config ?? new Map(), log);
+  const latency =
+    settings.summaryLatencies || settings.histogramLatencies ? new LatencyTracker(settings) : undefined;
+  const stopObserving = latency ? source.addLatencyObserver(latency) : undefined;
+  const poller =
+    options.cpuMetrics === false ? undefined : new SystemPoller(options.intervalMs ?? 2000, options.procRoot);
+  const { processRegistry, reserved } = processMetrics();
+  const warnOnce = warnOnceLogger(log);
+  const customTimeoutMs = options.customMetricsTimeoutMs ?? 2000;
+
+  const customText = (): Promise<string> =>
+    customMetricsText(options.customMetrics, customTimeoutMs, reserved, warnOnce);
+
+  const scrape = async (): Promise<string> => {
+    const custom = customText();
+    const nv = renderMetrics({
+      series: source.metricSeries(),
+      settings,
+      latency,
+      system: poller?.values,
+      cache: options.cacheMetrics?.(),
+    });
+    return nv + (await custom) + (await processRegistry.metrics());
+  };
+
+  const server = createServer({ keepAliveTimeout: 60_000 }, metricsHandler(scrape, log));
   server.on('clientError', (_err, socket) => socket.destroy());
 
   return {
@@ -164,26 +192,7 @@ export function createMetricsFrontend(
     listen: async () => {
       await poller?.start();
       try {
-        return await new Promise<{ address: string; port: number }>((resolve, reject) => {
-          const onError = (err: NodeJS.ErrnoException): void => {
-            server.off('listening', onListening);
-            reject(
-              err.code === 'EADDRINUSE'
-                ? unavailable(`Socket '${options.address}:${options.port}' already in use`)
-                : unavailable(
-                    `failed to start the Metrics service at ${options.address}:${options.port}: ${err.message}`,
-                  ),
-            );
-          };
-          const onListening = (): void => {
-            server.off('error', onError);
-            const addr = server.address() as AddressInfo;
-            resolve({ address: addr.address, port: addr.port });
-          };
-          server.once('error', onError);
-          server.once('listening', onListening);
-          server.listen(options.port, options.address);
-        });
+        return await listen(server, 'Metrics', options);
       } catch (err) {
         await poller?.stop();
         throw err;

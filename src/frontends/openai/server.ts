@@ -3,10 +3,9 @@
  * port: the same handler (handler.ts), every other path a 404 in OpenAI's error shape. close() stops
  * accepting and lets in-flight requests (streams included) finish.
  */
-import type { AddressInfo } from 'node:net';
-import { unavailable } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import { createHttpServer } from '../http/tls.js';
+import { listen } from '../listen.js';
 import type { TlsCredentials } from '../tls.js';
 import { openAiErrorJson } from './errors.js';
 import { createOpenAiHandler, isOpenAiPath, type OpenAiOptions } from './handler.js';
@@ -46,22 +45,7 @@ export function createOpenAiServer(api: InferenceServerApi, options: OpenAiServe
     options.tls,
   );
   return {
-    listen: () =>
-      new Promise((resolve, reject) => {
-        server.once('error', (err: NodeJS.ErrnoException) =>
-          reject(
-            unavailable(
-              err.code === 'EADDRINUSE'
-                ? `Socket '${options.address}:${options.port}' already in use`
-                : `failed to start the OpenAI service at ${options.address}:${options.port}: ${err.message}`,
-            ),
-          ),
-        );
-        server.listen({ port: options.port, host: options.address }, () => {
-          const addr = server.address() as AddressInfo;
-          resolve({ address: addr.address, port: addr.port });
-        });
-      }),
+    listen: () => listen(server, 'OpenAI', options),
     close: () =>
       new Promise<void>((resolve) => {
         if (!server.listening) {
