@@ -18,8 +18,14 @@ export interface RenderRequest {
 // Template.render declares the library's globals (range among them) in a fresh Environment and refuses to
 // declare a name twice, so the bounded range goes in where the globals are declared. This thread renders
 // templates only, so the change reaches nothing else.
-const declareGlobal = Environment.prototype.set;
-Environment.prototype.set = function (this: Environment, name: string, value: unknown) {
+// (The library's .d.ts imports its runtime types without an extension, so they do not resolve here: the one
+// method used is typed by hand.)
+interface Scope {
+  set: (this: Scope, name: string, value: unknown) => unknown;
+}
+const scopes = Environment as unknown as { prototype: Scope };
+const declareGlobal = scopes.prototype.set;
+scopes.prototype.set = function (this: Scope, name: string, value: unknown): unknown {
   return declareGlobal.call(this, name, name === 'range' ? boundedRange : value);
 };
 
