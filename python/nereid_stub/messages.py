@@ -63,6 +63,8 @@ class _WireError(TypedDict):
 class WireError(_WireError, total=False):
     # The model answered with this error (an InferenceResponse carrying a TritonError).
     from_model: bool
+    # What a decoupled `async def execute` raised after it returned, for the host to locate and log.
+    info: ErrorInfo
 
 
 class _WireRequest(TypedDict):
@@ -95,6 +97,7 @@ class WireResponse(_WireResponse, total=False):
     outputs: list[WireTensor]
     parameters: str
     error: WireError
+    undeclared: list[str]  # outputs the model returned that its config does not declare (pruned)
 
 
 # --- host -> stub ------------------------------------------------------------------------------------------

@@ -22,7 +22,14 @@ const tensor = (name: string, inShm: boolean, offset: number): WireTensor => ({
   offset,
   byte_size: 64,
 });
-const error: WireError = { code: 3, message: 'bad \u00e9 "input"', from_model: true };
+const errorInfo = {
+  type: 'ValueError',
+  message: 'no',
+  frames: [['1/model.py', 45, 'execute']],
+  traceback: 'Traceback (most recent call last): ...',
+  phase: 'initialize',
+};
+const error: WireError = { code: 3, message: 'bad \u00e9 "input"', from_model: true, info: errorInfo };
 
 const SAMPLES: { [T in MessageType]: Messages[T] } = {
   [MessageType.Init]: {
@@ -71,7 +78,7 @@ const SAMPLES: { [T in MessageType]: Messages[T] } = {
   [MessageType.ModelControlDone]: { call: 2, ready: true, error },
   [MessageType.MetricsQuery]: { query: 5 },
   [MessageType.Hello]: { pid: 1234, python: '3.11.7', numpy: '1.26.4' },
-  [MessageType.InitDone]: { error: 'ValueError: no' },
+  [MessageType.InitDone]: { error: 'ValueError: no', error_info: errorInfo },
   [MessageType.AutoCompleteDone]: { config: '{"name":"m"}', error: 'TypeError: no' },
   [MessageType.Response]: {
     rid: 11,
@@ -79,11 +86,22 @@ const SAMPLES: { [T in MessageType]: Messages[T] } = {
     outputs: [tensor('OUTPUT0', false, 0), tensor('OUTPUT1', true, 128)],
     parameters: '{"a":"b"}',
     error,
+    undeclared: ['EXTRA'],
   },
   [MessageType.ExecuteDone]: {
     batch: 7,
     error: 'Failed',
-    responses: [{ rid: 11, final: true, outputs: [tensor('OUTPUT0', false, 0)], parameters: '{}', error }],
+    error_info: errorInfo,
+    responses: [
+      {
+        rid: 11,
+        final: true,
+        outputs: [tensor('OUTPUT0', false, 0)],
+        parameters: '{}',
+        error,
+        undeclared: ['EXTRA'],
+      },
+    ],
     rescheduled: [12, 13],
   },
   [MessageType.BlsRequest]: {
@@ -165,13 +183,13 @@ def check(value, shape, where):
 def fast_response(r):
     """The stub's fast encoders for one WireResponse: outputs and error variants, compared to json."""
     outs = [messages.tensor_json(t["name"], t["datatype"], t["shape"], t["in_shm"], t["offset"], t["byte_size"]) for t in r["outputs"]]
-    with_outputs = json.loads(messages.response_json(r["rid"], r["final"], outs, r["parameters"]))
-    expect = {k: r[k] for k in ("rid", "final", "outputs")}
+    with_outputs = json.loads(messages.response_json(r["rid"], r["final"], outs, r["parameters"], r.get("undeclared")))
+    expect = {k: r[k] for k in ("rid", "final", "outputs", "undeclared") if k in r}
     if r["parameters"] not in ("", "{}"):
         expect["parameters"] = r["parameters"]
     assert with_outputs == expect, (with_outputs, expect)
     e = r["error"]
-    with_error = json.loads(messages.error_response_json(r["rid"], e["message"], e["code"], e.get("from_model", False)))
+    with_error = json.loads(messages.error_response_json(r["rid"], e["message"], e["code"], e.get("from_model", False), e.get("info")))
     assert with_error == {"rid": r["rid"], "final": True, "error": e}, with_error
     assert json.loads(messages.response_json(r["rid"], True, None)) == {"rid": r["rid"], "final": True}
 
@@ -195,7 +213,7 @@ while (frame := reader.read()) is not None:
         for r in header["responses"]:
             fast_response(r)
         plain = json.loads(messages.execute_done_json(header["batch"], [json.dumps(r) for r in header["responses"]], header["rescheduled"]))
-        assert plain == {k: v for k, v in header.items() if k != "error"}, plain
+        assert plain == {k: v for k, v in header.items() if k not in ("error", "error_info")}, plain
     writer.send(frame.type, header, [bytes(frame.blob)])
 assert sorted(seen) == sorted(messages.SHAPES), (seen, sorted(messages.SHAPES))
 `;

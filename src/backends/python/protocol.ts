@@ -162,6 +162,8 @@ export interface HelloMessage {
 export interface InitDoneMessage {
   /** initialize() raised: the formatted exception. */
   readonly error?: string;
+  /** What it raised (messages.ErrorInfo): the host locates the user's frame (failures.ts). */
+  readonly error_info?: unknown;
 }
 
 export interface AutoCompleteDoneMessage {
