@@ -11,6 +11,7 @@
  */
 import { internal, type NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
+import type { ModelLoadContext } from '../backend-api/backend.js';
 
 export interface OutputCheckOptions {
   readonly model: string;
@@ -30,6 +31,18 @@ export class OutputCheck {
   private readonly warned = new Set<string>();
 
   constructor(private readonly o: OutputCheckOptions) {}
+
+  /** The check for the model version a backend is loading: its declared outputs, mode and strictness. */
+  static forModel(ctx: ModelLoadContext): OutputCheck {
+    return new OutputCheck({
+      model: ctx.modelName,
+      version: ctx.version,
+      declared: new Set(ctx.config.output.map((o) => o.name)),
+      decoupled: ctx.config.model_transaction_policy?.decoupled === true,
+      strict: ctx.strictModelOutputs === true,
+      log: ctx.log,
+    });
+  }
 
   /**
    * Checks one response's output names; returns the error to fail the request with (strict mode) or

@@ -150,14 +150,7 @@ class JsModel implements ModelHandle {
     private readonly modelDirs: readonly string[],
   ) {
     this.errors = new ModelErrorLog({ log: ctx.log });
-    this.outputCheck = new OutputCheck({
-      model: ctx.modelName,
-      version: ctx.version,
-      declared: new Set(ctx.config.output.map((o) => o.name)),
-      decoupled: ctx.config.model_transaction_policy?.decoupled === true,
-      strict: ctx.strictModelOutputs === true,
-      log: ctx.log,
-    });
+    this.outputCheck = OutputCheck.forModel(ctx);
     this.configJson = JSON.stringify(modelConfigToJson(ctx.config));
     const types = new Map<string, DataType>();
     for (const o of ctx.config.output) {

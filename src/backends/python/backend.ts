@@ -165,14 +165,7 @@ class PythonModel implements ModelHandle {
     private readonly modelDirs: readonly string[],
   ) {
     this.errors = new ModelErrorLog({ log: ctx.log });
-    this.outputCheck = new OutputCheck({
-      model: ctx.modelName,
-      version: ctx.version,
-      declared: new Set(ctx.config.output.map((o) => o.name)),
-      decoupled: ctx.config.model_transaction_policy?.decoupled === true,
-      strict: ctx.strictModelOutputs === true,
-      log: ctx.log,
-    });
+    this.outputCheck = OutputCheck.forModel(ctx);
     this.init = {
       model_path: ctx.modelPath,
       model_config: JSON.stringify(modelConfigToJson(ctx.config)),

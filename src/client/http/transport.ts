@@ -4,7 +4,7 @@
  * over as it arrives. Connection failures become NereidClientError without a status; an aborted call
  * rejects with the signal's reason.
  */
-import http from 'node:http';
+import http, { type RequestOptions } from 'node:http';
 import https from 'node:https';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
@@ -112,36 +112,23 @@ export class HttpTransport {
     const headers: Record<string, string | number> = { ...this.#headers, ...req.headers };
     if (req.body !== undefined) headers['Content-Length'] = req.byteLength ?? sum(req.body);
     return new Promise<StreamingResponse>((resolve, reject) => {
-      const r = this.#module.request(
-        {
-          protocol: this.#base.protocol,
-          hostname: this.#base.hostname,
-          port: this.#base.port,
-          path: this.#basePath + req.path,
-          method: req.method,
-          headers,
-          agent: this.#agent,
-          signal,
-        },
-        (res) => {
-          const connectionError = (err: Error): Error => this.#connectionError(err, signal);
-          resolve({
-            status: res.statusCode ?? 0,
-            statusText: res.statusMessage ?? '',
-            headers: res.headers,
-            body: (async function* () {
-              try {
-                for await (const chunk of res) yield chunk as Buffer;
-              } catch (err) {
-                throw connectionError(err as Error);
-              }
-              if (!res.complete)
-                throw new NereidClientError('the connection closed before the response ended');
-            })(),
-            destroy: () => r.destroy(),
-          });
-        },
-      );
+      const r = this.#module.request(this.#options(req, headers, signal), (res) => {
+        const connectionError = (err: Error): Error => this.#connectionError(err, signal);
+        resolve({
+          status: res.statusCode ?? 0,
+          statusText: res.statusMessage ?? '',
+          headers: res.headers,
+          body: (async function* () {
+            try {
+              for await (const chunk of res) yield chunk as Buffer;
+            } catch (err) {
+              throw connectionError(err as Error);
+            }
+            if (!res.complete) throw new NereidClientError('the connection closed before the response ended');
+          })(),
+          destroy: () => r.destroy(),
+        });
+      });
       r.on('error', (err) => reject(this.#connectionError(err, signal)));
       r.end(req.body === undefined ? undefined : Buffer.concat(req.body));
     });
@@ -165,58 +152,44 @@ export class HttpTransport {
     const signal = req.signal;
     return new Promise<TransportResponse>((resolve, reject) => {
       let answered = false;
-      const r = this.#module.request(
-        {
-          protocol: this.#base.protocol,
-          hostname: this.#base.hostname,
-          port: this.#base.port,
-          path: this.#basePath + req.path,
-          method: req.method,
-          headers,
-          agent: this.#agent,
-          signal,
-        },
-        (res) => {
-          answered = true;
-          const length = Number(res.headers['content-length']);
-          const known = Number.isSafeInteger(length) && length >= 0;
-          const chunks: Buffer[] = [];
-          let received = 0;
-          res.on('data', (c: Buffer) => {
-            chunks.push(c);
-            received += c.length;
-          });
-          res.on('error', (err) => reject(this.#connectionError(err, signal)));
-          res.on('end', () => {
-            if (known && received !== length) {
-              reject(
-                new NereidClientError(`connection closed after ${received} of ${length} response bytes`),
-              );
-              return;
-            }
-            const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
-            const respond = (decoded: Buffer): void =>
-              resolve({
-                status: res.statusCode ?? 0,
-                statusText: res.statusMessage ?? '',
-                headers: res.headers,
-                body: decoded,
-              });
-            const coding = res.headers['content-encoding'];
-            if (coding === undefined || coding === 'identity' || body.length === 0) {
-              respond(body);
-              return;
-            }
-            decompress(body, coding).then(respond, (err: unknown) =>
-              reject(
-                new NereidClientError(`cannot decompress the response: ${(err as Error).message}`, {
-                  cause: err,
-                }),
-              ),
-            );
-          });
-        },
-      );
+      const r = this.#module.request(this.#options(req, headers, signal), (res) => {
+        answered = true;
+        const length = Number(res.headers['content-length']);
+        const known = Number.isSafeInteger(length) && length >= 0;
+        const chunks: Buffer[] = [];
+        let received = 0;
+        res.on('data', (c: Buffer) => {
+          chunks.push(c);
+          received += c.length;
+        });
+        res.on('error', (err) => reject(this.#connectionError(err, signal)));
+        res.on('end', () => {
+          if (known && received !== length) {
+            reject(new NereidClientError(`connection closed after ${received} of ${length} response bytes`));
+            return;
+          }
+          const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
+          const respond = (decoded: Buffer): void =>
+            resolve({
+              status: res.statusCode ?? 0,
+              statusText: res.statusMessage ?? '',
+              headers: res.headers,
+              body: decoded,
+            });
+          const coding = res.headers['content-encoding'];
+          if (coding === undefined || coding === 'identity' || body.length === 0) {
+            respond(body);
+            return;
+          }
+          decompress(body, coding).then(respond, (err: unknown) =>
+            reject(
+              new NereidClientError(`cannot decompress the response: ${(err as Error).message}`, {
+                cause: err,
+              }),
+            ),
+          );
+        });
+      });
       r.on('error', (err: NodeJS.ErrnoException) => {
         if (mayRetry && !answered && r.reusedSocket && err.code === 'ECONNRESET' && !signal?.aborted) {
           resolve(this.#attempt(req, headers, false));
@@ -234,6 +207,24 @@ export class HttpTransport {
         r.end();
       }
     });
+  }
+
+  /** The node:http request options for `req` on this client's base URL, agent and signal. */
+  #options(
+    req: { readonly path: string; readonly method: string },
+    headers: Record<string, string | number>,
+    signal: AbortSignal | undefined,
+  ): RequestOptions {
+    return {
+      protocol: this.#base.protocol,
+      hostname: this.#base.hostname,
+      port: this.#base.port,
+      path: this.#basePath + req.path,
+      method: req.method,
+      headers,
+      agent: this.#agent,
+      signal,
+    };
   }
 
   #connectionError(err: Error, signal: AbortSignal | undefined): Error {
