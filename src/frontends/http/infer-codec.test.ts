@@ -584,3 +584,47 @@ void test('Inference-Header-Content-Length is read as Triton reads it (std::stoi
     );
   }
 });
+
+void test('a header seen before decodes to a request of its own: nothing shared, its own tensor bytes', () => {
+  const int32 = (...v: number[]): Buffer => Buffer.from(new Int32Array(v).buffer);
+  const header = Buffer.from(
+    JSON.stringify({
+      parameters: { q: 1 },
+      inputs: [{ name: 'A', datatype: 'INT32', shape: [2], parameters: { binary_data_size: 8, p: 'x' } }],
+      outputs: [{ name: 'OUT', parameters: { binary_data: true } }],
+    }),
+  );
+  const first = decodeInferRequest(Buffer.concat([header, int32(1, 2)]), header.length, OPTS);
+  // What a caller does with its request must not reach the next request with the same header.
+  (first.request.inputs[0].shape as number[])[0] = 99;
+  (first.request.inputs[0].parameters as Record<string, unknown>).p = 'changed';
+  (first.request.parameters as Record<string, unknown>).q = 2;
+  (first.format.binary as Map<string, boolean>).set('OUT', false);
+
+  const second = decodeInferRequest(Buffer.concat([header, int32(3, 4)]), header.length, OPTS);
+  assert.deepEqual(second.request.inputs[0].shape, [2]);
+  assert.equal(second.request.inputs[0].parameters?.p, 'x');
+  assert.equal(second.request.parameters?.q, 1);
+  assert.equal(second.format.binary.get('OUT'), true);
+  assert.deepEqual(second.request.inputs[0].data, int32(3, 4));
+  assert.notEqual(second.request.inputs[0], first.request.inputs[0]);
+});
+
+void test('a remembered header is compared by its bytes, not by the buffer it came in', () => {
+  const headerOf = (name: string): Buffer =>
+    Buffer.from(
+      JSON.stringify({
+        inputs: [{ name, datatype: 'FP32', shape: [1], parameters: { binary_data_size: 4 } }],
+      }),
+    );
+  const a = headerOf('AAAA');
+  const b = headerOf('BBBB');
+  assert.equal(a.length, b.length);
+  const body = Buffer.concat([a, f32(1)]);
+  assert.equal(decodeInferRequest(body, a.length, OPTS).request.inputs[0].name, 'AAAA');
+  // The body's buffer is reused for the next request (as a pooled buffer may be): the header of the first
+  // must not now read as the second's.
+  b.copy(body, 0);
+  assert.equal(decodeInferRequest(body, b.length, OPTS).request.inputs[0].name, 'BBBB');
+  assert.equal(decodeInferRequest(Buffer.concat([a, f32(2)]), a.length, OPTS).request.inputs[0].name, 'AAAA');
+});

@@ -1,6 +1,7 @@
 /**
  * The HTTP inference wire format (KServe v2 JSON plus Triton's binary tensor data extension) ↔ the core's
- * InferenceRequest / InferenceResponse. Pure functions: no sockets, no api calls.
+ * InferenceRequest / InferenceResponse. Pure functions (but for a cache of parsed request headers,
+ * header-cache.ts): no sockets, no api calls.
  *
  * Binary inputs are views into the request body (no copies); binary outputs are written as the tensors'
  * own Buffers after the JSON header. Messages follow Triton's wording where clients match on them.
@@ -29,6 +30,7 @@ import {
   type JsonInObject,
 } from './json.js';
 import { jsonToTensorData, tensorDataToJson } from './tensor-json.js';
+import { HeaderCache } from './header-cache.js';
 
 /** How each output goes back: binary data or JSON `data`. */
 export interface OutputFormat {
@@ -416,6 +418,9 @@ export function inferenceHeaderLength(
   return n === 0 ? 0 : n;
 }
 
+/** Documents of recently seen request headers (header-cache.ts): decodeDocument only reads them. */
+const recentHeaders = new HeaderCache();
+
 /**
  * Decodes a JSON (+ binary) inference request body. `headerLength` is the Inference-Header-Content-Length
  * value (1..body.length), or undefined when the header is absent and the whole body is JSON.
@@ -434,7 +439,12 @@ export function decodeInferRequest(
   }
   const json = body.subarray(0, jsonLength);
   try {
-    return decodeDocument(parseJson(json), body, jsonLength, headerLength !== undefined, opts, false);
+    let doc = recentHeaders.get(json);
+    if (doc === undefined) {
+      doc = parseJson(json);
+      recentHeaders.set(json, doc);
+    }
+    return decodeDocument(doc, body, jsonLength, headerLength !== undefined, opts, false);
   } catch (err) {
     // Rare: an integer beyond 2^53 or a number too big for a double where it matters. Parse again exactly.
     if (!isRoundedIntegerError(err)) throw err;

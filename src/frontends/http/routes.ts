@@ -116,7 +116,12 @@ async function inferOn(
   let decoded: DecodedInferRequest;
   try {
     const raw = await readBody(req, ctx.maxInputSize, () => handle.sharesInputMemory);
-    const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
+    const contentEncoding = req.headers['content-encoding'];
+    // Most requests are not compressed: no await (a microtask turn) for them.
+    const body =
+      contentEncoding === undefined
+        ? raw
+        : await decodeContentEncoding(raw, contentEncoding, ctx.maxInputSize);
     trace?.capture('HTTP_RECV_END');
     ctx.bytesIn = body.length;
     const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
@@ -142,7 +147,8 @@ async function inferOn(
   const onClose = (): void => {
     if (!res.writableFinished) controller.abort();
   };
-  res.once('close', onClose);
+  // on, not once: the listener is removed below either way, and once wraps it in another closure.
+  res.on('close', onClose);
   let response: InferenceResponse;
   try {
     const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
@@ -159,30 +165,44 @@ async function inferOn(
   trace?.capture('INFER_RESPONSE_COMPLETE');
   const encoded = encodeInferResponse(response, decoded.format);
 
-  let headers: Record<string, string | number>;
-  let parts: string | Buffer[];
-  if (encoded.hasBinary) {
-    const header = Buffer.from(encoded.json, 'utf8');
-    headers = {
-      'Content-Type': 'application/octet-stream',
-      'Inference-Header-Content-Length': header.length,
-    };
-    parts = [header, ...encoded.binary];
-  } else {
-    headers = { 'Content-Type': 'application/json' };
-    parts = encoded.json;
+  const acceptEncoding = req.headers['accept-encoding'];
+  const coding = acceptEncoding === undefined ? 'identity' : chooseResponseCoding(acceptEncoding);
+  if (!encoded.hasBinary) {
+    if (coding === 'identity') return { status: 200, headers: JSON_TYPE, body: encoded.json };
+    return compressed(JSON_TYPE, Buffer.from(encoded.json, 'utf8'), coding);
   }
-  const coding = chooseResponseCoding(req.headers['accept-encoding']);
-  if (coding !== 'identity') {
-    // Compression needs the whole body in one Buffer: the copy is the price of the smaller reply.
-    const whole = typeof parts === 'string' ? Buffer.from(parts, 'utf8') : Buffer.concat(parts);
-    return {
-      status: 200,
-      headers: { ...headers, 'Content-Encoding': coding },
-      body: await encodeResponse(whole, coding),
-    };
+  // The JSON header and the binary outputs in one Buffer: one copy of the (usually small) outputs instead
+  // of a Buffer for the header and a write per part.
+  const headerBytes = Buffer.byteLength(encoded.json, 'utf8');
+  let size = headerBytes;
+  for (const b of encoded.binary) size += b.length;
+  const headers = {
+    'Content-Type': 'application/octet-stream',
+    'Inference-Header-Content-Length': headerBytes,
+  };
+  if (coding === 'identity' && size > BINARY_JOIN_MAX_BYTES) {
+    // Large outputs are written as they are, not copied.
+    return { status: 200, headers, body: [Buffer.from(encoded.json, 'utf8'), ...encoded.binary] };
   }
-  return { status: 200, headers, body: parts };
+  const whole = Buffer.allocUnsafe(size);
+  let at = whole.write(encoded.json, 0, 'utf8');
+  for (const b of encoded.binary) at += b.copy(whole, at);
+  return coding === 'identity' ? { status: 200, headers, body: whole } : compressed(headers, whole, coding);
+}
+
+/** Largest binary reply built as one Buffer (see inferOn); larger ones go out as their parts. */
+const BINARY_JOIN_MAX_BYTES = 64 * 1024;
+
+async function compressed(
+  headers: Readonly<Record<string, string | number>>,
+  whole: Buffer,
+  coding: 'gzip' | 'deflate',
+): Promise<Reply> {
+  return {
+    status: 200,
+    headers: { ...headers, 'Content-Encoding': coding },
+    body: await encodeResponse(whole, coding),
+  };
 }
 
 async function repositoryIndex(ctx: RouteContext): Promise<Reply> {

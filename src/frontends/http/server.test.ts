@@ -8,12 +8,14 @@ import { deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { Logger } from '../../common/logger.js';
 import { joinBytesElements } from '../../common/tensor.js';
 import { FakeApi } from './fake-api.testkit.js';
+import { productToken } from '../../common/product.js';
 import { OPENAPI_FILE } from './openapi.js';
 import { createHttpFrontend, type HttpFrontend } from './server.js';
 
 interface Res {
   status: number;
   headers: IncomingHttpHeaders;
+  rawHeaders: string[];
   body: Buffer;
   reused: boolean;
 }
@@ -56,6 +58,7 @@ function send(method: string, path: string, opts: ReqOpts = {}): Promise<Res> {
           resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
+            rawHeaders: res.rawHeaders,
             body: Buffer.concat(chunks),
             reused: req.reusedSocket,
           }),
@@ -340,6 +343,68 @@ void test('binary tensor data both ways, and mixed outputs', async () => {
   assert.deepEqual((split.header.outputs[1] as unknown as { data: number[] }).data.slice(0, 2), [-1, 0]);
 });
 
+void test('a binary reply larger than the size joined into one buffer arrives whole', async () => {
+  // 20,000 FP32 = 80,000 bytes: past the 64 KiB up to which the JSON header and outputs are one Buffer.
+  const a = f32(...Array.from({ length: 20_000 }, (_, i) => i * 0.5 - 7));
+  const head = Buffer.from(
+    JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [20_000], parameters: { binary_data_size: a.length } },
+      ],
+      outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
+    }),
+  );
+  for (let i = 0; i < 2; i++) {
+    const r = await send('POST', '/v2/models/identity/infer', {
+      headers: { 'Inference-Header-Content-Length': head.length },
+      body: Buffer.concat([head, a]),
+    });
+    assert.equal(r.status, 200);
+    assert.equal(Number(r.headers['content-length']), r.body.length);
+    const { header, rest } = splitBinary(r);
+    assert.equal(header.outputs[0].parameters?.binary_data_size, a.length);
+    assert.ok(rest.equals(a), 'the output bytes are the input bytes');
+  }
+});
+
+void test('every reply carries one Server header, whichever path wrote it', async () => {
+  const token = productToken(api.serverMetadata().version);
+  const sixteen = (v: number): number[] => new Array<number>(16).fill(v);
+  const binaryAddSub = JSON.stringify({ ...ADD_SUB, parameters: { binary_data_output: true } });
+  const replies: [string, Res][] = [
+    ['metadata', await send('GET', '/v2')],
+    ['health', await send('GET', '/v2/health/ready')],
+    ['JSON infer', await send('POST', '/v2/models/add_sub/infer', { body: JSON.stringify(ADD_SUB) })],
+    ['binary infer', await send('POST', '/v2/models/add_sub/infer', { body: binaryAddSub })],
+    [
+      'gzip infer',
+      await send('POST', '/v2/models/add_sub/infer', {
+        body: binaryAddSub,
+        headers: { 'Accept-Encoding': 'gzip' },
+      }),
+    ],
+    ['404', await send('GET', '/v2/nothing')],
+    ['405', await send('GET', '/v2/models/add_sub/infer')],
+    ['400', await send('POST', '/v2/models/add_sub/infer', { body: '{not json' })],
+    ['unknown model', await send('POST', '/v2/models/nope/infer', { body: '{}' })],
+    [
+      'generate_stream',
+      await send('POST', '/v2/models/add_sub/generate_stream', {
+        body: JSON.stringify({ INPUT0: sixteen(1), INPUT1: sixteen(2) }),
+      }),
+    ],
+    ['generate_stream refused', await send('POST', '/v2/models/nope/generate_stream', { body: '{}' })],
+  ];
+  for (const [what, r] of replies) {
+    const servers = r.rawHeaders.filter((_, i) => i % 2 === 0 && r.rawHeaders[i].toLowerCase() === 'server');
+    assert.equal(servers.length, 1, `${what}: one Server header (${r.rawHeaders.join(' | ')})`);
+    assert.equal(r.headers.server, token, what);
+  }
+  assert.equal(replies[9][1].status, 200);
+  assert.match(replies[9][1].headers['content-type'] ?? '', /^text\/event-stream/);
+  assert.equal(replies[10][1].status, 404);
+});
+
 void test('BYTES: JSON strings in, length-prefixed binary and JSON out', async () => {
   const r = await send('POST', '/v2/models/bytes_many/infer', {
     body: JSON.stringify({
@@ -588,6 +653,7 @@ void test('oversized bodies: refused from Content-Length, while streaming, and b
           resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
+            rawHeaders: res.rawHeaders,
             body: Buffer.concat(chunks),
             reused: false,
           }),
@@ -716,6 +782,7 @@ void test('close() lets in-flight requests finish and stops accepting', async ()
           resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
+            rawHeaders: res.rawHeaders,
             body: Buffer.concat(chunks),
             reused: false,
           }),

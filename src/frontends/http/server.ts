@@ -175,16 +175,22 @@ function methodAllowed(routeMethod: RouteMatch['method'], requestMethod: string 
   );
 }
 
-/** Writes one reply whole; `closeConnection` asks the client to close it (Connection: close). */
-function sendReply(res: ServerResponse, reply: Reply, closeConnection: boolean): void {
+/**
+ * Writes one reply whole; `closeConnection` asks the client to close it (Connection: close). The headers
+ * go to writeHead as a flat [name, value, ...] list: Node then builds the header block straight from it,
+ * where a headers object (or an earlier setHeader) makes it copy them into its own table first.
+ */
+function sendReply(res: ServerResponse, reply: Reply, closeConnection: boolean, serverHeader: string): void {
   if (res.headersSent || res.destroyed) return; // the client is gone, or a reply already went out
-  const headers: Record<string, string | number> = {
-    ...reply.headers,
-    'Content-Length': bodyLength(reply.body),
-  };
-  if (closeConnection) headers.Connection = 'close';
-  res.writeHead(reply.status, headers);
+  const raw: (string | number)[] = ['Server', serverHeader];
+  const headers = reply.headers;
+  if (headers !== undefined) {
+    for (const name of Object.keys(headers)) raw.push(name, headers[name]);
+  }
   const body = reply.body;
+  raw.push('Content-Length', bodyLength(body));
+  if (closeConnection) raw.push('Connection', 'close');
+  res.writeHead(reply.status, raw);
   if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
     res.end(body);
     return;
@@ -265,12 +271,13 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     maxConnections,
     overCapBody,
   } = httpSettings(api, options);
+  const unrestricted = restricted.size === 0 && restrictedAlso.size === 0;
   const json = new JsonPool(options.json);
   const dashboard = options.dashboard && new Dashboard(options.dashboard);
   let closing = false;
 
   const send = (res: ServerResponse, reply: Reply, closeConnection = false): void =>
-    sendReply(res, reply, closing || closeConnection);
+    sendReply(res, reply, closing || closeConnection, serverHeader);
 
   const sendError = (res: ServerResponse, status: number, body: string, closeConnection = false): void => {
     send(res, { status, headers: { 'Content-Type': JSON_TYPE }, body }, closeConnection);
@@ -306,8 +313,6 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     writeAccessLog(accessLog!, ctx, reply, arrived);
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
-    // Set here, so every reply has it, streamed ones (generate_stream) included.
-    res.setHeader('Server', serverHeader);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -315,6 +320,9 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
 
     const mount = options.mount;
     if (mount?.claims(path) === true) {
+      // The mounted API writes its own replies: the Server header goes in first. (sendReply adds it to
+      // every reply that goes through it.)
+      res.setHeader('Server', serverHeader);
       if (connections.isOverCap(req.socket)) {
         sendError(res, 503, overCapBody, true);
         return;
@@ -337,7 +345,9 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     }
     // Before the verb and the body are looked at, as in Triton. A refused request's body is not read: the
     // connection closes after the 403 instead of draining what an unauthorised client sends.
-    const restriction = refusingRestriction(restricted, restrictedAlso, match.name, req);
+    const restriction = unrestricted
+      ? undefined
+      : refusingRestriction(restricted, restrictedAlso, match.name, req);
     if (restriction !== undefined) {
       const hasBody = (declaredLength(req) ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
       sendError(res, 403, errorBody(restriction.message), hasBody);
@@ -365,6 +375,8 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       }
       res.setHeader('Connection', 'close');
     }
+    // generate_stream writes its reply itself (generate.ts): the Server header goes in first.
+    if (match.name === 'modelGenerateStream') res.setHeader('Server', serverHeader);
     if (health) void dispatch(req, res, match, path);
     else turns.admit(req.socket, () => void dispatch(req, res, match, path));
   };
