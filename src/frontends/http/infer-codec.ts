@@ -32,6 +32,9 @@ import {
 import { jsonToTensorData, tensorDataToJson } from './tensor-json.js';
 import { HeaderCache } from './header-cache.js';
 
+/** A type with its members writable, for objects built member by member before they are handed on. */
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 /** How each output goes back: binary data or JSON `data`. */
 export interface OutputFormat {
   /** Request parameter `binary_data_output`: the default for outputs without their own `binary_data`. */
@@ -328,14 +331,12 @@ function decodeInput(
       setOwn((parameters ??= {}), key, customParameter(key, params[key], exact));
     }
   }
-  return {
-    name,
-    datatype,
-    shape,
-    data,
-    ...(sharedMemory !== undefined && { sharedMemory }),
-    ...(parameters !== undefined && { parameters }),
-  };
+  // Optional members assigned, not spread: a spread of `false` or of a one-member object takes V8's slow
+  // object-literal path on every request.
+  const input: Mutable<InferInput> = { name, datatype, shape, data };
+  if (sharedMemory !== undefined) input.sharedMemory = sharedMemory;
+  if (parameters !== undefined) input.parameters = parameters;
+  return input;
 }
 
 function decodeOutputs(raw: JsonIn, binary: Map<string, boolean>, exact: boolean): RequestedOutput[] {
@@ -379,11 +380,10 @@ function decodeOutputs(raw: JsonIn, binary: Map<string, boolean>, exact: boolean
         setOwn((parameters ??= {}), key, customParameter(key, params[key], exact));
       }
     }
-    outputs.push({
-      name,
-      ...(parameters !== undefined && { parameters }),
-      ...(sharedMemory !== undefined && { sharedMemory }),
-    });
+    const output: Mutable<RequestedOutput> = { name };
+    if (parameters !== undefined) output.parameters = parameters;
+    if (sharedMemory !== undefined) output.sharedMemory = sharedMemory;
+    outputs.push(output);
   }
   return outputs;
 }
@@ -488,14 +488,14 @@ function decodeDocument(
   const binary = new Map<string, boolean>();
   const outputs = doc.outputs === undefined ? undefined : decodeOutputs(doc.outputs, binary, exact);
 
-  const request: InferenceRequest = {
+  const request: Mutable<InferenceRequest> = {
     modelName: opts.modelName,
     modelVersion: opts.modelVersion ?? '',
-    ...(id !== undefined && { id }),
     inputs,
-    ...(outputs !== undefined && { outputs }),
-    ...(parameters !== undefined && { parameters }),
   };
+  if (id !== undefined) request.id = id;
+  if (outputs !== undefined) request.outputs = outputs;
+  if (parameters !== undefined) request.parameters = parameters;
   return { request, format: { defaultBinary, binary } };
 }
 

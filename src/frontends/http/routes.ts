@@ -152,11 +152,20 @@ async function inferOn(
   let response: InferenceResponse;
   try {
     const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
+    // Every member written out, absent ones undefined: one object shape for every request (the core's
+    // property reads stay monomorphic), where spreads of optional members made a different one per mix
+    // and went through V8's slow path each time.
     response = await handle.infer({
-      ...request,
+      modelName: request.modelName,
+      modelVersion: request.modelVersion,
+      id: request.id,
+      inputs: request.inputs,
+      outputs: request.outputs,
+      parameters: request.parameters,
       signal: controller.signal,
-      ...(trace && { trace: trace.inference }),
-      ...(ctx.timings && { timings: ctx.timings }),
+      trace: trace?.inference,
+      parentTrace: undefined,
+      timings: ctx.timings,
     });
   } finally {
     res.removeListener('close', onClose);

@@ -284,10 +284,24 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   };
 
   const dispatch = async (req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string) => {
-    const ctx: RouteContext = { api, req, res, match, maxInputSize, forwardHeaders, json, dashboard };
     const logged = accessLog !== undefined && INFERENCE_ROUTES.has(match.name);
     const arrived = logged ? process.hrtime.bigint() : 0n;
-    if (logged) ctx.timings = { queueNs: 0, computeNs: 0 };
+    // Every member present from the start: one object shape, not a new one per member a handler adds.
+    const ctx: RouteContext = {
+      api,
+      req,
+      res,
+      match,
+      maxInputSize,
+      forwardHeaders,
+      json,
+      dashboard,
+      requestId: undefined,
+      trace: undefined,
+      timings: logged ? { queueNs: 0, computeNs: 0 } : undefined,
+      bytesIn: undefined,
+      streamedBytes: undefined,
+    };
     let reply: Reply;
     let closeConnection = false;
     try {
