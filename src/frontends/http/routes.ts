@@ -83,120 +83,120 @@ function loadOptions(params: JsonInObject | undefined): LoadOptions | undefined 
   return { ...(config !== undefined && { config }), ...(files !== undefined && { files }) };
 }
 
-async function infer(ctx: RouteContext): Promise<Reply> {
-  const { api } = ctx;
+function infer(ctx: RouteContext): Promise<Reply> {
   const model = ctx.match.model!;
   const version = ctx.match.version;
-  // One lookup for the whole request: the handle holds the version it resolved until released.
-  const handle = api.resolveModel(model, version);
-  try {
-    return await inferOn(ctx, handle, model, version);
-  } finally {
-    handle.release();
-  }
+  // One lookup for the whole request: the handle holds the version it resolved until inferOn releases it.
+  // (Not an async function of its own around inferOn: that would be one more promise and microtask turn.)
+  return inferOn(ctx, ctx.api.resolveModel(model, version), model, version);
 }
 
+/** Runs one inference request on `handle`, and releases it whatever happens. */
 async function inferOn(
   ctx: RouteContext,
   handle: ResolvedModel,
   model: string,
   version: string | undefined,
 ): Promise<Reply> {
-  const { api, req, res } = ctx;
-  if (handle.decoupled) {
-    throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
-  }
-  const trace = api.startTrace?.(model, traceCarrier(req.headers.traceparent, req.headers.tracestate));
-  if (trace) {
-    ctx.trace = trace;
-    trace.capture('HTTP_RECV_START');
-  }
-  // A large JSON document takes its share of the JSON workers' budget before its body is read.
-  const ticket = ctx.json.admit(req, true);
-  let decoded: DecodedInferRequest;
   try {
-    const raw = await readBody(req, ctx.maxInputSize, () => handle.sharesInputMemory);
-    const contentEncoding = req.headers['content-encoding'];
-    // Most requests are not compressed: no await (a microtask turn) for them.
-    const body =
-      contentEncoding === undefined
-        ? raw
-        : await decodeContentEncoding(raw, contentEncoding, ctx.maxInputSize);
-    trace?.capture('HTTP_RECV_END');
-    ctx.bytesIn = body.length;
-    const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
-    if (headerLength === 0) {
-      const input = deduceRawInput(handle.configJson(), model, body);
-      decoded = {
-        request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
-        format: { defaultBinary: true, binary: new Map() },
-      };
-    } else {
-      const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
-      const d = ctx.json.decodeInfer(body, headerLength, options, ticket);
-      decoded = d instanceof Promise ? await d : d;
+    const { api, req, res } = ctx;
+    if (handle.decoupled) {
+      throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
     }
-  } finally {
-    ticket.release();
-  }
-  ctx.requestId = decoded.request.id;
+    const trace = api.startTrace?.(model, traceCarrier(req.headers.traceparent, req.headers.tracestate));
+    if (trace) {
+      ctx.trace = trace;
+      trace.capture('HTTP_RECV_START');
+    }
+    // A large JSON document takes its share of the JSON workers' budget before its body is read.
+    const ticket = ctx.json.admit(req, true);
+    let decoded: DecodedInferRequest;
+    try {
+      const raw = await readBody(req, ctx.maxInputSize, () => handle.sharesInputMemory);
+      const contentEncoding = req.headers['content-encoding'];
+      // Most requests are not compressed: no await (a microtask turn) for them.
+      const body =
+        contentEncoding === undefined
+          ? raw
+          : await decodeContentEncoding(raw, contentEncoding, ctx.maxInputSize);
+      trace?.capture('HTTP_RECV_END');
+      ctx.bytesIn = body.length;
+      const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
+      if (headerLength === 0) {
+        const input = deduceRawInput(handle.configJson(), model, body);
+        decoded = {
+          request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
+          format: { defaultBinary: true, binary: new Map() },
+        };
+      } else {
+        const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
+        const d = ctx.json.decodeInfer(body, headerLength, options, ticket);
+        decoded = d instanceof Promise ? await d : d;
+      }
+    } finally {
+      ticket.release();
+    }
+    ctx.requestId = decoded.request.id;
 
-  // A client that disconnects before its response is sent cancels the request. Once the core is done
-  // with it, the (unaborted, unobserved) signal goes back to the pool for the next request.
-  const controller = takeController();
-  const onClose = (): void => {
-    if (!res.writableFinished) controller.abort();
-  };
-  // on, not once: the listener is removed below either way, and once wraps it in another closure.
-  res.on('close', onClose);
-  let response: InferenceResponse;
-  try {
-    const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
-    // Every member written out, absent ones undefined: one object shape for every request (the core's
-    // property reads stay monomorphic), where spreads of optional members made a different one per mix
-    // and went through V8's slow path each time.
-    response = await handle.infer({
-      modelName: request.modelName,
-      modelVersion: request.modelVersion,
-      id: request.id,
-      inputs: request.inputs,
-      outputs: request.outputs,
-      parameters: request.parameters,
-      signal: controller.signal,
-      trace: trace?.inference,
-      parentTrace: undefined,
-      timings: ctx.timings,
-    });
-  } finally {
-    res.removeListener('close', onClose);
-    returnController(controller);
-  }
-  trace?.capture('INFER_RESPONSE_COMPLETE');
-  const encoded = encodeInferResponse(response, decoded.format);
+    // A client that disconnects before its response is sent cancels the request. Once the core is done
+    // with it, the (unaborted, unobserved) signal goes back to the pool for the next request.
+    const controller = takeController();
+    const onClose = (): void => {
+      if (!res.writableFinished) controller.abort();
+    };
+    // on, not once: the listener is removed below either way, and once wraps it in another closure.
+    res.on('close', onClose);
+    let response: InferenceResponse;
+    try {
+      const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
+      // Every member written out, absent ones undefined: one object shape for every request (the core's
+      // property reads stay monomorphic), where spreads of optional members made a different one per mix
+      // and went through V8's slow path each time.
+      response = await handle.infer({
+        modelName: request.modelName,
+        modelVersion: request.modelVersion,
+        id: request.id,
+        inputs: request.inputs,
+        outputs: request.outputs,
+        parameters: request.parameters,
+        signal: controller.signal,
+        trace: trace?.inference,
+        parentTrace: undefined,
+        timings: ctx.timings,
+      });
+    } finally {
+      res.removeListener('close', onClose);
+      returnController(controller);
+    }
+    trace?.capture('INFER_RESPONSE_COMPLETE');
+    const encoded = encodeInferResponse(response, decoded.format);
 
-  const acceptEncoding = req.headers['accept-encoding'];
-  const coding = acceptEncoding === undefined ? 'identity' : chooseResponseCoding(acceptEncoding);
-  if (!encoded.hasBinary) {
-    if (coding === 'identity') return { status: 200, headers: JSON_TYPE, body: encoded.json };
-    return compressed(JSON_TYPE, Buffer.from(encoded.json, 'utf8'), coding);
+    const acceptEncoding = req.headers['accept-encoding'];
+    const coding = acceptEncoding === undefined ? 'identity' : chooseResponseCoding(acceptEncoding);
+    if (!encoded.hasBinary) {
+      if (coding === 'identity') return { status: 200, headers: JSON_TYPE, body: encoded.json };
+      return compressed(JSON_TYPE, Buffer.from(encoded.json, 'utf8'), coding);
+    }
+    // The JSON header and the binary outputs in one Buffer: one copy of the (usually small) outputs instead
+    // of a Buffer for the header and a write per part.
+    const headerBytes = Buffer.byteLength(encoded.json, 'utf8');
+    let size = headerBytes;
+    for (const b of encoded.binary) size += b.length;
+    const headers = {
+      'Content-Type': 'application/octet-stream',
+      'Inference-Header-Content-Length': headerBytes,
+    };
+    if (coding === 'identity' && size > BINARY_JOIN_MAX_BYTES) {
+      // Large outputs are written as they are, not copied.
+      return { status: 200, headers, body: [Buffer.from(encoded.json, 'utf8'), ...encoded.binary] };
+    }
+    const whole = Buffer.allocUnsafe(size);
+    let at = whole.write(encoded.json, 0, 'utf8');
+    for (const b of encoded.binary) at += b.copy(whole, at);
+    return coding === 'identity' ? { status: 200, headers, body: whole } : compressed(headers, whole, coding);
+  } finally {
+    handle.release();
   }
-  // The JSON header and the binary outputs in one Buffer: one copy of the (usually small) outputs instead
-  // of a Buffer for the header and a write per part.
-  const headerBytes = Buffer.byteLength(encoded.json, 'utf8');
-  let size = headerBytes;
-  for (const b of encoded.binary) size += b.length;
-  const headers = {
-    'Content-Type': 'application/octet-stream',
-    'Inference-Header-Content-Length': headerBytes,
-  };
-  if (coding === 'identity' && size > BINARY_JOIN_MAX_BYTES) {
-    // Large outputs are written as they are, not copied.
-    return { status: 200, headers, body: [Buffer.from(encoded.json, 'utf8'), ...encoded.binary] };
-  }
-  const whole = Buffer.allocUnsafe(size);
-  let at = whole.write(encoded.json, 0, 'utf8');
-  for (const b of encoded.binary) at += b.copy(whole, at);
-  return coding === 'identity' ? { status: 200, headers, body: whole } : compressed(headers, whole, coding);
 }
 
 /** Largest binary reply built as one Buffer (see inferOn); larger ones go out as their parts. */
