@@ -86,7 +86,7 @@ class Runtime:
         self._commands: collections.deque[frames.Frame] = collections.deque()
         self._orphans: queue.SimpleQueue[int] = queue.SimpleQueue()
         # rid -> the request's state, weakly (a state the model dropped must die: that is how an unanswered
-        # request is noticed); dead entries are swept as the map grows (_remember).
+        # request is noticed); dead entries are swept as the map grows (_sweep).
         self._requests: dict[int, weakref.ref[api._RequestState]] = {}
         self._sweep_at = 64
         self._bls: dict[int, api.ResponseQueue] = {}
@@ -203,14 +203,13 @@ class Runtime:
         ref = self._requests.get(rid)
         return ref() if ref is not None else None
 
-    def _remember(self, state: api._RequestState) -> None:
+    def _sweep(self) -> None:
+        """Drops the entries of requests that are gone; runs as the map doubles, so O(1) per request."""
         live = self._requests
-        live[state.rid] = weakref.ref(state)
-        if len(live) > self._sweep_at:
-            for rid, ref in list(live.items()):
-                if ref() is None:
-                    del live[rid]
-            self._sweep_at = max(64, 2 * len(live))
+        for rid, ref in list(live.items()):
+            if ref() is None:
+                del live[rid]
+        self._sweep_at = max(64, 2 * len(live))
 
     def bls(self, request: api.InferenceRequest) -> api.ResponseQueue:
         with self._bls_lock:
@@ -491,10 +490,11 @@ class Runtime:
         execute: messages.Execute = frame.header  # type: ignore[assignment]
         blob = frame.blob
         wire = api.Tensor._wire
+        live = self._requests
         for r in execute["requests"]:
             outputs = r["requested_outputs"]
             state = api._RequestState(r["rid"], self._decoupled, frozenset(outputs))
-            self._remember(state)
+            live[state.rid] = weakref.ref(state)
             states.append(state)
             corr = r["correlation_id"]
             trace: api.InferenceTrace | None = None
@@ -526,6 +526,8 @@ class Runtime:
             )
             if r.get("cancelled"):
                 state.cancelled = True
+        if len(live) > self._sweep_at:
+            self._sweep()
         return requests, states
 
     def _execute(self, frame: frames.Frame) -> None:
