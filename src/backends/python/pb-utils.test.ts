@@ -349,3 +349,44 @@ void test(
     assert.deepEqual(out.response, [true, '{}']);
   },
 );
+
+const REQUEST_MAP_SCRIPT = String.raw`
+import gc, socket
+from nereid_stub import frames, messages
+from nereid_stub.runtime import Runtime
+
+a, b = socket.socketpair()
+rt = Runtime(b, None, None)
+def execute(rid0, n):
+    requests = [{"rid": rid0 + k, "request_id": "", "correlation_id": "0", "correlation_is_string": False,
+                 "flags": 0, "parameters": "{}", "requested_outputs": [], "inputs": []} for k in range(n)]
+    return frames.Frame(messages.EXECUTE, {"batch": 1, "requests": requests}, memoryview(bytearray()))
+kept = []
+for i in range(100):
+    _, states = rt._build_requests(execute(i * 10, 10))
+    for s in states:
+        s.closed = True  # answered: nothing to report when they go
+    if i == 0:
+        kept = states
+    del states
+gc.collect()
+out["size"] = len(rt._requests)
+out["kept"] = all(rt._request_state(k) is kept[k] for k in range(10))
+out["gone"] = rt._request_state(500)
+rt._route(frames.Frame(messages.CANCEL, {"rid": 3}, memoryview(b"")))
+out["cancelled"] = [s.cancelled for s in kept[2:5]]
+`;
+
+void test(
+  "the stub's map of live requests finds the ones a model holds, forgets the others, and stays small",
+  { skip: !existsSync(PYTHON) && 'no .venv' },
+  () => {
+    const out = runPython<{ size: number; kept: boolean; gone: null; cancelled: boolean[] }>(
+      REQUEST_MAP_SCRIPT,
+    );
+    assert.ok(out.size <= 74, `1,000 requests, 10 alive: ${out.size} entries`);
+    assert.equal(out.kept, true);
+    assert.equal(out.gone, null);
+    assert.deepEqual(out.cancelled, [false, true, false]);
+  },
+);
