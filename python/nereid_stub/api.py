@@ -137,6 +137,11 @@ class Tensor:
     """A named tensor over a numpy array (Triton's `pb_utils.Tensor(name, numpy_array)`)."""
 
     __slots__ = ("_array", "_dtype", "_name", "_raw", "_shape")
+    _name: str
+    _dtype: str
+    _shape: list[int]
+    _array: npt.NDArray[Any] | None  # made from _raw on demand
+    _raw: memoryview | None  # the bytes as delivered (inputs, BLS results)
 
     def __init__(self, name: str, data: Any) -> None:
         if not isinstance(name, str):
@@ -165,8 +170,8 @@ class Tensor:
         self._name = name
         self._dtype = CODE_TO_NAME[code]
         self._shape = list(array.shape)
-        self._array: npt.NDArray[Any] | None = array
-        self._raw: memoryview | None = None
+        self._array = array
+        self._raw = None
 
     @classmethod
     def _wire(cls, name: str, datatype: str, shape: list[int], raw: memoryview) -> Tensor:

@@ -31,7 +31,7 @@ MAX_BODY = 0xFFFFFFFF
 # json.loads without its Python layers (loads -> decode -> raw_decode -> two regex matches): the C scanner
 # itself, which the default decoder uses too. Anything it does not take whole goes to json.loads, which
 # accepts surrounding whitespace or raises its usual error.
-_scan = json.scanner.make_scanner(json.JSONDecoder())
+_scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed's stub is narrower
 
 
 def _decode_header(text: str) -> Any:
