@@ -61,11 +61,7 @@ const percentile = (sorted: readonly number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 /** `total` calls of `call` with `concurrency` in flight: rate, latency percentiles, CPU per call. */
-async function closedLoop(
-  call: () => Promise<void>,
-  total: number,
-  concurrency: number,
-): Promise<Sample> {
+async function closedLoop(call: () => Promise<void>, total: number, concurrency: number): Promise<Sample> {
   const latencies = new Float64Array(total);
   let started = 0;
   const cpu0 = process.cpuUsage();
@@ -103,8 +99,16 @@ async function bareSession(): Promise<() => Promise<void>> {
     logSeverityLevel: 3,
   });
   const feeds = {
-    INPUT0: new ort.Tensor('int32', int32((i) => i), [1, ELEMENTS]),
-    INPUT1: new ort.Tensor('int32', int32(() => 1), [1, ELEMENTS]),
+    INPUT0: new ort.Tensor(
+      'int32',
+      int32((i) => i),
+      [1, ELEMENTS],
+    ),
+    INPUT1: new ort.Tensor(
+      'int32',
+      int32(() => 1),
+      [1, ELEMENTS],
+    ),
   };
   return async () => {
     const r = await session.run(feeds);
@@ -120,8 +124,16 @@ async function startBuild(checkout: string, repo: string): Promise<Build> {
   };
   const server = await mod.Nereid.start({ modelRepository: repo, log: false });
   const inputs = [
-    mod.Tensor.from('INPUT0', int32((i) => i), { shape: [1, ELEMENTS] }),
-    mod.Tensor.from('INPUT1', int32(() => 1), { shape: [1, ELEMENTS] }),
+    mod.Tensor.from(
+      'INPUT0',
+      int32((i) => i),
+      { shape: [1, ELEMENTS] },
+    ),
+    mod.Tensor.from(
+      'INPUT1',
+      int32(() => 1),
+      { shape: [1, ELEMENTS] },
+    ),
   ];
   return { label: checkout === '.' ? 'this' : path.basename(dir), server, inputs };
 }
@@ -296,14 +308,25 @@ async function main(): Promise<void> {
       const rate = pick(label, 1, (x) => x.requestsPerSec);
       const p50 = pick(label, 1, (x) => x.p50Us);
       const h = httpRates.get(b.label);
-      const vsHttp = h ? `, HTTP c1 ${fmt(h.rate)}/s (${h.tool}): in-process/HTTP ${fmt(rate / h.rate, 2)} (target ≥ 5)` : '';
+      const vsHttp = h
+        ? `, HTTP c1 ${fmt(h.rate)}/s (${h.tool}): in-process/HTTP ${fmt(rate / h.rate, 2)} (target ≥ 5)`
+        : '';
       lines.push(`${b.label}: p50 in-process/bare ${fmt(p50 / bareP50, 2)} (target ≤ 2)${vsHttp}`);
     }
     process.stdout.write(lines.join('\n') + '\n');
     if (values.out) {
       writeFileSync(
         values.out,
-        JSON.stringify({ loadBefore, loadAfter, samples: Object.fromEntries(samples), http: Object.fromEntries(httpRates) }, null, 2),
+        JSON.stringify(
+          {
+            loadBefore,
+            loadAfter,
+            samples: Object.fromEntries(samples),
+            http: Object.fromEntries(httpRates),
+          },
+          null,
+          2,
+        ),
       );
     }
   } finally {
