@@ -17,7 +17,7 @@
  * Usage: node dist/bench/in-process.js [--builds .] [--rounds 7] [--requests 3000] [--http-seconds 4]
  *          [--no-http] [--model-config-extra <pbtxt text appended to simple's config>] [--out <file.json>]
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -146,35 +146,48 @@ function nereidCall(b: Build): () => Promise<void> {
   };
 }
 
-/** HTTP c1 requests/s against `port`: perf_analyzer if .venv has it, else a keep-alive Node loop. */
+/**
+ * HTTP c1 requests/s against `port`: perf_analyzer if .venv has it, else a keep-alive Node loop. The
+ * server lives in this process, so perf_analyzer runs as an asynchronous child (a synchronous spawn would
+ * stop the server from answering it).
+ */
 async function httpRate(port: number, seconds: number): Promise<{ rate: number; tool: string }> {
   const pa = path.join(ROOT, '.venv/bin/perf_analyzer');
   if (existsSync(pa)) {
-    const r = spawnSync(
-      pa,
-      [
-        '-m',
-        'simple',
-        '-i',
-        'http',
-        '-u',
-        `127.0.0.1:${port}`,
-        '--concurrency-range',
-        '1',
-        '--measurement-interval',
-        String(Math.round((seconds * 1000) / 3)),
-        '--stability-percentage',
-        '999',
-        '--max-trials',
-        '3',
-      ],
-      { encoding: 'utf8' },
-    );
-    const m = /Throughput: ([\d.]+) infer\/sec/.exec(r.stdout ?? '');
+    const args = [
+      '-m',
+      'simple',
+      '-i',
+      'http',
+      '-u',
+      `127.0.0.1:${port}`,
+      '--concurrency-range',
+      '1',
+      '--measurement-interval',
+      String(Math.round((seconds * 1000) / 3)),
+      '--stability-percentage',
+      '999',
+      '--max-trials',
+      '3',
+    ];
+    const { code, stdout, stderr } = await new Promise<{
+      code: number | null;
+      stdout: string;
+      stderr: string;
+    }>((resolve, reject) => {
+      const child = spawn(pa, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    const m = /Throughput: ([\d.]+) infer\/sec/.exec(stdout);
     if (m) return { rate: Number(m[1]), tool: 'perf_analyzer' };
-    process.stderr.write(`perf_analyzer failed (${r.status}): ${r.stderr}\n`);
+    process.stderr.write(`perf_analyzer failed (${code}): ${stderr}\n`);
   }
-  return { rate: await nodeHttpRate(port, seconds), tool: 'node client' };
+  return { rate: await nodeHttpRate(port, seconds), tool: 'node client in this process' };
 }
 
 /** A keep-alive HTTP client in this process (it shares the CPU with the server: a lower bound). */
