@@ -37,6 +37,7 @@ interface TensorCtor {
 interface EmbeddedServer {
   infer(request: { model: string; inputs: unknown[] }): Promise<{ outputs: { data: Uint8Array }[] }>;
   listenHttp(options: { port: number }): Promise<{ port: number }>;
+  statistics(name: string): { inference_count: number }[];
   stopListening(kind: 'http'): Promise<void>;
   close(): Promise<void>;
 }
@@ -284,12 +285,19 @@ async function main(): Promise<void> {
         }
       }
     }
-    const httpRates = new Map<string, { rate: number; tool: string }>();
+    const httpRates = new Map<string, { rate: number; tool: string; cpuUsPerRequest: number }>();
     if (!values['no-http']) {
       for (const b of builds) {
         const ep = await b.server.listenHttp({ port: 0 });
         try {
-          httpRates.set(b.label, await httpRate(ep.port, Number(values['http-seconds'])));
+          // The server's CPU per HTTP request (this process: it serves, perf_analyzer is another one).
+          const count = (): number => b.server.statistics('simple')[0]?.inference_count ?? 0;
+          const n0 = count();
+          const cpu0 = process.cpuUsage();
+          const h = await httpRate(ep.port, Number(values['http-seconds']));
+          const cpu = process.cpuUsage(cpu0);
+          const n = count() - n0;
+          httpRates.set(b.label, { ...h, cpuUsPerRequest: n > 0 ? (cpu.user + cpu.system) / n : Number.NaN });
         } finally {
           await b.server.stopListening('http');
         }
@@ -321,8 +329,11 @@ async function main(): Promise<void> {
       const rate = pick(label, 1, (x) => x.requestsPerSec);
       const p50 = pick(label, 1, (x) => x.p50Us);
       const h = httpRates.get(b.label);
+      const cpu = pick(label, 1, (x) => x.cpuUsPerRequest);
       const vsHttp = h
-        ? `, HTTP c1 ${fmt(h.rate)}/s (${h.tool}): in-process/HTTP ${fmt(rate / h.rate, 2)} (target ≥ 5)`
+        ? `, HTTP c1 ${fmt(h.rate)}/s (${h.tool}): in-process/HTTP ${fmt(rate / h.rate, 2)} (target ≥ 5); ` +
+          `server CPU per request HTTP ${fmt(h.cpuUsPerRequest)} µs vs in-process ${fmt(cpu)} µs: ` +
+          `${fmt(h.cpuUsPerRequest / cpu, 2)}×`
         : '';
       lines.push(`${b.label}: p50 in-process/bare ${fmt(p50 / bareP50, 2)} (target ≤ 2)${vsHttp}`);
     }
