@@ -20,6 +20,7 @@ import queue
 import socket
 import sys
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Mapping, Sequence
@@ -497,6 +498,9 @@ class Runtime:
         return requests, states
 
     def _execute(self, frame: frames.Frame) -> None:
+        # Stamped on CLOCK_MONOTONIC, the host's process.hrtime clock: the host splits the batch's time into
+        # waiting (behind earlier pipelined batches), the stub's own work and reading the answers.
+        started = time.monotonic_ns()
         batch = int(frame.header["batch"])
         states: list[api._RequestState] = []
         blobs: list[memoryview] = []
@@ -521,14 +525,15 @@ class Runtime:
                 "batch": batch,
                 "error": self._failure(e),
                 "error_info": exception_info(e),
+                "started": started,
+                "finished": time.monotonic_ns(),
             }
             self.send(messages.EXECUTE_DONE, failed)
             return
         for s in states:
             s.returned = True
-        self._writer.send_text(
-            messages.EXECUTE_DONE, messages.execute_done_json(batch, entries, handed_back), blobs
-        )
+        done = messages.execute_done_json(batch, entries, handed_back, started, time.monotonic_ns())
+        self._writer.send_text(messages.EXECUTE_DONE, done, blobs)
 
     def _failure(self, e: BaseException) -> str:
         return f"Failed to process the request(s) for model '{self._name}', message: {format_exception(e)}"
