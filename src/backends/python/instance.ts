@@ -71,6 +71,7 @@ import {
   readInlineTensors,
   readTensors,
   type FreedRanges,
+  type TensorSink,
 } from './tensors.js';
 
 export interface PythonInstanceOptions {
@@ -132,6 +133,13 @@ interface Batch {
   /** Fires after the execution timeout without progress; armed when the stub starts the batch. */
   timer: NodeJS.Timeout | undefined;
   /** Frees the batch's space in the host->stub file (once every request of it has ended). */
+  readonly unpin: () => void;
+}
+
+/** A batch ready to send: its requests on the wire, their inline bytes, and its hold on /dev/shm. */
+interface Prepared {
+  readonly wire: WireRequest[];
+  readonly blob: BlobBuilder;
   readonly unpin: () => void;
 }
 
@@ -316,7 +324,8 @@ export class PythonInstance implements InstanceHandle {
           r.sender.fail(unavailable(`Python model instance '${this.name}' is not available: ${e.message}`));
         return {};
       }
-      const prepared = await this.prepare(stub, live);
+      const preparing = this.prepare(stub, live);
+      const prepared = preparing instanceof Promise ? await preparing : preparing;
       turnTaken = true;
       return await new Promise<ExecuteResult>((resolve) => {
         this.inTurn(turn, () => this.sendBatch(stub, live, prepared, execStart, resolve));
@@ -328,12 +337,10 @@ export class PythonInstance implements InstanceHandle {
 
   /**
    * The batch's EXECUTE frame contents: inputs inline in `blob` or written into the host->stub file under
-   * the batch's pin (released by `unpin`).
+   * the batch's pin (released by `unpin`). Small inputs are described without a promise (the small-request
+   * path); the first request with a tensor for /dev/shm hands the rest to prepareShm().
    */
-  private async prepare(
-    stub: StubProcess,
-    live: readonly BackendRequest[],
-  ): Promise<{ wire: WireRequest[]; blob: BlobBuilder; unpin: () => void }> {
+  private prepare(stub: StubProcess, live: readonly BackendRequest[]): Prepared | Promise<Prepared> {
     const arena = stub.files?.toStub;
     // Nothing in the host->stub file is read any more when no request of this instance is open, no other
     // batch is being prepared and no BLS call runs; otherwise this batch's inputs go around what earlier
@@ -343,36 +350,60 @@ export class PythonInstance implements InstanceHandle {
     const unpin = (): void => {
       if (pin !== undefined) arena?.unpin(pin);
     };
+    const prepared: Prepared = { wire: [], blob: new BlobBuilder(), unpin };
     const sink = { arena, threshold: this.opts.shmThreshold, pin };
-    const blob = new BlobBuilder();
-    const wire: WireRequest[] = [];
-    this.preparing++;
     try {
-      for (const r of live) {
-        const rid = this.nextRid++;
-        const corr = r.correlationId;
-        wire.push({
-          rid,
-          request_id: r.id,
-          correlation_id: String(corr),
-          correlation_is_string: typeof corr === 'string',
-          flags: r.flags,
-          parameters: parametersJson(r.parameters),
-          requested_outputs: [...r.requestedOutputs],
-          inputs:
-            describeInline(r.inputs.values(), sink, blob) ??
-            (await describeTensors(r.inputs.values(), sink, blob)),
-          ...(r.signal.aborted ? { cancelled: true } : {}),
-          ...(r.trace ? traceWire(r.trace) : {}),
-        });
+      for (let i = 0; i < live.length; i++) {
+        const inputs = describeInline(live[i].inputs.values(), sink, prepared.blob);
+        if (inputs === undefined) return this.prepareShm(live, i, sink, prepared);
+        prepared.wire.push(this.wireRequest(live[i], inputs));
       }
     } catch (err) {
       unpin();
       throw err;
+    }
+    return prepared;
+  }
+
+  /** prepare() from request `from` on, writing tensors into /dev/shm (which may wait). */
+  private async prepareShm(
+    live: readonly BackendRequest[],
+    from: number,
+    sink: TensorSink,
+    prepared: Prepared,
+  ): Promise<Prepared> {
+    this.preparing++;
+    try {
+      for (let i = from; i < live.length; i++) {
+        const r = live[i];
+        const inputs =
+          describeInline(r.inputs.values(), sink, prepared.blob) ??
+          (await describeTensors(r.inputs.values(), sink, prepared.blob));
+        prepared.wire.push(this.wireRequest(r, inputs));
+      }
+    } catch (err) {
+      prepared.unpin();
+      throw err;
     } finally {
       this.preparing--;
     }
-    return { wire, blob, unpin };
+    return prepared;
+  }
+
+  private wireRequest(r: BackendRequest, inputs: WireTensor[]): WireRequest {
+    const corr = r.correlationId;
+    return {
+      rid: this.nextRid++,
+      request_id: r.id,
+      correlation_id: String(corr),
+      correlation_is_string: typeof corr === 'string',
+      flags: r.flags,
+      parameters: parametersJson(r.parameters),
+      requested_outputs: [...r.requestedOutputs],
+      inputs,
+      ...(r.signal.aborted ? { cancelled: true } : {}),
+      ...(r.trace ? traceWire(r.trace) : {}),
+    };
   }
 
   /** Runs `send` once every execute() called before this one has sent its batch or given up. */
@@ -394,7 +425,7 @@ export class PythonInstance implements InstanceHandle {
   private sendBatch(
     stub: StubProcess,
     live: readonly BackendRequest[],
-    prepared: { wire: WireRequest[]; blob: BlobBuilder; unpin: () => void },
+    prepared: Prepared,
     execStart: bigint,
     resolve: (result: ExecuteResult) => void,
   ): void {
