@@ -144,7 +144,11 @@ class Recorder implements ResponseSender {
 }
 
 let rid = 0;
-function request(recorder: Recorder, values: number[], parameters: Record<string, string> = {}): BackendRequest {
+function request(
+  recorder: Recorder,
+  values: number[],
+  parameters: Record<string, string> = {},
+): BackendRequest {
   return {
     id: `r${rid++}`,
     inputs: new Map([['IN', int32(values)]]),
@@ -232,9 +236,7 @@ describe('pipelined batches on a Python instance', () => {
       const gate = gatePath();
       const recs = [0, 1, 2, 3].map((i) => new Recorder(order, `b${i}`));
       // The first batch holds the model until the gate opens; the others are all sent meanwhile.
-      const runs = recs.map((r, i) =>
-        inst.execute([request(r, [10 * i, 1], i === 0 ? { gate } : {})]),
-      );
+      const runs = recs.map((r, i) => inst.execute([request(r, [10 * i, 1], i === 0 ? { gate } : {})]));
       open(gate);
       const results = await Promise.all(runs);
       for (const result of results) assert.deepEqual(result, { executed: true });
@@ -290,10 +292,7 @@ describe('pipelined batches on a Python instance', () => {
       const warm = new Recorder(order, 'warm');
       await inst.execute([request(warm, [1])]);
       const pid = warm.out()[2];
-      const runs = [
-        inst.execute([request(first, [1], { gate })]),
-        inst.execute([request(second, [2])]),
-      ];
+      const runs = [inst.execute([request(first, [1], { gate })]), inst.execute([request(second, [2])])];
       process.kill(pid, 'SIGKILL');
       await Promise.all(runs);
       for (const r of [first, second]) {
@@ -381,10 +380,7 @@ describe('pipelined batches on a Python instance', () => {
       const waiting = new Recorder(order, 'waiting');
       // The long batch shows progress (a response every 50 ms) for more than two timeouts; the batch
       // behind it waits all that time without running.
-      const runs = [
-        inst.execute([request(long, [1], { gate })]),
-        inst.execute([request(waiting, [2])]),
-      ];
+      const runs = [inst.execute([request(long, [1], { gate })]), inst.execute([request(waiting, [2])])];
       await sleep(timeoutMs * 2.5);
       open(gate);
       await Promise.all(runs);

@@ -92,7 +92,10 @@ function harness(
 ): Harness {
   const config: FrozenModelConfig = parseModelConfigText(configText, 'm');
   const clock = new FakeClock();
-  const instances = Array.from({ length: instanceCount }, (_, i) => new FakeInstance(`m_${i}`, pipelineDepth));
+  const instances = Array.from(
+    { length: instanceCount },
+    (_, i) => new FakeInstance(`m_${i}`, pipelineDepth),
+  );
   const stats = new ModelStats('m', '1');
   const rateLimit = limiter?.registerModel(
     { ...config, instance_group: [{ ...config.instance_group[0], count: instanceCount }] },

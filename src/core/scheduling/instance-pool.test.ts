@@ -271,4 +271,3 @@ describe('instance pool', () => {
     assert.equal(pool.freeCount, 1);
   });
 });
-
