@@ -84,6 +84,10 @@ class Runtime:
         self._outputs: OutputArena | None = None
         self._threshold = 1 << 62
         self._commands: collections.deque[frames.Frame] = collections.deque()
+        # The highest request id a batch has been started with, and cancellations that arrived for later
+        # ones (batches the host pipelined behind the running one): both under the dispatcher's lock.
+        self._last_rid = 0
+        self._early_cancels: set[int] = set()
         self._orphans: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._requests: weakref.WeakValueDictionary[int, api._RequestState] = weakref.WeakValueDictionary()
         self._bls: dict[int, api.ResponseQueue] = {}
@@ -142,9 +146,13 @@ class Runtime:
         t = frame.type
         h = frame.header
         if t == messages.CANCEL:
-            state = self._requests.get(int(h["rid"]))
+            rid = int(h["rid"])
+            state = self._requests.get(rid)
             if state is not None:
                 state.cancelled = True
+            elif rid > self._last_rid:
+                # A pipelined batch not started yet (its EXECUTE waits in the queue or the socket).
+                self._early_cancels.add(rid)
         elif t == messages.BLS_RESPONSE:
             call_id = int(h["call"])
             with self._bls_lock:
@@ -469,11 +477,19 @@ class Runtime:
         requests: list[api.InferenceRequest] = []
         states: list[api._RequestState] = []
         execute: messages.Execute = frame.header  # type: ignore[assignment]
-        for r in execute["requests"]:
+        with self._dispatch.lock:
+            for r in execute["requests"]:
+                state = api._RequestState(r["rid"], self._decoupled, frozenset(r["requested_outputs"]))
+                self._requests[state.rid] = state
+                states.append(state)
+                self._last_rid = max(self._last_rid, state.rid)
+            if self._early_cancels:
+                for state in states:
+                    if state.rid in self._early_cancels:
+                        state.cancelled = True
+                self._early_cancels = {rid for rid in self._early_cancels if rid > self._last_rid}
+        for r, state in zip(execute["requests"], states, strict=True):
             outputs = r["requested_outputs"]
-            state = api._RequestState(r["rid"], self._decoupled, frozenset(outputs))
-            self._requests[state.rid] = state
-            states.append(state)
             corr = r["correlation_id"]
             trace: api.InferenceTrace | None = None
             if r.get("traced"):

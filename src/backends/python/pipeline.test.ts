@@ -27,9 +27,10 @@ import { PACKAGE_ROOT } from './interpreter.js';
 
 const PYTHON = path.join(PACKAGE_ROOT, '.venv/bin/python');
 
-// IN INT32 [n]; OUT = [sum(IN) + 1, the how-many-th execute call this is, the stub's pid]. A request with a
-// "gate" parameter waits until that file exists; one with "bls" asks the model "target" first and adds its
-// answer.
+// IN INT32 [n]; OUT = [sum(IN) + 1, the how-many-th execute call this is, the stub's pid, whether the
+// request was cancelled]. A request with a "gate" parameter waits until that file exists; one with "bls"
+// asks the model "target" first and adds its answer; one with "await_cancel" reads the socket (as
+// is_cancelled() does) until a cancellation for a batch that has not started yet has arrived.
 const MODEL_PY = `
 import os
 import time
@@ -51,6 +52,13 @@ class TritonPythonModel:
             if gate:
                 while not os.path.exists(gate):
                     time.sleep(0.002)
+            if params.get("await_cancel"):
+                from nereid_stub import channel
+
+                runtime = channel.current()
+                while not runtime._early_cancels:
+                    request.is_cancelled()
+                    time.sleep(0.002)
             value = int(pb_utils.get_input_tensor_by_name(request, "IN").as_numpy().astype(np.int64).sum()) + 1
             if params.get("bls"):
                 call = pb_utils.InferenceRequest(
@@ -62,7 +70,7 @@ class TritonPythonModel:
                 if answer.has_error():
                     raise pb_utils.TritonModelException(answer.error().message())
                 value += int(pb_utils.get_output_tensor_by_name(answer, "OUT").as_numpy()[0])
-            out = np.array([value, self.calls, os.getpid()], dtype=np.int32)
+            out = np.array([value, self.calls, os.getpid(), request.is_cancelled()], dtype=np.int32)
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", out)]))
         return responses
 `;
@@ -340,6 +348,26 @@ describe('pipelined batches on a Python instance', () => {
       assert.deepEqual(order, ['caller', 'behind']);
       assert.deepEqual(caller.out().slice(0, 2), [702, 1]);
       assert.deepEqual(behind.out().slice(0, 2), [6, 2]);
+    } finally {
+      await inst.close();
+    }
+  });
+
+  it('a pipelined batch cancelled before the stub starts it is seen cancelled by the model', async () => {
+    const inst = await instance(MODEL_PY);
+    try {
+      const order: string[] = [];
+      const first = new Recorder(order, 'first');
+      const behind = new Recorder(order, 'behind');
+      const abort = new AbortController();
+      const runs = [inst.execute([request(first, [1], { await_cancel: '1' })])];
+      const r = request(behind, [2]);
+      runs.push(inst.execute([{ ...r, signal: abort.signal }]));
+      // The host tells the stub with a CANCEL frame, which arrives while the first batch still runs.
+      abort.abort();
+      await Promise.all(runs);
+      assert.equal(first.out()[3], 0);
+      assert.equal(behind.out()[3], 1, 'request.is_cancelled() in the batch that waited');
     } finally {
       await inst.close();
     }
