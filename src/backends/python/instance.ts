@@ -243,8 +243,6 @@ export class PythonInstance implements InstanceHandle {
   private nextTurn = 0;
   private turnToSend = 0;
   private readonly laterTurns = new Map<number, () => void>();
-  /** Batches writing their inputs now (the host->stub file is not reset under them). */
-  private preparing = 0;
 
   private readonly scope: PythonFailureScope | undefined;
 
@@ -343,9 +341,10 @@ export class PythonInstance implements InstanceHandle {
   private prepare(stub: StubProcess, live: readonly BackendRequest[]): Prepared | Promise<Prepared> {
     const arena = stub.files?.toStub;
     // Nothing in the host->stub file is read any more when no request of this instance is open, no other
-    // batch is being prepared and no BLS call runs; otherwise this batch's inputs go around what earlier
-    // (decoupled or pipelined) batches still read.
-    if (this.batches.size === 0 && this.preparing === 0 && this.bls?.idle !== false) arena?.reset();
+    // execute() is between its call and its send (preparing, or prepared and waiting for its turn) and no
+    // BLS call runs; otherwise this batch's inputs go around what other batches still hold.
+    const alone = this.nextTurn - this.turnToSend === 1;
+    if (this.batches.size === 0 && alone && this.bls?.idle !== false) arena?.reset();
     const pin = arena?.pin();
     const unpin = (): void => {
       if (pin !== undefined) arena?.unpin(pin);
@@ -372,7 +371,6 @@ export class PythonInstance implements InstanceHandle {
     sink: TensorSink,
     prepared: Prepared,
   ): Promise<Prepared> {
-    this.preparing++;
     try {
       for (let i = from; i < live.length; i++) {
         const r = live[i];
@@ -384,8 +382,6 @@ export class PythonInstance implements InstanceHandle {
     } catch (err) {
       prepared.unpin();
       throw err;
-    } finally {
-      this.preparing--;
     }
     return prepared;
   }
