@@ -114,8 +114,10 @@ export class InstancePool {
   }
 
   /**
-   * Takes an instance that may execute now, or undefined (all busy, or waiting for the rate limiter).
-   * With `which`, only that instance will do (the sequence batcher binds sequences to instances).
+   * Takes an instance that may execute now, or undefined (all busy, or waiting for the rate limiter): an
+   * idle one, else a pipelined slot on the busy instance holding the fewest executions (ahead() > 0; a
+   * scheduler that would rather wait for an idle instance puts it back). With `which`, only that instance
+   * will do, and only idle (the sequence batcher binds sequences to instances).
    */
   take(which?: InstanceHandle): InstanceHandle | undefined {
     if (which === undefined && !this.rateLimit && this.granted.length === 0) {
