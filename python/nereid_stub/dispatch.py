@@ -6,6 +6,11 @@ threads on the hot path — while frames for others (cancellations, BLS results,
 flow whenever anyone waits. Nobody reading while a model computes is fine: cancellation flags are polled
 by is_cancelled(), freed space by the output allocator, and the host's death ends the process
 (PR_SET_PDEATHSIG) even then.
+
+A command frame (EXECUTE, ...) read by a thread waiting for something else — the model blocked in a BLS
+call or in the model loading API while the host pipelined the next batch behind it — is only queued by the
+route; the main thread runs it after the current execute returned, never nested inside it. Every frame a
+single recv brought is handled: the reader keeps what it buffered and hands it out before reading again.
 """
 
 from __future__ import annotations

@@ -199,6 +199,8 @@ class ExecuteDone(_ExecuteDone, total=False):
     error_info: ErrorInfo
     responses: list[WireResponse]
     rescheduled: list[int]  # rids the model rescheduled
+    started: int  # time.monotonic_ns() when the stub began the batch (the host's clock too)
+    finished: int  # ... and when its answer was ready
 
 
 class _BlsRequest(TypedDict):
@@ -330,9 +332,11 @@ def error_response_json(
     return f'{{"rid":{rid},"final":true,"error":{{"code":{code},"message":{json.dumps(message)}{mine}}}}}'
 
 
-def execute_done_json(batch: int, responses: list[str], rescheduled: list[int]) -> str:
+def execute_done_json(
+    batch: int, responses: list[str], rescheduled: list[int], started: int, finished: int
+) -> str:
     """An ExecuteDone without error as JSON text; `responses` are response texts."""
-    text = f'{{"batch":{batch}'
+    text = f'{{"batch":{batch},"started":{started},"finished":{finished}'
     if responses:
         text += f',"responses":[{",".join(responses)}]'
     if rescheduled:

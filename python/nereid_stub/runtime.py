@@ -20,6 +20,7 @@ import queue
 import socket
 import sys
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Mapping, Sequence
@@ -84,6 +85,10 @@ class Runtime:
         self._outputs: OutputArena | None = None
         self._threshold = 1 << 62
         self._commands: collections.deque[frames.Frame] = collections.deque()
+        # The highest request id a batch has been started with, and cancellations that arrived for later
+        # ones (batches the host pipelined behind the running one): both under the dispatcher's lock.
+        self._last_rid = 0
+        self._early_cancels: set[int] = set()
         self._orphans: queue.SimpleQueue[int] = queue.SimpleQueue()
         # rid -> the request's state, weakly (a state the model dropped must die: that is how an unanswered
         # request is noticed); dead entries are swept as the map grows (_sweep).
@@ -145,9 +150,13 @@ class Runtime:
         t = frame.type
         h = frame.header
         if t == messages.CANCEL:
-            state = self._request_state(int(h["rid"]))
+            rid = int(h["rid"])
+            state = self._request_state(rid)
             if state is not None:
                 state.cancelled = True
+            elif rid > self._last_rid:
+                # A pipelined batch not started yet (its EXECUTE waits in the queue or the socket).
+                self._early_cancels.add(rid)
         elif t == messages.BLS_RESPONSE:
             call_id = int(h["call"])
             with self._bls_lock:
@@ -491,11 +500,19 @@ class Runtime:
         blob = frame.blob
         wire = api.Tensor._wire
         live = self._requests
-        for r in execute["requests"]:
+        with self._dispatch.lock:
+            for r in execute["requests"]:
+                state = api._RequestState(r["rid"], self._decoupled, frozenset(r["requested_outputs"]))
+                live[state.rid] = weakref.ref(state)
+                states.append(state)
+                self._last_rid = max(self._last_rid, state.rid)
+            if self._early_cancels:
+                for state in states:
+                    if state.rid in self._early_cancels:
+                        state.cancelled = True
+                self._early_cancels = {rid for rid in self._early_cancels if rid > self._last_rid}
+        for r, state in zip(execute["requests"], states, strict=True):
             outputs = r["requested_outputs"]
-            state = api._RequestState(r["rid"], self._decoupled, frozenset(outputs))
-            live[state.rid] = weakref.ref(state)
-            states.append(state)
             corr = r["correlation_id"]
             trace: api.InferenceTrace | None = None
             if r.get("traced"):
@@ -531,6 +548,9 @@ class Runtime:
         return requests, states
 
     def _execute(self, frame: frames.Frame) -> None:
+        # Stamped on CLOCK_MONOTONIC, the host's process.hrtime clock: the host splits the batch's time into
+        # waiting (behind earlier pipelined batches), the stub's own work and reading the answers.
+        started = time.monotonic_ns()
         batch = int(frame.header["batch"])
         states: list[api._RequestState] = []
         blobs: list[memoryview] = []
@@ -555,14 +575,15 @@ class Runtime:
                 "batch": batch,
                 "error": self._failure(e),
                 "error_info": exception_info(e),
+                "started": started,
+                "finished": time.monotonic_ns(),
             }
             self.send(messages.EXECUTE_DONE, failed)
             return
         for s in states:
             s.returned = True
-        self._writer.send_text(
-            messages.EXECUTE_DONE, messages.execute_done_json(batch, entries, handed_back), blobs
-        )
+        done = messages.execute_done_json(batch, entries, handed_back, started, time.monotonic_ns())
+        self._writer.send_text(messages.EXECUTE_DONE, done, blobs)
 
     def _failure(self, e: BaseException) -> str:
         return f"Failed to process the request(s) for model '{self._name}', message: {format_exception(e)}"

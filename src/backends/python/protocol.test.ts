@@ -103,6 +103,8 @@ const SAMPLES: { [T in MessageType]: Messages[T] } = {
       },
     ],
     rescheduled: [12, 13],
+    started: 35596337944003,
+    finished: 35596338044003,
   },
   [MessageType.BlsRequest]: {
     call: 4,
@@ -214,7 +216,7 @@ while (frame := reader.read()) is not None:
     if frame.type == messages.EXECUTE_DONE:
         for r in header["responses"]:
             fast_response(r)
-        plain = json.loads(messages.execute_done_json(header["batch"], [json.dumps(r) for r in header["responses"]], header["rescheduled"]))
+        plain = json.loads(messages.execute_done_json(header["batch"], [json.dumps(r) for r in header["responses"]], header["rescheduled"], header["started"], header["finished"]))
         assert plain == {k: v for k, v in header.items() if k not in ("error", "error_info")}, plain
     writer.send(frame.type, header, [bytes(frame.blob)])
 assert sorted(seen) == sorted(messages.SHAPES), (seen, sorted(messages.SHAPES))
