@@ -6,8 +6,13 @@
  * (instance_group × count) → InstanceHandle.execute() many times → InstanceHandle.close() → ModelHandle.unload().
  *
  * Ownership and concurrency:
- * - The core never calls execute() on one instance while a previous execute() on it is still pending;
- *   different instances of a model execute concurrently.
+ * - The core never calls execute() on one instance while a previous execute() on it is still pending,
+ *   unless the instance declares `pipelineDepth` N > 1: then it may hand the instance up to N executions
+ *   at once (a new execute() before earlier ones settled). The backend runs them strictly in the order
+ *   execute() was called, one at a time as the model sees it (a model that does not batch still gets one
+ *   request per call, as in Triton); what it gains is that the next batch is already there when the
+ *   previous one returns. Each execute() still settles on its own, with its own requests, timings and
+ *   result. Different instances of a model execute concurrently.
  * - execute() receives a whole batch (1..max_batch_size requests, or more requests when each carries its
  *   own batch dimension). For each request the backend must end the response stream exactly once: either
  *   `sender.send(outputs, { final: true })` (possibly after earlier non-final sends, decoupled models only)
@@ -156,6 +161,12 @@ export interface ExecuteResult {
 
 export interface InstanceHandle {
   readonly name: string;
+  /**
+   * Optional: how many executions the core may hand this instance at once (see the contract above); absent
+   * or 1: one at a time. The core uses the extra slots only when no instance is idle, and never under the
+   * rate limiter or for the sequence batcher's lanes.
+   */
+  readonly pipelineDepth?: number;
   execute(requests: readonly BackendRequest[]): Promise<ExecuteResult | void>;
   /** Releases the instance (threads, sessions, processes). Called after the last execute() settled. */
   close(): Promise<void>;

@@ -115,4 +115,29 @@ parameters { key: "execution_thread" value: { string_value: "event_loop" } }`,
       }
     });
   }
+
+  it('add_sub_python with requests pipelined to its stub: the phases still fit in the success time', async () => {
+    const url = `${s.url}/v2/models/add_sub_python`;
+    const before = (await request(`${url}/stats`)).json<{ model_stats: Stats[] }>().model_stats[0];
+    // 8 at once on one instance: the pool hands its stub a second batch while the first runs.
+    for (let round = 0; round < 4; round++) {
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, () => post(`${url}/infer`, MODELS.add_sub_python)),
+      );
+      for (const r of answers) assert.equal(r.status, 200, r.body.toString());
+    }
+    const [st] = (await request(`${url}/stats`)).json<{ model_stats: Stats[] }>().model_stats;
+    const { success, queue, compute_input, compute_infer, compute_output } = st.inference_stats;
+    assert.equal(success.count - before.inference_stats.success.count, 32);
+    const delta = (d: { ns: number }, b: { ns: number }): number => d.ns - b.ns;
+    const was = before.inference_stats;
+    assert.ok(
+      delta(queue, was.queue) +
+        delta(compute_input, was.compute_input) +
+        delta(compute_infer, was.compute_infer) +
+        delta(compute_output, was.compute_output) <=
+        delta(success, was.success),
+      `the phases fit in the success time: ${JSON.stringify(st.inference_stats)}`,
+    );
+  });
 });

@@ -197,6 +197,7 @@ class PythonModel implements ModelHandle {
       decoupled: this.ctx.config.model_transaction_policy?.decoupled === true,
       timeoutMs: this.options.stubTimeoutMs,
       executionTimeoutMs: this.settings.executionTimeoutMs,
+      pipelineDepth: this.options.pipelineDepth,
       memoryLimitBytes: this.settings.stubMemoryLimitBytes,
       shmThreshold: this.options.shmThreshold,
       log: this.log,

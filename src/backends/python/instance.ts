@@ -71,6 +71,7 @@ import {
   readInlineTensors,
   readTensors,
   type FreedRanges,
+  type TensorSink,
 } from './tensors.js';
 
 export interface PythonInstanceOptions {
@@ -82,8 +83,10 @@ export interface PythonInstanceOptions {
   readonly decoupled: boolean;
   /** Bound on initialize() and finalize() (stub-timeout-seconds). */
   readonly timeoutMs: number;
-  /** Longest a batch may go without progress (0 = none). */
+  /** Longest a batch may go without progress (0 = none), counted from when the stub starts it. */
   readonly executionTimeoutMs?: number;
+  /** Batches the core may hand the instance at once (default 1); they wait in order in the stub's socket. */
+  readonly pipelineDepth?: number;
   /** Resident memory a stub may hold (bytes, 0 = no limit). */
   readonly memoryLimitBytes?: number;
   readonly shmThreshold: number;
@@ -117,9 +120,9 @@ interface Batch {
   readonly id: number;
   /** The batch's requests, for the phase timings reported when the stub answers. */
   readonly requests: readonly BackendRequest[];
-  /** process.hrtime.bigint() when execute() began preparing the batch, and when it was sent to the stub. */
+  /** process.hrtime.bigint() when execute() was called, and when the batch was sent to the stub. */
   readonly execStart: bigint;
-  readonly computeStart: bigint;
+  readonly sentAt: bigint;
   /** The stub the batch was sent to. */
   readonly stub: StubProcess;
   pending: number;
@@ -127,9 +130,16 @@ interface Batch {
   pythonReturned: boolean;
   /** Settles execute() (see the module comment for when). */
   readonly resolve: (result: ExecuteResult) => void;
-  /** Fires after the execution timeout without progress. */
+  /** Fires after the execution timeout without progress; armed when the stub starts the batch. */
   timer: NodeJS.Timeout | undefined;
   /** Frees the batch's space in the host->stub file (once every request of it has ended). */
+  readonly unpin: () => void;
+}
+
+/** A batch ready to send: its requests on the wire, their inline bytes, and its hold on /dev/shm. */
+interface Prepared {
+  readonly wire: WireRequest[];
+  readonly blob: BlobBuilder;
   readonly unpin: () => void;
 }
 
@@ -164,6 +174,13 @@ function parametersJson(params: Readonly<Record<string, ParameterValue>>): strin
 /** Nanoseconds from `a` to `b` (0 if the clock reads otherwise). */
 function nsBetween(a: bigint, b: bigint): number {
   return b > a ? Number(b - a) : 0;
+}
+
+/** A time the stub reported (CLOCK_MONOTONIC ns), within [lo, hi]; undefined when it sent none. */
+function clampedStubTime(v: unknown, lo: bigint, hi: bigint): bigint | undefined {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
+  const t = BigInt(Math.round(v));
+  return t < lo ? lo : t > hi ? hi : t;
 }
 
 /** Every response's outputs travel inline (so they can be read without waiting). */
@@ -220,11 +237,18 @@ export class PythonInstance implements InstanceHandle {
   private cancelPoll: NodeJS.Timeout | undefined;
   /** Frames waiting in frameChain: while there are any, later frames queue behind them. */
   private queuedFrames = 0;
+  /** Readonly for the core (InstanceHandle.pipelineDepth): batches it may hand this instance at once. */
+  readonly pipelineDepth: number;
+  /** execute() calls numbered in call order, the next to send its batch, and later ones ready first. */
+  private nextTurn = 0;
+  private turnToSend = 0;
+  private readonly laterTurns = new Map<number, () => void>();
 
   private readonly scope: PythonFailureScope | undefined;
 
   private constructor(private readonly opts: PythonInstanceOptions) {
     this.name = opts.spec.name;
+    this.pipelineDepth = Math.max(1, opts.pipelineDepth ?? 1);
     const f = opts.failures;
     this.scope = f && { ...f, id: { model: opts.modelName, version: f.version, instance: opts.spec.name } };
   }
@@ -281,81 +305,170 @@ export class PythonInstance implements InstanceHandle {
   async execute(requests: readonly BackendRequest[]): Promise<ExecuteResult> {
     const live = requests.filter((r) => !r.sender.done);
     if (live.length === 0) return {};
-    let stub: StubProcess;
-    try {
-      // A live stub is taken without a promise turn (the small-request path).
-      stub = this.stub?.alive && !this.closed ? this.stub : await this.ensureStub();
-    } catch (err) {
-      const e = NereidError.from(err);
-      for (const r of live)
-        r.sender.fail(unavailable(`Python model instance '${this.name}' is not available: ${e.message}`));
-      return {};
-    }
     const execStart = process.hrtime.bigint();
+    // Batches reach the stub in the order execute() was called (the contract for pipelined instances),
+    // though preparing one may wait (a stub being restarted, inputs written to /dev/shm) while a later
+    // one is ready at once: each takes a turn now and sends, or gives up, in it.
+    const turn = this.nextTurn++;
+    let turnTaken = false;
+    try {
+      let stub: StubProcess;
+      try {
+        // A live stub is taken without a promise turn (the small-request path).
+        stub = this.stub?.alive && !this.closed ? this.stub : await this.ensureStub();
+      } catch (err) {
+        const e = NereidError.from(err);
+        for (const r of live)
+          r.sender.fail(unavailable(`Python model instance '${this.name}' is not available: ${e.message}`));
+        return {};
+      }
+      const preparing = this.prepare(stub, live);
+      const prepared = preparing instanceof Promise ? await preparing : preparing;
+      turnTaken = true;
+      return await new Promise<ExecuteResult>((resolve) => {
+        this.inTurn(turn, () => this.sendBatch(stub, live, prepared, execStart, resolve));
+      });
+    } finally {
+      if (!turnTaken) this.inTurn(turn, () => undefined);
+    }
+  }
+
+  /**
+   * The batch's EXECUTE frame contents: inputs inline in `blob` or written into the host->stub file under
+   * the batch's pin (released by `unpin`). Small inputs are described without a promise (the small-request
+   * path); the first request with a tensor for /dev/shm hands the rest to prepareShm().
+   */
+  private prepare(stub: StubProcess, live: readonly BackendRequest[]): Prepared | Promise<Prepared> {
     const arena = stub.files?.toStub;
-    // Nothing in the host->stub file is read any more when no request of this instance is open and no BLS
-    // call runs; otherwise this batch's inputs go around what earlier (decoupled) requests still read.
-    if (this.batches.size === 0 && this.bls?.idle !== false) arena?.reset();
+    // Nothing in the host->stub file is read any more when no request of this instance is open, no other
+    // execute() is between its call and its send (preparing, or prepared and waiting for its turn) and no
+    // BLS call runs; otherwise this batch's inputs go around what other batches still hold.
+    const alone = this.nextTurn - this.turnToSend === 1;
+    if (this.batches.size === 0 && alone && this.bls?.idle !== false) arena?.reset();
     const pin = arena?.pin();
     const unpin = (): void => {
       if (pin !== undefined) arena?.unpin(pin);
     };
+    const prepared: Prepared = { wire: [], blob: new BlobBuilder(), unpin };
     const sink = { arena, threshold: this.opts.shmThreshold, pin };
-    const blob = new BlobBuilder();
-    const wire: WireRequest[] = [];
     try {
-      for (const r of live) {
-        const rid = this.nextRid++;
-        const corr = r.correlationId;
-        wire.push({
-          rid,
-          request_id: r.id,
-          correlation_id: String(corr),
-          correlation_is_string: typeof corr === 'string',
-          flags: r.flags,
-          parameters: parametersJson(r.parameters),
-          requested_outputs: [...r.requestedOutputs],
-          inputs:
-            describeInline(r.inputs.values(), sink, blob) ??
-            (await describeTensors(r.inputs.values(), sink, blob)),
-          ...(r.signal.aborted ? { cancelled: true } : {}),
-          ...(r.trace ? traceWire(r.trace) : {}),
-        });
+      for (let i = 0; i < live.length; i++) {
+        const inputs = describeInline(live[i].inputs.values(), sink, prepared.blob);
+        if (inputs === undefined) return this.prepareShm(live, i, sink, prepared);
+        prepared.wire.push(this.wireRequest(live[i], inputs));
       }
     } catch (err) {
       unpin();
       throw err;
     }
+    return prepared;
+  }
+
+  /** prepare() from request `from` on, writing tensors into /dev/shm (which may wait). */
+  private async prepareShm(
+    live: readonly BackendRequest[],
+    from: number,
+    sink: TensorSink,
+    prepared: Prepared,
+  ): Promise<Prepared> {
+    try {
+      for (let i = from; i < live.length; i++) {
+        const r = live[i];
+        const inputs =
+          describeInline(r.inputs.values(), sink, prepared.blob) ??
+          (await describeTensors(r.inputs.values(), sink, prepared.blob));
+        prepared.wire.push(this.wireRequest(r, inputs));
+      }
+    } catch (err) {
+      prepared.unpin();
+      throw err;
+    }
+    return prepared;
+  }
+
+  private wireRequest(r: BackendRequest, inputs: WireTensor[]): WireRequest {
+    const corr = r.correlationId;
+    return {
+      rid: this.nextRid++,
+      request_id: r.id,
+      correlation_id: String(corr),
+      correlation_is_string: typeof corr === 'string',
+      flags: r.flags,
+      parameters: parametersJson(r.parameters),
+      requested_outputs: [...r.requestedOutputs],
+      inputs,
+      ...(r.signal.aborted ? { cancelled: true } : {}),
+      ...(r.trace ? traceWire(r.trace) : {}),
+    };
+  }
+
+  /** Runs `send` once every execute() called before this one has sent its batch or given up. */
+  private inTurn(turn: number, send: () => void): void {
+    if (turn !== this.turnToSend) {
+      this.laterTurns.set(turn, send);
+      return;
+    }
+    send();
+    this.turnToSend++;
+    for (let next = this.laterTurns.get(this.turnToSend); next; next = this.laterTurns.get(this.turnToSend)) {
+      this.laterTurns.delete(this.turnToSend);
+      next();
+      this.turnToSend++;
+    }
+  }
+
+  /** Registers the batch and writes its EXECUTE frame (behind any batch the stub has not finished). */
+  private sendBatch(
+    stub: StubProcess,
+    live: readonly BackendRequest[],
+    prepared: Prepared,
+    execStart: bigint,
+    resolve: (result: ExecuteResult) => void,
+  ): void {
+    const { wire, blob, unpin } = prepared;
     if (!stub.alive) {
       unpin();
       const e = this.unhealthy(stub);
       for (const r of live) r.sender.fail(e);
-      return {};
+      resolve({});
+      return;
     }
     const id = this.nextBatch++;
-    return new Promise<ExecuteResult>((resolve) => {
-      const batch: Batch = {
-        id,
-        requests: live,
-        execStart,
-        computeStart: process.hrtime.bigint(),
-        stub,
-        pending: live.length,
-        pythonReturned: false,
-        resolve,
-        timer: undefined,
-        unpin,
-      };
-      this.batches.set(id, batch);
-      live.forEach((request, i) => {
-        this.inflight.set(wire[i].rid, { request, batch, cancelSent: request.signal.aborted });
-      });
-      stub.send(MessageType.Execute, { batch: id, requests: wire }, blob.parts);
-      // One poll for all of the instance's open batches, not a timer per batch.
-      this.cancelPoll ??= setTimeout(() => this.pollCancellation(), CANCEL_POLL_MS);
-      const timeoutMs = this.opts.executionTimeoutMs ?? 0;
-      if (timeoutMs > 0) batch.timer = setTimeout(() => this.onTimeout(batch), timeoutMs);
+    const batch: Batch = {
+      id,
+      requests: live,
+      execStart,
+      sentAt: process.hrtime.bigint(),
+      stub,
+      pending: live.length,
+      pythonReturned: false,
+      resolve,
+      timer: undefined,
+      unpin,
+    };
+    this.batches.set(id, batch);
+    live.forEach((request, i) => {
+      this.inflight.set(wire[i].rid, { request, batch, cancelSent: request.signal.aborted });
     });
+    stub.send(MessageType.Execute, { batch: id, requests: wire }, blob.parts);
+    // One poll for all of the instance's open batches, not a timer per batch.
+    this.cancelPoll ??= setTimeout(() => this.pollCancellation(), CANCEL_POLL_MS);
+    this.armRunning();
+  }
+
+  /**
+   * Arms the execution timeout of the batch the stub is running: the oldest whose execute has not returned
+   * (the stub runs batches in the order they were sent). A batch pipelined behind it gets its timeout
+   * when it starts, so waiting behind a long batch never counts against it.
+   */
+  private armRunning(): void {
+    const timeoutMs = this.opts.executionTimeoutMs ?? 0;
+    if (timeoutMs <= 0) return;
+    for (const b of this.batches.values()) {
+      if (b.pythonReturned) continue;
+      b.timer ??= setTimeout(() => this.onTimeout(b), timeoutMs);
+      return;
+    }
   }
 
   private pollCancellation(): void {
@@ -642,9 +755,13 @@ export class PythonInstance implements InstanceHandle {
     const batch = this.batches.get(h.batch);
     if (!batch) return;
     // Reported before execute() settles, which is when the core reads them (BackendRequest.reportTiming).
+    // The stub stamps its own start and end on the same clock (CLOCK_MONOTONIC: time.monotonic_ns() there,
+    // process.hrtime here); kept within what the host saw, so the phases never exceed the request's time.
+    const started = clampedStubTime(h.started, batch.execStart, arrived) ?? batch.sentAt;
+    const finished = clampedStubTime(h.finished, started, arrived) ?? arrived;
     const timings = {
-      computeInputNs: nsBetween(batch.execStart, batch.computeStart),
-      computeInferNs: nsBetween(batch.computeStart, arrived),
+      computeInputNs: nsBetween(batch.execStart, started),
+      computeInferNs: nsBetween(started, finished),
       computeOutputNs: readingNs,
     };
     for (const r of batch.requests) r.reportTiming?.(timings);
@@ -664,6 +781,8 @@ export class PythonInstance implements InstanceHandle {
     // Open streams get a whole execution timeout from here.
     batch.timer?.refresh();
     this.settle(batch, false);
+    // The stub has gone on to the next batch sent to it.
+    this.armRunning();
   }
 
   /** The model rescheduled the request: the scheduler runs it again later, or it fails here. */

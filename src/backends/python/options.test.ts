@@ -17,6 +17,7 @@ void test("defaults are Triton's, plus Nereid's own keys", () => {
   assert.equal(o.pythonExecutable, undefined);
   assert.equal(o.shmThreshold, DEFAULT_SHM_THRESHOLD);
   assert.equal(o.shmDisabled, false);
+  assert.equal(o.pipelineDepth, 2);
 });
 
 void test('values are read and checked', () => {
@@ -31,7 +32,9 @@ void test('values are read and checked', () => {
     shm_message_queue_size: '10',
     'thread-pool-size': '4',
     'default-max-batch-size': '4',
+    'pipeline-depth': '1',
   });
+  assert.equal(o.pipelineDepth, 1);
   assert.equal(o.shmDefaultByteSize, 4 << 20);
   assert.equal(o.shmGrowthByteSize, 65536);
   assert.equal(o.stubTimeoutMs, 500);
@@ -50,6 +53,8 @@ void test('values are read and checked', () => {
     ['shm-region-prefix-name', '', /letters, digits/],
     ['thread-pool-size', '0', /at least 1/],
     ['disable-shm', 'maybe', /true or false/],
+    ['pipeline-depth', '0', /at least 1/],
+    ['pipeline-depth', '17', /at most 16/],
   ] as const) {
     assert.throws(
       () => pythonBackendOptions({ [key]: value }),

@@ -3,7 +3,7 @@
  * stub timeout, shm name prefix; the message-queue and thread-pool sizes are accepted and unused, as
  * Nereid has neither) plus Nereid's own (the interpreter, the inline/shared-memory threshold, the cache
  * for unpacked execution environments, the execution timeout, the stub memory limit and where execution
- * environments outside the model folder may live). Checked once per model load; a bad value fails the
+ * environments outside the model folder may live, the pipeline depth). Checked once per model load; a bad value fails the
  * load. Two of them a model's config may set for itself (pythonModelSettings), like the javascript
  * backend's parameters:
  *
@@ -36,6 +36,8 @@ export interface PythonBackendOptions {
   readonly executionTimeoutMs: number;
   /** Server-wide resident-memory limit of a stub (bytes, 0 = none); a model parameter may set its own. */
   readonly stubMemoryLimitBytes: number;
+  /** Batches the core may hand one instance at once (InstanceHandle.pipelineDepth; 1 = one at a time). */
+  readonly pipelineDepth: number;
 }
 
 /** What one model's stubs run with: the server-wide settings, or the model's own parameters. */
@@ -54,6 +56,14 @@ export const DEFAULT_SHM_THRESHOLD = 64 * 1024;
  * a hung model comes back within minutes rather than never.
  */
 export const DEFAULT_EXECUTION_TIMEOUT_SECONDS = 300;
+/**
+ * Two batches per instance: the next one waits in the stub's socket while the model runs the current one,
+ * so the stub goes straight on to it (no sleep and wake-up, no round trip through the host's scheduler).
+ * More buys nothing measurable (docs/python-backend.md) and makes a batch wait longer behind others.
+ */
+export const DEFAULT_PIPELINE_DEPTH = 2;
+/** A bound on pipeline-depth: every pipelined batch holds its inputs in memory until it runs. */
+export const MAX_PIPELINE_DEPTH = 16;
 const MIB = 1024 * 1024;
 
 /** Half the memory the server may use (its cgroup limit, when lower than the machine's). */
@@ -79,6 +89,7 @@ const KNOWN_KEYS = new Set([
   'execution-env-allowed-paths',
   'execution-timeout-seconds',
   'stub-memory-limit-mb',
+  'pipeline-depth',
   // global keys every backend receives
   'default-max-batch-size',
   'backend-directory',
@@ -187,6 +198,12 @@ export function pythonBackendOptions(
     );
   }
   integer(config, 'shm_message_queue_size', 1000, 1);
+  const pipelineDepth = integer(config, 'pipeline-depth', DEFAULT_PIPELINE_DEPTH, 1);
+  if (pipelineDepth > MAX_PIPELINE_DEPTH) {
+    throw invalidArg(
+      `--backend-config=python,pipeline-depth='${config['pipeline-depth']}' must be at most ${MAX_PIPELINE_DEPTH}`,
+    );
+  }
   integer(config, 'thread-pool-size', 32, 1);
   const exe = config['python-executable']?.trim();
   return {
@@ -205,5 +222,6 @@ export function pythonBackendOptions(
     stubMemoryLimitBytes:
       megabytes(config['stub-memory-limit-mb'], '--backend-config=python,stub-memory-limit-mb') ??
       defaultStubMemoryLimitBytes(),
+    pipelineDepth,
   };
 }

@@ -184,6 +184,12 @@ export interface ExecuteDoneMessage {
   readonly responses?: readonly WireResponse[];
   /** Requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE), by rid. */
   readonly rescheduled?: readonly number[];
+  /**
+   * CLOCK_MONOTONIC in ns (the host's process.hrtime) when the stub began the batch and when it had its
+   * answer ready: the statistics' compute phases, and how long the batch waited behind earlier ones.
+   */
+  readonly started?: number;
+  readonly finished?: number;
 }
 
 export interface BlsRequestMessage {

@@ -118,10 +118,21 @@ export class StubProcess {
   send<T extends HostMessageType>(type: T, message: Messages[T], blobs: readonly Buffer[] = []): void {
     if (!this.alive) return;
     const parts = encodeFrame(type, message, blobs);
-    this.socket.cork();
+    // Every frame written in this turn of the event loop goes out in one writev (several pipelined
+    // batches, a batch and a FREE of output space): the stub wakes once and reads them in one recv.
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(this.uncork);
+    }
     for (const p of parts) this.socket.write(p);
-    this.socket.uncork();
   }
+
+  private corked = false;
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.socket.uncork();
+  };
 
   /** Sends a command and waits for its reply frame (bounded by `timeoutMs`; the stub is killed on timeout). */
   call<T extends HostMessageType>(

@@ -132,3 +132,35 @@ test('a request meeting a free instance runs at once without a listener; later o
   assert.deepEqual(order, ['a', 'b', 'c', 'd']);
   assert.equal(getEventListeners(signal, 'abort').length, 0);
 });
+
+test('a pipelined instance gets the next request before the previous one returned, never more than its depth', async () => {
+  const finish: (() => void)[] = [];
+  let started = 0;
+  const instance: InstanceHandle = {
+    name: 'm_0',
+    pipelineDepth: 2,
+    execute: (requests) => {
+      started++;
+      return new Promise<void>((resolve) =>
+        finish.push(() => {
+          for (const r of requests) r.sender.send([], { final: true });
+          resolve();
+        }),
+      );
+    },
+    close: () => Promise.resolve(),
+  };
+  const scheduler = new DefaultScheduler(
+    new InstancePool([instance], new ModelStats('m', '1'), silentLogger()),
+  );
+  const jobs = Array.from({ length: 3 }, () => job(new AbortController().signal));
+  for (const j of jobs) scheduler.enqueue(j);
+  assert.equal(started, 2, 'two executions open at once');
+  assert.equal(scheduler.queued, 1);
+  finish.shift()!();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(started, 3, 'the third went as soon as the first returned');
+  for (const f of finish.splice(0)) f();
+  await scheduler.drain();
+  assert.ok(jobs.every((j) => j.sender.done && j.sender.error === undefined));
+});

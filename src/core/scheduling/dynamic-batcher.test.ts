@@ -22,7 +22,10 @@ import { FakeClock, MS } from './fake-clock.testkit.js';
 class FakeInstance implements InstanceHandle {
   readonly batches: string[][] = [];
   private readonly pending: (() => void)[] = [];
-  constructor(readonly name: string) {}
+  constructor(
+    readonly name: string,
+    readonly pipelineDepth?: number,
+  ) {}
   execute(requests: readonly BackendRequest[]): Promise<void> {
     this.batches.push(requests.map((r) => r.id));
     return new Promise((resolve) => {
@@ -81,10 +84,18 @@ interface Harness {
   ): Outcome;
 }
 
-function harness(configText: string, instanceCount = 1, limiter?: RateLimiter): Harness {
+function harness(
+  configText: string,
+  instanceCount = 1,
+  limiter?: RateLimiter,
+  pipelineDepth?: number,
+): Harness {
   const config: FrozenModelConfig = parseModelConfigText(configText, 'm');
   const clock = new FakeClock();
-  const instances = Array.from({ length: instanceCount }, (_, i) => new FakeInstance(`m_${i}`));
+  const instances = Array.from(
+    { length: instanceCount },
+    (_, i) => new FakeInstance(`m_${i}`, pipelineDepth),
+  );
   const stats = new ModelStats('m', '1');
   const rateLimit = limiter?.registerModel(
     { ...config, instance_group: [{ ...config.instance_group[0], count: instanceCount }] },
@@ -430,4 +441,59 @@ test('early dispatch: "false" keeps Triton semantics; any other value refuses th
       err.code === 'INVALID_ARG' &&
       /dynamic_batching_early_dispatch.*"true" or "false", got 'yes'/.test(err.message),
   );
+});
+
+test('dynamic batcher: a pipelined instance takes a complete batch behind its running one; an incomplete one waits', async () => {
+  const h = harness(model('', 4), 1, undefined, 2);
+  const inst = h.instances[0];
+  h.submit('a');
+  assert.deepEqual(inst.batches, [['a']], 'the idle instance takes a at once');
+  h.submit('b');
+  h.submit('c');
+  assert.deepEqual(inst.batches, [['a']], 'b and c could still be joined: they wait for the instance');
+  h.submit('d');
+  h.submit('e');
+  assert.deepEqual(inst.batches, [['a'], ['b', 'c', 'd', 'e']], 'a full batch goes behind a at once');
+  h.submit('f');
+  assert.deepEqual(inst.batches.length, 2, 'no third execution at depth 2');
+  inst.complete();
+  await flush();
+  assert.deepEqual(inst.batches.length, 2, 'f alone is not complete: it waits for the instance to be idle');
+  inst.complete();
+  await flush();
+  assert.deepEqual(inst.batches, [['a'], ['b', 'c', 'd', 'e'], ['f']]);
+  inst.complete();
+  await flush();
+  assert.deepEqual(h.answered, ['a', 'b', 'c', 'd', 'e', 'f']);
+});
+
+test('dynamic batcher: without a batch dimension every request is complete and is pipelined at once', async () => {
+  const h = harness(model('', 0, '[ 4 ]'), 1, undefined, 2);
+  const inst = h.instances[0];
+  h.submit('a');
+  h.submit('b');
+  h.submit('c');
+  assert.deepEqual(inst.batches, [['a'], ['b']]);
+  inst.complete();
+  await flush();
+  assert.deepEqual(inst.batches, [['a'], ['b'], ['c']]);
+  inst.complete();
+  inst.complete();
+  await flush();
+  assert.deepEqual(h.answered, ['a', 'b', 'c']);
+});
+
+test('dynamic batcher: under the rate limiter a pipelined instance still runs one batch at a time', async () => {
+  const h = harness(model('', 0, '[ 4 ]'), 1, new RateLimiter(), 2);
+  const inst = h.instances[0];
+  h.submit('a');
+  h.submit('b');
+  await flush();
+  assert.deepEqual(inst.batches, [['a']]);
+  inst.complete();
+  await flush();
+  assert.deepEqual(inst.batches, [['a'], ['b']]);
+  inst.complete();
+  await flush();
+  assert.deepEqual(h.answered, ['a', 'b']);
 });

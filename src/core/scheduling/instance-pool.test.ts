@@ -182,4 +182,92 @@ describe('instance pool', () => {
     await t.pool.whenStreamsEnded();
     assert.equal(t.pool.openCount, 0);
   });
+
+  it('hands a pipelined instance up to its depth, idle instances first, then the least loaded', async () => {
+    const t = setup(false);
+    const calls: string[] = [];
+    const finishers = new Map<string, (() => void)[]>();
+    const pipelined = (name: string): InstanceHandle => ({
+      name,
+      pipelineDepth: 2,
+      execute: (requests) =>
+        new Promise<void>((resolve) => {
+          calls.push(name);
+          const list = finishers.get(name) ?? [];
+          list.push(() => {
+            for (const r of requests) r.sender.send([OUT], { final: true });
+            resolve();
+          });
+          finishers.set(name, list);
+        }),
+      close: () => Promise.resolve(),
+    });
+    const a = pipelined('a');
+    const b = pipelined('b');
+    const pool = new InstancePool([a, b], t.stats, silentLogger());
+    const takes = [pool.take(), pool.take(), pool.take(), pool.take(), pool.take()];
+    assert.deepEqual(
+      takes.map((i) => i?.name),
+      ['a', 'b', 'a', 'b', undefined],
+      'both idle instances first, then one more each, then none (depth 2)',
+    );
+    assert.deepEqual(
+      takes.slice(0, 4).map((i) => pool.ahead(i!)),
+      [1, 1, 1, 1],
+    );
+    const runs = takes.slice(0, 4).map((i) => pool.run(i!, [t.job().job]));
+    assert.deepEqual(calls, ['a', 'b', 'a', 'b'], 'execute() was called before earlier ones settled');
+    assert.equal(pool.take(a), undefined, 'a named instance is only handed out idle');
+    assert.equal(pool.freeCount, 0);
+    finishers.get('a')!.shift()!();
+    await runs[0];
+    const next = pool.take();
+    assert.equal(next, a, 'a now holds fewer executions than b');
+    assert.equal(pool.ahead(a), 1);
+    pool.putBack(a);
+    assert.equal(pool.freeCount, 0, 'putting back a pipelined slot leaves the instance busy');
+    finishers.get('a')!.shift()!();
+    await runs[2];
+    assert.equal(pool.freeCount, 1);
+    const idle = pool.take();
+    assert.equal(idle, a);
+    assert.equal(pool.ahead(a), 0, 'an idle instance is preferred over a slot behind b');
+    pool.putBack(a);
+    for (const f of finishers.get('b')!.splice(0)) f();
+    await Promise.all(runs);
+    assert.equal(pool.freeCount, 2);
+    assert.equal(t.stats.snapshot().execution_count, 4);
+    assert.equal(t.stats.snapshot().inference_stats.success.count, 4);
+  });
+
+  it('abort() reaches an instance once however many executions it holds', async () => {
+    const t = setup(false);
+    const aborts: NereidError[] = [];
+    const held: BackendRequest[][] = [];
+    const inst: InstanceHandle = {
+      name: 'm_0',
+      pipelineDepth: 2,
+      execute: (requests) =>
+        new Promise<void>((resolve) => {
+          held.push([...requests]);
+          const timer = setInterval(() => {
+            if (aborts.length === 0) return;
+            clearInterval(timer);
+            for (const r of requests) r.sender.fail(aborts[0]);
+            resolve();
+          }, 1);
+        }),
+      abort: (error) => aborts.push(error),
+      close: () => Promise.resolve(),
+    };
+    const pool = new InstancePool([inst], t.stats, silentLogger());
+    const jobs = [t.job(), t.job()];
+    const runs = jobs.map((j) => pool.run(pool.take()!, [j.job]));
+    assert.equal(held.length, 2);
+    pool.abort(unavailable('gave up'));
+    await Promise.all(runs);
+    assert.equal(aborts.length, 1);
+    for (const j of jobs) await assert.rejects(drain(j.stream), /gave up/);
+    assert.equal(pool.freeCount, 1);
+  });
 });

@@ -1,7 +1,14 @@
 /**
  * Runs batches of jobs on a model version's instances: hands out free instances (through the server's
  * rate limiter when it is on), executes, records timings, and fails whatever a backend left unanswered.
- * One execute() per instance at a time.
+ *
+ * One execute() per instance at a time, unless the instance declares InstanceHandle.pipelineDepth: then
+ * take() hands it up to that many executions at once (the backend runs them in order), so the next batch
+ * is already with the backend when the previous one returns and no round trip through the scheduler sits
+ * between them. take() prefers an idle instance, then the instance with the fewest executions; take(which)
+ * (the sequence batcher's lanes) and every take() under the rate limiter hand out idle instances only: a
+ * rate-limited execution holds its resources while it runs, and one waiting behind another would hold them
+ * without running.
  *
  * An instance is free again when its execute() settles. A decoupled model's request may outlive that (its
  * backend answers it later, from other threads, as in Triton): the pool keeps such open requests, counts
@@ -54,8 +61,17 @@ export class InstancePool {
   private staged: InstanceHandle | undefined;
   private readonly tickets = new Map<InstanceHandle, RateLimitTicket>();
   private listener: (() => void) | undefined;
-  /** Instances inside execute() now. */
-  private readonly busy = new Set<InstanceHandle>();
+  /** Executions inside execute() now, per instance. */
+  private readonly busy = new Map<InstanceHandle, number>();
+  /**
+   * Executions handed out per instance that is not idle: taken (run() not called yet) or running. An
+   * instance is in `free` (or staged/granted) exactly when it has none.
+   */
+  private readonly load = new Map<InstanceHandle, number>();
+  /** How many executions each instance may hold (InstanceHandle.pipelineDepth; 1 under the rate limiter). */
+  private readonly depth = new Map<InstanceHandle, number>();
+  /** The largest depth: 1 means no instance pipelines (the common case skips the search). */
+  private readonly maxDepth: number;
   /** Set by abort(): every job handed to run() from now on fails with it at once. */
   private aborted: NereidError | undefined;
 
@@ -69,10 +85,27 @@ export class InstancePool {
     this.decoupled = options.decoupled === true;
     this.free = [...instances];
     if (rateLimit) instances.forEach((inst, i) => this.tickets.set(inst, rateLimit.tickets[i]));
+    let maxDepth = 1;
+    for (const inst of instances) {
+      const declared = Math.floor(inst.pipelineDepth ?? 1);
+      const d = rateLimit || !(declared > 1) ? 1 : declared;
+      this.depth.set(inst, d);
+      maxDepth = Math.max(maxDepth, d);
+    }
+    this.maxDepth = maxDepth;
   }
 
+  /** Idle instances (no execution handed out) that take() may give without waiting. */
   get freeCount(): number {
     return this.free.length + this.granted.length;
+  }
+
+  /**
+   * Executions `instance` (just handed out by take()) holds besides the one it was taken for: 0 for an idle
+   * instance, more for a pipelined slot (its batch would wait behind those).
+   */
+  ahead(instance: InstanceHandle): number {
+    return Math.max(0, (this.load.get(instance) ?? 1) - 1);
   }
 
   /** Registers the scheduler's wake-up call. */
@@ -81,11 +114,48 @@ export class InstancePool {
   }
 
   /**
-   * Takes an instance that may execute now, or undefined (all busy, or waiting for the rate limiter).
-   * With `which`, only that instance will do (the sequence batcher binds sequences to instances).
+   * Takes an instance that may execute now, or undefined (all busy, or waiting for the rate limiter): an
+   * idle one, else a pipelined slot on the busy instance holding the fewest executions (ahead() > 0; a
+   * scheduler that would rather wait for an idle instance puts it back). With `which`, only that instance
+   * will do, and only idle (the sequence batcher binds sequences to instances).
    */
   take(which?: InstanceHandle): InstanceHandle | undefined {
-    if (which === undefined && !this.rateLimit && this.granted.length === 0) return this.free.shift();
+    if (which === undefined && !this.rateLimit && this.granted.length === 0) {
+      const idle = this.free.shift();
+      if (idle !== undefined) return this.claim(idle);
+      return this.maxDepth > 1 ? this.pipelineSlot() : undefined;
+    }
+    return this.claimOf(this.takeIdle(which));
+  }
+
+  private claimOf(instance: InstanceHandle | undefined): InstanceHandle | undefined {
+    return instance === undefined ? undefined : this.claim(instance);
+  }
+
+  private claim(instance: InstanceHandle): InstanceHandle {
+    this.load.set(instance, (this.load.get(instance) ?? 0) + 1);
+    return instance;
+  }
+
+  /**
+   * Every instance is busy: the one with the fewest executions below its depth, or undefined. Only called
+   * without a rate limiter, so a busy instance is one with load > 0.
+   */
+  private pipelineSlot(): InstanceHandle | undefined {
+    let best: InstanceHandle | undefined;
+    let bestLoad = Infinity;
+    for (const inst of this.instances) {
+      const load = this.load.get(inst) ?? 0;
+      if (load > 0 && load < this.depth.get(inst)! && load < bestLoad) {
+        best = inst;
+        bestLoad = load;
+      }
+    }
+    return best === undefined ? undefined : this.claim(best);
+  }
+
+  /** An idle instance (`which`, or the first), through the rate limiter when there is one. */
+  private takeIdle(which: InstanceHandle | undefined): InstanceHandle | undefined {
     const g = which === undefined ? 0 : this.granted.indexOf(which);
     if (g >= 0 && g < this.granted.length) return this.granted.splice(g, 1)[0];
     const f = which === undefined ? 0 : this.free.indexOf(which);
@@ -109,8 +179,17 @@ export class InstancePool {
 
   /** Returns an instance from take() that got no batch. */
   putBack(instance: InstanceHandle): void {
+    if (this.release(instance) > 0) return; // a pipelined slot: the instance is still busy
     this.tickets.get(instance)?.release(false);
     this.free.unshift(instance);
+  }
+
+  /** One execution handed out on `instance` is over (or was never used); what it still holds. */
+  private release(instance: InstanceHandle): number {
+    const left = (this.load.get(instance) ?? 1) - 1;
+    if (left > 0) this.load.set(instance, left);
+    else this.load.delete(instance);
+    return left;
   }
 
   /** The scheduler has nothing to run: stop waiting for the rate limiter and hand back its grants. */
@@ -198,16 +277,20 @@ export class InstancePool {
         const tracked = jobSenderOf(job.sender);
         if (tracked && !tracked.done) this.keepOpen(tracked);
       });
-      this.busy.delete(instance);
-      this.tickets.get(instance)?.release(true);
-      this.free.push(instance);
+      const running = (this.busy.get(instance) ?? 1) - 1;
+      if (running > 0) this.busy.set(instance, running);
+      else this.busy.delete(instance);
+      if (this.release(instance) === 0) {
+        this.tickets.get(instance)?.release(true);
+        this.free.push(instance);
+      }
       // An execute() that resolved with nothing said nothing about whether its model ran.
       const executed = (result as ExecuteResult | undefined)?.executed;
       this.stats.recordExecution(records, start, end, { executed, streaming });
       this.listener?.();
     };
     let pending: Promise<ExecuteResult | void>;
-    this.busy.add(instance);
+    this.busy.set(instance, (this.busy.get(instance) ?? 0) + 1);
     try {
       pending = instance.execute(requests);
     } catch (err) {
@@ -227,8 +310,10 @@ export class InstancePool {
   private refuse(instance: InstanceHandle, jobs: readonly Job[]): Promise<void> {
     const error = this.aborted as NereidError;
     for (const job of jobs) if (!job.sender.done) job.sender.fail(error);
-    this.tickets.get(instance)?.release(false);
-    this.free.push(instance);
+    if (this.release(instance) === 0) {
+      this.tickets.get(instance)?.release(false);
+      this.free.push(instance);
+    }
     queueMicrotask(() => this.listener?.());
     return Promise.resolve();
   }
@@ -240,7 +325,7 @@ export class InstancePool {
    */
   abort(error: NereidError): void {
     this.aborted = error;
-    for (const instance of this.busy) {
+    for (const instance of this.busy.keys()) {
       try {
         instance.abort?.(error);
       } catch (err) {
