@@ -60,11 +60,16 @@ function run(data: HealthWorkerData): void {
     req.resume();
   });
   server.on('clientError', (_err, socket) => socket.destroy());
-  server.once('error', (err: NodeJS.ErrnoException) => {
+  // The bind error goes to the parent; a later one (a refused accept) must not end the thread, and the
+  // parent no longer listens for errors once it has the address: it is dropped, the server keeps serving.
+  let listening = false;
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    if (listening) return;
     const message: HealthWorkerMessage = { error: { code: err.code, message: err.message } };
     parentPort!.postMessage(message);
   });
   server.listen({ port: data.port, host: data.address, backlog: data.backlog }, () => {
+    listening = true;
     const addr = server.address();
     if (addr === null || typeof addr === 'string') return;
     const message: HealthWorkerMessage = { listening: { address: addr.address, port: addr.port } };

@@ -404,11 +404,12 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
 
   return {
     listen: () =>
-      listen(server, 'HTTP', {
-        address: options.address,
-        port: options.port,
-        backlog: options.backlog ?? DEFAULT_BACKLOG,
-      }),
+      listen(
+        server,
+        'HTTP',
+        { address: options.address, port: options.port, backlog: options.backlog ?? DEFAULT_BACKLOG },
+        log,
+      ),
 
     drain: () => {
       closing = true;
