@@ -98,6 +98,9 @@ export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
 export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024 * 1024;
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 3_600_000;
 
+/** A reset or protocol error on one stream ends that call only (ServerCall sees 'close'). */
+function ignoreStreamError(): void {}
+
 /** Node passes the raw header list with each stream; this rebuilds one from the parsed headers otherwise. */
 function flatten(headers: IncomingHttpHeaders): string[] {
   const raw: string[] = [];
@@ -297,9 +300,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     _flags: number,
     rawHeaders?: readonly string[],
   ): void => {
-    stream.on('error', () => {
-      // A reset or protocol error on one stream ends that call only (ServerCall sees 'close').
-    });
+    stream.on('error', ignoreStreamError);
     // Every stream counts (activity, idle time, resets), whether or not it becomes a call.
     const connection = connections.get(stream.session as ServerHttp2Session);
     connection?.streamStarted(stream);

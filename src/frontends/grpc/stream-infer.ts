@@ -20,7 +20,6 @@ import type { InferenceServerApi } from '../../core/server-api.js';
 import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
 import type { InferenceResponse, RequestTimings } from '../../core/types.js';
 import type { AccessLog } from '../access-log.js';
-import { withForwarded } from '../header-forward.js';
 import type { ServerCall } from './call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
 import { encodeStreamResponse, type ResponseFields } from './infer-response.js';
@@ -221,12 +220,13 @@ export class StreamInfer {
       if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
       const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
       if (model === undefined) throw lookupError;
-      const responses = model.stream({
-        ...withForwarded(request, this.forwarded),
-        signal: controller.signal,
-        ...(exchange.trace && { trace: exchange.trace.inference }),
-        ...(exchange.timings && { timings: exchange.timings }),
-      });
+      // Completed in place (the request is this exchange's own): see infer.ts.
+      const forwarded = this.forwarded;
+      if (forwarded !== undefined) request.parameters = { ...request.parameters, ...forwarded };
+      request.signal = controller.signal;
+      if (exchange.trace) request.trace = exchange.trace.inference;
+      if (exchange.timings) request.timings = exchange.timings;
+      const responses = model.stream(request);
       started = true;
       let final = false;
       for await (const r of responses) {
@@ -302,7 +302,10 @@ export class StreamInfer {
       });
     }
     return encodeStreamResponse('', {
-      ...r,
+      modelName: r.modelName,
+      modelVersion: r.modelVersion,
+      id: r.id,
+      outputs: r.outputs,
       parameters: { ...r.parameters, triton_final_response: r.final },
     });
   }
