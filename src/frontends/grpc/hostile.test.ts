@@ -273,6 +273,41 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     await closed;
   });
 
+  it('a call running past the idle time keeps its connection; idle again, the connection is closed', async () => {
+    const r = await start({ connection: { maxConnectionIdleMs: 200 } });
+    const s = http2.connect(`http://127.0.0.1:${r.port}`);
+    s.on('error', () => {});
+    const events: string[] = [];
+    s.once('goaway', (code: number) => events.push(`goaway ${code}`));
+    const closed = new Promise<void>((resolve) => s.once('close', () => resolve()));
+    // Warm the connection with a call, so the idle timer is armed before the long one starts.
+    const first = s.request({ ':method': 'POST', ':path': SERVER_LIVE, 'content-type': 'application/grpc' });
+    first.resume();
+    first.end(grpcFrame(Buffer.alloc(0)));
+    await new Promise<void>((resolve) => first.on('close', () => resolve()));
+    const req = s.request({ ':method': 'POST', ':path': STREAM_INFER, 'content-type': 'application/grpc' });
+    req.on('error', () => {});
+    req.on('close', () => events.push('call closed'));
+    req.resume();
+    // Two responses 400 ms apart: the idle timer fires while the call runs, and must leave it alone.
+    req.end(
+      grpcFrame(
+        encodeMessage('inference.ModelInferRequest', {
+          model_name: 'repeat',
+          inputs: [
+            { name: 'IN', datatype: 'INT32', shape: [2] },
+            { name: 'DELAY', datatype: 'INT32', shape: [2] },
+          ],
+          raw_input_contents: [int32s(1, 2), int32s(400, 400)],
+        }),
+      ),
+    );
+    await closed;
+    assert.deepEqual(events, ['call closed', 'goaway 0']);
+    assert.equal(r.api.repeatSignals.length, 1);
+    assert.equal(r.api.repeatSignals[0].aborted, false, 'the call ran to its end');
+  });
+
   it('an aged connection gets GOAWAY, running calls get the grace, then the connection is closed', async () => {
     const r = await start({
       connection: { maxConnectionAgeMs: 200, maxConnectionAgeGraceMs: 300, maxConnectionIdleMs: 0 },

@@ -329,7 +329,8 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       return;
     }
     const raw = rawHeaders ?? flatten(headers);
-    const restriction = restricted.get(path);
+    // Most servers restrict nothing: skip hashing the path then.
+    const restriction = restricted.size === 0 ? undefined : restricted.get(path);
     if (restriction !== undefined && !isAllowed(restriction, headers, raw)) {
       call.finish({ code: Status.UNAVAILABLE, details: restriction.message });
       return;
