@@ -21,8 +21,15 @@ import {
   headerBlock,
   openFds,
   rstStream,
+  settings,
+  windowUpdate,
 } from './raw-h2.testkit.js';
-import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from './server.js';
+import {
+  MAX_FRAME_SIZE,
+  createGrpcFrontend,
+  type GrpcFrontend,
+  type GrpcFrontendOptions,
+} from './server.js';
 import { TestClient, decodeMessage, encodeMessage } from './test-client.testkit.js';
 
 const SERVER_LIVE = '/inference.GRPCInferenceService/ServerLive';
@@ -360,6 +367,41 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     );
     c.destroy();
     await healthy(r);
+  });
+
+  it('accepts DATA frames up to SETTINGS_MAX_FRAME_SIZE: a 200 KB message in one frame is answered', async () => {
+    const r = await start();
+    // Large receive windows, so the 200 KB answer needs no WINDOW_UPDATE from this client.
+    const c = await RawConnection.open(r.port, settings([[4, 16 << 20]]));
+    c.ackSettings = true;
+    c.write(windowUpdate(0, 16 << 20));
+    assert.ok(await c.waitFor((f) => f.type === FrameType.SETTINGS && (f.flags & Flag.ACK) === 0));
+    assert.equal(c.serverSettings().get(5), MAX_FRAME_SIZE, 'SETTINGS_MAX_FRAME_SIZE');
+    // The server's connection window opens past HTTP/2's 64 KiB default before the frame is sent.
+    assert.ok(await c.waitFor((f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === 0));
+    const values = Float32Array.from({ length: 50_000 }, (_, i) => i / 2);
+    const message = grpcFrame(
+      encodeMessage('inference.ModelInferRequest', {
+        model_name: 'identity',
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [values.length] }],
+        raw_input_contents: [Buffer.from(values.buffer)],
+      }),
+    );
+    assert.ok(message.length > 16384 * 12, 'far beyond the 16 KiB default frame size');
+    c.write(grpcHeaders(1, MODEL_INFER), frame(FrameType.DATA, Flag.END_STREAM, 1, message));
+    const trailers = await c.waitFor(
+      (f) => f.type === FrameType.HEADERS && f.streamId === 1 && (f.flags & Flag.END_STREAM) !== 0,
+    );
+    assert.ok(trailers, 'the call ended with trailers');
+    assert.deepEqual(c.goaways(), [], 'no FRAME_SIZE_ERROR');
+    const body = Buffer.concat(
+      c.frames.filter((f) => f.type === FrameType.DATA && f.streamId === 1).map((f) => f.payload),
+    );
+    const reply = decodeMessage('inference.ModelInferResponse', body.subarray(5)) as {
+      raw_output_contents: Uint8Array[];
+    };
+    assert.deepEqual(Buffer.from(reply.raw_output_contents[0]), Buffer.from(values.buffer));
+    c.destroy();
   });
 
   it('prefixes declaring 2 GiB allocate nothing; the health check answers meanwhile', async () => {

@@ -94,6 +94,13 @@ export const MODEL_STREAM_INFER_PATH = '/inference.GRPCInferenceService/ModelStr
 const DEFAULT_STREAM_WINDOW = 16 * 1024 * 1024;
 const DEFAULT_CONNECTION_WINDOW = 64 * 1024 * 1024;
 const MAX_WINDOW = 0x7fffffff;
+/**
+ * SETTINGS_MAX_FRAME_SIZE the server accepts. At HTTP/2's default (16 KiB) a 600 KB message reaches
+ * JavaScript as ~47 DATA chunks, each a trip through node's stream machinery and the message reader; with
+ * larger frames the chunks follow the socket reads (64 KiB), ~10 per such message. Memory is still bounded
+ * by the flow-control windows and the byte budgets, not by the frame size.
+ */
+export const MAX_FRAME_SIZE = 1024 * 1024;
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
 export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024 * 1024;
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 3_600_000;
@@ -263,6 +270,7 @@ function createServer(
         initialWindowSize: settings.streamWindow,
         enablePush: false,
         maxConcurrentStreams: settings.maxConcurrentStreams,
+        maxFrameSize: MAX_FRAME_SIZE,
       },
       // Node counts queued outgoing data against this (in MB); large responses must not trip it.
       maxSessionMemory: 1 << 20,
