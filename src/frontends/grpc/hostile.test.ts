@@ -475,6 +475,31 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     assert.match(err?.details ?? '', /received no request for 300 ms/);
   });
 
+  it('an inference stream whose request runs past the idle timeout is ended only once idle again', async () => {
+    const r = await start({ streamIdleTimeoutMs: 200 });
+    const stream = r.client.stream();
+    const got: Plain[] = [];
+    const ended = new Promise<ServiceError | undefined>((resolve) => {
+      stream.on('data', (m: Plain) => got.push(m));
+      stream.on('error', (e: ServiceError) => resolve(e));
+      stream.on('end', () => resolve(undefined));
+    });
+    // Three responses 250 ms apart on a decoupled model: the idle timer fires while the request runs.
+    stream.write({
+      model_name: 'repeat',
+      inputs: [
+        { name: 'IN', datatype: 'INT32', shape: [3] },
+        { name: 'DELAY', datatype: 'INT32', shape: [3] },
+      ],
+      raw_input_contents: [int32s(7, 8, 9), int32s(250, 250, 250)],
+    });
+    const err = await ended;
+    assert.equal(got.length, 3, 'every response of the running request came first');
+    assert.equal(r.api.repeatSignals[0].aborted, false, 'the request ran to its end');
+    assert.equal(err?.code, GrpcCode.UNAVAILABLE);
+    assert.match(err?.details ?? '', /received no request for 200 ms/);
+  });
+
   it('close() ends connections whose client never lets go', async () => {
     const r = await start();
     running.splice(running.indexOf(r), 1);

@@ -83,6 +83,8 @@ export class StreamInfer {
   /** `triton_grpc_error: true`: errors end the stream with a status. */
   private readonly errorMode: boolean;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** When the stream last had nothing in flight (performance.now()). */
+  private idleSince = 0;
   /** Traced or logged requests read the clock: when the stream began waiting for the next message. */
   private readonly observed: boolean;
   private waitStart: bigint;
@@ -128,10 +130,8 @@ export class StreamInfer {
   }
 
   private onMessage(message: Buffer): void {
-    if (this.idleTimer !== undefined) {
-      clearTimeout(this.idleTimer);
-      this.idleTimer = undefined;
-    }
+    // The idle timer is left running: it sees the request in flight when it fires (clearing and
+    // re-arming a timer per request was measurable with one request at a time).
     this.inFlight++;
     let readStart = 0n;
     let readEnd = 0n;
@@ -165,16 +165,29 @@ export class StreamInfer {
     if (
       !(this.idleTimeoutMs > 0 && this.idleTimeoutMs <= 0x7fffffff) ||
       this.call.finished ||
-      this.inputEnded ||
-      this.idleTimer !== undefined
+      this.inputEnded
     )
       return;
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = undefined;
-      if (this.inFlight > 0 || this.call.finished) return;
-      this.call.finish({ code: Status.UNAVAILABLE, details: idleStreamMessage(this.idleTimeoutMs) });
-    }, this.idleTimeoutMs);
+    this.idleSince = performance.now();
+    if (this.idleTimer === undefined) this.startIdleTimer(this.idleTimeoutMs);
+  }
+
+  private startIdleTimer(ms: number): void {
+    this.idleTimer = setTimeout(() => this.idleCheck(), ms);
     this.idleTimer.unref();
+  }
+
+  /** The idle timer fired: end the stream if nothing ran since it went idle, else wait out the rest. */
+  private idleCheck(): void {
+    this.idleTimer = undefined;
+    // Busy: the last request to finish starts the idle time again.
+    if (this.inFlight > 0 || this.call.finished || this.inputEnded) return;
+    const left = this.idleSince + this.idleTimeoutMs - performance.now();
+    if (left >= 1) {
+      this.startIdleTimer(left);
+      return;
+    }
+    this.call.finish({ code: Status.UNAVAILABLE, details: idleStreamMessage(this.idleTimeoutMs) });
   }
 
   private async run(message: Buffer, exchange: Exchange): Promise<void> {
