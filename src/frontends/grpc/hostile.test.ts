@@ -24,12 +24,7 @@ import {
   settings,
   windowUpdate,
 } from './raw-h2.testkit.js';
-import {
-  MAX_FRAME_SIZE,
-  createGrpcFrontend,
-  type GrpcFrontend,
-  type GrpcFrontendOptions,
-} from './server.js';
+import { MAX_FRAME_SIZE, createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from './server.js';
 import { TestClient, decodeMessage, encodeMessage } from './test-client.testkit.js';
 
 const SERVER_LIVE = '/inference.GRPCInferenceService/ServerLive';

@@ -222,7 +222,14 @@ describe('short strings', () => {
   });
 
   it('encodes ASCII and non-ASCII strings to the bytes protobufjs writes', () => {
-    for (const s of ['', 'OUTPUT0', 'x'.repeat(SHORT_STRING), 'z'.repeat(SHORT_STRING + 5), 'sortie_é', '日本']) {
+    for (const s of [
+      '',
+      'OUTPUT0',
+      'x'.repeat(SHORT_STRING),
+      'z'.repeat(SHORT_STRING + 5),
+      'sortie_é',
+      '日本',
+    ]) {
       const n = Buffer.byteLength(s);
       const buf = Buffer.alloc(n + 16, 0xee);
       const w = new ProtoWriter(buf);
