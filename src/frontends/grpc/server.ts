@@ -164,7 +164,7 @@ function runUnary(
         let responded = 0n;
         try {
           pieces = await handle(request, ctx);
-          responded = process.hrtime.bigint();
+          if (ctx.trace) responded = process.hrtime.bigint();
         } catch (err) {
           const e = toGrpcError(err, { log, method: call.method, requestId: ctx.requestId });
           code = e.code;
