@@ -87,15 +87,16 @@ __all__ = [
 
 
 def get_input_tensor_by_name(inference_request: InferenceRequest, name: str) -> Tensor | None:
+    # Tensor._name rather than name(): this runs for every input of every request.
     for tensor in inference_request.inputs():
-        if tensor.name() == name:
+        if tensor._name == name:
             return tensor
     return None
 
 
 def get_output_tensor_by_name(inference_response: InferenceResponse, name: str) -> Tensor | None:
     for tensor in inference_response.output_tensors():
-        if tensor.name() == name:
+        if tensor._name == name:
             return tensor
     return None
 

@@ -4,7 +4,7 @@ interpreter and numpy (.venv-triton's, which Triton's stub embeds). Installs not
 scripts/setup-triton.sh (the differential tests' setup), perf_analyzer from scripts/setup-python.sh.
 
 Per case, the two servers take turns point by point (Nereid, Triton, Triton, Nereid, ...: the side that
-goes first alternates each round), each point a fixed number of requests from perf_analyzer. Per point:
+goes first alternates each round), each point three perf_analyzer time windows (--window-ms each). Per point:
 requests/s and p99 (perf_analyzer), and CPU per request of the server process and of its stub processes
 separately (utime+stime from /proc over the point, divided by the requests the model's statistics
 counted). Then the cold start of 20 Python models (process start to /v2/health/ready), alternated too.
@@ -16,7 +16,11 @@ a case whose two measurements of the same server differ by more than --spread-li
 (every target met or not) is printed only when no point is noisy; otherwise the table is printed with
 the reason and "no verdict". The 1-minute load average is recorded before and after every point.
 
-Usage: .venv/bin/python bench/vs-triton/vs_triton.py [--rounds 2] [--scale 1.0] [--cases a,b]
+Why time windows and not a request count: with --request-count, perf_analyzer 2.60 notices the end of the
+run only on a whole-second tick, so its requests/s is the count divided by a rounded-up number of seconds
+(2,000/s, 1,333/s, 1,000/s, ...), which made a 2,087/s server and a 1,250/s one look alike.
+
+Usage: .venv/bin/python bench/vs-triton/vs_triton.py [--rounds 2] [--window-ms 2000] [--cases a,b]
            [--servers nereid,triton] [--baseline OTHER_CHECKOUT] [--out DIR]
 """
 
@@ -57,7 +61,6 @@ class Case:
     model: str
     protocol: str
     concurrency: int
-    requests: int
     # extra perf_analyzer arguments (streaming, input data)
     extra: tuple[str, ...] = ()
     # targets: Nereid/Triton requests/s at least this, p99 at most Triton's
@@ -65,21 +68,21 @@ class Case:
 
 
 CASES: list[Case] = [
-    Case("add_sub http c1", "vt_add_sub", "http", 1, 4000, p99_target=True),
-    Case("add_sub http c4", "vt_add_sub", "http", 4, 6000, p99_target=True),
-    Case("add_sub http c16", "vt_add_sub", "http", 16, 8000, p99_target=True),
-    Case("add_sub grpc c1", "vt_add_sub", "grpc", 1, 4000, p99_target=True),
-    Case("add_sub grpc c4", "vt_add_sub", "grpc", 4, 6000, p99_target=True),
-    Case("add_sub grpc c16", "vt_add_sub", "grpc", 16, 8000, p99_target=True),
-    Case("identity 600KB http c1", "vt_identity_large", "http", 1, 600),
-    Case("identity 600KB http c8", "vt_identity_large", "http", 8, 800),
-    Case("identity 600KB grpc c1", "vt_identity_large", "grpc", 1, 600),
-    Case("identity 600KB grpc c8", "vt_identity_large", "grpc", 8, 800),
-    Case("add_sub dynamic batching grpc c16", "vt_add_sub_batched", "grpc", 16, 8000),
-    Case("add_sub dynamic batching http c16", "vt_add_sub_batched", "http", 16, 8000),
-    Case("decoupled 16 responses grpc-stream c4", "vt_stream16", "grpc", 4, 1500, ("--streaming",)),
-    Case("BLS add_sub http c1", "vt_bls", "http", 1, 2000),
-    Case("BLS add_sub grpc c4", "vt_bls", "grpc", 4, 3000),
+    Case("add_sub http c1", "vt_add_sub", "http", 1, p99_target=True),
+    Case("add_sub http c4", "vt_add_sub", "http", 4, p99_target=True),
+    Case("add_sub http c16", "vt_add_sub", "http", 16, p99_target=True),
+    Case("add_sub grpc c1", "vt_add_sub", "grpc", 1, p99_target=True),
+    Case("add_sub grpc c4", "vt_add_sub", "grpc", 4, p99_target=True),
+    Case("add_sub grpc c16", "vt_add_sub", "grpc", 16, p99_target=True),
+    Case("identity 600KB http c1", "vt_identity_large", "http", 1),
+    Case("identity 600KB http c8", "vt_identity_large", "http", 8),
+    Case("identity 600KB grpc c1", "vt_identity_large", "grpc", 1),
+    Case("identity 600KB grpc c8", "vt_identity_large", "grpc", 8),
+    Case("add_sub dynamic batching grpc c16", "vt_add_sub_batched", "grpc", 16),
+    Case("add_sub dynamic batching http c16", "vt_add_sub_batched", "http", 16),
+    Case("decoupled 16 responses grpc-stream c4", "vt_stream16", "grpc", 4, ("--streaming",)),
+    Case("BLS add_sub http c1", "vt_bls", "http", 1),
+    Case("BLS add_sub grpc c4", "vt_bls", "grpc", 4),
 ]
 
 COLD_START_MODELS = 20
@@ -276,7 +279,7 @@ class Point:
     server_stats_us: dict[str, float]
 
 
-def perf_analyzer(server: Server, case: Case, out: Path, requests: int) -> tuple[float, float]:
+def perf_analyzer(server: Server, case: Case, out: Path, window_ms: int) -> tuple[float, float]:
     command = [
         str(PERF_ANALYZER),
         "-m",
@@ -287,8 +290,13 @@ def perf_analyzer(server: Server, case: Case, out: Path, requests: int) -> tuple
         server.url(case.protocol),
         "--concurrency-range",
         str(case.concurrency),
-        "--request-count",
-        str(requests),
+        # three windows whatever their spread: the noise rule below judges spread across points instead
+        "--measurement-interval",
+        str(window_ms),
+        "--stability-percentage",
+        "999",
+        "--max-trials",
+        "3",
         "--warmup-request-count",
         str(max(50, 4 * case.concurrency)),
         "-f",
@@ -300,7 +308,7 @@ def perf_analyzer(server: Server, case: Case, out: Path, requests: int) -> tuple
     for attempt in range(2):
         try:
             run = subprocess.run(
-                command, capture_output=True, text=True, timeout=120 + requests / 20, check=False
+                command, capture_output=True, text=True, timeout=60 + 6 * window_ms / 1000, check=False
             )
             break
         except subprocess.TimeoutExpired:
@@ -315,7 +323,7 @@ def perf_analyzer(server: Server, case: Case, out: Path, requests: int) -> tuple
     return float(row["Inferences/Second"]), float(row["p99 latency"])
 
 
-def measure(server: Server, case: Case, out: Path, requests: int) -> Point:
+def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
     stubs = server.stubs()
     load_before = loadavg()
     host0 = proc_cpu_seconds(server.pid)
@@ -324,7 +332,7 @@ def measure(server: Server, case: Case, out: Path, requests: int) -> Point:
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     stats0 = server.statistics(case.model)
     t0 = time.monotonic()
-    rate, p99 = perf_analyzer(server, case, out, requests)
+    rate, p99 = perf_analyzer(server, case, out, window_ms)
     wall = time.monotonic() - t0
     stats1 = server.statistics(case.model)
     delta = {k: stats1[k] - stats0[k] for k in stats1}
@@ -393,7 +401,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=2, help="measurements per server and case (A/B/B/A...)")
-    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every case's request count")
+    parser.add_argument("--window-ms", type=int, default=2000, help="perf_analyzer window (3 per point)")
     parser.add_argument("--cases", default="", help="comma-separated substrings of case names to run")
     parser.add_argument("--servers", default="nereid,triton")
     parser.add_argument("--noise-limit", type=float, default=0.25)
@@ -432,12 +440,11 @@ def main() -> int:
             print(f"vs-triton: {name} ready in {seconds:.1f} s", file=sys.stderr)
         for case in cases:
             result = CaseResult(case, {s: [] for s in servers})
-            requests = max(4 * case.concurrency, int(case.requests * args.scale))
             for r in range(args.rounds):
                 order = servers if r % 2 == 0 else list(reversed(servers))
                 for name in order:
                     slug = re.sub(r"[^a-z0-9]+", "-", case.name)
-                    p = measure(running[name], case, out / f"{slug}-{name}-{r}.csv", requests)
+                    p = measure(running[name], case, out / f"{slug}-{name}-{r}.csv", args.window_ms)
                     result.points[name].append(p)
                     print(
                         f"  {case.name} [{name}] {fmt(p.rate)} req/s, p99 {fmt(p.p99_us)} µs, CPU/req host "

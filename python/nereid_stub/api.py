@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -121,16 +122,40 @@ class InferenceTrace:
 
 # --- tensors -----------------------------------------------------------------------------------------------
 
+# numpy dtype (native byte order) -> datatype name, and back, for the numeric types numpy holds (the fast
+# paths of Tensor; BYTES, BF16 and byte-swapped arrays take the general ones).
+_NATIVE_DATATYPE: dict[np.dtype[Any], str] = {}
+_NUMPY_DTYPE: dict[str, np.dtype[Any]] = {}
+for _code, _datatype in CODE_TO_NAME.items():
+    _np_type = triton_to_numpy_type(_code) if _code not in (13, 14) else None
+    if _np_type is not None:
+        _NATIVE_DATATYPE[np.dtype(_np_type)] = _datatype
+        _NUMPY_DTYPE[_datatype] = np.dtype(_np_type)
+
 
 class Tensor:
     """A named tensor over a numpy array (Triton's `pb_utils.Tensor(name, numpy_array)`)."""
 
     __slots__ = ("_array", "_dtype", "_name", "_raw", "_shape")
+    _name: str
+    _dtype: str
+    _shape: list[int]
+    _array: npt.NDArray[Any] | None  # made from _raw on demand
+    _raw: memoryview | None  # the bytes as delivered (inputs, BLS results)
 
     def __init__(self, name: str, data: Any) -> None:
         if not isinstance(name, str):
             raise TritonModelException("Tensor name must be a string")
         array = data if isinstance(data, np.ndarray) else np.asarray(data)
+        datatype = _NATIVE_DATATYPE.get(array.dtype)
+        if datatype is not None:
+            # The common case, a numeric array in native byte order: one lookup decides it.
+            self._name = name
+            self._dtype = datatype
+            self._shape = list(array.shape)
+            self._array = array
+            self._raw = None
+            return
         if array.dtype.kind == "U":
             # Triton refuses unicode arrays; encoding them as UTF-8 BYTES is what every model wants.
             array = np.char.encode(array, "utf-8").astype(np.object_)
@@ -144,17 +169,18 @@ class Tensor:
             array = array.astype(array.dtype.newbyteorder("="))
         self._name = name
         self._dtype = CODE_TO_NAME[code]
-        self._shape = [int(d) for d in array.shape]
-        self._array: npt.NDArray[Any] | None = array
-        self._raw: memoryview | None = None
+        self._shape = list(array.shape)
+        self._array = array
+        self._raw = None
 
     @classmethod
-    def _wire(cls, name: str, datatype: str, shape: Sequence[int], raw: memoryview) -> Tensor:
-        """A tensor over bytes in Triton's wire form (the host's inputs, BLS results); numpy on demand."""
+    def _wire(cls, name: str, datatype: str, shape: list[int], raw: memoryview) -> Tensor:
+        """A tensor over bytes in Triton's wire form (the host's inputs, BLS results); numpy on demand.
+        `shape` is the decoded header's own list of ints, kept as it is."""
         t = cls.__new__(cls)
         t._name = name
         t._dtype = datatype
-        t._shape = [int(d) for d in shape]
+        t._shape = shape
         t._array = None
         t._raw = raw
         return t
@@ -172,9 +198,17 @@ class Tensor:
         return True
 
     def as_numpy(self) -> npt.NDArray[Any]:
-        if self._array is None:
-            self._array = self._decode()
-        return self._array
+        array = self._array
+        if array is None:
+            raw = self._raw
+            dtype = _NUMPY_DTYPE.get(self._dtype)
+            if dtype is not None and raw is not None and raw.nbytes == dtype.itemsize * prod(self._shape):
+                # A numeric tensor: one writable array straight over the delivered bytes (no copy).
+                array = np.ndarray(self._shape, dtype, raw)
+            else:
+                array = self._decode()
+            self._array = array
+        return array
 
     def _decode(self) -> npt.NDArray[Any]:
         raw = self._raw if self._raw is not None else memoryview(b"")
@@ -260,7 +294,7 @@ class InferenceResponse:
             raise TritonModelException(f"error must be a pb_utils.TritonError, found {type(error)}")
         self._tensors = tensors
         self._error = error
-        self._parameters = _parameters_json(parameters, "response")
+        self._parameters = "{}" if parameters is None else _parameters_json(parameters, "response")
 
     def output_tensors(self) -> list[Tensor]:
         return self._tensors
@@ -461,7 +495,7 @@ class InferenceRequest:
         self._model_version = int(model_version)
         self._flags = int(flags)
         self._timeout = int(timeout)
-        self._trace = trace if trace is not None else InferenceTrace()
+        self._trace: InferenceTrace | None = trace if trace is not None else InferenceTrace()
         self._parameters = _parameters_json(parameters, "request")
         self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._state: _RequestState | None = None
@@ -492,7 +526,7 @@ class InferenceRequest:
         r._model_version = model_version
         r._flags = flags
         r._timeout = 0
-        r._trace = trace if trace is not None else InferenceTrace()
+        r._trace = trace  # made when the model asks (trace()): most never do
         r._parameters = parameters
         r._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         r._state = state
@@ -525,6 +559,8 @@ class InferenceRequest:
         return self._parameters
 
     def trace(self) -> InferenceTrace:
+        if self._trace is None:
+            self._trace = InferenceTrace()
         return self._trace
 
     def model_name(self) -> str:

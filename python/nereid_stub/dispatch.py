@@ -25,6 +25,9 @@ class Dispatcher:
         self._route = route
         self._cond = threading.Condition()
         self._reading = False
+        # Threads asleep in self._cond.wait(): nobody to wake (the usual case) saves notify_all's cost.
+        # The lock is taken with acquire()/release() rather than `with`, which costs two Python calls.
+        self._sleepers = 0
 
     def _read_one(self, blocking: bool) -> bool:
         """Reads and routes one frame; False when none was ready (non-blocking). Called with the lock
@@ -41,25 +44,37 @@ class Dispatcher:
         if frame is None:
             # The host is gone (or spoke nonsense): nothing this process does can reach anyone any more.
             os._exit(1)
-        with self._cond:
+        self._cond.acquire()
+        try:
             self._route(frame)
+        finally:
+            self._cond.release()
         return True
 
     def wait_for(self, ready: Callable[[], bool]) -> None:
         """Returns once `ready()` holds (checked under the dispatcher's lock), reading frames meanwhile."""
-        with self._cond:
+        cond = self._cond
+        cond.acquire()
+        try:
             while not ready():
                 if self._reading:
-                    self._cond.wait()
+                    self._sleepers += 1
+                    try:
+                        cond.wait()
+                    finally:
+                        self._sleepers -= 1
                     continue
                 self._reading = True
-                self._cond.release()
+                cond.release()
                 try:
                     self._read_one(blocking=True)
                 finally:
-                    self._cond.acquire()
+                    cond.acquire()
                     self._reading = False
-                    self._cond.notify_all()
+                    if self._sleepers:
+                        cond.notify_all()
+        finally:
+            cond.release()
 
     def poll(self) -> None:
         """Routes the frames already waiting on the socket, without blocking (if no one else is reading)."""
@@ -73,7 +88,8 @@ class Dispatcher:
         finally:
             with self._cond:
                 self._reading = False
-                self._cond.notify_all()
+                if self._sleepers:
+                    self._cond.notify_all()
 
     @property
     def lock(self) -> threading.Condition:

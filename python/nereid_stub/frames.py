@@ -11,6 +11,7 @@ several threads share one lock; the read side is used by one thread at a time (d
 from __future__ import annotations
 
 import json
+import json.scanner
 import socket
 import struct
 import threading
@@ -19,8 +20,26 @@ from typing import Any
 
 _PREFIX = struct.Struct("<IBI")
 _LENGTH = struct.Struct("<I")
+# The receive buffer: frames up to this size (header and inline tensors) are read with no allocation.
+_CHUNK = 65536
+# Buffers per sendmsg (Linux takes up to 1024); a frame of more parts is sent part by part.
+_MAX_PARTS = 256
 # Refuse absurd frames from a confused peer instead of allocating them (4 GiB - 1 is the format's limit).
 MAX_BODY = 0xFFFFFFFF
+
+
+# json.loads without its Python layers (loads -> decode -> raw_decode -> two regex matches): the C scanner
+# itself, which the default decoder uses too. Anything it does not take whole goes to json.loads, which
+# accepts surrounding whitespace or raises its usual error.
+_scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed's stub is narrower
+
+
+def _decode_header(text: str) -> Any:
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 class Frame:
@@ -33,18 +52,31 @@ class Frame:
 
 
 class FrameReader:
-    """Reads whole frames; each frame's body is its own bytearray, so views into it stay valid. A small
-    frame costs one recv and one copy (out of the receive buffer); a large one is received in place."""
+    """Reads whole frames. Bytes are received into one reusable buffer (recv_into: no allocation per
+    read); each frame's blob is then copied out into a bytearray of its own, so views into it stay valid
+    (and numpy arrays over it writable, as Triton's are). A frame too large for the buffer is received
+    straight into its own buffer."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self._pending = bytearray()
+        self._buf = bytearray(_CHUNK)
+        self._view = memoryview(self._buf)
+        # Buffered bytes not yet returned as frames: self._buf[self._start : self._end].
+        self._start = 0
+        self._end = 0
 
-    def _recv_more(self) -> bool:
-        chunk = self._sock.recv(65536)
-        if not chunk:
-            return False
-        self._pending += chunk
+    def _fill(self, need: int) -> bool:
+        """Receives until `need` bytes are buffered (need <= the buffer's size); False at end of stream."""
+        if self._start + need > _CHUNK:
+            # Move the partial frame to the front (rare: only a frame that straddles the buffer's end).
+            n = self._end - self._start
+            self._buf[:n] = bytes(self._view[self._start : self._end])
+            self._start, self._end = 0, n
+        while self._end - self._start < need:
+            got = self._sock.recv_into(self._view[self._end :])
+            if not got:
+                return False
+            self._end += got
         return True
 
     def fileno(self) -> int:
@@ -52,49 +84,53 @@ class FrameReader:
 
     def has_buffered_frame(self) -> bool:
         """A whole frame is already buffered (so reading it will not block)."""
-        if len(self._pending) < 4:
+        if self._end - self._start < 4:
             return False
-        body_len: int = _LENGTH.unpack_from(self._pending, 0)[0]
-        return len(self._pending) >= 4 + body_len
+        body_len: int = _LENGTH.unpack_from(self._buf, self._start)[0]
+        return self._end - self._start >= 4 + body_len
 
     def read(self) -> Frame | None:
         """The next frame, or None when the host closed the socket."""
-        pending = self._pending
-        while len(pending) < 4:
-            if not self._recv_more():
-                return None
-        (body_len,) = _LENGTH.unpack_from(pending, 0)
+        if self._end - self._start < 4 and not self._fill(4):
+            return None
+        start = self._start
+        (body_len,) = _LENGTH.unpack_from(self._buf, start)
         if body_len < 5:
             raise ValueError(f"malformed frame: body of {body_len} bytes")
-        end = 4 + body_len
-        if len(pending) < end and body_len < 65536:
-            while len(pending) < end:
-                if not self._recv_more():
+        if 4 + body_len <= _CHUNK:
+            if self._end - start < 4 + body_len:
+                if not self._fill(4 + body_len):
                     return None
-        if len(pending) >= end:
-            body = pending[4:end]
-            del pending[:end]
+                start = self._start
+            body = self._view[start + 4 : start + 4 + body_len]
+            self._start = start + 4 + body_len
         else:
             # A large frame: what is buffered, then the rest received straight into the frame's buffer.
-            body = bytearray(body_len)
-            n = len(pending) - 4
-            body[:n] = memoryview(pending)[4:]
-            pending.clear()
-            view = memoryview(body)
+            whole = bytearray(body_len)
+            n = self._end - start - 4
+            whole[:n] = self._view[start + 4 : self._end]
+            self._start = self._end = 0
+            body = memoryview(whole)
             while n < body_len:
-                got = self._sock.recv_into(view[n:])
+                got = self._sock.recv_into(body[n:])
                 if got == 0:
                     return None
                 n += got
-        view = memoryview(body)
+        if self._start == self._end:
+            self._start = self._end = 0
         type_ = body[0]
         (header_len,) = _LENGTH.unpack_from(body, 1)
         if 5 + header_len > body_len:
             raise ValueError("malformed frame: header longer than the frame")
-        header = json.loads(str(view[5 : 5 + header_len], "utf-8")) if header_len else {}
+        header = _decode_header(str(body[5 : 5 + header_len], "utf-8")) if header_len else {}
         if not isinstance(header, dict):
             raise ValueError("malformed frame: header is not an object")
-        return Frame(type_, header, view[5 + header_len :])
+        if body.obj is self._buf:
+            # The blob leaves the receive buffer, which the next read overwrites.
+            blob = memoryview(bytearray(body[5 + header_len :]))
+        else:
+            blob = body[5 + header_len :]
+        return Frame(type_, header, blob)
 
 
 class FrameWriter:
@@ -108,17 +144,34 @@ class FrameWriter:
         self.send_text(type_, json.dumps(header, separators=(",", ":")), blobs)
 
     def send_text(self, type_: int, header: str, blobs: Sequence[bytes | memoryview] = ()) -> None:
-        """Sends a header that is already JSON text (the hot paths build it directly)."""
+        """Sends a header that is already JSON text (the hot paths build it directly). Blobs are bytes or
+        memoryviews of format "B" (every one this stub makes), so len() is their size."""
         head = header.encode("utf-8")
-        blob_len = sum(len(b) if isinstance(b, bytes) else b.nbytes for b in blobs)
+        blob_len = sum(map(len, blobs))
         body_len = 5 + len(head) + blob_len
         if body_len > MAX_BODY:
             raise ValueError(f"frame of {body_len} bytes exceeds the control channel's limit")
         prefix = _PREFIX.pack(body_len, type_, len(head))
+        parts = [prefix, head, *blobs]
         with self._lock:
-            if blob_len < 65536:
-                self._sock.sendall(b"".join([prefix, head, *blobs]))
-            else:
-                self._sock.sendall(prefix + head)
-                for b in blobs:
-                    self._sock.sendall(b)
+            if len(parts) > _MAX_PARTS:
+                if body_len < 65536:
+                    self._sock.sendall(b"".join(parts))
+                else:
+                    self._send_rest(0, parts)
+                return
+            # One system call for the whole frame (no join copy); a blocking stream socket normally takes
+            # it all, and whatever it did not take is sent after.
+            sent = self._sock.sendmsg(parts)
+            if sent < 4 + body_len:
+                self._send_rest(sent, parts)
+
+    def _send_rest(self, sent: int, parts: Sequence[bytes | memoryview]) -> None:
+        """Sends `parts` after their first `sent` bytes, one part at a time."""
+        for part in parts:
+            view = memoryview(part).cast("B")
+            if sent >= view.nbytes:
+                sent -= view.nbytes
+                continue
+            self._sock.sendall(view[sent:])
+            sent = 0

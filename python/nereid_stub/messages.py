@@ -285,27 +285,21 @@ SHAPES: dict[int, type] = {
 
 # --- fast encoders for the hot messages (the shapes above, checked by protocol.test.ts) --------------------
 
-_NAME_JSON: dict[str, str] = {}
-
-
-def _json_name(name: str) -> str:
-    """A tensor name as JSON text; names repeat, so their encodings are kept."""
-    text = _NAME_JSON.get(name)
-    if text is None:
-        text = json.dumps(name)
-        if len(_NAME_JSON) < 4096:
-            _NAME_JSON[name] = text
-    return text
+# The start of a tensor descriptor, up to "in_shm", by (name, datatype, *shape): a model's outputs repeat
+# them, so most descriptors are one lookup and one short format.
+_TENSOR_HEAD: dict[tuple[Any, ...], str] = {}
 
 
 def tensor_json(name: str, datatype: str, shape: list[int], in_shm: bool, offset: int, size: int) -> str:
     """A WireTensor as JSON text."""
-    dims = ",".join(map(str, shape))
-    where = "true" if in_shm else "false"
-    return (
-        f'{{"name":{_json_name(name)},"datatype":"{datatype}","shape":[{dims}],"in_shm":{where},'
-        f'"offset":{offset},"byte_size":{size}}}'
-    )
+    key = (name, datatype, *shape)
+    head = _TENSOR_HEAD.get(key)
+    if head is None:
+        dims = ",".join(map(str, shape))
+        head = f'{{"name":{json.dumps(name)},"datatype":"{datatype}","shape":[{dims}],"in_shm":'
+        if len(_TENSOR_HEAD) < 4096:
+            _TENSOR_HEAD[key] = head
+    return f'{head}{"true" if in_shm else "false"},"offset":{offset},"byte_size":{size}}}'
 
 
 def response_json(

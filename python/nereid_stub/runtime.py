@@ -32,6 +32,7 @@ from .dispatch import Dispatcher
 from .shm import InputArena, OutputArena
 
 _INTERNAL = int(api.TritonError.INTERNAL)
+_RESCHEDULE = api.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 _error_json = messages.error_response_json
 
 
@@ -84,7 +85,10 @@ class Runtime:
         self._threshold = 1 << 62
         self._commands: collections.deque[frames.Frame] = collections.deque()
         self._orphans: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self._requests: weakref.WeakValueDictionary[int, api._RequestState] = weakref.WeakValueDictionary()
+        # rid -> the request's state, weakly (a state the model dropped must die: that is how an unanswered
+        # request is noticed); dead entries are swept as the map grows (_sweep).
+        self._requests: dict[int, weakref.ref[api._RequestState]] = {}
+        self._sweep_at = 64
         self._bls: dict[int, api.ResponseQueue] = {}
         self._bls_lock = threading.Lock()
         self._next_bls = 1
@@ -141,7 +145,7 @@ class Runtime:
         t = frame.type
         h = frame.header
         if t == messages.CANCEL:
-            state = self._requests.get(int(h["rid"]))
+            state = self._request_state(int(h["rid"]))
             if state is not None:
                 state.cancelled = True
         elif t == messages.BLS_RESPONSE:
@@ -188,12 +192,24 @@ class Runtime:
         self.send(messages.LOG, log)
 
     def send_response(self, rid: int, response: api.InferenceResponse | None, final: bool) -> None:
-        state = self._requests.get(rid)
+        state = self._request_state(rid)
         requested = state.requested if state is not None else None
         blobs: list[memoryview] = []
         self._writer.send_text(
             messages.RESPONSE, self._response_json(rid, final, response, requested, blobs), blobs
         )
+
+    def _request_state(self, rid: int) -> api._RequestState | None:
+        ref = self._requests.get(rid)
+        return ref() if ref is not None else None
+
+    def _sweep(self) -> None:
+        """Drops the entries of requests that are gone; runs as the map doubles, so O(1) per request."""
+        live = self._requests
+        for rid, ref in list(live.items()):
+            if ref() is None:
+                del live[rid]
+        self._sweep_at = max(64, 2 * len(live))
 
     def bls(self, request: api.InferenceRequest) -> api.ResponseQueue:
         with self._bls_lock:
@@ -277,31 +293,33 @@ class Runtime:
         requested: frozenset[str] | None,
         blobs: list[memoryview],
         undeclared: list[str] | None = None,
+        inline: int = -1,
     ) -> list[str]:
-        """Tensor descriptors as JSON texts; inline bytes are appended to `blobs`; pruned outputs the
-        config does not declare are added to `undeclared`."""
+        """Tensor descriptors as JSON texts; inline bytes are appended to `blobs` (`inline`: their size so
+        far, when the caller keeps count); pruned outputs the config does not declare are added to
+        `undeclared`."""
         descs: list[str] = []
-        inline = sum(b.nbytes for b in blobs)
+        if inline < 0:
+            inline = sum(map(len, blobs))
+        tensor_json = messages.tensor_json
         for t in tensors:
-            if requested is not None and t.name() not in requested:
+            name = t._name
+            if requested is not None and name not in requested:
                 # Triton prunes outputs nobody asked for before they cross the process boundary
-                if undeclared is not None and self._declared is not None and t.name() not in self._declared:
-                    undeclared.append(t.name())
+                if undeclared is not None and self._declared is not None and name not in self._declared:
+                    undeclared.append(name)
                 continue
             data = t._wire_bytes()
-            size = data.nbytes
-            offset = None
+            size = len(data)
             if size >= self._threshold and self._outputs is not None:
                 offset = self._outputs.write(data)
-                if offset is None:
-                    self._warn_shm_off()
-            if offset is not None:
-                in_shm = True
-            else:
-                in_shm, offset = False, inline
-                blobs.append(data)
-                inline += size
-            descs.append(messages.tensor_json(t._name, t._dtype, t._shape, in_shm, offset, size))
+                if offset is not None:
+                    descs.append(tensor_json(name, t._dtype, t._shape, True, offset, size))
+                    continue
+                self._warn_shm_off()
+            blobs.append(data)
+            descs.append(tensor_json(name, t._dtype, t._shape, False, inline, size))
+            inline += size
         return descs
 
     def _warn_shm_off(self) -> None:
@@ -325,7 +343,9 @@ class Runtime:
         response: api.InferenceResponse | None,
         requested: frozenset[str] | None,
         blobs: list[memoryview],
+        inline: int = -1,
     ) -> str:
+        """`inline`: the size of `blobs` so far, when the caller keeps count (-1: summed here)."""
         if response is None:
             return messages.response_json(rid, final, None)
         err = response._error
@@ -339,7 +359,7 @@ class Runtime:
                 )
             return messages.error_response_json(rid, err.message(), int(err.code()), from_model=True)
         undeclared: list[str] = []
-        tensors = self._describe_tensors(response._tensors, requested, blobs, undeclared)
+        tensors = self._describe_tensors(response._tensors, requested, blobs, undeclared, inline)
         return messages.response_json(rid, final, tensors, response._parameters, undeclared)
 
     def _bls_response(self, h: messages.BlsResponse, blob: memoryview) -> api.InferenceResponse:
@@ -468,22 +488,34 @@ class Runtime:
         requests: list[api.InferenceRequest] = []
         states: list[api._RequestState] = []
         execute: messages.Execute = frame.header  # type: ignore[assignment]
+        blob = frame.blob
+        wire = api.Tensor._wire
+        live = self._requests
         for r in execute["requests"]:
             outputs = r["requested_outputs"]
             state = api._RequestState(r["rid"], self._decoupled, frozenset(outputs))
-            self._requests[state.rid] = state
+            live[state.rid] = weakref.ref(state)
             states.append(state)
             corr = r["correlation_id"]
             trace: api.InferenceTrace | None = None
             if r.get("traced"):
                 trace = api.InferenceTrace(r.get("trace_context"))
                 trace._rid = state.rid
+            # The host is trusted (it checked the request); json.loads already made the types right.
+            inputs: list[api.Tensor] = []
+            for d in r["inputs"]:
+                offset, size = d["offset"], d["byte_size"]
+                if d["in_shm"] or offset < 0 or size < 0 or offset + size > len(blob):
+                    raw = self._tensor_bytes(d, blob)  # shared memory, or the error
+                else:
+                    raw = blob[offset : offset + size]
+                inputs.append(wire(d["name"], d["datatype"], d["shape"], raw))
             requests.append(
                 api.InferenceRequest._incoming(
                     state,
                     request_id=r["request_id"],
                     correlation_id=corr if r["correlation_is_string"] else int(corr),
-                    inputs=self._read_tensors(r["inputs"], frame.blob),
+                    inputs=inputs,
                     requested=outputs,
                     model_name=self._model_name,
                     model_version=self._model_version,
@@ -494,6 +526,8 @@ class Runtime:
             )
             if r.get("cancelled"):
                 state.cancelled = True
+        if len(live) > self._sweep_at:
+            self._sweep()
         return requests, states
 
     def _execute(self, frame: frames.Frame) -> None:
@@ -577,17 +611,20 @@ class Runtime:
                 f"InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) size is:{len(result)}"
             )
         for request, response in zip(requests, result, strict=True):
-            if response is not None and request._rescheduled():
+            if response is None:
+                continue
+            if request._release_flags == _RESCHEDULE:
                 raise api.TritonModelException(
                     "Expected a None object in the execute function return list for reschduled request, "
                     f"found type '{type(response)}'."
                 )
-            if response is not None and not isinstance(response, api.InferenceResponse):
+            if not isinstance(response, api.InferenceResponse):
                 raise api.TritonModelException(
                     "Expected an 'InferenceResponse' object in the execute function return list, found type "
                     f"'{type(response)}'."
                 )
         out: list[str] = []
+        inline = sum(map(len, blobs))  # the blobs' size, kept up to date as responses add theirs
         for request, state, response in zip(requests, states, result, strict=True):
             if state.closed:
                 if response is not None:
@@ -597,7 +634,10 @@ class Runtime:
                 continue
             state.closed = True
             if response is not None:
-                out.append(self._response_json(state.rid, True, response, state.requested, blobs))
+                before = len(blobs)
+                out.append(self._response_json(state.rid, True, response, state.requested, blobs, inline))
+                for b in blobs[before:]:
+                    inline += len(b)
             elif request._rescheduled():
                 handed_back.append(state.rid)
             else:

@@ -104,8 +104,13 @@ export class VersionHandle implements ResolvedModel {
         `doesn't support models with decoupled transaction policy: use streaming inference for model '${this.name}'`,
       );
     }
-    for await (const response of this.stream(request)) {
-      if (response.final) return response;
+    // The iterator by hand rather than for-await: this is every in-process request's path, and the loop's
+    // protocol (return() on exit, a promise per step) costs more than the request's own bookkeeping.
+    const responses = this.stream(request)[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await responses.next();
+      if (next.done) break;
+      if (next.value.final) return next.value;
     }
     throw internal(`model '${this.name}' ended the request without a response`);
   }

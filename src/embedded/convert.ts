@@ -62,7 +62,7 @@ function shapeFor(dims: readonly number[], length: number, name: string): number
 export function toCoreRequest(
   r: InferRequest,
   metadata: () => ModelMetadata,
-  signal: AbortSignal,
+  signal: AbortSignal | undefined,
 ): CoreRequest {
   let inputs: InferInput[];
   if (Array.isArray(r.inputs)) {

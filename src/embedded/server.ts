@@ -85,15 +85,18 @@ export class NereidServer {
    * is UNSUPPORTED here, as on HTTP /infer: inferStream() gives its responses.
    */
   async infer(request: InferRequest): Promise<InferenceResponse> {
-    const model = this.modelFor(request);
+    const model = this.running.server.resolveModel(request.model, versionText(request.version));
     try {
-      if (model.get().decoupled) {
+      if (model.decoupled) {
         throw unsupported(
           `model '${request.model}' is decoupled (0..n responses per request): call inferStream() for its responses`,
         );
       }
-      const core = toCoreRequest(request, () => model.get().metadata, request.signal ?? freshSignal());
-      return fromCoreResponse(await model.get().infer(core));
+      // No signal of our own when the caller gave none: the core uses a shared never-aborted one, and its
+      // schedulers remove the listeners they add at dispatch (a new AbortSignal costs more than the rest of
+      // a small request's bookkeeping).
+      const core = toCoreRequest(request, () => model.metadata, request.signal);
+      return fromCoreResponse(await model.infer(core));
     } finally {
       model.release();
     }
@@ -135,7 +138,7 @@ export class NereidServer {
    */
   private modelFor(request: InferRequest): { get(): ResolvedModel; release(): void } {
     let handle: ResolvedModel | undefined;
-    const version = request.version === undefined ? undefined : String(request.version);
+    const version = versionText(request.version);
     return {
       get: () => (handle ??= this.running.server.resolveModel(request.model, version)),
       release: () => handle?.release(),
@@ -305,11 +308,8 @@ export class NereidServer {
   }
 }
 
-/**
- * A signal per request: the core's queue adds an 'abort' listener to each request's signal, and one
- * shared never-aborted signal would collect them all.
- */
-const freshSignal = (): AbortSignal => new AbortController().signal;
+const versionText = (version: string | number | undefined): string | undefined =>
+  version === undefined ? undefined : String(version);
 
 /** `Nereid.start(options)`: the entry point of the in-process API. */
 export const Nereid = {

@@ -4,6 +4,7 @@ import { createServer as createHttp2Server } from 'node:http2';
 import net from 'node:net';
 import { describe, it } from 'node:test';
 import { NereidError } from '../common/errors.js';
+import { Logger } from '../common/logger.js';
 import { listen, listenError } from './listen.js';
 
 const close = (server: net.Server): Promise<void> =>
@@ -44,6 +45,28 @@ describe('listen', () => {
       assert.equal(bound.port, (server.address() as net.AddressInfo).port);
       assert.equal(server.listenerCount('error'), errorListeners);
       assert.equal(server.listenerCount('listening'), listeningListeners);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it("with a logger, logs a listening server's later errors (a refused accept) and keeps serving", async () => {
+    const lines: string[] = [];
+    const server = createHttpServer((_req, res) => res.end('ok'));
+    try {
+      const bound = await listen(
+        server,
+        'HTTP',
+        { address: '127.0.0.1', port: 0 },
+        new Logger({}, (l) => lines.push(l)),
+      );
+      // What node:net does when accept() fails after listening: without a listener this throws.
+      const accept = Object.assign(new Error('accept EMFILE'), { code: 'EMFILE' });
+      assert.doesNotThrow(() => server.emit('error', accept));
+      assert.equal(lines.length, 1);
+      assert.match(lines[0], /^E.* HTTP server error: accept EMFILE$/);
+      const res = await fetch(`http://127.0.0.1:${bound.port}/`);
+      assert.equal(await res.text(), 'ok');
     } finally {
       await close(server);
     }

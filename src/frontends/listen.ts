@@ -7,6 +7,7 @@
  */
 import type { AddressInfo, Server } from 'node:net';
 import { unavailable, type NereidError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
 
 export interface ListenTarget {
   readonly address: string;
@@ -35,10 +36,17 @@ export function listenError(
 }
 
 /**
- * Starts `server` listening on `target`. The bind error is this promise's alone: once listening, the
- * server has no 'error' listener from here (the caller adds one if it wants later errors).
+ * Starts `server` listening on `target`. The bind error is this promise's alone. Once listening, a server
+ * can still emit 'error' (an accept() the kernel refuses: out of file descriptors past libuv's reserve, out
+ * of memory), and an 'error' nobody listens to ends the process: with `log`, such errors are logged and the
+ * server keeps serving; without it the caller adds its own listener.
  */
-export function listen(server: Server, service: string, target: ListenTarget): Promise<BoundAddress> {
+export function listen(
+  server: Server,
+  service: string,
+  target: ListenTarget,
+  log?: Logger,
+): Promise<BoundAddress> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       server.off('listening', onListening);
@@ -46,6 +54,7 @@ export function listen(server: Server, service: string, target: ListenTarget): P
     };
     const onListening = (): void => {
       server.off('error', onError);
+      if (log) server.on('error', (err: Error) => log.error(`${service} server error: ${err.message}`));
       const addr = server.address() as AddressInfo;
       resolve({ address: addr.address, port: addr.port });
     };

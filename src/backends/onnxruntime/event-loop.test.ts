@@ -88,6 +88,62 @@ void describe('event-loop instances', () => {
     }
   });
 
+  void test('a lone input that fills its own buffer is read in place: not copied, moved or kept', async () => {
+    const model = await backend.loadModel(
+      loadContext(addSubConfig(EVENT_LOOP), fixture('add_sub_fp32.onnx')),
+    );
+    const inst = await model.createInstance(instanceSpec('add_sub_fp32'));
+    // fp32() wraps a whole ArrayBuffer of its own: the instance hands it to onnxruntime as it is.
+    const a = fp32(
+      'INPUT0',
+      [1, 16],
+      Array.from({ length: 16 }, (_, i) => i),
+    );
+    const b = fp32(
+      'INPUT1',
+      [1, 16],
+      Array.from({ length: 16 }, () => 1),
+    );
+    assert.equal(a.data.byteLength, a.data.buffer.byteLength);
+    try {
+      const first = request('first', [a, b], ['OUTPUT0', 'OUTPUT1']);
+      await inst.execute([first]);
+      const sum = first.sender.outputs().get('OUTPUT0')!;
+      assert.deepEqual(
+        readFp32(sum),
+        Array.from({ length: 16 }, (_, i) => i + 1),
+      );
+      assert.deepEqual(
+        readFp32(first.sender.outputs().get('OUTPUT1')!),
+        Array.from({ length: 16 }, (_, i) => i - 1),
+      );
+      // Still attached and unchanged, and the outputs live in buffers of their own.
+      assert.equal(a.data.buffer.byteLength, 64);
+      assert.deepEqual(
+        readFp32(a),
+        Array.from({ length: 16 }, (_, i) => i),
+      );
+      assert.notEqual(sum.data.buffer, a.data.buffer);
+      assert.notEqual(sum.data.buffer, b.data.buffer);
+
+      // The same buffers, new values: the next run reads them afresh, the first answer stays as it was.
+      new Float32Array(a.data.buffer).fill(10);
+      const second = request('second', [a, b], ['OUTPUT0']);
+      await inst.execute([second]);
+      assert.deepEqual(
+        readFp32(second.sender.outputs().get('OUTPUT0')!),
+        Array.from({ length: 16 }, () => 11),
+      );
+      assert.deepEqual(
+        readFp32(sum),
+        Array.from({ length: 16 }, (_, i) => i + 1),
+      );
+    } finally {
+      await inst.close();
+      await model.unload();
+    }
+  });
+
   void test('a corrupt file fails the load with INTERNAL naming the file', async () => {
     const config = modelConfig({
       name: 'corrupt',

@@ -7,7 +7,8 @@
  *
  * Copies (main thread): each input is copied exactly once into an ArrayBuffer this instance owns — the
  * batch concatenation itself, or for a lone request a plain copy — and that buffer is transferred to the
- * worker. The core's input Buffers are never transferred: the contract leaves them owned by the core
+ * worker. On the event loop a lone request's input that fills its own ArrayBuffer is not copied at all
+ * (nothing is transferred; onnxruntime reads it during the run). The core's input Buffers are never transferred: the contract leaves them owned by the core
  * (an ensemble may hand the same tensor to two models, a cache may keep it), and transferring would
  * detach them under its feet; most of them are also slices of a larger body buffer, which could not be
  * transferred without taking the rest of the body along. Outputs come back as the worker's transferred
@@ -55,11 +56,15 @@ function ownedCopy(data: Buffer): ArrayBuffer {
   return copy.buffer;
 }
 
-/** `owned`: the tensor's Buffer was allocated by this instance (a batch concatenation) and may be moved. */
-function toWire(t: Tensor, owned: boolean): WireTensor {
+/**
+ * `usable`: the tensor's whole ArrayBuffer may go on the wire as it is — it was allocated by this instance
+ * (a batch concatenation) and may be moved, or the run stays on this thread (event loop), where nothing is
+ * transferred and onnxruntime only reads the bytes during the run.
+ */
+function toWire(t: Tensor, usable: boolean): WireTensor {
   const ab = t.data.buffer;
   const whole =
-    owned && ab instanceof ArrayBuffer && t.data.byteOffset === 0 && t.data.length === ab.byteLength;
+    usable && ab instanceof ArrayBuffer && t.data.byteOffset === 0 && t.data.length === ab.byteLength;
   return {
     name: t.name,
     datatype: t.datatype,
@@ -97,6 +102,8 @@ export class OrtInstance implements InstanceHandle {
   private worker: OrtWorker | undefined;
   /** The event-loop session (thread 'event_loop' only). */
   private session: Promise<InferenceSession> | undefined;
+  /** The event-loop session once it is open (dropped on close). */
+  private opened: { session: InferenceSession; m: SessionModule } | undefined;
   private closed = false;
   private warnedSlowRun = false;
 
@@ -140,6 +147,7 @@ export class OrtInstance implements InstanceHandle {
     await w?.terminate();
     const session = this.session;
     this.session = undefined;
+    this.opened = undefined;
     // The contract calls close() only after the last execute() settled, so no run is in flight.
     if (session) await (await session.catch(() => undefined))?.release();
   }
@@ -180,7 +188,8 @@ export class OrtInstance implements InstanceHandle {
   /** One run on this instance's session, wherever it lives. The feeds are not to be used afterwards. */
   private async run(feeds: WireTensor[], fetches: string[]): Promise<RunResult> {
     if (this.thread === 'event_loop') {
-      const [session, m] = await Promise.all([this.ensureSession(), loadSessionModule()]);
+      // Once open, the session and its module are kept at hand: no promises to wait for on each run.
+      const { session, m } = (this.opened ??= await this.openForRuns());
       const started = performance.now();
       try {
         return await m.runSession(session, feeds, fetches);
@@ -189,6 +198,11 @@ export class OrtInstance implements InstanceHandle {
       }
     }
     return (await this.ensureWorker()).run(feeds, fetches);
+  }
+
+  private async openForRuns(): Promise<{ session: InferenceSession; m: SessionModule }> {
+    const [session, m] = await Promise.all([this.ensureSession(), loadSessionModule()]);
+    return { session, m };
   }
 
   private noteEventLoopRun(ms: number): void {
@@ -252,7 +266,8 @@ export class OrtInstance implements InstanceHandle {
   private buildFeeds(requests: readonly BackendRequest[]): WireTensor[] {
     const first = requests[0];
     if (requests.length === 1) {
-      return [...first.inputs.values()].map((t) => toWire(t, false));
+      const lend = this.thread === 'event_loop';
+      return [...first.inputs.values()].map((t) => toWire(t, lend));
     }
     return [...first.inputs.keys()].map((name) => {
       const parts = requests.map((r) => {

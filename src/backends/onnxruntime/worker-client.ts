@@ -5,14 +5,15 @@
  */
 import { Worker } from 'node:worker_threads';
 import { NereidError, internal } from '../../common/errors.js';
-import type {
-  FromWorker,
-  ModelIo,
-  RunMessage,
-  RunResult,
-  ToWorker,
-  WireTensor,
-  WorkerInit,
+import {
+  packRun,
+  unpackResult,
+  type FromWorker,
+  type ModelIo,
+  type RunResult,
+  type ToWorker,
+  type WireTensor,
+  type WorkerInit,
 } from './protocol.js';
 
 interface Pending {
@@ -61,7 +62,8 @@ export class OrtWorker {
       let settled = false;
       let error: string | undefined;
       const onMessage = (msg: FromWorker): void => {
-        if (settled) return;
+        // Only 'ready' or 'load-error' come before the session is ready (results are arrays).
+        if (settled || Array.isArray(msg)) return;
         if (msg.kind === 'ready') {
           settled = true;
           cleanup();
@@ -118,7 +120,7 @@ export class OrtWorker {
       return Promise.reject(internal(`onnxruntime worker for '${this.label}' is not running`));
     }
     const id = this.nextId++;
-    const msg: RunMessage = { kind: 'run', id, feeds, fetches };
+    const msg = packRun({ id, feeds, fetches });
     const result = new Promise<RunResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       try {
@@ -164,13 +166,19 @@ export class OrtWorker {
   }
 
   private onMessage(msg: FromWorker): void {
-    if (msg.kind !== 'result' && msg.kind !== 'run-error') return;
+    if (Array.isArray(msg)) {
+      const { id, result } = unpackResult(msg);
+      const p = this.pending.get(id);
+      if (!p) return;
+      this.pending.delete(id);
+      p.resolve(result);
+      return;
+    }
+    if (msg.kind !== 'run-error') return;
     const p = this.pending.get(msg.id);
     if (!p) return;
     this.pending.delete(msg.id);
-    if (msg.kind === 'result')
-      p.resolve({ outputs: msg.outputs, runStart: msg.runStart, runEnd: msg.runEnd });
-    else p.reject(new NereidError(msg.code, msg.message));
+    p.reject(new NereidError(msg.code, msg.message));
   }
 
   private onExit(code: number): void {

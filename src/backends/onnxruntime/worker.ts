@@ -8,7 +8,15 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceSession } from 'onnxruntime-node';
 import { NereidError } from '../../common/errors.js';
-import type { FromWorker, RunMessage, RunResult, ToWorker, WorkerInit } from './protocol.js';
+import {
+  packResult,
+  unpackRun,
+  type FromWorker,
+  type RunMessage,
+  type RunResult,
+  type ToWorker,
+  type WorkerInit,
+} from './protocol.js';
 import { openSession, runSession, sessionIo } from './session.js';
 
 function post(message: FromWorker, transfer: ArrayBuffer[] = []): void {
@@ -34,7 +42,7 @@ async function run(session: InferenceSession, msg: RunMessage): Promise<void> {
     return;
   }
   post(
-    { kind: 'result', id: msg.id, ...result },
+    packResult(msg.id, result),
     result.outputs.map((o) => o.data),
   );
 }
@@ -55,8 +63,12 @@ async function main(): Promise<void> {
   // Serialise runs even if messages arrive back to back: one session, one run at a time.
   let queue = Promise.resolve();
   parentPort!.on('message', (msg: ToWorker) => {
-    if (msg.kind === 'crash-next-run') crashArmed = true;
-    else queue = queue.then(() => run(session, msg));
+    if (!Array.isArray(msg)) {
+      if (msg.kind === 'crash-next-run') crashArmed = true;
+      return;
+    }
+    const next = unpackRun(msg);
+    queue = queue.then(() => run(session, next));
   });
 }
 

@@ -284,3 +284,109 @@ void test(
     ]);
   },
 );
+
+const WIRE_SCRIPT = String.raw`
+import numpy as np
+import triton_python_backend_utils as pb_utils
+from nereid_stub.api import InferenceRequest, Tensor, _RequestState
+
+# Tensors over delivered bytes (the host's inputs): what as_numpy makes of them.
+frame = bytearray(np.arange(12, dtype=np.int32).tobytes()) + bytearray(np.array([1.5, -2], dtype=np.float16).tobytes())
+blob = memoryview(frame)
+grid = Tensor._wire("G", "INT32", [3, 4], blob[0:48])
+a = grid.as_numpy()
+out["grid"] = [a.shape, str(a.dtype), a.flags.writeable, a.flags.c_contiguous, a.tolist()[2], grid.as_numpy() is a]
+a[0, 0] = 99  # writable, over the frame's own bytes (no copy), as Triton's arrays are
+out["shared"] = int(np.frombuffer(frame, dtype=np.int32, count=1)[0])
+out["half"] = Tensor._wire("H", "FP16", [2], blob[48:52]).as_numpy().tolist()
+out["scalar"] = Tensor._wire("S", "INT32", [], blob[4:8]).as_numpy().tolist()
+out["empty"] = list(Tensor._wire("E", "INT32", [0, 3], blob[0:0]).as_numpy().shape)
+out["short"] = err(lambda: Tensor._wire("X", "INT32", [4], blob[0:12]).as_numpy())
+out["long"] = err(lambda: Tensor._wire("X", "INT32", [2], blob[0:12]).as_numpy())
+out["bytes"] = [x.decode() for x in Tensor._wire("B", "BYTES", [1], memoryview(b"\x02\x00\x00\x00hi")).as_numpy()]
+out["readonly"] = Tensor._wire("R", "INT32", [1], memoryview(b"\x01\x00\x00\x00")).as_numpy().flags.writeable
+
+# Tensor(name, array): the one-lookup path for native numeric arrays, the general one for the rest.
+big = Tensor("BE", np.array([1, 2], dtype=">i4"))
+out["swapped"] = [big.triton_dtype(), big.as_numpy().dtype.byteorder in "=<", big.as_numpy().tolist()]
+flag = Tensor("F", np.array([[True], [False]]))
+out["bool"] = [flag.triton_dtype(), flag.shape(), type(flag.shape()[0]).__name__]
+out["list"] = [Tensor("L", [1.0, 2.0]).triton_dtype(), Tensor("L", np.float32(3)).shape()]
+view = np.arange(6, dtype=np.int64).reshape(2, 3)[:, 1]
+strided = Tensor("V", view)
+out["strided"] = [bytes(strided._wire_bytes()) == np.ascontiguousarray(view).tobytes(), strided.shape()]
+
+# The request's trace is made on first use, and the same object after.
+state = _RequestState(7, False, frozenset())
+req = InferenceRequest._incoming(state, "id", 0, [grid], [], "m", 1, 0, "{}")
+out["trace"] = [req.trace() is req.trace(), req.trace().get_context()]
+state.closed = True
+out["by_name"] = [pb_utils.get_input_tensor_by_name(req, "G") is grid, pb_utils.get_input_tensor_by_name(req, "Z")]
+resp = pb_utils.InferenceResponse([big])
+out["response"] = [pb_utils.get_output_tensor_by_name(resp, "BE") is big, resp.parameters()]
+`;
+
+void test(
+  'delivered tensors become writable numpy arrays over their bytes; Tensor() takes native and other arrays as before',
+  { skip: !existsSync(PYTHON) && 'no .venv' },
+  () => {
+    const out = runPython<Record<string, unknown>>(WIRE_SCRIPT);
+    assert.deepEqual(out.grid, [[3, 4], 'int32', true, true, [8, 9, 10, 11], true]);
+    assert.equal(out.shared, 99);
+    assert.deepEqual(out.half, [1.5, -2]);
+    assert.equal(out.scalar, 1);
+    assert.deepEqual(out.empty, [0, 3]);
+    assert.match(String(out.short), /cannot reshape array of size 3 into shape \(4,\)/);
+    assert.match(String(out.long), /cannot reshape array of size 3 into shape \(2,\)/);
+    assert.deepEqual(out.bytes, ['hi']);
+    assert.equal(out.readonly, false);
+    assert.deepEqual(out.swapped, [8, true, [1, 2]]);
+    assert.deepEqual(out.bool, [1, [2, 1], 'int']);
+    assert.deepEqual(out.list, [12, []]);
+    assert.deepEqual(out.strided, [true, [2]]);
+    assert.deepEqual(out.trace, [true, null]);
+    assert.deepEqual(out.by_name, [true, null]);
+    assert.deepEqual(out.response, [true, '{}']);
+  },
+);
+
+const REQUEST_MAP_SCRIPT = String.raw`
+import gc, socket
+from nereid_stub import frames, messages
+from nereid_stub.runtime import Runtime
+
+a, b = socket.socketpair()
+rt = Runtime(b, None, None)
+def execute(rid0, n):
+    requests = [{"rid": rid0 + k, "request_id": "", "correlation_id": "0", "correlation_is_string": False,
+                 "flags": 0, "parameters": "{}", "requested_outputs": [], "inputs": []} for k in range(n)]
+    return frames.Frame(messages.EXECUTE, {"batch": 1, "requests": requests}, memoryview(bytearray()))
+kept = []
+for i in range(100):
+    _, states = rt._build_requests(execute(i * 10, 10))
+    for s in states:
+        s.closed = True  # answered: nothing to report when they go
+    if i == 0:
+        kept = states
+    del states
+gc.collect()
+out["size"] = len(rt._requests)
+out["kept"] = all(rt._request_state(k) is kept[k] for k in range(10))
+out["gone"] = rt._request_state(500)
+rt._route(frames.Frame(messages.CANCEL, {"rid": 3}, memoryview(b"")))
+out["cancelled"] = [s.cancelled for s in kept[2:5]]
+`;
+
+void test(
+  "the stub's map of live requests finds the ones a model holds, forgets the others, and stays small",
+  { skip: !existsSync(PYTHON) && 'no .venv' },
+  () => {
+    const out = runPython<{ size: number; kept: boolean; gone: null; cancelled: boolean[] }>(
+      REQUEST_MAP_SCRIPT,
+    );
+    assert.ok(out.size <= 74, `1,000 requests, 10 alive: ${out.size} entries`);
+    assert.equal(out.kept, true);
+    assert.equal(out.gone, null);
+    assert.deepEqual(out.cancelled, [false, true, false]);
+  },
+);

@@ -200,6 +200,8 @@ class Pipe:
         return sys.stdin.buffer.readinto1(view)
     def sendall(self, data):
         sys.stdout.buffer.write(data)
+    def sendmsg(self, buffers):
+        return sum(sys.stdout.buffer.write(b) for b in buffers)
 
 reader, writer = frames.FrameReader(Pipe()), frames.FrameWriter(Pipe())
 seen = []
@@ -244,4 +246,50 @@ void test('a field the other side does not know is caught', () => {
       }),
     /fields \['i', 'rid'\] but the shape has \['rid'\]/,
   );
+});
+
+// The stub's FrameReader keeps one 64 KiB receive buffer and FrameWriter sends a frame with one sendmsg
+// (part by part past 256 parts): frames that straddle the buffer's end, fill it exactly, outgrow it, or
+// carry hundreds of blobs all arrive whole over a real socket, and a frame's blob keeps its bytes after
+// later frames reuse the buffer.
+const SOCKET_SCRIPT = String.raw`
+import json, socket, sys, threading
+sys.path.insert(0, sys.argv[1])
+from nereid_stub import frames
+
+a, b = socket.socketpair()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # small kernel buffers: partial reads and sends
+b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+# 4 + 5 + len('{"i":4}') + 65520 = 65536: the buffer exactly; 65521 is one byte more
+sizes = [0, 1, 30000, 40000, 65520, 65521, 70000, 250000, 5, 65000, 3]
+def fill(i, n):
+    return bytes((i * 7 + k) % 251 for k in range(n))
+def write():
+    w = frames.FrameWriter(a)
+    for i, n in enumerate(sizes):
+        w.send(40 + i, {"i": i}, [fill(i, n)])
+    w.send(60, {"parts": 300}, [bytes([k % 256]) * 3 for k in range(300)])
+    w.send_text(61, '  {"spaced": true} ', [memoryview(b"xyz")])
+    a.close()
+threading.Thread(target=write).start()
+r = frames.FrameReader(b)
+got = []
+while (f := r.read()) is not None:
+    got.append(f)
+out = {"types": [f.type for f in got], "headers": [f.header for f in got[-2:]]}
+out["intact"] = all(bytes(f.blob) == fill(i, n) for i, (f, n) in enumerate(zip(got, sizes)))
+out["parts"] = bytes(got[-2].blob) == b"".join(bytes([k % 256]) * 3 for k in range(300))
+out["last"] = bytes(got[-1].blob).decode()
+print(json.dumps(out))
+`;
+
+void test("the stub's frame reader and writer move frames of every size over a real socket", () => {
+  const out = JSON.parse(
+    execFileSync(PYTHON, ['-c', SOCKET_SCRIPT, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
+  ) as { types: number[]; headers: unknown[]; intact: boolean; parts: boolean; last: string };
+  assert.deepEqual(out.types, [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 60, 61]);
+  assert.equal(out.intact, true, 'every blob arrived with its own bytes');
+  assert.equal(out.parts, true, 'a frame of 300 blobs arrived whole');
+  assert.deepEqual(out.headers, [{ parts: 300 }, { spaced: true }]);
+  assert.equal(out.last, 'xyz');
 });

@@ -23,6 +23,35 @@ export interface OutputContext {
   readonly stats: ModelStats;
 }
 
+const reshapesByConfig = new WeakMap<FrozenModelConfig, ReadonlyMap<string, readonly number[]>>();
+
+/**
+ * The outputs whose config has a reshape and fixed dims, with those dims (a response shows the config's
+ * dims rather than the backend's shape); worked out once per frozen config.
+ */
+function outputReshapes(config: FrozenModelConfig): ReadonlyMap<string, readonly number[]> {
+  let map = reshapesByConfig.get(config);
+  if (map === undefined) {
+    const m = new Map<string, readonly number[]>();
+    for (const o of config.output) {
+      // The first output of a name wins, as config.output.find did.
+      if (o.reshape && !m.has(o.name) && !o.dims.includes(-1)) m.set(o.name, o.dims);
+    }
+    map = m;
+    reshapesByConfig.set(config, map);
+  }
+  return map;
+}
+
+/**
+ * The last tensor of that name (a backend that sends a name twice: its last one counts). A model has few
+ * outputs, so a scan costs less than building a map per response.
+ */
+function lastNamed(tensors: readonly Tensor[], name: string): Tensor | undefined {
+  for (let i = tensors.length - 1; i >= 0; i--) if (tensors[i].name === name) return tensors[i];
+  return undefined;
+}
+
 export class JobSender implements ResponseSender {
   private sentAny = false;
   /** Responses sent so far (the response_stats index of the next one). */
@@ -119,22 +148,17 @@ export class JobSender implements ResponseSender {
   }
 
   private selectOutputs(produced: readonly Tensor[]): Tensor[] {
-    const byName = new Map(produced.map((t) => [t.name, t]));
     const config = this.ctx.config;
     const batching = config.max_batch_size > 0;
+    const reshapes = outputReshapes(config);
     const result: Tensor[] = [];
     for (const plan of this.request.outputs) {
-      let t = byName.get(plan.name);
       // A model may leave out an output (Python and JavaScript models choose what they return): like
       // Triton, the response carries the outputs the model produced.
+      let t = lastNamed(produced, plan.name);
       if (!t) continue;
-      const cfg = config.output.find((o) => o.name === plan.name);
-      if (cfg?.reshape) {
-        const dims = cfg.dims;
-        if (!dims.includes(-1)) {
-          t = { ...t, shape: batching ? [t.shape[0] ?? 1, ...dims] : [...dims] };
-        }
-      }
+      const dims = reshapes.get(plan.name);
+      if (dims) t = { ...t, shape: batching ? [t.shape[0] ?? 1, ...dims] : [...dims] };
       if (plan.classification > 0) {
         t = classify(t, plan.classification, batching, this.ctx.labels.get(plan.name));
       }

@@ -192,7 +192,7 @@ export function createMetricsFrontend(
     listen: async () => {
       await poller?.start();
       try {
-        return await listen(server, 'Metrics', options);
+        return await listen(server, 'Metrics', options, log);
       } catch (err) {
         await poller?.stop();
         throw err;

@@ -45,7 +45,7 @@ export function createOpenAiServer(api: InferenceServerApi, options: OpenAiServe
     options.tls,
   );
   return {
-    listen: () => listen(server, 'OpenAI', options),
+    listen: () => listen(server, 'OpenAI', options, options.log),
     close: () =>
       new Promise<void>((resolve) => {
         if (!server.listening) {
