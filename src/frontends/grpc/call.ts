@@ -245,7 +245,8 @@ export class ServerCall {
       if (this.headersSent) {
         // Trailers follow the queued messages; a client still sending is left to stop on its own (a
         // reset here could overtake them).
-        stream.once('wantTrailers', () => this.guard(() => stream.sendTrailers(trailers)));
+        // 'wantTrailers' fires once per stream: a plain listener spares once()'s wrapper.
+        stream.on('wantTrailers', () => this.guard(() => stream.sendTrailers(trailers)));
         stream.end();
         return;
       }

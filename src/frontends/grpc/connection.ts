@@ -122,6 +122,8 @@ export class GrpcConnection implements CallTransport {
   private resetTokens = RESET_BURST;
   private resetRefilled = performance.now();
   private idleTimer: NodeJS.Timeout | undefined;
+  /** When the connection last became idle (performance.now()). */
+  private idleSince = 0;
   private ageTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private livenessTimer: NodeJS.Timeout | undefined;
@@ -171,10 +173,8 @@ export class GrpcConnection implements CallTransport {
   streamStarted(stream: ServerHttp2Stream): void {
     this.heard = true;
     this.activeStreams++;
-    if (this.idleTimer !== undefined) {
-      clearTimeout(this.idleTimer);
-      this.idleTimer = undefined;
-    }
+    // The idle timer is left running: it checks for itself whether the connection stayed idle (arming
+    // and clearing a timer per call was measurable at one call at a time).
     stream.once('close', () => {
       this.activeStreams--;
       if (stream.rstCode !== constants.NGHTTP2_NO_ERROR && stream.rstCode !== undefined) this.onReset();
@@ -259,13 +259,20 @@ export class GrpcConnection implements CallTransport {
     }
   }
 
+  /** The connection just became idle (no streams): it is closed once it stays so maxConnectionIdleMs. */
   private startIdleTimer(): void {
     if (this.settings.maxConnectionIdleMs <= 0 || this.closing) return;
-    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
-    this.idleTimer = timer(this.settings.maxConnectionIdleMs, () => {
-      this.idleTimer = undefined;
-      if (this.activeStreams === 0) this.beginClose(GOAWAY_GRACE_MS);
-    });
+    this.idleSince = performance.now();
+    this.idleTimer ??= timer(this.settings.maxConnectionIdleMs, () => this.idleCheck());
+  }
+
+  private idleCheck(): void {
+    this.idleTimer = undefined;
+    // Busy now: the last stream to close starts the idle time again.
+    if (this.activeStreams > 0 || this.closing || this.closed) return;
+    const left = this.idleSince + this.settings.maxConnectionIdleMs - performance.now();
+    if (left >= 1) this.idleTimer = timer(left, () => this.idleCheck());
+    else this.beginClose(GOAWAY_GRACE_MS);
   }
 
   /** Sends a PING; the connection is destroyed if it is not answered in time. False if one is out. */

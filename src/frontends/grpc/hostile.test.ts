@@ -21,8 +21,10 @@ import {
   headerBlock,
   openFds,
   rstStream,
+  settings,
+  windowUpdate,
 } from './raw-h2.testkit.js';
-import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from './server.js';
+import { MAX_FRAME_SIZE, createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from './server.js';
 import { TestClient, decodeMessage, encodeMessage } from './test-client.testkit.js';
 
 const SERVER_LIVE = '/inference.GRPCInferenceService/ServerLive';
@@ -273,6 +275,41 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     await closed;
   });
 
+  it('a call running past the idle time keeps its connection; idle again, the connection is closed', async () => {
+    const r = await start({ connection: { maxConnectionIdleMs: 200 } });
+    const s = http2.connect(`http://127.0.0.1:${r.port}`);
+    s.on('error', () => {});
+    const events: string[] = [];
+    s.once('goaway', (code: number) => events.push(`goaway ${code}`));
+    const closed = new Promise<void>((resolve) => s.once('close', () => resolve()));
+    // Warm the connection with a call, so the idle timer is armed before the long one starts.
+    const first = s.request({ ':method': 'POST', ':path': SERVER_LIVE, 'content-type': 'application/grpc' });
+    first.resume();
+    first.end(grpcFrame(Buffer.alloc(0)));
+    await new Promise<void>((resolve) => first.on('close', () => resolve()));
+    const req = s.request({ ':method': 'POST', ':path': STREAM_INFER, 'content-type': 'application/grpc' });
+    req.on('error', () => {});
+    req.on('close', () => events.push('call closed'));
+    req.resume();
+    // Two responses 400 ms apart: the idle timer fires while the call runs, and must leave it alone.
+    req.end(
+      grpcFrame(
+        encodeMessage('inference.ModelInferRequest', {
+          model_name: 'repeat',
+          inputs: [
+            { name: 'IN', datatype: 'INT32', shape: [2] },
+            { name: 'DELAY', datatype: 'INT32', shape: [2] },
+          ],
+          raw_input_contents: [int32s(1, 2), int32s(400, 400)],
+        }),
+      ),
+    );
+    await closed;
+    assert.deepEqual(events, ['call closed', 'goaway 0']);
+    assert.equal(r.api.repeatSignals.length, 1);
+    assert.equal(r.api.repeatSignals[0].aborted, false, 'the call ran to its end');
+  });
+
   it('an aged connection gets GOAWAY, running calls get the grace, then the connection is closed', async () => {
     const r = await start({
       connection: { maxConnectionAgeMs: 200, maxConnectionAgeGraceMs: 300, maxConnectionIdleMs: 0 },
@@ -325,6 +362,41 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     );
     c.destroy();
     await healthy(r);
+  });
+
+  it('accepts DATA frames up to SETTINGS_MAX_FRAME_SIZE: a 200 KB message in one frame is answered', async () => {
+    const r = await start();
+    // Large receive windows, so the 200 KB answer needs no WINDOW_UPDATE from this client.
+    const c = await RawConnection.open(r.port, settings([[4, 16 << 20]]));
+    c.ackSettings = true;
+    c.write(windowUpdate(0, 16 << 20));
+    assert.ok(await c.waitFor((f) => f.type === FrameType.SETTINGS && (f.flags & Flag.ACK) === 0));
+    assert.equal(c.serverSettings().get(5), MAX_FRAME_SIZE, 'SETTINGS_MAX_FRAME_SIZE');
+    // The server's connection window opens past HTTP/2's 64 KiB default before the frame is sent.
+    assert.ok(await c.waitFor((f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === 0));
+    const values = Float32Array.from({ length: 50_000 }, (_, i) => i / 2);
+    const message = grpcFrame(
+      encodeMessage('inference.ModelInferRequest', {
+        model_name: 'identity',
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [values.length] }],
+        raw_input_contents: [Buffer.from(values.buffer)],
+      }),
+    );
+    assert.ok(message.length > 16384 * 12, 'far beyond the 16 KiB default frame size');
+    c.write(grpcHeaders(1, MODEL_INFER), frame(FrameType.DATA, Flag.END_STREAM, 1, message));
+    const trailers = await c.waitFor(
+      (f) => f.type === FrameType.HEADERS && f.streamId === 1 && (f.flags & Flag.END_STREAM) !== 0,
+    );
+    assert.ok(trailers, 'the call ended with trailers');
+    assert.deepEqual(c.goaways(), [], 'no FRAME_SIZE_ERROR');
+    const body = Buffer.concat(
+      c.frames.filter((f) => f.type === FrameType.DATA && f.streamId === 1).map((f) => f.payload),
+    );
+    const reply = decodeMessage('inference.ModelInferResponse', body.subarray(5)) as {
+      raw_output_contents: Uint8Array[];
+    };
+    assert.deepEqual(Buffer.from(reply.raw_output_contents[0]), Buffer.from(values.buffer));
+    c.destroy();
   });
 
   it('prefixes declaring 2 GiB allocate nothing; the health check answers meanwhile', async () => {
@@ -396,6 +468,31 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     assert.equal(got.length, 1, 'the request was answered first');
     assert.equal(err?.code, GrpcCode.UNAVAILABLE);
     assert.match(err?.details ?? '', /received no request for 300 ms/);
+  });
+
+  it('an inference stream whose request runs past the idle timeout is ended only once idle again', async () => {
+    const r = await start({ streamIdleTimeoutMs: 200 });
+    const stream = r.client.stream();
+    const got: Plain[] = [];
+    const ended = new Promise<ServiceError | undefined>((resolve) => {
+      stream.on('data', (m: Plain) => got.push(m));
+      stream.on('error', (e: ServiceError) => resolve(e));
+      stream.on('end', () => resolve(undefined));
+    });
+    // Three responses 250 ms apart on a decoupled model: the idle timer fires while the request runs.
+    stream.write({
+      model_name: 'repeat',
+      inputs: [
+        { name: 'IN', datatype: 'INT32', shape: [3] },
+        { name: 'DELAY', datatype: 'INT32', shape: [3] },
+      ],
+      raw_input_contents: [int32s(7, 8, 9), int32s(250, 250, 250)],
+    });
+    const err = await ended;
+    assert.equal(got.length, 3, 'every response of the running request came first');
+    assert.equal(r.api.repeatSignals[0].aborted, false, 'the request ran to its end');
+    assert.equal(err?.code, GrpcCode.UNAVAILABLE);
+    assert.match(err?.details ?? '', /received no request for 200 ms/);
   });
 
   it('close() ends connections whose client never lets go', async () => {

@@ -154,9 +154,15 @@ export function parseInferRequest(message: Buffer): WireInferRequest {
 
 const EMPTY = Buffer.alloc(0);
 
+/** An object under construction: its readonly fields still assignable. */
+export type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
 export interface ConvertedRequest {
-  /** The request without `signal` (the frontend adds it). */
-  readonly request: InferenceRequest;
+  /**
+   * The request without `signal` (the frontend adds it, with the trace and timings): a fresh object the
+   * caller owns.
+   */
+  readonly request: Writable<InferenceRequest>;
   /** `triton_enable_empty_final_response` (streaming). */
   readonly enableEmptyFinalResponse: boolean;
 }
@@ -193,14 +199,12 @@ function toInput(
   } else {
     throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
   }
-  return {
-    name,
-    datatype: w.datatype,
-    shape: w.shape,
-    data,
-    ...(sharedMemory !== undefined && { sharedMemory }),
-    ...(parameters !== undefined && { parameters }),
-  };
+  // Built by assignment, not by spreading conditional parts: spreads go through V8's slow object-clone
+  // path on every request (measured: the largest self time of the ModelInfer path).
+  const input: Writable<InferInput> = { name, datatype: w.datatype, shape: w.shape, data };
+  if (sharedMemory !== undefined) input.sharedMemory = sharedMemory;
+  if (parameters !== undefined) input.parameters = parameters;
+  return input;
 }
 
 function toOutput(w: WireOutput): RequestedOutput {
@@ -211,11 +215,10 @@ function toOutput(w: WireOutput): RequestedOutput {
   }
   let parameters: Parameters | undefined = otherTensorParameters(w.parameters, 'classification');
   if (classification !== undefined) parameters = { ...parameters, classification };
-  return {
-    name: w.name,
-    ...(parameters !== undefined && { parameters }),
-    ...(sharedMemory !== undefined && { sharedMemory }),
-  };
+  const output: Writable<RequestedOutput> = { name: w.name };
+  if (parameters !== undefined) output.parameters = parameters;
+  if (sharedMemory !== undefined) output.sharedMemory = sharedMemory;
+  return output;
 }
 
 /** Applies Triton's request rules (SetInferenceRequestMetadata, InferGRPCToInput, InferAllocatorPayload). */
@@ -225,13 +228,13 @@ export function toInferenceRequest(w: WireInferRequest): ConvertedRequest {
   const hasRaw = w.raw.length > 0;
   const inputs = w.inputs.map((i) => toInput(i, w.modelName, hasRaw, w.raw, next));
   const outputs = w.outputs.length > 0 ? w.outputs.map(toOutput) : undefined;
-  const request: InferenceRequest = {
+  const request: Writable<InferenceRequest> = {
     modelName: w.modelName,
     modelVersion: w.modelVersion,
     id: w.id,
     inputs,
-    ...(outputs !== undefined && { outputs }),
-    ...(Object.keys(parameters).length > 0 && { parameters }),
   };
+  if (outputs !== undefined) request.outputs = outputs;
+  if (Object.keys(parameters).length > 0) request.parameters = parameters;
   return { request, enableEmptyFinalResponse };
 }

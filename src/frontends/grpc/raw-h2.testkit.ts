@@ -95,6 +95,12 @@ export function rstStream(streamId: number, code = 8): Buffer {
   return frame(FrameType.RST_STREAM, 0, streamId, p);
 }
 
+export function windowUpdate(streamId: number, increment: number): Buffer {
+  const p = Buffer.alloc(4);
+  p.writeUInt32BE(increment);
+  return frame(FrameType.WINDOW_UPDATE, 0, streamId, p);
+}
+
 export function settings(pairs: readonly (readonly [number, number])[] = []): Buffer {
   const p = Buffer.alloc(6 * pairs.length);
   pairs.forEach(([id, value], i) => {

@@ -20,7 +20,6 @@ import type { InferenceServerApi } from '../../core/server-api.js';
 import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
 import type { InferenceResponse, RequestTimings } from '../../core/types.js';
 import type { AccessLog } from '../access-log.js';
-import { withForwarded } from '../header-forward.js';
 import type { ServerCall } from './call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
 import { encodeStreamResponse, type ResponseFields } from './infer-response.js';
@@ -84,6 +83,8 @@ export class StreamInfer {
   /** `triton_grpc_error: true`: errors end the stream with a status. */
   private readonly errorMode: boolean;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** When the stream last had nothing in flight (performance.now()). */
+  private idleSince = 0;
   /** Traced or logged requests read the clock: when the stream began waiting for the next message. */
   private readonly observed: boolean;
   private waitStart: bigint;
@@ -129,10 +130,8 @@ export class StreamInfer {
   }
 
   private onMessage(message: Buffer): void {
-    if (this.idleTimer !== undefined) {
-      clearTimeout(this.idleTimer);
-      this.idleTimer = undefined;
-    }
+    // The idle timer is left running: it sees the request in flight when it fires (clearing and
+    // re-arming a timer per request was measurable with one request at a time).
     this.inFlight++;
     let readStart = 0n;
     let readEnd = 0n;
@@ -166,16 +165,29 @@ export class StreamInfer {
     if (
       !(this.idleTimeoutMs > 0 && this.idleTimeoutMs <= 0x7fffffff) ||
       this.call.finished ||
-      this.inputEnded ||
-      this.idleTimer !== undefined
+      this.inputEnded
     )
       return;
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = undefined;
-      if (this.inFlight > 0 || this.call.finished) return;
-      this.call.finish({ code: Status.UNAVAILABLE, details: idleStreamMessage(this.idleTimeoutMs) });
-    }, this.idleTimeoutMs);
+    this.idleSince = performance.now();
+    if (this.idleTimer === undefined) this.startIdleTimer(this.idleTimeoutMs);
+  }
+
+  private startIdleTimer(ms: number): void {
+    this.idleTimer = setTimeout(() => this.idleCheck(), ms);
     this.idleTimer.unref();
+  }
+
+  /** The idle timer fired: end the stream if nothing ran since it went idle, else wait out the rest. */
+  private idleCheck(): void {
+    this.idleTimer = undefined;
+    // Busy: the last request to finish starts the idle time again.
+    if (this.inFlight > 0 || this.call.finished || this.inputEnded) return;
+    const left = this.idleSince + this.idleTimeoutMs - performance.now();
+    if (left >= 1) {
+      this.startIdleTimer(left);
+      return;
+    }
+    this.call.finish({ code: Status.UNAVAILABLE, details: idleStreamMessage(this.idleTimeoutMs) });
   }
 
   private async run(message: Buffer, exchange: Exchange): Promise<void> {
@@ -221,12 +233,13 @@ export class StreamInfer {
       if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
       const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
       if (model === undefined) throw lookupError;
-      const responses = model.stream({
-        ...withForwarded(request, this.forwarded),
-        signal: controller.signal,
-        ...(exchange.trace && { trace: exchange.trace.inference }),
-        ...(exchange.timings && { timings: exchange.timings }),
-      });
+      // Completed in place (the request is this exchange's own): see infer.ts.
+      const forwarded = this.forwarded;
+      if (forwarded !== undefined) request.parameters = { ...request.parameters, ...forwarded };
+      request.signal = controller.signal;
+      if (exchange.trace) request.trace = exchange.trace.inference;
+      if (exchange.timings) request.timings = exchange.timings;
+      const responses = model.stream(request);
       started = true;
       let final = false;
       for await (const r of responses) {
@@ -302,7 +315,10 @@ export class StreamInfer {
       });
     }
     return encodeStreamResponse('', {
-      ...r,
+      modelName: r.modelName,
+      modelVersion: r.modelVersion,
+      id: r.id,
+      outputs: r.outputs,
       parameters: { ...r.parameters, triton_final_response: r.final },
     });
   }

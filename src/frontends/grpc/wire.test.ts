@@ -5,6 +5,7 @@ import { NereidError } from '../../common/errors.js';
 import {
   ProtoReader,
   ProtoWriter,
+  SHORT_STRING,
   int64Size,
   int64ToNumber,
   varintSize,
@@ -178,5 +179,62 @@ describe('ProtoWriter', () => {
     assert.deepEqual([...r.bytes()], [9, 8]);
     assert.equal(r.uint32(), (3 << 3) | 1);
     assert.equal(r.double(), 1.5);
+  });
+});
+
+describe('short strings', () => {
+  /** One string field written by protobufjs. */
+  const field = (s: string): Buffer => Buffer.from(protobuf.Writer.create().uint32(10).string(s).finish());
+  const read = (buf: Buffer): string => {
+    const r = new ProtoReader(buf);
+    r.tag();
+    return r.string();
+  };
+
+  it('decodes ASCII, non-ASCII, malformed UTF-8 and long strings as Buffer does, every time', () => {
+    const samples = [
+      '',
+      'add_sub',
+      'INPUT0',
+      'INT32',
+      'x'.repeat(SHORT_STRING),
+      'y'.repeat(SHORT_STRING + 1),
+      'modèle',
+      'é',
+      '日本',
+      '\u0000\u007f',
+    ];
+    // Twice: the second read of each may come from the cache of decoded names.
+    for (let round = 0; round < 2; round++) {
+      for (const s of samples) assert.equal(read(field(s)), s);
+    }
+    // Invalid UTF-8 (a lone continuation byte) reads as Buffer reads it: a replacement character.
+    const bad = Buffer.from([10, 3, 0x61, 0x80, 0x62]);
+    assert.equal(read(bad), Buffer.from([0x61, 0x80, 0x62]).toString('utf8'));
+  });
+
+  it('never hands back a cached string for different bytes of the same length and hash bucket', () => {
+    // Many distinct names of one length: they collide in the cache's 512 buckets.
+    const names = Array.from({ length: 2000 }, (_, i) => `t${String(i).padStart(5, '0')}`);
+    for (let round = 0; round < 2; round++) {
+      for (const n of names) assert.equal(read(field(n)), n);
+    }
+  });
+
+  it('encodes ASCII and non-ASCII strings to the bytes protobufjs writes', () => {
+    for (const s of [
+      '',
+      'OUTPUT0',
+      'x'.repeat(SHORT_STRING),
+      'z'.repeat(SHORT_STRING + 5),
+      'sortie_é',
+      '日本',
+    ]) {
+      const n = Buffer.byteLength(s);
+      const buf = Buffer.alloc(n + 16, 0xee);
+      const w = new ProtoWriter(buf);
+      w.string(1, s, n);
+      assert.deepEqual(buf.subarray(0, w.pos), field(s));
+    }
   });
 });
