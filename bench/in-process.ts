@@ -4,7 +4,7 @@
  * concurrency 1 and 8, and Nereid over HTTP at concurrency 1 (perf_analyzer when .venv has it, else a
  * keep-alive Node client) for the "in-process ≥ 5× HTTP" target.
  *
- * Several Nereid builds can be measured side by side in one process (`--builds .,/work/base`: each is a
+ * Several Nereid builds can be measured side by side in one process (`--builds .,../base`: each is a
  * checkout whose dist/src/index.js is imported), so an untouched baseline and a change meet the same load.
  * Every round runs each side once, in a rotating order; the table gives the median over rounds of
  * requests/s, p50 latency (c1: per-call latency; c8: per-call latency with 8 in flight), and the process's
