@@ -95,11 +95,19 @@ export class HeaderForwarder {
   }
 }
 
-/** A request with forwarded headers added to its parameters (a header wins over a body parameter of its name). */
+/** Request parameters with forwarded headers added: a header wins over a body parameter of its name. */
+export function forwardedParameters<P extends Readonly<Parameters>>(
+  parameters: P | undefined,
+  forwarded: Readonly<Record<string, string>>,
+): P {
+  return { ...parameters, ...forwarded } as P;
+}
+
+/** A request with forwarded headers added to its parameters (forwardedParameters' rule). */
 export function withForwarded<T extends { readonly parameters?: Readonly<Parameters> }>(
   request: T,
   forwarded: Readonly<Record<string, string>> | undefined,
 ): T {
   if (forwarded === undefined) return request;
-  return { ...request, parameters: { ...request.parameters, ...forwarded } };
+  return { ...request, parameters: forwardedParameters(request.parameters, forwarded) };
 }

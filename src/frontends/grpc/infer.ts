@@ -6,6 +6,7 @@ import { unsupported } from '../../common/errors.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
 import type { RequestTimings } from '../../core/types.js';
+import { forwardedParameters } from '../header-forward.js';
 import { parseInferRequest, toInferenceRequest } from './infer-request.js';
 import { encodeInferResponse } from './infer-response.js';
 
@@ -43,8 +44,7 @@ export async function modelInfer(
   try {
     if (model.decoupled) throw unsupported(DECOUPLED_UNARY_MESSAGE);
     const request = toInferenceRequest(wire).request;
-    // Forwarded headers win over body parameters of their name (withForwarded's rule).
-    if (forwarded !== undefined) request.parameters = { ...request.parameters, ...forwarded };
+    if (forwarded !== undefined) request.parameters = forwardedParameters(request.parameters, forwarded);
     // Added in place: the request is this call's own, and spreading it into a new object cost more than
     // the whole decode (V8's object-clone slow path on every request).
     request.signal = signal;

@@ -19,6 +19,7 @@ import type { ResolvedModel } from '../../core/model-handle.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
 import type { InferenceResponse, RequestTimings } from '../../core/types.js';
+import { forwardedParameters } from '../header-forward.js';
 import type { AccessLog } from '../access-log.js';
 import type { ServerCall } from './call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
@@ -235,7 +236,7 @@ export class StreamInfer {
       if (model === undefined) throw lookupError;
       // Completed in place (the request is this exchange's own): see infer.ts.
       const forwarded = this.forwarded;
-      if (forwarded !== undefined) request.parameters = { ...request.parameters, ...forwarded };
+      if (forwarded !== undefined) request.parameters = forwardedParameters(request.parameters, forwarded);
       request.signal = controller.signal;
       if (exchange.trace) request.trace = exchange.trace.inference;
       if (exchange.timings) request.timings = exchange.timings;
