@@ -21,17 +21,29 @@ record() {
   if [[ $code -eq 0 ]]; then summary+=("  ok      $name: $counts"); else summary+=("  FAILED  $name: $counts"); fi
 }
 
+# Every environment the tests need is made here, before any test runs, so `npm test` on a fresh clone needs
+# nothing run before it but `npm ci` (README). Each setup step says what it is doing in one line first.
+setup() { echo "npm test: setup: $*"; }
+
+setup "building dist/ (tsc)"
 npx tsc -p tsconfig.json
 status=0
+# The Python environment (.venv: tritonclient, pytest, ruff, mypy, perf_analyzer): the node:test stage needs it
+# too (the README's doc-block tests run tritonclient, the `nereid init` test runs .venv/bin/mypy), not only
+# the pytest suites, so it comes before any test. A failure here stops the run: nothing after it can pass.
+setup "Python environment (scripts/setup-python.sh)"
+bash scripts/setup-python.sh
 # The deployment tests (test/deploy: helm, kubeconform, hadolint, haproxy, prometheus) need their tools;
 # the setup installs and caches them. It exits 0 without a tool only when this machine cannot have it (the
 # tests then skip saying why); any other failure fails the run.
+setup "deployment tools: helm, kubeconform, hadolint, haproxy, prometheus (scripts/setup-deploy-tools.sh)"
 if ! bash scripts/setup-deploy-tools.sh; then
   status=1
   summary+=("  FAILED  deployment tools setup (scripts/setup-deploy-tools.sh)")
 fi
 # The Redis response-cache tests start their own redis-server (Debian's package, installed by
 # setup-redis.sh as root when missing); once it is there, a missing one is an error rather than a skip.
+setup "redis-server (scripts/setup-redis.sh)"
 require_redis=0
 if bash scripts/setup-redis.sh; then
   command -v redis-server >/dev/null 2>&1 && require_redis=1
@@ -42,6 +54,7 @@ fi
 # The object-store tests (test/integration/storage-*.test.ts, test/compat/test_object_storage.py) start real
 # S3, GCS and Azure servers: moto_server, fake-gcs-server, Azurite (docs/model-repository.md), installed and
 # cached by version in .cache/ by this setup. Same rule: a skip only when this machine cannot have a server.
+setup "object-store servers: moto_server, fake-gcs-server, Azurite (scripts/setup-storage-servers.sh)"
 if ! bash scripts/setup-storage-servers.sh; then
   status=1
   summary+=("  FAILED  storage servers setup (scripts/setup-storage-servers.sh)")
@@ -64,7 +77,6 @@ while IFS= read -r line; do failures+=("  node:test  $line"); done < <(
     sed -E 's/^✖ //; s/ \([0-9.]+ms\)$//' | head -30
 )
 
-bash scripts/setup-python.sh
 # pytest's last line is its count; -rfE lists each failure and error in its short summary.
 run_pytest() {
   local name=$1 log=$2
@@ -82,6 +94,7 @@ run_pytest "compatibility (test/compat)" "$logs/compat.log" .venv/bin/pytest -q 
 # skipped. Any other setup failure fails the run, and NEREID_DIFF_REQUIRE_TRITON makes a missing Triton
 # errors rather than skips, so a broken install can't pass as a skip.
 require_triton=1
+setup "Triton 2.51 for the differential suite, in .venv-triton (scripts/setup-triton.sh)"
 if bash scripts/setup-triton.sh; then
   [[ -x ${NEREID_TRITON_VENV:-.venv-triton}/bin/tritonserver ]] || require_triton=0
 else
