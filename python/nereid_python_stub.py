@@ -30,6 +30,11 @@ def _die_with_parent() -> None:
 
 
 def main() -> None:
+    # Ctrl-C in a terminal sends SIGINT to the whole process group, stubs included. The server gets it
+    # too and stops the stub itself, after finishing in-flight requests and calling the model's
+    # finalize(); so, as Triton's stub does, this process leaves SIGINT to the server instead of dying
+    # mid-request with a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     sock = socket.socket(fileno=3)
     from nereid_stub import frames, messages
@@ -68,4 +73,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        # A SIGINT that came before main() could ignore it (during imports): exit without a traceback.
+        os._exit(130)

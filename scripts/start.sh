@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm start`: build, make sure the bundled Python models have an interpreter with numpy, then serve
+# `npm start`: build what changed, make sure the bundled Python models have an interpreter with numpy, then serve
 # examples/model_repository. Extra arguments are passed to the server (e.g. `npm start -- --http-port=9000`).
 #
 # Signals: npm passes SIGTERM/SIGINT to its child only, not to the whole process group. package.json runs
@@ -40,8 +40,32 @@ step() {
   return "$rc"
 }
 
+# The build: only when a source changed since the last one, and then incrementally. dist/.start-build-stamp
+# marks the last successful build from here; the sources are what tsconfig.json compiles (src, test, bench)
+# plus the files that change how (tsconfig.json, package.json). tsc --incremental keeps its state in
+# dist/.tsbuildinfo, so a rebuild re-checks only what the changed files reach. A deleted source does not
+# count as a change: `npm run build` (or removing dist/) covers that.
 # NEREID_START_SKIP_BUILD=1: dist/ is already built (the tests that run `npm start` build once, before).
-[[ -n ${NEREID_START_SKIP_BUILD:-} ]] || step node node_modules/typescript/bin/tsc -p tsconfig.json
+build_stamp=dist/.start-build-stamp
+changed_sources() {
+  local newer=()
+  [[ -f $build_stamp ]] && newer=(-newer "$build_stamp")
+  { find src test bench -name '*.ts' "${newer[@]}" -print; find tsconfig.json package.json "${newer[@]}" -print; } |
+    wc -l
+}
+if [[ -z ${NEREID_START_SKIP_BUILD:-} ]]; then
+  changed=$(changed_sources)
+  if [[ ! -f $build_stamp || $changed -gt 0 ]]; then
+    say "building ($changed files changed since the last build)…"
+    mkdir -p dist
+    touch dist/.start-build-next
+    step node node_modules/typescript/bin/tsc -p tsconfig.json --incremental --tsBuildInfoFile dist/.tsbuildinfo
+    # The stamp takes the time the build started, so a file saved during the build counts next time.
+    mv dist/.start-build-next "$build_stamp"
+  else
+    say "dist/ is up to date (no source changed since the last build)"
+  fi
+fi
 
 if [[ ! -x .venv/bin/python ]]; then
   numpy=$(grep -E '^numpy==' test/compat/requirements.txt)

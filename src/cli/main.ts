@@ -1,7 +1,8 @@
 /**
  * `nereid` — a tritonserver-compatible command line. Parses flags, starts the server, and on SIGINT or
  * SIGTERM turns not-ready, keeps serving for --exit-delay-secs, then stops accepting, lets in-flight
- * requests finish (at most --exit-timeout-secs) and exits 0. A second signal ends the process at once. SIGHUP
+ * requests finish (at most --exit-timeout-secs) and exits 0. A second signal ends the process at once (one
+ * more than a second after the first: under npm start one Ctrl-C arrives twice). SIGHUP
  * re-reads the TLS certificates and does nothing else (it never stops the server, unlike in tritonserver,
  * which has no handler for it). A signal during the start stops the server once it has started. Started by
  * npm (`npm start`, `npx nereid`), it also stops that way when the process that started it exits
@@ -18,6 +19,9 @@ import { helpText, parseFlags } from '../compose/flags.js';
 import { cloudStorageFromEnv, isObjectStoreUrl } from '../compose/storage-env.js';
 import { runInit } from './init.js';
 import { startedByNpm, watchParent } from './parent-watch.js';
+
+/** A second SIGINT/SIGTERM this soon after the first is the same stop request delivered twice (npm start). */
+const SAME_SIGNAL_MS = 1000;
 
 async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'init') {
@@ -89,25 +93,35 @@ async function main(argv: readonly string[]): Promise<number> {
     );
   });
   // SIGINT / SIGTERM are handled from before the start, so one that arrives while the models load is not
-  // Node's immediate exit: the server stops as soon as it has started. Both handlers go with the first
-  // signal, so a second SIGINT or SIGTERM takes Node's default: it ends the process at once (the impatient
-  // Ctrl-C, or an orchestrator that has waited long enough).
+  // Node's immediate exit: the server stops as soon as it has started. A second SIGINT or SIGTERM ends the
+  // process at once with the signal's default action (the impatient Ctrl-C, or an orchestrator that has
+  // waited long enough), except within SAME_SIGNAL_MS of the first: one Ctrl-C under `npm start` arrives
+  // twice, once to the terminal's process group and once more as npm passes it on to its child (this
+  // process), and that is still one request to stop gracefully.
   let stopReason: string | undefined;
+  let firstSignalAt = 0;
   let stop: ((why: string) => void) | undefined;
   let stopWatching = (): void => undefined;
   const requestStop = (why: string): void => {
     if (stopReason !== undefined) return;
     stopReason = why;
-    process.off('SIGINT', onInt);
-    process.off('SIGTERM', onTerm);
     stopWatching();
     if (stop) stop(why);
     else log.info(`${why} while starting: the server stops as soon as it has started`);
   };
-  const onInt = (): void => requestStop('Received SIGINT');
-  const onTerm = (): void => requestStop('Received SIGTERM');
-  process.once('SIGINT', onInt);
-  process.once('SIGTERM', onTerm);
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (firstSignalAt === 0) {
+      firstSignalAt = Date.now();
+      requestStop(`Received ${signal}`);
+      return;
+    }
+    if (Date.now() - firstSignalAt < SAME_SIGNAL_MS) return;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.kill(process.pid, signal);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   // Under npm (npm start, npx), a SIGTERM sent to npm may stop at the `sh -c` between npm and this process
   // (parent-watch.ts): the parent going away then counts as that signal.
   if (startedByNpm(process.env)) {

@@ -1,5 +1,6 @@
 // Signals reach the server however it was started: `npm start` (npm → sh -c → bash scripts/start.sh →
-// exec bin/nereid.js) sent SIGTERM to npm's pid only stops the server and its Python stub processes; and a
+// exec bin/nereid.js) sent SIGTERM to npm's pid only stops the server and its Python stub processes; a
+// Ctrl-C (SIGINT to the whole group) stops them all with exit 0 and no traceback from a stub; and a
 // server under a `sh -c` that dies without passing the signal on (what npm exec / npx does with dash) stops
 // because the process that started it went away. The processes are found by process group in /proc, so
 // the test sees every descendant, whatever its parent became.
@@ -96,6 +97,38 @@ describe('process hygiene', () => {
         process.kill(pgid, 'SIGTERM'); // npm's pid, not its group
         await expectAllGone(pgid, npm.log);
         assert.match(npm.log(), /Received SIGTERM, stopping/);
+      } finally {
+        try {
+          process.kill(-pgid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    },
+  );
+
+  it(
+    'Ctrl-C (SIGINT to npm start’s process group) stops everything with exit 0 and no Python traceback',
+    { timeout: 600_000 },
+    async () => {
+      const npm = start('npm', ['start', '--', ...SERVER_ARGS], {
+        ...process.env,
+        NEREID_START_SKIP_BUILD: '1',
+      });
+      const pgid = npm.child.pid!;
+      const exited = new Promise<number | null>((resolve) => npm.child.once('exit', (code) => resolve(code)));
+      try {
+        await waitFor(() => npm.log().includes('Started Metrics Service'), 300_000);
+        assert.ok(group(pgid).some((p) => p.cmd.includes('nereid_python_stub.py')));
+        // What a terminal does on Ctrl-C: the whole group, npm, the server and its stubs, gets SIGINT; npm
+        // passes it on to the server once more.
+        process.kill(-pgid, 'SIGINT');
+        assert.equal(await exited, 0, npm.log());
+        await npm.closed;
+        await expectAllGone(pgid, npm.log);
+        assert.match(npm.log(), /Received SIGINT, stopping/);
+        assert.match(npm.log(), /Server stopped/);
+        assert.doesNotMatch(npm.log(), /Traceback|KeyboardInterrupt/);
       } finally {
         try {
           process.kill(-pgid, 'SIGKILL');
