@@ -9,7 +9,7 @@ const LAYERS = {
   common: [],
   'model-config': ['common'],
   'backend-api': ['common', 'model-config'],
-  // The model authors' SDK is a leaf: it is loaded into JavaScript model workers and published as nereid/sdk.
+  // The model authors' SDK is a leaf: it is loaded into JavaScript model workers and published as nereid-server/sdk.
   sdk: ['common'],
   // The client talks to any Triton server: nothing of the server, only the shared leaves. model-config is the
   // ModelConfig message (Triton's model_config.proto, shared by Triton's own client and server the same way).

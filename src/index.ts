@@ -1,8 +1,8 @@
 /**
- * The package's public entry (`import ... from 'nereid'`):
+ * The package's public entry (`import ... from 'nereid-server'`):
  * - the in-process API: `Nereid.start({ modelRepository })` → NereidServer (infer, inferStream, load,
  *   unload, listenHttp/listenGrpc/listenMetrics, close) — docs/embedding.md;
- * - the model-author SDK (Tensor, InferenceRequest, InferenceResponse, ...), also `nereid/sdk` — what a
+ * - the model-author SDK (Tensor, InferenceRequest, InferenceResponse, ...), also `nereid-server/sdk` — what a
  *   JavaScript/TypeScript model imports (docs/javascript-models.md);
  * - the command line's composition: startNereid from tritonserver-style flags (parseFlags).
  * The core's wire-level request types keep their names with a `Core` prefix where the SDK has a class of

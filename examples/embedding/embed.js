@@ -4,7 +4,7 @@
 //
 // Run from the repository root:  npm run build && node examples/embedding/embed.js
 import { fileURLToPath } from 'node:url';
-import { Nereid, Tensor } from 'nereid';
+import { Nereid, Tensor } from 'nereid-server';
 
 const repository = fileURLToPath(new URL('../model_repository', import.meta.url));
 

@@ -1,6 +1,6 @@
 /**
  * The files `nereid init` writes: a config.pbtxt, the model (TypeScript, Python, or a note and a starter
- * ONNX file) and a test the user can run with what `npm install nereid` gives them (node:test and the
+ * ONNX file) and a test the user can run with what `npm install nereid-server` gives them (node:test and the
  * in-process API). Every scaffold has the same contract, so the printed curl line and the test are the
  * same for all backends: INPUT0 FP32 [-1] in, OUTPUT0 FP32 out — doubled by the JavaScript and Python
  * models (streamed one element per response when decoupled), copied by the starter ONNX identity model.
@@ -66,7 +66,7 @@ function javascriptModel(s: InitSpec): string {
   if (s.decoupled) {
     return `// ${s.name}: a decoupled model. Each request gets one response per element of INPUT0 (the element
 // doubled, as OUTPUT0 of shape [1]), then the final flag. Edit it and save: \`nereid --watch\` reloads it.
-// The types come from Nereid's SDK ('nereid' resolves inside the model's worker without node_modules).
+// The types come from Nereid's SDK ('nereid-server' resolves inside the model's worker without node_modules).
 import {
   NereidError,
   RESPONSE_COMPLETE_FINAL,
@@ -75,7 +75,7 @@ import {
   type Model,
   type ModelContext,
   type ModelInitializeArgs,
-} from 'nereid';
+} from 'nereid-server';
 
 export default class StreamingModel implements Model {
   private log: ModelContext['log'] | undefined;
@@ -115,7 +115,7 @@ export default class StreamingModel implements Model {
 `;
   }
   return `// ${s.name}: OUTPUT0 = 2 * INPUT0, for every request of a batch. Edit execute() and save: \`nereid --watch\`
-// reloads the model. The types come from Nereid's SDK ('nereid' resolves inside the model's worker without
+// reloads the model. The types come from Nereid's SDK ('nereid-server' resolves inside the model's worker without
 // node_modules; docs/javascript-models.md).
 import {
   Tensor,
@@ -124,7 +124,7 @@ import {
   type Model,
   type ModelContext,
   type ModelInitializeArgs,
-} from 'nereid';
+} from 'nereid-server';
 
 export default class DoublingModel implements Model {
   /** Once per instance, before it serves: read parameters and files (context.modelDir is this folder). */
@@ -244,7 +244,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Nereid } from 'nereid';
+import { Nereid } from 'nereid-server';
 
 const MODEL = '${s.name}';
 const repository = path.dirname(path.dirname(fileURLToPath(import.meta.url)));

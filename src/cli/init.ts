@@ -127,6 +127,25 @@ function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
 }
 
 /** The bundled identity model shipped in the package (examples/), the ONNX starter. */
+/** The package's npm name (`nereid` on npm is an unrelated package; only the command is `nereid`). */
+const PACKAGE_NAME = 'nereid-server';
+
+/**
+ * The command that makes this Nereid available to a project in `cwd`, or undefined when that project already
+ * has it (node_modules/nereid-server up the folder tree, as Node resolves it). A Nereid run from a git
+ * checkout is installed from that checkout's path; one installed from npm by its name. Never a bare
+ * `npx nereid` without it: npx would fetch the unrelated `nereid` package.
+ */
+function installCommand(cwd: string): string | undefined {
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'node_modules', PACKAGE_NAME, 'package.json'))) return undefined;
+    if (path.dirname(dir) === dir) break;
+  }
+  const root = fileURLToPath(new URL('../../../', import.meta.url));
+  if (existsSync(path.join(root, '.git'))) return `npm install ${shellQuote(path.resolve(root))}`;
+  return `npm install ${PACKAGE_NAME}`;
+}
+
 function starterOnnx(): string | undefined {
   // dist/src/cli/init.js → the package root.
   const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -209,15 +228,21 @@ async function writeScaffold(args: InitArgs, io: InitIo): Promise<number> {
   const infer = args.decoupled
     ? `curl -N -X POST localhost:8000/v2/models/${args.name}/generate_stream -d '{"INPUT0": [1, 2, 3, 4]}'`
     : `curl -X POST localhost:8000/v2/models/${args.name}/infer -d '{"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}'`;
+  lines.push('', 'Next:');
+  const install = installCommand(io.cwd);
+  if (install !== undefined) {
+    lines.push(
+      `  ${install}`,
+      "      installs Nereid into this folder's project: the nereid command npx runs, and the test's import",
+    );
+  }
   lines.push(
-    '',
-    'Next:',
     `  npx nereid --model-repository=${repoArg} --watch`,
     '      serves the repository (HTTP :8000, gRPC :8001); saving a change to the model reloads it',
     `  ${infer}`,
     '      calls it from another shell',
     `  node --test ${testPath}`,
-    `      runs its test (needs the nereid package: npm install nereid)`,
+    `      runs its test (it imports the ${PACKAGE_NAME} package)`,
   );
   io.out(lines.join('\n') + '\n');
   return 0;

@@ -1,5 +1,5 @@
 /**
- * `nereid/client`: a typed client for Nereid and Triton servers, shaped like Triton's Python client.
+ * `nereid-server/client`: a typed client for Nereid and Triton servers, shaped like Triton's Python client.
  * HttpClient and GrpcClient implement the same InferenceClient interface; InferInput, InferRequestedOutput
  * and InferResult carry tensors for both.
  */

@@ -17,7 +17,7 @@ import {
 import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from '../common/half.js';
 
 // Typed arrays are views in host byte order while the wire is little-endian.
-if (endianness() !== 'LE') throw new Error('nereid/client needs a little-endian host');
+if (endianness() !== 'LE') throw new Error('nereid-server/client needs a little-endian host');
 
 export type { FixedDataType, TypedArray, TypedArrayOf } from '../common/typed-arrays.js';
 

@@ -1,6 +1,6 @@
 /**
- * `nereid/sdk` — the typed API for JavaScript and TypeScript models run by the `javascript` backend
- * (docs/javascript-models.md). Inside a model's worker, `import ... from 'nereid'` and `'nereid/sdk'`
+ * `nereid-server/sdk` — the typed API for JavaScript and TypeScript models run by the `javascript` backend
+ * (docs/javascript-models.md). Inside a model's worker, `import ... from 'nereid-server'` and `'nereid/sdk'`
  * both resolve to this module, wherever the model lives. It stays free of server code, so it loads fast
  * in every worker.
  */

@@ -2,7 +2,8 @@
  * Docs that hold: every fenced code block of README.md, docs/*.md and the READMEs under examples/, bench/ and
  * deploy/ is checked against the real thing.
  * - TypeScript / JavaScript: type-checked together under `strict` against the package's public exports
- *   (`nereid`, `nereid/sdk`, `nereid/client`, resolved to this checkout's build through a node_modules link),
+ *   (`nereid-server`, `nereid-server/sdk`, `nereid-server/client`, resolved to this checkout's build through a
+ *   node_modules link),
  *   then run: programs as child processes against a test server on the example repository, model files
  *   (`// <model>/1/model.ts`) loaded with the config block of the same name and sent one request.
  * - Shell: every `nereid` command line is parsed with the real flag parser; `npm run <script>` names a
@@ -215,14 +216,14 @@ describe('docs code blocks: TypeScript and JavaScript', () => {
 
   before(() => {
     work = mkdtempSync(path.join(os.tmpdir(), 'nereid-doc-blocks-'));
-    // The package as a user's project sees it: node_modules/nereid is this checkout (its package.json
-    // exports, dist/ build and dependencies), so `nereid`, `nereid/sdk`, `nereid/client` resolve as they
-    // would after `npm install nereid`.
+    // The package as a user's project sees it: node_modules/nereid-server is this checkout (its package.json
+    // exports, dist/ build and dependencies), so `nereid-server`, `nereid-server/sdk` and
+    // `nereid-server/client` resolve as they would after `npm install nereid-server`.
     // The checkout's other packages are linked too, so a block may import what a Nereid user has.
     mkdirSync(path.join(work, 'node_modules'));
-    symlinkSync(ROOT, path.join(work, 'node_modules/nereid'), 'dir');
+    symlinkSync(ROOT, path.join(work, 'node_modules/nereid-server'), 'dir');
     for (const entry of readdirSync(path.join(ROOT, 'node_modules'))) {
-      if (entry.startsWith('.') || entry === 'nereid') continue;
+      if (entry.startsWith('.') || entry === 'nereid-server') continue;
       symlinkSync(path.join(ROOT, 'node_modules', entry), path.join(work, 'node_modules', entry), 'dir');
     }
     writeFileSync(path.join(work, 'package.json'), JSON.stringify({ type: 'module', private: true }));

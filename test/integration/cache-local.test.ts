@@ -28,7 +28,7 @@ const simpleOnnx = readFileSync(path.join(EXAMPLES, 'simple/1/model.onnx'));
 
 // Fails when X[0] is negative: a failed answer must never be cached.
 const PICKY = `
-import { NereidError } from 'nereid';
+import { NereidError } from 'nereid-server';
 export default class Picky {
   execute(requests) {
     return requests.map((r) => {

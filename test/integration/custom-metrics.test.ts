@@ -20,7 +20,7 @@ instance_group [ { count: ${instances} kind: KIND_CPU } ]
 // Counts requests (labels model and kind), adds every input to a gauge and observes it in a histogram;
 // every instance also counts itself at initialize() in an unlabelled gauge and a per-instance counter.
 const METRICS_MODEL = `
-import { MetricFamily, Tensor } from 'nereid';
+import { MetricFamily, Tensor } from 'nereid-server';
 
 const requests = new MetricFamily({ name: 'cm_requests_total', description: 'Requests seen', kind: 'counter' });
 const total = new MetricFamily({ name: 'cm_input_sum', description: 'Sum of the inputs', kind: 'gauge' });
@@ -50,7 +50,7 @@ export default class {
 
 // Shares cm_requests_total with other labels; defines cm_values as a gauge (a conflicting kind).
 const OTHER_MODEL = `
-import { MetricFamily, Tensor } from 'nereid';
+import { MetricFamily, Tensor } from 'nereid-server';
 
 const requests = new MetricFamily({ name: 'cm_requests_total', description: 'Requests seen', kind: 'counter' });
 const clash = new MetricFamily({ name: 'cm_values', description: 'Not a histogram', kind: 'gauge' });
@@ -68,7 +68,7 @@ export default class {
 
 // Spins for as many milliseconds as its input asks: its worker answers no question meanwhile.
 const BUSY_MODEL = `
-import { MetricFamily } from 'nereid';
+import { MetricFamily } from 'nereid-server';
 
 const calls = new MetricFamily({ name: 'busy_calls_total', description: 'Calls', kind: 'counter' });
 

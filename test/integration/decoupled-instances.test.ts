@@ -25,7 +25,7 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 
 /** MODE 0: COUNT responses DELAY ms apart, then the final flag; 1: the worker dies after the first; 2: no final. */
 const JS_MODEL = `
-import { RESPONSE_COMPLETE_FINAL, Tensor } from 'nereid';
+import { RESPONSE_COMPLETE_FINAL, Tensor } from 'nereid-server';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { makeRepository, removeRepository, request, startServer, type TestServer } from './harness.js';
 
 const PROBE = `
-import { Tensor } from 'nereid';
+import { Tensor } from 'nereid-server';
 export default class SharedProbe {
   execute(requests) {
     return requests.map((r) => {

@@ -1,4 +1,4 @@
-// The in-process API (`import { Nereid } from 'nereid'`): a whole server in this process with no socket,
+// The in-process API (`import { Nereid } from 'nereid-server'`): a whole server in this process with no socket,
 // typed infer() and inferStream(), model control, errors as NereidErrors, frontends attached later and
 // detached, shared-memory tensors reaching a JavaScript model without a copy.
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 /**
  * `nereid init`: the real command (bin/nereid.js) scaffolds models for every backend into a temporary
- * project whose node_modules/nereid is this checkout (what `npm install nereid` gives a user); each
+ * project whose node_modules/nereid-server is this checkout (what `npm install nereid-server` gives a user); each
  * scaffold's own test passes (the model loads and answers through the in-process API), the printed curl
  * lines work against a server on the scaffolded repository, the generated Python passes mypy --strict and
  * ruff, and bad names and existing folders are refused without writing anything.
@@ -49,11 +49,11 @@ function userEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** A user's project: an empty folder whose node_modules/nereid is this checkout. */
+/** A user's project: an empty folder whose node_modules/nereid-server is this checkout. */
 function project(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-init-'));
   mkdirSync(path.join(dir, 'node_modules'));
-  symlinkSync(ROOT, path.join(dir, 'node_modules', 'nereid'), 'dir');
+  symlinkSync(ROOT, path.join(dir, 'node_modules', 'nereid-server'), 'dir');
   return dir;
 }
 
@@ -90,9 +90,10 @@ void test('nereid init scaffolds a model for each backend whose own test passes,
         assert.ok(existsSync(path.join(modelDir, f)), `${v.name}/${f} written`);
       }
       assert.match(r.stdout, /npx nereid --model-repository=\.\/model_repository --watch/);
+      assert.doesNotMatch(r.stdout, /npm install/, 'the project has nereid-server already');
       assert.match(r.stdout, new RegExp(`node --test model_repository/${v.name}/test_${v.name}\\.mjs`));
       if (v.backend === 'javascript') {
-        assert.match(readFileSync(path.join(modelDir, v.file), 'utf8'), /from 'nereid';/);
+        assert.match(readFileSync(path.join(modelDir, v.file), 'utf8'), /from 'nereid-server';/);
       }
       if (v.backend === 'python') {
         const py = readFileSync(path.join(modelDir, v.file), 'utf8');
@@ -161,6 +162,27 @@ void test('nereid init scaffolds a model for each backend whose own test passes,
         },
       ).catch((err: { stdout?: string }) => assert.fail(`ruff ${v.name}: ${err.stdout ?? ''}`));
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('nereid init outside a project with Nereid says how to install it, never the unrelated `nereid`', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-init-bare-'));
+  try {
+    const r = await nereid(dir, ['init', 'm', '--backend=javascript']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(
+      existsSync(path.join(dir, 'model_repository', 'm', 'config.pbtxt')),
+      'written in the current folder',
+    );
+    // Run from this checkout, the install step is from its path (the package is not on npm under its name yet).
+    assert.ok(
+      r.stdout.includes(`npm install ${ROOT}`) || r.stdout.includes(`npm install '${ROOT}'`),
+      r.stdout,
+    );
+    assert.doesNotMatch(r.stdout, /npm install nereid\b(?!-)/);
+    assert.ok(r.stdout.indexOf('npm install') < r.stdout.indexOf('npx nereid'), 'install comes first');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -23,7 +23,7 @@ import {
 const PROBE = `
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { NereidError, Tensor } from 'nereid';
+import { NereidError, Tensor } from 'nereid-server';
 
 const seen = [];
 let gate = '';

@@ -31,7 +31,7 @@ function protoDir(): string {
     if (existsSync(path.join(candidate, 'grpc_service.proto'))) return candidate;
     dir = path.dirname(dir);
   }
-  throw new Error('nereid/client: cannot find proto/grpc_service.proto above the client module');
+  throw new Error('nereid-server/client: cannot find proto/grpc_service.proto above the client module');
 }
 
 function loadRoot(): protobuf.Root {

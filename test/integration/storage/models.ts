@@ -81,7 +81,7 @@ export function javascriptModel(name: string): Files {
       'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1, -1 ] } ]',
     ].join('\n'),
     [`${name}/1/model.ts`]: [
-      "import { Tensor, type InferenceRequest, type InferenceResponseInit } from 'nereid';",
+      "import { Tensor, type InferenceRequest, type InferenceResponseInit } from 'nereid-server';",
       "import { FACTOR } from './lib/factor.js';",
       '',
       'export default class Scale {',

@@ -11,7 +11,7 @@ import {
   type InferenceRequest,
   type ModelContext,
   type ModelInitializeArgs,
-} from 'nereid';
+} from 'nereid-server';
 
 /** Longest pause between two words a request may ask for. */
 const MAX_DELAY_MS = 10_000;

@@ -1,6 +1,6 @@
 // Turns text into token ids for text_classifier_onnx. Deterministic: the same text always gives the
 // same ids. Each request may carry several rows (its batch dimension); each row is one string.
-import { Tensor, type InferenceRequest, type InferenceResponseInit } from 'nereid';
+import { Tensor, type InferenceRequest, type InferenceResponseInit } from 'nereid-server';
 import { PAD_ID, SEQUENCE_LENGTH, UNKNOWN_ID, VOCABULARY } from './vocab.js';
 
 const IDS = new Map(VOCABULARY.map((word, id) => [word, BigInt(id)]));

@@ -15,7 +15,7 @@ import {
   Tensor,
   type InferenceRequest,
   type ResponseSender,
-} from 'nereid';
+} from 'nereid-server';
 
 const REPLIES = [
   'Machine learning finds patterns in data, so computers can predict without explicit rules.',

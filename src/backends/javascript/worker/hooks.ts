@@ -1,7 +1,8 @@
 /**
  * Module hooks of a model's worker thread (node:module register(); they apply to that worker only):
- * `nereid` and `nereid/sdk` resolve to the SDK the runtime itself uses — wherever the model lives, so
- * its classes are the runtime's — and `.ts` / `.mts` files are loaded as ES modules with their types
+ * `nereid-server` and `nereid-server/sdk` (the package's name), and the older `nereid` and `nereid/sdk` that
+ * models written before the rename import, resolve to the SDK the runtime itself uses — wherever the model
+ * lives, so its classes are the runtime's — and `.ts` / `.mts` files are loaded as ES modules with their types
  * stripped by esbuild (no build step; no type checking). TypeScript's habit of importing `./x.js` for
  * `./x.ts`, and extensionless relative imports, resolve to the `.ts` file.
  *
@@ -52,8 +53,11 @@ function candidates(specifier: string): string[] {
   return [];
 }
 
+/** What a model imports the SDK as: the package's name, and the name it had before (`nereid` on npm is not ours). */
+const SDK_SPECIFIERS = new Set(['nereid-server', 'nereid-server/sdk', 'nereid', 'nereid/sdk']);
+
 export const resolve: ResolveHook = async (specifier, context, nextResolve) => {
-  if (specifier === 'nereid' || specifier === 'nereid/sdk') return { url: sdkUrl, shortCircuit: true };
+  if (SDK_SPECIFIERS.has(specifier)) return { url: sdkUrl, shortCircuit: true };
   try {
     return await nextResolve(specifier, context);
   } catch (err) {
