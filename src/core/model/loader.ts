@@ -69,6 +69,19 @@ export interface LoaderOptions {
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
 
+/**
+ * The help appended to Triton's "unable to find backend" / "unexpected platform type" text (kept first, so
+ * log parsers written for Triton still match): what this server can serve instead, and the page on moving
+ * a Triton model over (TensorRT, PyTorch, TensorFlow... export to ONNX).
+ */
+function servable(backends: readonly Backend[]): string {
+  const platforms = [...backends.flatMap((b) => b.platforms), 'ensemble'];
+  return (
+    `; Nereid serves the backends ${backends.map((b) => b.name).join(', ')} and the platforms ` +
+    `${platforms.join(', ')} (docs/from-triton.md: what Nereid serves, and converting other models to ONNX)`
+  );
+}
+
 export class ModelLoader implements VersionLoader {
   readonly instanceBudget: InstanceBudget;
 
@@ -94,12 +107,17 @@ export class ModelLoader implements VersionLoader {
     if (config.backend) {
       const b = backends.find((x) => x.name === config.backend);
       if (!b)
-        throw invalidArg(`unable to find backend '${config.backend}' for model '${location.modelName}'`);
+        throw invalidArg(
+          `unable to find backend '${config.backend}' for model '${location.modelName}'${servable(backends)}`,
+        );
       return b;
     }
     if (config.platform) {
       const b = backends.find((x) => x.platforms.includes(config.platform));
-      if (!b) throw invalidArg(`unexpected platform type '${config.platform}' for ${location.modelName}`);
+      if (!b)
+        throw invalidArg(
+          `unexpected platform type '${config.platform}' for ${location.modelName}${servable(backends)}`,
+        );
       return b;
     }
     const latest = versions.length > 0 ? Math.max(...versions) : undefined;
