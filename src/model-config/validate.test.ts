@@ -508,3 +508,30 @@ void test('batch inputs and outputs (Triton QA wording)', () => {
     "target output name 'OUTPUT' can only be specified once for m",
   );
 });
+
+void test('config-driven allocations are refused over their limits, not attempted', () => {
+  const seq = (extra: string): string =>
+    invalid(`${BASE}
+sequence_batching { ${extra} }`);
+  assert.match(
+    seq('oldest { max_candidate_sequences: 10000000 }'),
+    /needs 10000000 slots per instance \(oldest.max_candidate_sequences\) × \d+ instance\(s\), more than the limit of 65536/,
+  );
+  assert.match(
+    invalid(
+      BASE.replace('max_batch_size: 8', 'max_batch_size: 100000000') + '\nsequence_batching { direct { } }',
+    ),
+    /needs 100000000 slots per instance \(max_batch_size\)/,
+  );
+  const many = Array.from({ length: 2000 }, () => 1).join(', ');
+  assert.match(
+    invalid(`${BASE}
+dynamic_batching { preferred_batch_size: [ ${many} ] }`),
+    /dynamic_batching.preferred_batch_size of m has 2000 entries, more than the limit of 1024/,
+  );
+  assert.match(
+    invalid(`${BASE}
+model_warmup { name: "w" batch_size: 8 count: 1000000000 inputs { key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } }`),
+    /more than 10000 warmup requests per instance .*sample 'w': count 1000000000, batch_size 8/,
+  );
+});

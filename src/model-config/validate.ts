@@ -13,6 +13,7 @@ import type {
 } from './model-config.js';
 import { ensembleProblem } from './validate-ensemble.js';
 import { validateModelIo } from './validate-io.js';
+import { checkConfigLimits } from './validate-limits.js';
 
 const ENSEMBLE_PLATFORM = 'ensemble';
 
@@ -260,4 +261,5 @@ export function validateModelConfig(cfg: FrozenModelConfig): void {
   checkModelConfig(cfg);
   checkInstanceGroups(cfg);
   validateModelIo(cfg);
+  checkConfigLimits(cfg);
 }

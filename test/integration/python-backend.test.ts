@@ -499,6 +499,22 @@ describe('python backend', () => {
     assert.ok(s.logs.some((l) => l.includes('an info line from faults_0_0')));
   });
 
+  it('caps a long stdout line and drops a flood of lines with a counted note', async () => {
+    const r = await faults(13);
+    assert.equal(strings(r.outputs.find((o) => o.name === 'INFO')!.data)[0], 'flooded');
+    // The next line let through after the flood carries the count of the lines dropped before it.
+    await waitFor(async () => {
+      await faults(5);
+      return s.logs.some((l) => / lines dropped \(more output than the log takes\)/.test(l));
+    });
+    const long = s.logs.filter((l) => l.includes('faults_0_0: zzz'));
+    assert.equal(long.length, 1);
+    assert.ok(long[0].includes('[line truncated]'));
+    assert.ok(long[0].length < 70 * 1024, `a capped line: ${long[0].length}`);
+    const flood = s.logs.filter((l) => l.includes('faults_0_0: flood line')).length;
+    assert.ok(flood >= 500 && flood < 20000, `flood lines logged: ${flood}`);
+  });
+
   it('passes request parameters, ids and requested outputs, and returns response parameters', async () => {
     const r = await faults(9, [1], { custom: 'v', count: 3, flag: true, sequence_id: 42n }, 'req-7');
     const info = JSON.parse(strings(r.outputs.find((o) => o.name === 'INFO')!.data)[0]) as {

@@ -154,6 +154,21 @@ describe('model warmup', () => {
         'probe_nodata',
         sample('nodata', `inputs { key: "X" value: { data_type: TYPE_INT32 dims: [ 4 ] } }`),
       ),
+      probe_huge: probe(
+        'probe_huge',
+        sample(
+          'huge',
+          `inputs { key: "X" value: { data_type: TYPE_INT32 dims: [ 1099511627776 ] zero_data: true } }`,
+        ),
+      ),
+      probe_count: probe(
+        'probe_count',
+        sample(
+          'endless',
+          `inputs { key: "X" value: { data_type: TYPE_INT32 dims: [ 4 ] zero_data: true } }`,
+          'count: 1000000000',
+        ),
+      ),
       probe_dtype: probe(
         'probe_dtype',
         sample('dtype', `inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } }`),
@@ -263,6 +278,9 @@ describe('model warmup', () => {
       probe_variable: /warmup setting expects all variable-size dimensions are specified for input 'X'/,
       probe_nodata: /warmup setting expects input 'X' to have input_data_type set/,
       probe_dtype: /inference input 'X' data-type is 'FP32', but model 'probe_dtype' expects 'INT32'/,
+      probe_huge:
+        /warmup sample 'huge': input 'X' with dims \[1099511627776\] needs 4398046511104 bytes, more than the limit of 268435456 bytes per warmup input/,
+      probe_count: /model_warmup of probe_count asks for more than 10000 warmup requests per instance/,
     };
     for (const [model, re] of Object.entries(expect)) {
       const r = await load(server.url, model);

@@ -2,24 +2,23 @@
  * One Python stub process: spawned with its control socket as fd 3 (a Unix socket pair libuv makes for an
  * extra 'pipe' stdio slot) and, when /dev/shm is usable, its two shared-memory files as fds 4 and 5. The
  * model's stdout and stderr are forwarded to the log line by line, so a print() can never corrupt the
- * protocol. Replies the host waits for (INIT_DONE, AUTOCOMPLETE_DONE, FINALIZE_DONE) are bounded by the
+ * protocol; lines are capped and rate-limited (output-lines.ts), so no output can exhaust memory or the log. Replies the host waits for (INIT_DONE, AUTOCOMPLETE_DONE, FINALIZE_DONE) are bounded by the
  * stub timeout; every other frame goes to the owner's handler. When the process exits, every waiter
  * fails with the reason (exit code or signal, the stub's own FATAL message, the tail of its stderr).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { createInterface } from 'node:readline';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { encodeFrame, FrameDecoder, type Frame } from './frames.js';
 import { STUB_SCRIPT, type Interpreter } from './interpreter.js';
+import { BoundedLineSplitter, LineRateLimit } from './output-lines.js';
 import { MessageType, type HostMessageType, type Messages } from './protocol.js';
 import { StubShmFiles, type ShmFileOptions } from './shm.js';
 
 /** Control frames bigger than this are refused (tensors that large belong in /dev/shm or are hostile). */
 const MAX_FRAME = 0x7fffffff;
 const STDERR_TAIL_LINES = 20;
-const MAX_LOG_LINE = 16 * 1024;
 
 export interface StubLaunchOptions {
   /** The instance name (`<model>_<group>_<index>`), or a label for the auto-complete stub. */
@@ -88,11 +87,13 @@ export class StubProcess {
     child.on('exit', (code, signal) => this.onExit(resolveExit, code, signal));
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
     this.socket.on('error', () => undefined); // the exit handler reports; a reset socket says nothing new
-    this.forward(child, 'stdout', (line) => log.info(`${this.name}: ${line}`));
-    this.forward(child, 'stderr', (line) => {
+    // One rate limit for both streams: the log takes so many lines a second from one stub.
+    const limit = new LineRateLimit((line) => log.info(line));
+    this.forward(child, 'stdout', limit, (line) => limit.line(`${this.name}: ${line}`));
+    this.forward(child, 'stderr', limit, (line) => {
       this.stderrTail.push(line);
       if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
-      log.info(`${this.name} (stderr): ${line}`);
+      limit.line(`${this.name} (stderr): ${line}`);
     });
   }
 
@@ -199,12 +200,21 @@ export class StubProcess {
     return internal(`Python stub '${this.name}' ended before ${what}: ${this.describeExit()}`);
   }
 
-  private forward(child: ChildProcess, stream: 'stdout' | 'stderr', sink: (line: string) => void): void {
+  private forward(
+    child: ChildProcess,
+    stream: 'stdout' | 'stderr',
+    limit: LineRateLimit,
+    sink: (line: string) => void,
+  ): void {
     const input = child[stream];
     if (!input) return;
-    createInterface({ input, crlfDelay: Infinity }).on('line', (line) =>
-      sink(line.length > MAX_LOG_LINE ? `${line.slice(0, MAX_LOG_LINE)}…` : line),
-    );
+    const splitter = new BoundedLineSplitter(sink);
+    input.on('data', (chunk: Buffer) => splitter.push(chunk));
+    input.on('end', () => {
+      splitter.end();
+      limit.flush();
+    });
+    input.on('error', () => undefined); // the exit handler reports
   }
 
   private onData(chunk: Buffer): void {

@@ -87,8 +87,14 @@ export class ModelFolder {
         `${what} of model '${name}': '${this.relative(p)}' leads outside the model folder through a symbolic link`,
       );
     }
-    if (options.mustExist && !(await exists(p))) {
+    const kind = await kindOf(p);
+    if (options.mustExist && kind === undefined) {
       throw invalidArg(`${what} of model '${name}': '${this.relative(p)}' not found in the model folder`);
+    }
+    // A FIFO would block the thread that opens it forever (four of them stop every load, gzip and DNS
+    // lookup sharing libuv's pool), a device never ends: only files and folders are ever opened.
+    if (kind === 'other') {
+      throw invalidArg(`${what} of model '${name}': '${this.relative(p)}' is not a regular file or folder`);
     }
     return p;
   }
@@ -105,11 +111,12 @@ export class ModelFolder {
   }
 }
 
-async function exists(p: string): Promise<boolean> {
+/** What `p` is, links followed: undefined when it does not exist (or cannot be looked at). */
+async function kindOf(p: string): Promise<'file' | 'dir' | 'other' | undefined> {
   try {
-    await stat(p);
-    return true;
+    const info = await stat(p);
+    return info.isFile() ? 'file' : info.isDirectory() ? 'dir' : 'other';
   } catch {
-    return false;
+    return undefined;
   }
 }

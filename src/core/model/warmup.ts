@@ -21,6 +21,7 @@ import type { Logger } from '../../common/logger.js';
 import type { ModelFolder } from './model-paths.js';
 import { elementCount, type Tensor } from '../../common/tensor.js';
 import type { FrozenModelConfig, ModelWarmupInput } from '../../model-config/model-config.js';
+import { MAX_WARMUP_INPUT_BYTES } from '../../model-config/validate-limits.js';
 import { prepareRequest, withRequestId } from '../inference.js';
 import type { InferInput } from '../types.js';
 
@@ -112,6 +113,12 @@ async function inputData(
   const element = byteSizeOf(datatype);
   // BYTES: Triton's synthetic data is 4 zero bytes per element, i.e. every element an empty string.
   const size = element === 0 ? 4 * count : element * count;
+  if (!Number.isSafeInteger(size) || size > MAX_WARMUP_INPUT_BYTES) {
+    throw invalidArg(
+      `warmup sample '${sample}': input '${name}' with dims [${dims.join(',')}] needs ${size} bytes, more than ` +
+        `the limit of ${MAX_WARMUP_INPUT_BYTES} bytes per warmup input`,
+    );
+  }
   if (spec.input_data_file !== undefined && spec.input_data_file !== '') {
     return readWarmupFile(
       options.folder,

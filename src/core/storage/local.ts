@@ -2,13 +2,15 @@
  * The local-disk FileSystem: a repository folder read in place (models load from it directly, nothing is
  * copied). Repository files are operator-owned but their content is treated as hostile: text files must be
  * regular files under a size cap, walks are bounded in depth and entry count and are loop-safe. Symlinks
- * are followed (deployments mount models and ConfigMaps through them), as Triton does.
+ * are followed (deployments mount models and ConfigMaps through them), as Triton does, but a text file read
+ * here (config.pbtxt) must really lie inside its model folder: a link out of it is refused before a read.
  */
 import { constants as fsc, type BigIntStats } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { NereidError } from '../../common/errors.js';
+import { confine, realFolder } from '../../common/confine.js';
 import { pathExists } from '../../common/fs.js';
 import type { DirEntry, FileSystem, FolderView, LocalFolder } from './filesystem.js';
 
@@ -150,8 +152,18 @@ class LocalFolderView implements FolderView {
     return pathExists(local(this.location, rel));
   }
 
-  readText(rel: string, maxBytes: number): Promise<string | undefined> {
-    return readConfigFile(local(this.location, rel), maxBytes);
+  async readText(rel: string, maxBytes: number): Promise<string | undefined> {
+    const file = local(this.location, rel);
+    // Confined before any read: a config.pbtxt linking to /etc/shadow must not have a byte of it parsed,
+    // since parse errors quote the tokens they stop at.
+    const verdict = await confine(file, [this.location], [await realFolder(this.location)]);
+    if (verdict !== 'inside') {
+      throw new NereidError(
+        'INVALID_ARG',
+        `'${rel}' of model folder '${path.basename(this.location)}' leads outside the model folder through a symbolic link`,
+      );
+    }
+    return readConfigFile(file, maxBytes);
   }
 
   locationOf(rel: string): string {
