@@ -70,6 +70,8 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   grpcMaxConnectionAgeMs: 'show',
   grpcMaxConnectionAgeGraceMs: 'show',
   grpcMaxConnectionIdleMs: 'show',
+  grpcMaxConnections: 'show',
+  grpcRequestReadTimeoutMs: 'show',
   grpcMaxConcurrentStreams: 'show',
   grpcMaxDecompressedSize: 'show',
   grpcMaxConnectionBufferedBytes: 'show',

@@ -840,6 +840,21 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.grpcMaxConnectionIdleMs = parseInt10('grpc-max-connection-idle', v, 0, 2 ** 31 - 1)),
   },
   {
+    name: 'grpc-max-connections',
+    kind: 'int',
+    defaultText: '8192',
+    help: 'gRPC connections held open at once; a connection over the limit gets GOAWAY ENHANCE_YOUR_CALM (saying so) and is closed. 0 = no limit. Nereid only.',
+    apply: (d, v) => (d.grpcMaxConnections = parseInt10('grpc-max-connections', v, 0)),
+  },
+  {
+    name: 'grpc-request-read-timeout',
+    kind: 'int',
+    defaultText: '60000',
+    help: 'Milliseconds a unary call may take to receive its whole request, and a streaming call one message once it started, before the call ends with DEADLINE_EXCEEDED; a connection that starts no call within it is closed. 0 = no limit. Nereid only.',
+    apply: (d, v) =>
+      (d.grpcRequestReadTimeoutMs = parseInt10('grpc-request-read-timeout', v, 0, 2 ** 31 - 1)),
+  },
+  {
     name: 'grpc-max-concurrent-streams',
     kind: 'int',
     defaultText: '1000',
@@ -1139,6 +1154,8 @@ export function defaultDraft(): Draft {
     grpcMaxConnectionAgeMs: 0,
     grpcMaxConnectionAgeGraceMs: 0,
     grpcMaxConnectionIdleMs: 300_000,
+    grpcMaxConnections: 8192,
+    grpcRequestReadTimeoutMs: 60_000,
     grpcMaxConcurrentStreams: 1000,
     grpcMaxDecompressedSize: 64 * 1024 * 1024,
     grpcMaxConnectionBufferedBytes: 512 * 1024 * 1024,

@@ -89,6 +89,8 @@ export function grpcTransportOptions(
   return {
     maxDecompressedSize: options.grpcMaxDecompressedSize,
     maxConcurrentStreams: options.grpcMaxConcurrentStreams,
+    maxConnections: options.grpcMaxConnections,
+    requestReadTimeoutMs: options.grpcRequestReadTimeoutMs,
     maxBufferedBytes: options.grpcMaxBufferedBytes,
     responseCompression: options.grpcInferResponseCompressionLevel,
     streamIdleTimeoutMs: options.grpcInferStreamIdleTimeoutMs,

@@ -136,6 +136,10 @@ export interface ServerOptions {
   readonly grpcMaxConnectionAgeGraceMs: number;
   /** `--grpc-max-connection-idle`: no calls this long → GOAWAY; 0 = never. */
   readonly grpcMaxConnectionIdleMs: number;
+  /** `--grpc-max-connections`: 0 = no cap. */
+  readonly grpcMaxConnections: number;
+  /** `--grpc-request-read-timeout`: a unary request or a started message must arrive within it; 0 = none. */
+  readonly grpcRequestReadTimeoutMs: number;
   /** `--grpc-max-concurrent-streams`: SETTINGS_MAX_CONCURRENT_STREAMS. */
   readonly grpcMaxConcurrentStreams: number;
   /** `--grpc-max-decompressed-size`: one request message after decompression. */

@@ -19,6 +19,11 @@ export interface CallLimits {
   readonly maxMessageSize: number;
   /** Largest request message after decompression. */
   readonly maxDecompressedSize: number;
+  /**
+   * `--grpc-request-read-timeout`: a unary call's request (from its start to the client's half-close), or
+   * a streaming call's message once its first byte arrived, must arrive within this; 0 / absent = none.
+   */
+  readonly requestReadTimeoutMs?: number;
 }
 
 export interface CallHandlers {
@@ -28,6 +33,8 @@ export interface CallHandlers {
   onEnd(): void;
   /** The call ended abnormally before finish(): cancellation, reset, deadline or a framing error. */
   onAbort?(): void;
+  /** A streaming call: the read deadline covers each message once it started, not the wait for one. */
+  readonly streaming?: boolean;
 }
 
 const OK: GrpcError = { code: Status.OK, details: '' };
@@ -57,6 +64,8 @@ export class ServerCall {
   private done = false;
   private inputEnded = false;
   private deadline: NodeJS.Timeout | undefined;
+  /** The request read deadline (CallLimits.requestReadTimeoutMs), while it runs. */
+  private readTimer: NodeJS.Timeout | undefined;
   /** Decompression is asynchronous: messages are handed on through this chain to keep their order. */
   private pending: Promise<void> | undefined;
   private handlers: CallHandlers | undefined;
@@ -77,6 +86,7 @@ export class ServerCall {
     // Stream errors (resets, protocol errors) surface as 'close' (the server keeps an 'error' listener).
     stream.on('close', () => {
       if (this.deadline) clearTimeout(this.deadline);
+      this.stopReadTimer();
       this.reader?.dispose();
       if (!this.done) {
         this.done = true;
@@ -130,6 +140,8 @@ export class ServerCall {
     const transport = this.transport;
     const reader = new MessageReader(this.limits.maxMessageSize, transport?.budget);
     this.reader = reader;
+    const streaming = handlers.streaming === true;
+    if (!streaming) this.startReadTimer();
     this.stream.on('data', (chunk: Buffer) => {
       transport?.received();
       if (this.done) return;
@@ -141,6 +153,10 @@ export class ServerCall {
         const e = err as GrpcStatusError;
         this.fail(e.code, e.message);
         return;
+      }
+      if (streaming) {
+        if (reader.partial) this.startReadTimer();
+        else this.stopReadTimer();
       }
       for (const m of messages) {
         if (this.done) break; // e.g. a unary call refused its second message
@@ -167,6 +183,7 @@ export class ServerCall {
     });
     this.stream.on('end', () => {
       this.inputEnded = true;
+      this.stopReadTimer();
       if (this.done) return;
       if (reader.partial) {
         this.fail(Status.INTERNAL, 'the request stream ended inside a message');
@@ -175,6 +192,26 @@ export class ServerCall {
       if (this.pending === undefined) handlers.onEnd();
       else void this.pending.then(() => this.done || handlers.onEnd());
     });
+  }
+
+  /** Arms the request read deadline unless it runs already (or there is none). */
+  private startReadTimer(): void {
+    const ms = this.limits.requestReadTimeoutMs ?? 0;
+    if (ms <= 0 || this.readTimer !== undefined || this.done) return;
+    this.readTimer = setTimeout(() => {
+      this.readTimer = undefined;
+      this.fail(
+        Status.DEADLINE_EXCEEDED,
+        `the request message did not arrive within ${ms} ms (--grpc-request-read-timeout)`,
+      );
+    }, ms);
+    this.readTimer.unref();
+  }
+
+  private stopReadTimer(): void {
+    if (this.readTimer === undefined) return;
+    clearTimeout(this.readTimer);
+    this.readTimer = undefined;
   }
 
   /** Sends one framed response message (given as pieces). Never throws: a broken stream is dropped. */
@@ -220,6 +257,7 @@ export class ServerCall {
     if (this.done) return;
     this.done = true;
     if (this.deadline) clearTimeout(this.deadline);
+    this.stopReadTimer();
     this.reader?.dispose(); // a message still arriving will never be read
     // Nothing aborts the signal after this point (the 'close' handler checks `done`); an aborted one
     // stays here, so the signal reads aborted even if asked for after the end.

@@ -26,6 +26,9 @@
  *   RESET_BURST (half of nghttp2's own guard, so this one trips first) gets GOAWAY ENHANCE_YOUR_CALM and
  *   is closed, instead of being left to nghttp2's guard, which would leave the socket open (above).
  *
+ * - First call (`requestReadTimeoutMs`, --grpc-request-read-timeout): a connection that starts no call
+ *   within it (one that drips its preface or a HEADERS frame) gets GOAWAY and is closed.
+ *
  * It also owns the connection's ByteBudget (request bytes still arriving, see budget.ts).
  */
 import { constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
@@ -56,6 +59,8 @@ export interface ConnectionSettings {
   readonly maxConnectionBufferedBytes: number;
   /** Quiet time before a liveness probe (Nereid's; not a flag, tests shorten it). */
   readonly livenessQuietMs: number;
+  /** `--grpc-request-read-timeout`: a connection that starts no call within this is closed; 0 = never. */
+  readonly requestReadTimeoutMs: number;
 }
 
 /** Triton's keepalive defaults (src/grpc/grpc_server.h KeepAliveOptions) and Nereid's own limits. */
@@ -71,6 +76,7 @@ export const DEFAULT_CONNECTION_SETTINGS: ConnectionSettings = Object.freeze({
   maxConnectionIdleMs: 300_000,
   maxConnectionBufferedBytes: 512 * 1024 * 1024,
   livenessQuietMs: 5_000,
+  requestReadTimeoutMs: 60_000,
 });
 
 /** After a GOAWAY, a received one included, calls not covered by an age grace get this long. */
@@ -131,6 +137,8 @@ export class GrpcConnection implements CallTransport {
   private deadline: NodeJS.Timeout | undefined;
   private deadlineAt: number | undefined;
   private lingerTimer: NodeJS.Timeout | undefined;
+  /** Runs until the first call starts (requestReadTimeoutMs). */
+  private firstCallTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly session: ServerHttp2Session,
@@ -167,12 +175,25 @@ export class GrpcConnection implements CallTransport {
     }
     this.keepaliveTimer = timer(settings.keepaliveTimeMs, () => this.keepalive());
     this.livenessTimer = timer(this.livenessDelay, () => this.liveness());
+    this.firstCallTimer = timer(settings.requestReadTimeoutMs, () => {
+      this.firstCallTimer = undefined;
+      this.kill(constants.NGHTTP2_NO_ERROR, `no call within ${settings.requestReadTimeoutMs} ms`);
+    });
+  }
+
+  /** Over the server's connection cap: GOAWAY ENHANCE_YOUR_CALM with `message`, then close at once. */
+  refuse(message: string): void {
+    this.kill(constants.NGHTTP2_ENHANCE_YOUR_CALM, message);
   }
 
   /** A new stream (call) on this connection. */
   streamStarted(stream: ServerHttp2Stream): void {
     this.heard = true;
     this.activeStreams++;
+    if (this.firstCallTimer !== undefined) {
+      clearTimeout(this.firstCallTimer);
+      this.firstCallTimer = undefined;
+    }
     // The idle timer is left running: it checks for itself whether the connection stayed idle (arming
     // and clearing a timer per call was measurable at one call at a time).
     stream.once('close', () => {
@@ -364,6 +385,7 @@ export class GrpcConnection implements CallTransport {
       this.livenessTimer,
       this.pingTimer,
       this.deadline,
+      this.firstCallTimer,
     ]) {
       if (t !== undefined) clearTimeout(t);
     }

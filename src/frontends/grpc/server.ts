@@ -63,6 +63,10 @@ export interface GrpcFrontendOptions {
   readonly connectionWindowSize?: number;
   /** Largest request message after decompression; default 64 MiB. */
   readonly maxDecompressedSize?: number;
+  /** --grpc-max-connections: connections over it get GOAWAY ENHANCE_YOUR_CALM and close; 0 = no cap. */
+  readonly maxConnections?: number;
+  /** --grpc-request-read-timeout (ms): see CallLimits.requestReadTimeoutMs; default 60,000, 0 = none. */
+  readonly requestReadTimeoutMs?: number;
   /** SETTINGS_MAX_CONCURRENT_STREAMS: calls one connection may have open at once; default 1000. */
   readonly maxConcurrentStreams?: number;
   /** Bytes of request messages still arriving that the whole server may hold; default 1 GiB. */
@@ -104,6 +108,10 @@ export const MAX_FRAME_SIZE = 1024 * 1024;
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
 export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024 * 1024;
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 3_600_000;
+/** Default --grpc-max-connections: the HTTP port's cap (well below common fd limits). */
+export const DEFAULT_GRPC_MAX_CONNECTIONS = 8192;
+/** Default --grpc-request-read-timeout: a unary request, or a started message, must arrive within 60 s. */
+export const DEFAULT_REQUEST_READ_TIMEOUT_MS = 60_000;
 
 /** A reset or protocol error on one stream ends that call only (ServerCall sees 'close'). */
 function ignoreStreamError(): void {}
@@ -211,6 +219,8 @@ interface GrpcSettings {
   readonly connectionWindow: number;
   readonly maxConcurrentStreams: number;
   readonly connectionSettings: ConnectionSettings;
+  /** --grpc-max-connections; 0 = no cap. */
+  readonly maxConnections: number;
   /** Request bytes still arriving, over all connections (--grpc-max-buffered-bytes). */
   readonly serverBudget: ByteBudget;
   readonly compression: CompressionLevel;
@@ -223,9 +233,11 @@ interface GrpcSettings {
 /** Options → settings: defaults, upper bounds, the restriction table; fails at startup on a bad option. */
 function grpcSettings(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcSettings {
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
+  const requestReadTimeoutMs = options.requestReadTimeoutMs ?? DEFAULT_REQUEST_READ_TIMEOUT_MS;
   const limits: CallLimits = {
     maxMessageSize,
     maxDecompressedSize: options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE,
+    requestReadTimeoutMs,
   };
   const serverBudget = new ByteBudget(
     options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
@@ -239,7 +251,8 @@ function grpcSettings(api: InferenceServerApi, options: GrpcFrontendOptions): Gr
     streamWindow: Math.min(options.streamWindowSize ?? DEFAULT_STREAM_WINDOW, MAX_WINDOW),
     connectionWindow: Math.min(options.connectionWindowSize ?? DEFAULT_CONNECTION_WINDOW, MAX_WINDOW),
     maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
-    connectionSettings: { ...DEFAULT_CONNECTION_SETTINGS, ...options.connection },
+    connectionSettings: { ...DEFAULT_CONNECTION_SETTINGS, requestReadTimeoutMs, ...options.connection },
+    maxConnections: options.maxConnections ?? DEFAULT_GRPC_MAX_CONNECTIONS,
     serverBudget,
     compression: options.responseCompression ?? 'none',
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS,
@@ -384,10 +397,22 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
+  let open = 0;
+  const { maxConnections } = settings;
   const onSession = (session: ServerHttp2Session): void => {
     const connection = new GrpcConnection(session, settings.connectionSettings, settings.serverBudget, log);
+    if (maxConnections > 0 && open >= maxConnections) {
+      connection.refuse(
+        `the server is at its gRPC connection limit (${maxConnections}); retry later (--grpc-max-connections)`,
+      );
+      return;
+    }
+    open++;
     connections.set(session, connection);
-    session.on('close', () => connections.delete(session));
+    session.on('close', () => {
+      open--;
+      connections.delete(session);
+    });
     if (closing) {
       connection.beginClose(GOAWAY_GRACE_MS);
       return;

@@ -121,6 +121,7 @@ export class StreamInfer {
         this.maybeFinish();
       },
       onAbort: () => this.abortAll(),
+      streaming: true,
     });
   }
 

@@ -4,7 +4,8 @@
  * from their Content-Length (even before `Expect: 100-continue` is answered) and the connection is closed
  * rather than drained. close() stops accepting and lets in-flight requests finish. Under overload, requests
  * start within a per-turn budget so accepts keep up (turn-budget.ts), health checks first and never
- * refused for the connection cap (connection-limits.ts); large JSON is parsed off the loop (json-pool.ts).
+ * refused for the connection cap (connection-limits.ts); a connection with too many unanswered
+ * pipelined requests stops being read (read-limit.ts); large JSON is parsed off the loop (json-pool.ts).
  */
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import { productToken } from '../../common/product.js';
@@ -33,6 +34,7 @@ import { HANDLERS } from './routes.js';
 import type { TlsCredentials } from '../tls.js';
 import { createHttpServer } from './tls.js';
 import { createTurnBudget } from './turn-budget.js';
+import { createReadLimit, type ReadLimitOptions } from './read-limit.js';
 
 /** The routes that run an inference request: one access-log line each. */
 const INFERENCE_ROUTES: ReadonlySet<RouteName> = new Set([
@@ -72,6 +74,8 @@ export interface HttpFrontendOptions {
    * its handler, after the connection cap and the per-turn budget, before the KServe routes are looked at.
    */
   readonly mount?: HttpMount;
+  /** Per-connection read limit for pipelining clients (read-limit.ts); tests shrink it. */
+  readonly readLimit?: ReadLimitOptions;
 }
 
 export interface HttpMount {
@@ -327,6 +331,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     writeAccessLog(accessLog!, ctx, reply, arrived);
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    readLimit.track(req, res);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -394,7 +399,8 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     if (health) void dispatch(req, res, match, path);
     else turns.admit(req.socket, () => void dispatch(req, res, match, path));
   };
-  const turns = createTurnBudget();
+  const readLimit = createReadLimit(options.readLimit);
+  const turns = createTurnBudget(undefined, (socket) => readLimit.resume(socket));
 
   const server = createHttpServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle, options.tls);
   const connections = limitConnections(server, maxConnections, options.tls !== undefined);

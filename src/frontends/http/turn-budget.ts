@@ -35,6 +35,9 @@ export interface TurnBudgetOptions {
   readonly acceptTurns: number;
 }
 
+/** How a waiting request's socket is resumed when its turn comes (the server asks its read limit). */
+export type ResumeSocket = (socket: Socket) => void;
+
 /** Measured on the 2-core test machine (bench/overload): see docs/security.md. */
 export const DEFAULT_TURN_BUDGET: TurnBudgetOptions = { perTurn: 8, turnMs: 2, acceptTurns: 32 };
 
@@ -55,7 +58,10 @@ interface Waiting {
   readonly start: () => void;
 }
 
-export function createTurnBudget(options: TurnBudgetOptions = DEFAULT_TURN_BUDGET): TurnBudget {
+export function createTurnBudget(
+  options: TurnBudgetOptions = DEFAULT_TURN_BUDGET,
+  resume: ResumeSocket = (socket) => socket.resume(),
+): TurnBudget {
   const { perTurn, turnMs, acceptTurns } = options;
   let used = 0;
   let acceptedSinceTurn = false;
@@ -66,9 +72,9 @@ export function createTurnBudget(options: TurnBudgetOptions = DEFAULT_TURN_BUDGE
   let head = 0;
 
   const run = (w: Waiting): void => {
-    // resume() is a no-op on a destroyed socket; Node's own pipelining backpressure (socket._paused)
-    // re-pauses it if needed (socketOnResume in node:_http_server).
-    w.socket.resume();
+    // Node does NOT re-pause a resumed socket for its own pipelining backpressure: the server's resume
+    // asks its per-connection read limit (read-limit.ts), which keeps a flooding connection paused.
+    resume(w.socket);
     w.start();
   };
 

@@ -1,0 +1,142 @@
+// The gRPC port's connection cap (--grpc-max-connections) and request read deadline
+// (--grpc-request-read-timeout) against raw HTTP/2 clients (fake api, real sockets): a connection over the
+// cap gets GOAWAY ENHANCE_YOUR_CALM and is closed while the others keep working; a call that drips its
+// request is ended with DEADLINE_EXCEEDED; a connection that starts no call is closed. No timing
+// assertions: every wait is for a condition, with a generous deadline.
+import assert from 'node:assert/strict';
+import http2 from 'node:http2';
+import { after, describe, it } from 'node:test';
+import { Logger } from '../../common/logger.js';
+import { GrpcFakeApi } from './fake-api.testkit.js';
+import { decodeGrpcMessage, frame as grpcFrame } from './framing.js';
+import { Flag, FrameType, RawConnection, frame, grpcHeaders } from './raw-h2.testkit.js';
+import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from './server.js';
+import { TestClient } from './test-client.testkit.js';
+
+const SERVER_LIVE = '/inference.GRPCInferenceService/ServerLive';
+const ENHANCE_YOUR_CALM = 11;
+const DEADLINE_EXCEEDED = 4;
+
+interface Running {
+  frontend: GrpcFrontend;
+  port: number;
+}
+
+const running: Running[] = [];
+const clients: TestClient[] = [];
+
+after(async () => {
+  for (const c of clients) c.close();
+  for (const r of running) await r.frontend.close();
+});
+
+async function start(options: Partial<GrpcFrontendOptions>): Promise<Running> {
+  const frontend = createGrpcFrontend(new GrpcFakeApi(), {
+    address: '127.0.0.1',
+    port: 0,
+    log: new Logger({}, () => {}),
+    ...options,
+  });
+  const r = { frontend, port: (await frontend.listen()).port };
+  running.push(r);
+  return r;
+}
+
+/** ServerLive on a raw connection: true once its answer (trailers-only HEADERS, END_STREAM) arrives. */
+async function liveOn(c: RawConnection, streamId: number): Promise<boolean> {
+  c.write(
+    grpcHeaders(streamId, SERVER_LIVE),
+    frame(FrameType.DATA, Flag.END_STREAM, streamId, grpcFrame(Buffer.alloc(0))),
+  );
+  const f = await c.waitFor((x) => x.streamId === streamId && (x.flags & Flag.END_STREAM) !== 0);
+  return f !== undefined;
+}
+
+describe('gRPC connection cap and request read deadline (fake api, real sockets)', () => {
+  it('a connection over --grpc-max-connections gets GOAWAY ENHANCE_YOUR_CALM and is closed; the others work', async () => {
+    const r = await start({ maxConnections: 2 });
+    const a = await RawConnection.open(r.port);
+    const b = await RawConnection.open(r.port);
+    assert.ok(await liveOn(a, 1));
+    assert.ok(await liveOn(b, 1));
+    const over = await RawConnection.open(r.port);
+    assert.ok(await over.waitClosed(), 'the connection over the cap is closed');
+    const goaways = over.goaways();
+    assert.ok(goaways.length >= 1, 'a GOAWAY first');
+    assert.equal(goaways[0].code, ENHANCE_YOUR_CALM);
+    assert.match(goaways[0].debug, /connection limit \(2\).*--grpc-max-connections/);
+    // The connections under the cap keep working.
+    assert.ok(await liveOn(a, 3));
+    assert.ok(await liveOn(b, 3));
+    // One closes: a new one fits again.
+    a.destroy();
+    await a.closed;
+    const client = new TestClient(`127.0.0.1:${r.port}`);
+    clients.push(client);
+    let live: unknown;
+    for (let i = 0; i < 50 && live === undefined; i++) {
+      live = await client.call('ServerLive', {}).catch(() => undefined);
+    }
+    assert.deepEqual(live, { live: true });
+    b.destroy();
+  });
+
+  it('a unary call that drips its request is ended with DEADLINE_EXCEEDED after --grpc-request-read-timeout', async () => {
+    const r = await start({ requestReadTimeoutMs: 300 });
+    const session = http2.connect(`http://127.0.0.1:${r.port}`);
+    session.on('error', () => {});
+    const req = session.request({
+      ':method': 'POST',
+      ':path': SERVER_LIVE,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
+    req.on('error', () => {});
+    const message = grpcFrame(Buffer.alloc(64, 1));
+    let sent = 0;
+    const drip = setInterval(() => {
+      if (sent < message.length - 1 && !req.closed) req.write(message.subarray(sent, ++sent));
+    }, 50);
+    const status = await new Promise<{ code: string; message: string }>((resolve) => {
+      const take = (h: http2.IncomingHttpHeaders): void => {
+        if (h['grpc-status'] !== undefined) {
+          resolve({ code: String(h['grpc-status']), message: decodeGrpcMessage(String(h['grpc-message'])) });
+        }
+      };
+      req.on('response', take);
+      req.on('trailers', take);
+    });
+    clearInterval(drip);
+    assert.equal(status.code, String(DEADLINE_EXCEEDED));
+    assert.match(status.message, /did not arrive within 300 ms \(--grpc-request-read-timeout\)/);
+    assert.ok(sent < message.length - 1, `ended after ${sent} of ${message.length} bytes`);
+    // The connection itself is kept: another call on it is answered.
+    const again = session.request({
+      ':method': 'POST',
+      ':path': SERVER_LIVE,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
+    again.end(grpcFrame(Buffer.alloc(0)));
+    const code = await new Promise<string>((resolve) => {
+      const take = (h: http2.IncomingHttpHeaders): void => {
+        if (h['grpc-status'] !== undefined) resolve(String(h['grpc-status']));
+      };
+      again.on('trailers', take);
+      again.on('response', take);
+    });
+    assert.equal(code, '0');
+    session.close();
+  });
+
+  it('a connection that starts no call within --grpc-request-read-timeout is closed', async () => {
+    const r = await start({ requestReadTimeoutMs: 300 });
+    const idle = await RawConnection.open(r.port);
+    const busy = await RawConnection.open(r.port);
+    assert.ok(await liveOn(busy, 1));
+    assert.ok(await idle.waitClosed(), 'the connection without a call is closed');
+    assert.ok(idle.goaways().length >= 1, 'after a GOAWAY');
+    assert.ok(busy.isOpen, 'a connection that started a call is kept');
+    busy.destroy();
+  });
+});
