@@ -77,6 +77,13 @@ export interface ResponseSender {
   fail(error: NereidError, options?: FailOptions): void;
   /** True once the stream has ended (final sent, failed, or cancelled). */
   readonly done: boolean;
+  /**
+   * Resolves when the request's queue of undelivered responses has room (`--max-undelivered-responses`),
+   * at once while it has. A decoupled backend awaits it before each send, so a client that reads slowly
+   * slows the model down instead of the server buffering its responses. It also resolves when the request
+   * ends or is cancelled (check `done` / the signal afterwards). Absent on senders without a bound.
+   */
+  whenWritable?(): Promise<void>;
 }
 
 /**

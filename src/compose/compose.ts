@@ -26,6 +26,7 @@ import { SystemSharedMemoryManager } from '../core/shm/index.js';
 import { AccessLog } from '../frontends/access-log.js';
 import { closeFrontends, startFrontends, type Endpoint, type StartedFrontends } from './frontends.js';
 import type { ServerOptions } from './options.js';
+import { setResponseLimits } from '../core/response-limits.js';
 import { modelTable } from './startup-table.js';
 import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
 
@@ -75,6 +76,11 @@ export async function startNereid(options: ServerOptions, log: Logger): Promise<
   log.info(`Nereid ${packageVersion()} starting, server id '${options.id}'`);
   // Certificates are read and checked before any model loads: a TLS mistake fails the start at once.
   const tls = await EndpointTls.load(options, log);
+  // Every request's response stream from here on holds at most this many unread responses.
+  setResponseLimits({
+    maxUndelivered: options.maxUndeliveredResponses,
+    idleTimeoutMs: options.responseIdleTimeoutMs,
+  });
   try {
     return await startServing(options, log, tls);
   } catch (err) {

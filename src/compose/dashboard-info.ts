@@ -77,6 +77,8 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   grpcMaxConnectionBufferedBytes: 'show',
   grpcMaxBufferedBytes: 'show',
   grpcInferStreamIdleTimeoutMs: 'show',
+  maxUndeliveredResponses: 'show',
+  responseIdleTimeoutMs: 'show',
   grpcRestrictedProtocols: 'header-names',
   grpcHeaderForwardPattern: 'show',
   httpUseSsl: 'show',

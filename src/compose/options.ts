@@ -149,6 +149,10 @@ export interface ServerOptions {
   readonly grpcMaxBufferedBytes: number;
   /** `--grpc-infer-stream-idle-timeout`: a ModelStreamInfer waiting this long for a request ends; 0 = never. */
   readonly grpcInferStreamIdleTimeoutMs: number;
+  /** `--max-undelivered-responses`: one request's unread responses before the model's send waits. */
+  readonly maxUndeliveredResponses: number;
+  /** `--response-idle-timeout`: a send waiting this long on a client reading nothing cancels it; 0 = never. */
+  readonly responseIdleTimeoutMs: number;
   /** `--grpc-restricted-protocol`: gRPC categories that need a `triton-grpc-protocol-<key>` metadata key. */
   readonly grpcRestrictedProtocols: Restrictions;
   /** `--grpc-header-forward-pattern` as given; undefined = none. */

@@ -35,3 +35,71 @@ describe('ResponseStream', () => {
     assert.equal(s.done, true);
   });
 });
+
+/** Lets timers of zero and pending immediates run `n` times. */
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** A producer that sends `count` responses, awaiting room before each; returns how many it sent. */
+function producer(s: ResponseStream<number>, count: number): { sent: () => number; done: Promise<void> } {
+  let sent = 0;
+  const done = (async () => {
+    for (let i = 0; i < count; i++) {
+      await s.writable();
+      if (s.done) return;
+      s.push(i, i === count - 1);
+      sent++;
+    }
+  })();
+  return { sent: () => sent, done };
+}
+
+describe('ResponseStream bound on undelivered responses (issue 33)', () => {
+  it('makes a producer wait at the bound while nobody reads, and go on as the consumer takes responses', async () => {
+    const s = new ResponseStream<number>({ maxUndelivered: 4, idleTimeoutMs: 0 });
+    const p = producer(s, 1_000_000);
+    await turns(50);
+    assert.equal(s.undelivered, 4);
+    assert.equal(p.sent(), 4);
+    const it = s[Symbol.asyncIterator]();
+    for (let i = 0; i < 10; i++) assert.deepEqual(await it.next(), { value: i, done: false });
+    await turns(50);
+    assert.equal(s.undelivered, 4, 'never more than the bound queued');
+    assert.equal(p.sent(), 14);
+    s.fail(invalidArg('stop'));
+    await p.done;
+  });
+
+  it('drops the queue and releases the producer when the request is cancelled', async () => {
+    const controller = new AbortController();
+    const s = new ResponseStream<number>({ maxUndelivered: 3, idleTimeoutMs: 0, signal: controller.signal });
+    const p = producer(s, 1_000_000);
+    await turns(20);
+    assert.equal(s.undelivered, 3);
+    controller.abort();
+    assert.equal(s.undelivered, 0, 'the client left: nothing it will not read is kept');
+    // The producer is released; pushes after the abort are not queued (the backend then sees the signal).
+    await turns(5);
+    assert.equal(s.undelivered, 0);
+    s.fail(invalidArg('cancelled'));
+    await p.done;
+  });
+
+  it('cancels the request when the reader takes nothing for the idle deadline', async () => {
+    const s = new ResponseStream<number>({ maxUndelivered: 2, idleTimeoutMs: 20 });
+    const p = producer(s, 1_000_000);
+    await p.done; // released by the idle deadline
+    assert.equal(s.done, true);
+    assert.equal(s.undelivered, 0);
+    const it = s[Symbol.asyncIterator]();
+    await assert.rejects(it.next(), (e: unknown) => (e as { code?: string }).code === 'CANCELLED');
+  });
+
+  it('never makes a producer wait once the stream has ended', async () => {
+    const s = new ResponseStream<number>({ maxUndelivered: 1, idleTimeoutMs: 0 });
+    s.push(1, true);
+    await s.writable();
+    assert.equal(s.done, true);
+  });
+});

@@ -2,8 +2,16 @@
  * A single-consumer async stream of responses for one request: the backend side pushes responses (the last
  * one final) or an error; the frontend side iterates. Pushes after the end are ignored, so a late or
  * duplicate send from a backend can never corrupt a finished request.
+ *
+ * The queue of undelivered responses is bounded for producers that ask (issue 33): writable() resolves
+ * at once while fewer than `maxUndelivered` responses wait for the consumer, else when the consumer takes
+ * one, the stream ends, or the request's signal aborts. A frontend that stops pulling (its socket is full)
+ * therefore stops the model instead of filling memory. A producer kept waiting `idleTimeoutMs` without the
+ * consumer taking anything fails the stream CANCELLED and drops what was queued; an aborted signal drops
+ * the queue too, so a client that leaves frees its undelivered responses at once.
  */
-import type { NereidError } from '../common/errors.js';
+import { cancelled, type NereidError } from '../common/errors.js';
+import { responseLimits, type ResponseLimits } from './response-limits.js';
 
 type Waiter<T> = { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void };
 
@@ -17,18 +25,50 @@ export interface ResponseSink<T> {
   push(item: T, final: boolean): void;
   fail(error: NereidError): void;
   close(): void;
+  /** Resolves when the sink can take another response without exceeding its bound (absent: always). */
+  writable?(): Promise<void>;
 }
 
+export interface ResponseStreamOptions extends Partial<ResponseLimits> {
+  /** The request's signal: when it aborts, queued responses are dropped and waiting producers released. */
+  readonly signal?: AbortSignal;
+}
+
+export const idleMessage = (ms: number): string =>
+  `the client took no response for ${ms} ms while the model waited to send more; request cancelled`;
+
 export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
-  private readonly items: T[] = [];
+  private items: T[] = [];
   private error: NereidError | undefined;
   private ended = false;
   private waiter: Waiter<T> | undefined;
   private iterating = false;
+  private readonly maxUndelivered: number;
+  private readonly idleTimeoutMs: number;
+  /** Producers waiting for room. */
+  private writers: (() => void)[] = [];
+  private idleTimer: NodeJS.Timeout | undefined;
+  private dropped = false;
+
+  constructor(options: ResponseStreamOptions = {}) {
+    const limits = responseLimits();
+    this.maxUndelivered = Math.max(1, options.maxUndelivered ?? limits.maxUndelivered);
+    this.idleTimeoutMs = options.idleTimeoutMs ?? limits.idleTimeoutMs;
+    const signal = options.signal;
+    if (signal !== undefined) {
+      if (signal.aborted) this.dropped = true;
+      else signal.addEventListener('abort', () => this.drop(), { once: true });
+    }
+  }
 
   /** True once the final response or an error was pushed. */
   get done(): boolean {
     return this.ended;
+  }
+
+  /** Responses pushed that the consumer has not taken yet. */
+  get undelivered(): number {
+    return this.items.length;
   }
 
   push(item: T, final: boolean): void {
@@ -38,9 +78,10 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
     if (w) {
       this.waiter = undefined;
       w.resolve({ value: item, done: false });
-    } else {
+    } else if (!this.dropped) {
       this.items.push(item);
     }
+    if (this.ended) this.releaseWriters();
   }
 
   fail(error: NereidError): void {
@@ -52,6 +93,7 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
       this.waiter = undefined;
       w.reject(error);
     }
+    this.releaseWriters();
   }
 
   /** Ends the stream without a further response (e.g. a decoupled model's final-only flag). */
@@ -63,12 +105,55 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
       this.waiter = undefined;
       w.resolve({ value: undefined, done: true });
     }
+    this.releaseWriters();
+  }
+
+  writable(): Promise<void> {
+    if (this.ended || this.dropped || this.items.length < this.maxUndelivered) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.writers.push(resolve);
+      this.armIdle();
+    });
+  }
+
+  private armIdle(): void {
+    if (this.idleTimeoutMs <= 0 || this.idleTimer !== undefined) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.writers.length === 0) return;
+      this.items = [];
+      this.fail(cancelled(idleMessage(this.idleTimeoutMs)));
+    }, this.idleTimeoutMs);
+  }
+
+  private releaseWriters(): void {
+    if (this.idleTimer !== undefined) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
+    }
+    const writers = this.writers;
+    if (writers.length === 0) return;
+    this.writers = [];
+    for (const w of writers) w();
+  }
+
+  /** The client left: nothing queued will be read; free it and let the producer see the cancellation. */
+  private drop(): void {
+    this.dropped = true;
+    this.items = [];
+    this.releaseWriters();
   }
 
   private next(): Promise<IteratorResult<T>> {
-    if (this.items.length > 0) return Promise.resolve({ value: this.items.shift()!, done: false });
+    if (this.items.length > 0) {
+      const value = this.items.shift()!;
+      // The consumer took one: a waiting producer may send again (and its idle clock restarts).
+      if (this.writers.length > 0 && this.items.length < this.maxUndelivered) this.releaseWriters();
+      return Promise.resolve({ value, done: false });
+    }
     if (this.error) return Promise.reject(this.error);
     if (this.ended) return Promise.resolve({ value: undefined, done: true });
+    if (this.writers.length > 0) this.releaseWriters();
     return new Promise((resolve, reject) => {
       this.waiter = { resolve, reject };
     });

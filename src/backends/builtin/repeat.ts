@@ -79,7 +79,9 @@ async function respond(
 ): Promise<void> {
   for (let e = 0; e < values.length; e++) {
     if (!(await sleep(delays[e], signal))) break;
+    await r.sender.whenWritable?.(); // back-pressure from a slow reader
     if (r.sender.done) return;
+    if (signal.aborted) break;
     r.sender.send([scalarTensor('OUT', 'INT32', values[e], ONE), scalarTensor('IDX', 'UINT32', e, ONE)], {
       final: false,
     });

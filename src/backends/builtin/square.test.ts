@@ -2,6 +2,9 @@
 // flag-only final; its QA delay parameters; cancellation between responses; a huge n never blocks.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { ResponseSender, SendOptions } from '../../backend-api/backend.js';
+import type { NereidError } from '../../common/errors.js';
+import type { Tensor } from '../../common/tensor.js';
 import { SquareBackend, squareSettings } from './square.js';
 import {
   configOf,
@@ -137,4 +140,63 @@ describe('square backend', () => {
     assert.equal(r.sender.sent.length, 20001);
     assert.ok(ticks > 0, 'timers ran while the responses were produced');
   });
+
+  it('waits at the bound of undelivered responses while the reader is slow, and stops when it leaves', async () => {
+    const instance = await instanceOf(backend, configOf(CONFIG, 'square'));
+    const controller = new AbortController();
+    const sender = new BoundedSender(8);
+    const r = { ...squareRequest(2 ** 31 - 1, controller.signal), sender };
+    await instance.execute([r]);
+    await turns(200);
+    assert.equal(sender.queued.length, 8, 'a huge count with nobody reading holds only the bound');
+    sender.take(5);
+    await turns(200);
+    assert.equal(sender.queued.length, 8);
+    assert.equal(sender.sends, 13, 'the model sent only what was read plus the bound');
+    controller.abort();
+    sender.take(8); // the waiting send goes on and sees the cancellation
+    await sender.ended;
+    assert.equal(sender.error?.code, 'CANCELLED');
+    assert.ok(sender.sends <= 14);
+  });
 });
+
+/** Lets `n` passes of the event loop go by (the square backend's zero delays are immediates). */
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((res) => setImmediate(res));
+}
+
+/** A sender with a bounded queue of undelivered responses (as the core's response stream has). */
+class BoundedSender implements ResponseSender {
+  sends = 0;
+  done = false;
+  error: NereidError | undefined;
+  readonly queued: number[] = [];
+  private room: (() => void) | undefined;
+  private resolveEnded!: () => void;
+  readonly ended = new Promise<void>((resolve) => (this.resolveEnded = resolve));
+  constructor(private readonly bound: number) {}
+  send(outputs: readonly Tensor[], options: SendOptions): void {
+    this.sends++;
+    this.queued.push(outputs.length);
+    if (options.final) this.end();
+  }
+  fail(error: NereidError): void {
+    this.error = error;
+    this.end();
+  }
+  whenWritable(): Promise<void> {
+    if (this.queued.length < this.bound) return Promise.resolve();
+    return new Promise((resolve) => (this.room = resolve));
+  }
+  /** The reader takes `n` responses. */
+  take(n: number): void {
+    this.queued.splice(0, n);
+    this.room?.();
+    this.room = undefined;
+  }
+  private end(): void {
+    this.done = true;
+    this.resolveEnded();
+  }
+}

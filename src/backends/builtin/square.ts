@@ -8,6 +8,8 @@
  * Cancellation is checked before each response, as the original does; the request then ends CANCELLED.
  * As in Triton, execute() returns once the requests' responses have started (Triton spawns a thread per
  * request and releases it): the instance takes its next batch while earlier requests keep streaming.
+ * Before each response it awaits the sender's room for one more (the request's undelivered-response
+ * bound), so a huge count answered to a slow reader costs time, not memory.
  */
 import type {
   Backend,
@@ -76,6 +78,9 @@ async function runRequest(r: BackendRequest, settings: SquareSettings): Promise<
   }
   const shape = inT.shape.map(() => 1);
   for (let e = 0; e < count; e++) {
+    // Back-pressure: a client that reads slowly slows the responses down; none pile up in the server.
+    await r.sender.whenWritable?.();
+    if (r.sender.done) return;
     if (r.signal.aborted) {
       await sleep(settings.cancelDelayMs);
       r.sender.fail(cancelled('request cancelled'));

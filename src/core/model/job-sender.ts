@@ -77,6 +77,10 @@ export class JobSender implements ResponseSender {
     return this.stream.done;
   }
 
+  whenWritable(): Promise<void> {
+    return this.stream.writable?.() ?? Promise.resolve();
+  }
+
   get requestId(): string {
     return this.request.id;
   }

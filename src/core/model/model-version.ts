@@ -198,8 +198,8 @@ export class ModelVersion implements LoadedVersion {
     }
     const record = this.stats.startRequest(requestStart, prepared.batchSize);
     recordRequestStart(record, request, this.modelName, this.version, requestStart);
-    const stream = new ResponseStream<InferenceResponse>();
     const signal = request.signal ?? NEVER_ABORTED;
+    const stream = new ResponseStream<InferenceResponse>({ signal });
     const run = (sink: ResponseSink<InferenceResponse>): void => {
       const sender = new JobSender(this.outputContext, prepared, sink, record, this.decoupled);
       this.scheduler.enqueue({ request: prepared, sender, signal, acceptedAt: record.queueStart });

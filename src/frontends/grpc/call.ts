@@ -232,6 +232,29 @@ export class ServerCall {
       );
   }
 
+  /**
+   * Resolves once the messages sent so far are compressed and the HTTP/2 stream's buffer is below its
+   * high-water mark (a 'drain'), or the call is over: a streaming caller awaits it before taking the next
+   * response, so a client that reads slowly holds back the model instead of filling the server's memory.
+   */
+  whenWritable(): Promise<void> {
+    const ready = (): Promise<void> => {
+      const s = this.stream;
+      if (this.done || s.destroyed || !s.writableNeedDrain) return Promise.resolve();
+      return new Promise((resolve) => {
+        const settle = (): void => {
+          s.off('drain', settle);
+          s.off('close', settle);
+          resolve();
+        };
+        s.on('drain', settle);
+        s.on('close', settle);
+      });
+    };
+    const pending = this.sending;
+    return pending === undefined ? ready() : pending.then(ready, ready);
+  }
+
   private write(pieces: readonly Buffer[]): void {
     if (this.stream.destroyed) return;
     this.guard(() => {

@@ -11,7 +11,8 @@
  * (sampled per request, joined to the W3C traceparent of the stream's metadata) gets Triton's stream
  * timestamps (GRPC_WAITREAD_START from when the stream began waiting for it, GRPC_WAITREAD_END on arrival,
  * INFER_RESPONSE_COMPLETE, GRPC_SEND_START / GRPC_SEND_END around each response written) and ends once its
- * last response is out; then its access-log line is written.
+ * last response is out; then its access-log line is written. A request takes its next response only once
+ * the call's HTTP/2 stream has drained below its high-water mark (back-pressure into the model, issue 33).
  */
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -253,6 +254,8 @@ export class StreamInfer {
           continue;
         }
         this.emit(slot, this.response(r), exchange);
+        // Back-pressure: the next response is taken once the client has read enough of this one.
+        await this.call.whenWritable();
       }
       if (!final && slot === undefined && enableEmptyFinalResponse)
         this.emit(undefined, this.emptyFinal(wire), exchange);

@@ -628,3 +628,28 @@ void test('a remembered header is compared by its bytes, not by the buffer it ca
   assert.equal(decodeInferRequest(body, b.length, OPTS).request.inputs[0].name, 'BBBB');
   assert.equal(decodeInferRequest(Buffer.concat([a, f32(2)]), a.length, OPTS).request.inputs[0].name, 'AAAA');
 });
+
+void test('an output too large for a JSON answer is refused with INVALID_ARG naming binary data (issue 33)', () => {
+  const isTooLarge = (e: unknown): boolean =>
+    e instanceof NereidError && e.code === 'INVALID_ARG' && /binary_data/.test(e.message);
+  // 300 M elements: refused from the shape, before a byte of JSON is built (no 500 "Invalid array length").
+  const huge: Tensor = { name: 'OUT', datatype: 'INT32', shape: [300_000_000], data: Buffer.alloc(4) };
+  assert.throws(() => encodeInferResponse(response([huge]), JSON_ONLY), isTooLarge);
+  // Over a small limit once formatted: 1000 INT32 values of -1 are 3000 bytes of JSON text.
+  const values: Tensor = { name: 'V', datatype: 'INT32', shape: [1000], data: Buffer.alloc(4000, 255) };
+  assert.throws(() => encodeInferResponse(response([values]), JSON_ONLY, 2500), isTooLarge);
+  // The same output as binary data fits whatever the JSON limit.
+  const binary = encodeInferResponse(response([values]), { defaultBinary: true, binary: new Map() }, 100);
+  assert.equal(binary.binary[0].length, 4000);
+  // Under the limit it is answered as before.
+  const fits = JSON.parse(encodeInferResponse(response([values]), JSON_ONLY, 5000).json) as {
+    outputs: { data: number[] }[];
+  };
+  assert.equal(fits.outputs[0].data[0], -1);
+});
+
+void test('non-finite floats in JSON are written as Triton writes them: NaN, Infinity, -Infinity', () => {
+  const t: Tensor = { name: 'F', datatype: 'FP32', shape: [3], data: f32(NaN, Infinity, -Infinity) };
+  const out = encodeInferResponse(response([t]), JSON_ONLY);
+  assert.match(out.json, /"data":\[NaN,Infinity,-Infinity\]/);
+});

@@ -527,11 +527,49 @@ function elementCountOf(t: Tensor): number {
 }
 
 /**
+ * The largest JSON answer the HTTP frontend writes (issue 33): 256 MiB, half of V8's longest string, so an
+ * output too large for JSON is refused with 400 naming binary data instead of failing with a 500
+ * "Invalid array length" after the event loop spent seconds building it.
+ */
+export const MAX_JSON_RESPONSE_BYTES = 256 * 1024 * 1024;
+
+const jsonTooLarge = (name: string, limit: number): NereidError =>
+  invalidArg(
+    `output '${name}' is too large to be returned as JSON (the response would exceed ${limit} bytes); ` +
+      `request it as binary tensor data: set the output parameter "binary_data": true, or the request ` +
+      `parameter "binary_data_output": true`,
+  );
+
+/**
+ * One output's data as JSON text within `room` bytes (of a `limit`-byte answer), or undefined when it has no JSON form. Refused
+ * before any formatting when even its shortest text (one digit and a comma per element) would not fit.
+ */
+function outputJson(t: Tensor, room: number, limit: number): string | undefined {
+  const count = elementCountOf(t);
+  if (2 * count > room || (t.datatype === 'BYTES' && t.data.length - 4 * count > room)) {
+    throw jsonTooLarge(t.name, limit);
+  }
+  let data: string | undefined;
+  try {
+    data = tensorDataToJson(t.name, t.datatype, t.data, count);
+  } catch (err) {
+    if (err instanceof RangeError) throw jsonTooLarge(t.name, limit);
+    throw err;
+  }
+  if (data !== undefined && data.length > room) throw jsonTooLarge(t.name, limit);
+  return data;
+}
+
+/**
  * Encodes a response. Outputs go as binary when asked (per-output `binary_data`, else `binary_data_output`),
  * and also when they have no JSON form (FP16, BF16, BYTES elements that are not UTF-8) — lossless, and
  * Triton's clients read either form.
  */
-export function encodeInferResponse(response: InferenceResponse, format: OutputFormat): EncodedInferResponse {
+export function encodeInferResponse(
+  response: InferenceResponse,
+  format: OutputFormat,
+  maxJsonBytes = MAX_JSON_RESPONSE_BYTES,
+): EncodedInferResponse {
   let json = '{';
   if (response.id) json += '"id":' + JSON.stringify(response.id) + ',';
   json += '"model_name":' + JSON.stringify(response.modelName);
@@ -565,7 +603,7 @@ export function encodeInferResponse(response: InferenceResponse, format: OutputF
       continue;
     }
     const wantBinary = format.binary.get(t.name) ?? format.defaultBinary;
-    const data = wantBinary ? undefined : tensorDataToJson(t.name, t.datatype, t.data, elementCountOf(t));
+    const data = wantBinary ? undefined : outputJson(t, maxJsonBytes - json.length, maxJsonBytes);
     if (data === undefined) {
       json += ',"parameters":{"binary_data_size":' + t.data.length + '}}';
       hasBinary = true;
