@@ -151,6 +151,7 @@ export async function runGeneration(
         usage.add(piece.inputTokens, piece.outputTokens);
         const text = stop.push(decoder.write(piece.bytes));
         if (text !== '' && !sse.send(chunk(text, null))) return undefined;
+        await sse.drained(); // back-pressure: the next response is taken once the client has read this one
         if (stop.done) {
           controller.abort();
           await it.return?.();

@@ -1,9 +1,9 @@
 /**
  * One Server-Sent Events reply: `data: <json>\n\n` per event, `data: [DONE]\n\n` at the end, as OpenAI's
- * streaming API sends them. A model cannot be paused (a decoupled model sends when it likes, as in
- * Triton), so a reader slower than the model is met with a bound instead: what the socket has not taken
- * yet is capped at `maxBufferedBytes`; past it the stream is cut and its request cancelled, so one slow
- * or stalled client holds at most that much memory and no model work.
+ * streaming API sends them. The caller awaits drained() before taking the model's next response, so a
+ * reader slower than the model holds the model back (the core's bounded response stream makes its send
+ * wait, issue 33). What the socket has not taken yet is still capped at `maxBufferedBytes`; past it the
+ * stream is cut and its request cancelled, so one slow or stalled client holds at most that much memory.
  */
 import type { ServerResponse } from 'node:http';
 
@@ -42,6 +42,21 @@ export class SseWriter {
   /** Writes one event; false when the stream is closed (client gone or cut off). */
   send(json: string): boolean {
     return this.write(`data: ${json}\n\n`);
+  }
+
+  /** Resolves when the socket can take more (below its high-water mark), or the stream is closed. */
+  drained(): Promise<void> {
+    const res = this.res;
+    if (this.closed || !res.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const settle = (): void => {
+        res.off('drain', settle);
+        res.off('close', settle);
+        resolve();
+      };
+      res.on('drain', settle);
+      res.on('close', settle);
+    });
   }
 
   done(): void {
