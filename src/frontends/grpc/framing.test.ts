@@ -5,6 +5,7 @@ import {
   MessageReader,
   decodeGrpcMessage,
   encodeGrpcMessage,
+  MAX_GRPC_MESSAGE_LENGTH,
   frame,
   parseTimeout,
   type GrpcMessage,
@@ -191,6 +192,15 @@ describe('grpc-timeout and grpc-message', () => {
     assert.equal(encodeGrpcMessage("model 'm' is not found"), "model 'm' is not found");
     assert.equal(encodeGrpcMessage('50% done\nnext'), '50%25 done%0Anext');
     assert.equal(encodeGrpcMessage('é'), '%C3%A9');
+    // A message echoing a huge shape is cut to MAX_GRPC_MESSAGE_LENGTH (grpcio refuses headers over 16 KiB).
+    const shape = `[${Array.from({ length: 10_000 }, () => '1').join(',')}]`;
+    const long = encodeGrpcMessage(`unexpected shape ${shape} for input 'x'`);
+    assert.ok(long.length <= MAX_GRPC_MESSAGE_LENGTH, `${long.length} chars`);
+    assert.ok(long.endsWith('...'));
+    assert.ok(long.startsWith('unexpected shape [1,1,'));
+    const escaped = encodeGrpcMessage('%'.repeat(10_000));
+    assert.ok(escaped.length <= MAX_GRPC_MESSAGE_LENGTH);
+    assert.match(escaped, /^(%25)+\.\.\.$/);
     for (const s of ['plain', '100%', 'line\r\nbreak', 'ünïcödé ✓', '%zz']) {
       assert.equal(decodeGrpcMessage(encodeGrpcMessage(s)), s);
     }

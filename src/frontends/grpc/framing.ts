@@ -244,7 +244,7 @@ export function parseTimeout(value: string | undefined): number | undefined {
 
 /** `grpc-message` is percent-encoded: bytes outside printable ASCII, and '%' itself. */
 export function encodeGrpcMessage(message: string): string {
-  if (!/[^\x20-\x24\x26-\x7e]/.test(message)) return message;
+  if (!/[^\x20-\x24\x26-\x7e]/.test(message)) return capGrpcMessage(message);
   let out = '';
   for (const byte of Buffer.from(message, 'utf8')) {
     out +=
@@ -252,7 +252,21 @@ export function encodeGrpcMessage(message: string): string {
         ? String.fromCharCode(byte)
         : '%' + byte.toString(16).toUpperCase().padStart(2, '0');
   }
-  return out;
+  return capGrpcMessage(out);
+}
+
+/**
+ * Longest `grpc-message` sent (encoded). grpcio refuses a header over 16 KiB, and an error that echoes a
+ * 10,000-dim shape was 16.5 KB: the message is cut (never inside a %XX escape) and ends with "...".
+ */
+export const MAX_GRPC_MESSAGE_LENGTH = 4096;
+
+function capGrpcMessage(encoded: string): string {
+  if (encoded.length <= MAX_GRPC_MESSAGE_LENGTH) return encoded;
+  let cut = MAX_GRPC_MESSAGE_LENGTH - 3;
+  if (encoded[cut - 1] === '%') cut -= 1;
+  else if (encoded[cut - 2] === '%') cut -= 2;
+  return encoded.slice(0, cut) + '...';
 }
 
 /** Decodes a percent-encoded `grpc-message` (for tests and clients). */
