@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { FLAGS, helpText, parseFlags } from './flags.js';
+import { FLAGS, closestFlag, editDistance, helpText, parseFlags } from './flags.js';
 
 interface TritonFlag {
   readonly flag: string;
@@ -313,4 +313,20 @@ describe('--watch', () => {
       /--watch-max-directories must be between 1/,
     );
   });
+});
+
+void it('an unknown flag near a known one gets a "did you mean"; an unrelated one does not', () => {
+  assert.equal(editDistance('kitten', 'sitting'), 3);
+  assert.equal(editDistance('', 'abc'), 3);
+  assert.throws(
+    () => parseFlags(['--model-repositry=/a']),
+    /unrecognized option '--model-repositry'; did you mean '--model-repository'\? \(see --help\)/,
+  );
+  assert.throws(() => parseFlags(['--model-repository=/a', '--http-prot=1']), /did you mean '--http-port'\?/);
+  assert.equal(closestFlag('grpc-port'), 'grpc-port');
+  assert.throws(
+    () => parseFlags(['--model-repository=/a', '--nope=1']),
+    (err: Error) =>
+      /unrecognized option '--nope' \(see --help\)/.test(err.message) && !/did you mean/.test(err.message),
+  );
 });

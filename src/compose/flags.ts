@@ -1100,6 +1100,38 @@ export const FLAGS: readonly Flag[] = [
   },
 ];
 
+/** Levenshtein distance: the fewest single-character insertions, deletions and substitutions from a to b. */
+export function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row.push(Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    }
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+/**
+ * The known flag an unknown name most likely meant, for "did you mean": the nearest by edit distance, if it
+ * is within a third of the name's length (at least 1, at most 3 edits), so a typo gets a suggestion and an
+ * unrelated word none. Ties go to the flag listed first.
+ */
+export function closestFlag(name: string): string | undefined {
+  const limit = Math.min(3, Math.max(1, Math.floor(name.length / 3)));
+  let best: string | undefined;
+  let bestDistance = limit + 1;
+  for (const f of FLAGS) {
+    const d = editDistance(name, f.name);
+    if (d < bestDistance) {
+      best = f.name;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
 const BY_NAME = new Map<string, Flag>();
 for (const f of FLAGS) {
   BY_NAME.set(f.name, f);
@@ -1252,7 +1284,11 @@ export function parseFlags(
     const eq = arg.indexOf('=');
     const name = arg.slice(2, eq >= 0 ? eq : undefined);
     const flag = BY_NAME.get(name);
-    if (!flag) throw invalidArg(`unrecognized option '--${name}' (see --help)`);
+    if (!flag) {
+      const near = closestFlag(name);
+      const hint = near === undefined ? '' : `; did you mean '--${near}'?`;
+      throw invalidArg(`unrecognized option '--${name}'${hint} (see --help)`);
+    }
     let value: string;
     if (eq >= 0) value = arg.slice(eq + 1);
     else if (flag.kind === 'bool' && (i + 1 >= argv.length || argv[i + 1].startsWith('--'))) value = 'true';
