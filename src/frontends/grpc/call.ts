@@ -9,6 +9,7 @@
 import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { ACCEPT_ENCODING, compressFramed, decompress, type Encoding } from './compression.js';
 import type { CallTransport } from './connection.js';
+import { drainOrClose } from '../drain.js';
 import { MessageReader, encodeGrpcMessage, parseTimeout } from './framing.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { GrpcStatusError, Status, type GrpcError } from './status.js';
@@ -241,15 +242,7 @@ export class ServerCall {
     const ready = (): Promise<void> => {
       const s = this.stream;
       if (this.done || s.destroyed || !s.writableNeedDrain) return Promise.resolve();
-      return new Promise((resolve) => {
-        const settle = (): void => {
-          s.off('drain', settle);
-          s.off('close', settle);
-          resolve();
-        };
-        s.on('drain', settle);
-        s.on('close', settle);
-      });
+      return drainOrClose(s);
     };
     const pending = this.sending;
     return pending === undefined ? ready() : pending.then(ready, ready);

@@ -11,6 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { internal, NereidError } from '../../common/errors.js';
+import { drainOrClose } from '../drain.js';
 import type { ResolvedModel } from '../../core/model-handle.js';
 import { traceCarrier } from '../../core/trace/carrier.js';
 import type { RequestTrace } from '../../core/trace/types.js';
@@ -39,19 +40,6 @@ function errorEvent(err: unknown): { status: number; text: string; unexpected: b
   }
   const message = err instanceof Error ? err.message : String(err);
   return { status: 500, text: event(errorBody(`internal error: ${message}`)), unexpected: true };
-}
-
-/** Resolves when the response can take more data, or the client is gone. */
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 /** Ends a streamed reply; when the server is closing, the connection goes too so close() can finish. */
@@ -92,7 +80,7 @@ async function stream(
       trace?.capture('INFER_RESPONSE_COMPLETE');
       if (!started) start(200);
       if (!countable(next.value)) continue;
-      if (!write(event(generateResponseJson(next.value)))) await drained(res);
+      if (!write(event(generateResponseJson(next.value)))) await drainOrClose(res);
     }
   } catch (err) {
     if (res.destroyed) return;

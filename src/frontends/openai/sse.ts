@@ -6,6 +6,7 @@
  * stream is cut and its request cancelled, so one slow or stalled client holds at most that much memory.
  */
 import type { ServerResponse } from 'node:http';
+import { drainOrClose } from '../drain.js';
 
 const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
@@ -48,15 +49,7 @@ export class SseWriter {
   drained(): Promise<void> {
     const res = this.res;
     if (this.closed || !res.writableNeedDrain) return Promise.resolve();
-    return new Promise((resolve) => {
-      const settle = (): void => {
-        res.off('drain', settle);
-        res.off('close', settle);
-        resolve();
-      };
-      res.on('drain', settle);
-      res.on('close', settle);
-    });
+    return drainOrClose(res);
   }
 
   done(): void {
