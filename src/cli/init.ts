@@ -14,6 +14,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scaffoldFiles, type InitBackend, type InitSpec } from './init-templates.js';
+import { PACKAGE_NAME } from '../common/product.js';
 
 export interface InitIo {
   readonly cwd: string;
@@ -125,10 +126,6 @@ function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
   if (repository === '') throw new UsageError('--repository is empty');
   return { name, backend: backend as InitBackend, repository, decoupled, force };
 }
-
-/** The bundled identity model shipped in the package (examples/), the ONNX starter. */
-/** The package's npm name (`nereid` on npm is an unrelated package; only the command is `nereid`). */
-const PACKAGE_NAME = 'nereid-server';
 
 /**
  * The command that makes this Nereid available to a project in `cwd`, or undefined when that project already

@@ -6,6 +6,9 @@
  */
 export const PRODUCT_NAME = 'nereid';
 
+/** The package's npm name (`nereid` on npm is an unrelated package; only the command is `nereid`). */
+export const PACKAGE_NAME = 'nereid-server';
+
 /** `nereid/<version>`, the product token of the HTTP `Server` header and the gRPC `server` metadata. */
 export function productToken(version: string): string {
   return `${PRODUCT_NAME}/${version}`;

@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NereidError, notFound, unavailable } from '../../common/errors.js';
+import { PACKAGE_NAME } from '../../common/product.js';
 import type { DashboardRoutes, Reply } from './route-context.js';
 
 export interface DashboardOptions {
@@ -58,13 +59,13 @@ function findPackageRoot(): string {
     const pkg = join(dir, 'package.json');
     if (existsSync(pkg)) {
       try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown }).name === 'nereid') return dir;
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown }).name === PACKAGE_NAME) return dir;
       } catch {
         // not ours: keep walking up
       }
     }
     const up = dirname(dir);
-    if (up === dir) throw unavailable('the dashboard cannot find the nereid package folder');
+    if (up === dir) throw unavailable(`the dashboard cannot find the ${PACKAGE_NAME} package folder`);
     dir = up;
   }
 }
