@@ -257,6 +257,10 @@ describe('OpenTelemetry mode', () => {
     ]);
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const callerSpan = '00f067aa0ba902b7';
+    const badTrace = '5b8aa5a2d2c872e8321cf37308d69df2';
+    const grpcTrace = '0af7651916cd43dd8448eb211c80319c';
+    const httpPort = new URL(s.url).port;
+    const grpcPort = s.running.grpc!.port;
     try {
       // rate=0: only requests that carry a context are traced.
       assert.equal((await post(`${s.url}/v2/models/simple/infer`, SIMPLE)).status, 200);
@@ -264,6 +268,19 @@ describe('OpenTelemetry mode', () => {
         traceparent: `00-${traceId}-${callerSpan}-01`,
       });
       assert.equal(traced.status, 200);
+      // A client mistake (an input missing): answered 400, its span says so and is not in error.
+      const bad = await post(`${s.url}/v2/models/simple/infer`, MISSING, {
+        traceparent: `00-${badTrace}-${callerSpan}-01`,
+      });
+      assert.equal(bad.status, 400);
+      const client = new TestClient(`127.0.0.1:${grpcPort}`);
+      try {
+        const metadata = new Metadata();
+        metadata.set('traceparent', `00-${grpcTrace}-${callerSpan}-01`);
+        await client.call('ModelInfer', grpcRequest('simple', 'g1', [1, 16]), metadata);
+      } finally {
+        client.close();
+      }
     } finally {
       await s.stop(); // shuts the exporter down, which sends what is queued
       receiver.close();
@@ -273,17 +290,25 @@ describe('OpenTelemetry mode', () => {
       spanId: string;
       parentSpanId?: string;
       name: string;
+      kind: number;
       attributes: { key: string; value: Record<string, unknown> }[];
       events: { name: string }[];
+      status?: { code?: number };
     }
-    const spans: Span[] = [];
+    const all: Span[] = [];
     const resources: unknown[] = [];
     for (const b of bodies as { resourceSpans: { resource: unknown; scopeSpans: { spans: Span[] }[] }[] }[]) {
       for (const rs of b.resourceSpans) {
         resources.push(rs.resource);
-        for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+        for (const ss of rs.scopeSpans) all.push(...ss.spans);
       }
     }
+    // OTLP's JSON (as this exporter writes it): attribute values as {stringValue} / {intValue}; span kinds 1 =
+    // INTERNAL, 2 = SERVER; status code 2 = ERROR.
+    const attrs = (span: Span): Record<string, unknown> =>
+      Object.fromEntries(span.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
+    const rootOf = (id: string): Span => all.find((x) => x.traceId === id && x.name === 'InferRequest')!;
+    const spans = all.filter((x) => x.traceId === traceId);
     assert.deepEqual(spans.map((x) => x.name).sort(), ['InferRequest', 'compute', 'simple']);
     const byName = new Map(spans.map((x) => [x.name, x]));
     const root = byName.get('InferRequest')!;
@@ -302,6 +327,39 @@ describe('OpenTelemetry mode', () => {
       ['COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END'],
     );
     assert.match(JSON.stringify(resources), /nereid-test/);
+
+    // The semantic conventions: the exchange is the SERVER span with the HTTP attributes; the model and
+    // compute spans are INTERNAL work under it.
+    assert.equal(root.kind, 2);
+    assert.equal(model.kind, 1);
+    assert.equal(compute.kind, 1);
+    assert.deepEqual(attrs(root), {
+      'http.request.method': 'POST',
+      'url.path': '/v2/models/simple/infer',
+      'url.scheme': 'http',
+      'http.route': '/v2/models/{model_name}/infer',
+      'network.protocol.name': 'http',
+      'network.protocol.version': '1.1',
+      'server.address': '127.0.0.1',
+      'server.port': Number(httpPort),
+      'http.response.status_code': 200,
+    });
+    assert.notEqual(root.status?.code, 2);
+    const badRoot = rootOf(badTrace);
+    assert.equal(attrs(badRoot)['http.response.status_code'], 400);
+    assert.notEqual(badRoot.status?.code, 2, 'a 4xx is not a server error');
+    const grpcRoot = rootOf(grpcTrace);
+    assert.equal(grpcRoot.kind, 2);
+    assert.deepEqual(attrs(grpcRoot), {
+      'rpc.system.name': 'grpc',
+      'rpc.system': 'grpc',
+      'rpc.service': 'inference.GRPCInferenceService',
+      'rpc.method': 'inference.GRPCInferenceService/ModelInfer',
+      'server.address': '127.0.0.1',
+      'server.port': grpcPort,
+      'rpc.status_code': 'OK',
+      'rpc.grpc.status_code': 0,
+    });
   });
 });
 

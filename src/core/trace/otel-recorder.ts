@@ -13,6 +13,7 @@ import {
   createTraceState,
   ROOT_CONTEXT,
   SpanKind,
+  SpanStatusCode,
   trace as otelTrace,
   TraceFlags,
   type Context,
@@ -26,9 +27,10 @@ import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trac
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import type { OtelOptions } from './options.js';
+import { edgeAttributes, outcomeAttributes } from './semconv.js';
 import type { TraceNodeInfo, TraceRecorder } from './sampled-trace.js';
 import type { TraceLevel, TraceSetting } from './setting.js';
-import type { TensorActivity, TraceActivity, TraceCarrier } from './types.js';
+import type { TensorActivity, TraceActivity, TraceCarrier, TraceEdge } from './types.js';
 
 export interface OtelExporter {
   recorder(setting: TraceSetting, level: TraceLevel, carrier: TraceCarrier | undefined): TraceRecorder;
@@ -61,6 +63,7 @@ class OtelRecorder implements TraceRecorder {
   /** Open spans per trace id, innermost last. */
   private readonly stacks = new Map<number, Span[]>();
   private readonly root: Span;
+  private readonly edge: TraceEdge | undefined;
 
   constructor(
     private readonly tracer: OtelTracer,
@@ -70,9 +73,16 @@ class OtelRecorder implements TraceRecorder {
     carrier: TraceCarrier | undefined,
   ) {
     const parent = parentContext(carrier) ?? ROOT_CONTEXT;
+    this.edge = carrier?.edge?.();
+    // The exchange is the SERVER span (with the conventions' HTTP or RPC attributes); the model and compute
+    // spans under it are INTERNAL: they are work inside this server, not requests it served.
     this.root = tracer.startSpan(
       'InferRequest',
-      { kind: SpanKind.SERVER, startTime: toWall(process.hrtime.bigint()) },
+      {
+        kind: SpanKind.SERVER,
+        startTime: toWall(process.hrtime.bigint()),
+        ...(this.edge && { attributes: edgeAttributes(this.edge) }),
+      },
       parent,
     );
   }
@@ -113,7 +123,7 @@ class OtelRecorder implements TraceRecorder {
       else parent = this.top(node.parentId) ?? this.root;
       const ctx = otelTrace.setSpan(otelContext.active(), parent ?? this.root);
       const name = activity === 'COMPUTE_START' ? 'compute' : node.modelName;
-      const span = this.tracer.startSpan(name, { kind: SpanKind.SERVER, startTime: at }, ctx);
+      const span = this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, startTime: at }, ctx);
       if (activity === 'REQUEST_START') {
         span.setAttributes({
           'triton.model_name': node.modelName,
@@ -142,11 +152,16 @@ class OtelRecorder implements TraceRecorder {
     });
   }
 
-  finish(): void {
+  finish(status: number | undefined): void {
     // Spans a request left open (it failed between a start and its end) end now, innermost first.
     const now = this.toWall(process.hrtime.bigint());
     for (const s of this.stacks.values()) for (const span of s.reverse()) span.end(now);
     this.stacks.clear();
+    if (this.edge !== undefined && status !== undefined) {
+      const outcome = outcomeAttributes(this.edge, status);
+      this.root.setAttributes(outcome.attributes);
+      if (outcome.error !== undefined) this.root.setStatus({ code: SpanStatusCode.ERROR });
+    }
     this.root.end(now);
     this.setting.traceFinished('');
   }

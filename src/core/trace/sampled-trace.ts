@@ -25,7 +25,8 @@ export interface TraceRecorder {
   tensor(node: TraceNodeInfo, activity: TensorActivity, tensor: Tensor): void;
   context(node: TraceNodeInfo): string | undefined;
   /** Every part is done. */
-  finish(): void;
+  /** `status`: what the frontend answered (RequestTrace.end), when it said. */
+  finish(status: number | undefined): void;
 }
 
 class TraceNode implements InferenceTrace, TraceNodeInfo {
@@ -104,6 +105,7 @@ class TraceNode implements InferenceTrace, TraceNodeInfo {
 export class SampledTrace implements RequestTrace {
   private refs = 1; // the frontend's
   private ended = false;
+  private status: number | undefined;
   readonly inference: TraceNode;
 
   constructor(
@@ -127,15 +129,16 @@ export class SampledTrace implements RequestTrace {
     if (!this.ended) this.recorder.capture(this.inference, name, ns);
   }
 
-  end(): void {
+  end(status?: number): void {
     if (this.ended) return;
     this.ended = true;
+    this.status = status;
     // A request that never reached the core (refused while decoding) leaves the root to the frontend.
     if (!this.inference.claimed) this.inference.release();
     this.unref();
   }
 
   unref(): void {
-    if (--this.refs === 0) this.recorder.finish();
+    if (--this.refs === 0) this.recorder.finish(this.status);
   }
 }

@@ -54,14 +54,51 @@ export interface RequestTrace {
   readonly traceId: string;
   /** A frontend timestamp (HTTP_RECV_START, GRPC_SEND_END, ...); `ns` defaults to now. */
   capture(name: string, ns?: bigint): void;
-  /** The frontend is done; the trace is written once the core has released every part too. */
-  end(): void;
+  /**
+   * The frontend is done; the trace is written once the core has released every part too. `status`: what
+   * the client was answered — the HTTP status, or the gRPC status code (0 = OK).
+   */
+  end(status?: number): void;
 }
 
-/** The W3C trace-context headers of a request (HTTP headers or gRPC metadata), when it carries them. */
+/**
+ * Where a request arrived, as the frontend saw it: what the OpenTelemetry mode writes on the request's
+ * SERVER span in the semantic conventions' attributes (docs/tracing.md). Triton-mode traces ignore it.
+ */
+export type TraceEdge =
+  | {
+      readonly protocol: 'http';
+      /** GET, POST, ... */
+      readonly method: string;
+      /** The path without the query string. */
+      readonly path: string;
+      /** The route's template, e.g. `/v2/models/{model_name}/infer`. */
+      readonly route: string;
+      readonly scheme: 'http' | 'https';
+      /** '1.1', '2' */
+      readonly protocolVersion: string;
+      /** From the Host header, when it has one. */
+      readonly serverAddress?: string;
+      readonly serverPort?: number;
+    }
+  | {
+      readonly protocol: 'grpc';
+      /** The rpc's name in the service, e.g. `ModelInfer`. */
+      readonly method: string;
+      /** From :authority, when it has one. */
+      readonly serverAddress?: string;
+      readonly serverPort?: number;
+    };
+
+/**
+ * The W3C trace-context headers of a request (HTTP headers or gRPC metadata), when it carries them, and
+ * where it arrived.
+ */
 export interface TraceCarrier {
   readonly traceparent?: string;
   readonly tracestate?: string;
+  /** Made only when a span is (OpenTelemetry mode, sampled): most requests are never traced. */
+  readonly edge?: () => TraceEdge;
 }
 
 export function isInferenceTrace(x: unknown): x is InferenceTrace {

@@ -38,7 +38,8 @@ import {
   type Restrictions,
 } from '../restricted.js';
 import { COLD_RPCS } from './handlers.js';
-import { traceCarrier } from '../../core/trace/carrier.js';
+import { hostAndPort, traceCarrier } from '../../core/trace/carrier.js';
+import type { TraceEdge } from '../../core/trace/types.js';
 import type { AccessLog } from '../access-log.js';
 import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';
@@ -125,6 +126,17 @@ function flatten(headers: IncomingHttpHeaders): string[] {
   return raw;
 }
 
+/** Where a traced call arrived (its SERVER span's attributes): the rpc and the :authority's host and port. */
+function grpcTraceEdge(method: string, headers: IncomingHttpHeaders): TraceEdge {
+  const { address, port } = hostAndPort(headers[':authority']);
+  return {
+    protocol: 'grpc',
+    method,
+    ...(address !== undefined && { serverAddress: address }),
+    ...(port !== undefined && { serverPort: port }),
+  };
+}
+
 /** A traced call's read and response timestamps (Triton writes them once the reply goes out), then GRPC_SEND_START. */
 function traceSendStart(ctx: InferContext, readStart: bigint, readEnd: bigint, responded: bigint): void {
   const trace = ctx.trace;
@@ -188,7 +200,7 @@ function runUnary(
         }
         if (ctx.trace) {
           ctx.trace.capture('GRPC_SEND_END');
-          ctx.trace.end();
+          ctx.trace.end(code);
         }
         if (observed && accessLog) {
           const t = ctx.timings;
@@ -362,13 +374,17 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     }
     if (path === MODEL_INFER_PATH) {
       const forwarded = forwardHeaders?.parameters(raw);
-      const carrier = traceCarrier(headers.traceparent, headers.tracestate);
+      const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
+        grpcTraceEdge('ModelInfer', headers),
+      );
       unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded, carrier), true);
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {
       const forwarded = forwardHeaders?.parameters(raw);
-      const carrier = traceCarrier(headers.traceparent, headers.tracestate);
+      const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
+        grpcTraceEdge('ModelStreamInfer', headers),
+      );
       const s: StreamInfer = new StreamInfer(
         api,
         call,

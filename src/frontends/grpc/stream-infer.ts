@@ -278,7 +278,7 @@ export class StreamInfer {
     const trace = exchange.trace;
     if (trace) {
       this.traceRead(exchange);
-      trace.end();
+      trace.end(exchange.status);
     }
     const accessLog = this.observers.accessLog;
     if (!accessLog) return;

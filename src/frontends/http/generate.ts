@@ -14,6 +14,7 @@ import { internal, NereidError } from '../../common/errors.js';
 import { drainOrClose } from '../drain.js';
 import type { ResolvedModel } from '../../core/model-handle.js';
 import { traceCarrier } from '../../core/trace/carrier.js';
+import { httpTraceEdge } from './trace-edge.js';
 import type { RequestTrace } from '../../core/trace/types.js';
 import type { InferenceResponse } from '../../core/types.js';
 import { decodeContentEncoding, readBody } from './body.js';
@@ -98,7 +99,10 @@ async function stream(
 /** Samples the request for tracing (the server ends the trace after the reply). */
 function startTrace(ctx: RouteContext, model: string): RequestTrace | undefined {
   const { req } = ctx;
-  const trace = ctx.api.startTrace?.(model, traceCarrier(req.headers.traceparent, req.headers.tracestate));
+  const carrier = traceCarrier(req.headers.traceparent, req.headers.tracestate, () =>
+    httpTraceEdge(req, ctx.match),
+  );
+  const trace = ctx.api.startTrace?.(model, carrier);
   if (trace) {
     ctx.trace = trace;
     trace.capture('HTTP_RECV_START');

@@ -6,6 +6,7 @@ import { invalidArg, unsupported } from '../../common/errors.js';
 import type { ResolvedModel } from '../../core/model-handle.js';
 import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
 import { traceCarrier } from '../../core/trace/carrier.js';
+import { httpTraceEdge } from './trace-edge.js';
 import type { InferenceResponse, LoadOptions } from '../../core/types.js';
 import { withForwarded } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
@@ -103,7 +104,10 @@ async function inferOn(
     if (handle.decoupled) {
       throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
     }
-    const trace = api.startTrace?.(model, traceCarrier(req.headers.traceparent, req.headers.tracestate));
+    const carrier = traceCarrier(req.headers.traceparent, req.headers.tracestate, () =>
+      httpTraceEdge(req, ctx.match),
+    );
+    const trace = api.startTrace?.(model, carrier);
     if (trace) {
       ctx.trace = trace;
       trace.capture('HTTP_RECV_START');

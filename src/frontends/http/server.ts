@@ -322,7 +322,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     send(res, reply, closeConnection);
     if (trace) {
       if (!streamed) trace.capture('HTTP_SEND_END');
-      trace.end();
+      trace.end(streamed ? res.statusCode : reply.status);
     }
     if (logged) logAccess(ctx, reply, arrived);
   };
