@@ -26,6 +26,7 @@ import {
   type OpenAiOptions,
   type OpenAiServer,
 } from '../frontends/openai/index.js';
+import { RequestCounts } from '../frontends/request-counts.js';
 import { dashboardInfo } from './dashboard-info.js';
 import type { ServerOptions } from './options.js';
 import type { EndpointTls } from './tls-endpoints.js';
@@ -109,9 +110,10 @@ export function grpcTransportOptions(
   };
 }
 
-function grpcFrontendOptions(ctx: FrontendContext): GrpcFrontendOptions {
+function grpcFrontendOptions(ctx: FrontendContext, requestCounts?: RequestCounts): GrpcFrontendOptions {
   const { options } = ctx;
   return {
+    ...(requestCounts && { requestCounts }),
     address: options.grpcAddress,
     port: options.grpcPort,
     restrictedProtocols: options.grpcRestrictedProtocols,
@@ -139,7 +141,11 @@ function openAiOptions(ctx: FrontendContext): OpenAiOptions {
  * The HTTP frontend's options. `metricsText` is the running metrics frontend's scrape, asked lazily: the
  * metrics frontend starts after this one, and the page asks for metrics only once both serve.
  */
-function httpFrontendOptions(ctx: FrontendContext, metricsText: () => Promise<string>): HttpFrontendOptions {
+function httpFrontendOptions(
+  ctx: FrontendContext,
+  metricsText: () => Promise<string>,
+  requestCounts?: RequestCounts,
+): HttpFrontendOptions {
   const { options } = ctx;
   // The OpenAI API is on the HTTP port unless it has a port of its own (or is off).
   const openaiMount =
@@ -170,15 +176,20 @@ function httpFrontendOptions(ctx: FrontendContext, metricsText: () => Promise<st
         }
       : undefined,
     ...(openaiMount !== undefined && { mount: openaiMount }),
+    ...(requestCounts && { requestCounts }),
   };
 }
 
 /** The HTTP frontend and, with --http-health-port, the health listener beside it. */
-async function startHttp(ctx: FrontendContext, started: StartedFrontends): Promise<void> {
+async function startHttp(
+  ctx: FrontendContext,
+  started: StartedFrontends,
+  requestCounts: RequestCounts | undefined,
+): Promise<void> {
   const { options, log } = ctx;
   const metricsText = (): Promise<string> =>
     started.metricsFrontend?.scrape() ?? Promise.reject(unavailable('metrics are not up yet'));
-  started.httpFrontend = createHttpFrontend(ctx.server, httpFrontendOptions(ctx, metricsText));
+  started.httpFrontend = createHttpFrontend(ctx.server, httpFrontendOptions(ctx, metricsText, requestCounts));
   const http = await started.httpFrontend.listen();
   started.http = http;
   log.info(`Started HTTPService at ${http.address}:${http.port}`);
@@ -202,13 +213,15 @@ async function startHttp(ctx: FrontendContext, started: StartedFrontends): Promi
  */
 export async function startFrontends(ctx: FrontendContext, started: StartedFrontends): Promise<void> {
   const { options, log, server } = ctx;
+  // Requests by endpoint and status, counted by the HTTP and gRPC frontends for the metrics frontend.
+  const requestCounts = options.allowMetrics ? new RequestCounts() : undefined;
   if (options.allowGrpc) {
-    started.grpcFrontend = createGrpcFrontend(server, grpcFrontendOptions(ctx));
+    started.grpcFrontend = createGrpcFrontend(server, grpcFrontendOptions(ctx, requestCounts));
     const grpc = await started.grpcFrontend.listen();
     started.grpc = grpc;
     log.info(`Started GRPCInferenceService at ${grpc.address}:${grpc.port}`);
   }
-  if (options.allowHttp) await startHttp(ctx, started);
+  if (options.allowHttp) await startHttp(ctx, started, requestCounts);
   if (options.allowOpenai && options.openaiPort >= 0) {
     started.openaiServer = createOpenAiServer(server, {
       ...openAiOptions(ctx),
@@ -231,6 +244,15 @@ export async function startFrontends(ctx: FrontendContext, started: StartedFront
       cpuMetrics: options.allowCpuMetrics,
       customMetrics: (timeoutMs) => server.customMetrics(timeoutMs),
       cacheMetrics: responseCache && (() => responseCache.metrics()),
+      operator: () => ({
+        build: { version: ctx.version, nodeVersion: process.version },
+        models: server.repositoryIndex(false).map((e) => ({
+          model: e.name,
+          version: e.version ?? '',
+          state: e.state,
+        })),
+        ...(requestCounts && { requests: requestCounts.snapshot() }),
+      }),
     });
     const metrics = await started.metricsFrontend.listen();
     started.metrics = metrics;

@@ -1,15 +1,17 @@
 // The Prometheus endpoint of a real server: counters move by exactly what the HTTP requests did, failures
 // carry Triton's reasons, the pending gauge follows the queue, reloads never make a counter go back.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseFlags } from '../../src/compose/flags.js';
+import { TestClient } from '../../src/frontends/grpc/test-client.testkit.js';
 import {
   makeRepository,
   post,
   removeRepository,
   request,
+  ROOT,
   startServer,
   waitFor,
   type TestServer,
@@ -261,6 +263,54 @@ describe('metrics of a running server', () => {
     if (process.platform === 'linux') assert.ok(m.get('nv_cpu_memory_used_bytes') > 0);
     assert.ok(m.get('process_resident_memory_bytes') > 0);
     assert.equal(m.find('nv_cache_num_hits_per_model', { model: 'fp', version: '1' }), undefined);
+  });
+
+  it("reports the build, each model version's state, and requests by endpoint and status", async () => {
+    const before = await scrape(s);
+    const count = (m: Scrape, name: string, labels: Record<string, string>): number =>
+      m.find(name, labels) ?? 0;
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    assert.equal(before.get('nereid_build_info', { version: pkg.version, node_version: process.version }), 1);
+    for (const model of ['fp', 'str', 'slow']) {
+      assert.equal(before.get('nereid_model_state', { model, version: '1', state: 'READY' }), 1, model);
+    }
+    // Two answered inferences, one unknown model, one path no route has, one health check; over gRPC one
+    // ModelInfer that works and one for a model that does not exist, and one rpc the service lacks.
+    for (let i = 0; i < 2; i++)
+      assert.equal((await post(`${s.url}/v2/models/fp/infer`, fpBody(1))).status, 200);
+    const missing = await post(`${s.url}/v2/models/nope/infer`, fpBody(1));
+    assert.ok(missing.status >= 400 && missing.status < 500);
+    assert.equal((await request(`${s.url}/v2/not/a/route`)).status, 404);
+    assert.equal((await request(`${s.url}/v2/health/ready`)).status, 200);
+    const client = new TestClient(`127.0.0.1:${s.running.grpc!.port}`);
+    try {
+      await client.call('ModelInfer', {
+        model_name: 'fp',
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 2] }],
+        raw_input_contents: [Buffer.from(new Float32Array([1, 2]).buffer)],
+      });
+      await assert.rejects(client.call('ModelInfer', { model_name: 'nope' }));
+      await assert.rejects(client.raw('/inference.GRPCInferenceService/NoSuchRpc', Buffer.alloc(0)));
+    } finally {
+      client.close();
+    }
+    const after = await scrape(s);
+    const delta = (name: string, labels: Record<string, string>): number =>
+      count(after, name, labels) - count(before, name, labels);
+    const http = 'nereid_http_requests_total';
+    assert.equal(delta(http, { endpoint: 'model_infer', code: '200' }), 2);
+    assert.equal(delta(http, { endpoint: 'model_infer', code: String(missing.status) }), 1);
+    assert.equal(delta(http, { endpoint: 'unmatched', code: '404' }), 1);
+    assert.equal(delta(http, { endpoint: 'server_ready', code: '200' }), 1);
+    const grpc = 'nereid_grpc_requests_total';
+    const infer = 'inference.GRPCInferenceService/ModelInfer';
+    assert.equal(delta(grpc, { rpc: infer, code: 'OK' }), 1);
+    assert.equal(delta(grpc, { rpc: infer, code: 'NOT_FOUND' }), 1);
+    assert.equal(delta(grpc, { rpc: 'unknown', code: 'UNIMPLEMENTED' }), 1);
+    // No label value comes from the client: the unknown model and rpc names appear nowhere.
+    assert.ok(!after.text.includes('nope') && !after.text.includes('NoSuchRpc'));
+    assert.ok(after.text.includes('# TYPE nereid_http_requests_total counter\n'));
+    assert.ok(after.text.includes('# TYPE nereid_model_state gauge\n'));
   });
 
   it('keeps /v2/models/stats Triton-shaped', async () => {

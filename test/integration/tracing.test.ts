@@ -151,6 +151,11 @@ describe('Triton-mode tracing', () => {
     assert.equal(lines[0].trace_id, '');
     assert.equal(lines[1].trace_id, '1');
     assert.equal(lines[1].model, 'simple');
+    // The path named no version: the line says which one answered.
+    assert.deepEqual(
+      lines.map((l) => l.version),
+      ['1', '1', '1', '1'],
+    );
     assert.equal(typeof lines[1].compute_us, 'number');
     assert.equal(lines[2].compute_us, undefined);
   });
@@ -480,6 +485,7 @@ describe('ModelStreamInfer tracing', () => {
       assert.equal(l.protocol, 'grpc');
       assert.equal(l.trace_id, String(byRequest.get(id)!.id));
       assert.ok((l.bytes_in as number) > 0 && (l.bytes_out as number) > 0);
+      assert.equal(l.version, '1', id); // the version that answered, though the request named none
     }
     assert.equal(line.get('s1')!.status, 0);
     assert.equal(line.get('e1')!.model, 'simple_ensemble');

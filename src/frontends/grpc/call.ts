@@ -63,6 +63,7 @@ export class ServerCall {
   private abortReason: GrpcStatusError | undefined;
   private headersSent = false;
   private done = false;
+  private endedWith: number | undefined;
   private inputEnded = false;
   private deadline: NodeJS.Timeout | undefined;
   /** The request read deadline (CallLimits.requestReadTimeoutMs), while it runs. */
@@ -91,6 +92,7 @@ export class ServerCall {
       this.reader?.dispose();
       if (!this.done) {
         this.done = true;
+        this.endedWith = Status.CANCELLED;
         this.abort(new GrpcStatusError(Status.CANCELLED, 'the client cancelled the call'));
         this.handlers?.onAbort?.();
       }
@@ -119,6 +121,11 @@ export class ServerCall {
   /** True once the call was finished or aborted. */
   get finished(): boolean {
     return this.done;
+  }
+
+  /** The status the call ended with (CANCELLED when the client went away first); undefined while it runs. */
+  get outcome(): number | undefined {
+    return this.endedWith;
   }
 
   /** Client metadata (an HTTP/2 header) as a string. */
@@ -272,6 +279,7 @@ export class ServerCall {
   finish(status: GrpcError): void {
     if (this.done) return;
     this.done = true;
+    this.endedWith = status.code;
     if (this.deadline) clearTimeout(this.deadline);
     this.stopReadTimer();
     this.reader?.dispose(); // a message still arriving will never be read

@@ -41,6 +41,7 @@ export async function modelInfer(
   if (trace) ctx.trace = trace;
   // One lookup for the whole request: the handle holds the version it resolved until released.
   const model = api.resolveModel(wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion);
+  ctx.version = model.version;
   try {
     if (model.decoupled) throw unsupported(DECOUPLED_UNARY_MESSAGE);
     const request = toInferenceRequest(wire).request;

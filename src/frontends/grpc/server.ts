@@ -45,6 +45,7 @@ import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';
 import { codec, protoRoot } from './messages.js';
 import { Status, toGrpcError } from './status.js';
+import type { RequestCounter } from '../request-counts.js';
 import { SHUTTING_DOWN_MESSAGE, StreamInfer } from './stream-infer.js';
 import type { TlsCredentials } from '../tls.js';
 import { createGrpcHttp2Server } from './tls.js';
@@ -84,6 +85,14 @@ export interface GrpcFrontendOptions {
   readonly headerForwardPattern?: string;
   /** Serve over TLS with these credentials (their owner reloads and closes them); default clear text. */
   readonly tls?: TlsCredentials;
+  /** Counts each finished call by rpc and status (the metrics' nereid_grpc_requests_total). */
+  readonly requestCounts?: RequestCounter;
+}
+
+/** A call's rpc label: `service/method` for an rpc this server has, `unknown` for any other path. */
+function rpcLabel(path: string): string {
+  const known = path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH || COLD_RPCS.has(path);
+  return known ? path.slice(1) : 'unknown';
 }
 
 export interface GrpcFrontend {
@@ -313,7 +322,7 @@ function createServer(
 }
 
 export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
-  const { log, accessLog } = options;
+  const { log, accessLog, requestCounts } = options;
   const settings = grpcSettings(api, options);
   const { limits, compression, streamIdleTimeoutMs, replyHeaders, restricted, forwardHeaders } = settings;
 
@@ -349,6 +358,10 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     }
     if (log.isVerbose()) log.verbose(`GRPC request: ${path}`);
     const call = new ServerCall(stream, path, headers, limits, connection, replyHeaders);
+    if (requestCounts) {
+      const rpc = rpcLabel(path);
+      stream.once('close', () => requestCounts.grpc(rpc, call.outcome ?? Status.CANCELLED));
+    }
     const encoding = call.metadata('grpc-encoding');
     if (encoding !== undefined && !isSupportedEncoding(encoding)) {
       call.finish({

@@ -224,7 +224,7 @@ export class StreamInfer {
     }
     if (wire !== undefined) {
       exchange.model = wire.modelName;
-      exchange.version = wire.modelVersion;
+      exchange.version = model?.version ?? wire.modelVersion;
       exchange.requestId = wire.id;
       const trace = this.api.startTrace?.(wire.modelName, this.observers.carrier);
       if (trace) exchange.trace = trace;

@@ -36,6 +36,8 @@ export interface RouteContext {
   trace?: RequestTrace;
   /** Set by the server when the access log is on: the core fills it in. */
   timings?: RequestTimings;
+  /** The model version the request resolved to (the access log's `version` when the path named none). */
+  resolvedVersion?: string;
   /** The request body's size once read (the access log). */
   bytesIn?: number;
   /**

@@ -101,6 +101,7 @@ async function inferOn(
 ): Promise<Reply> {
   try {
     const { api, req, res } = ctx;
+    ctx.resolvedVersion = handle.version;
     if (handle.decoupled) {
       throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
     }

@@ -35,6 +35,7 @@ import type { TlsCredentials } from '../tls.js';
 import { createHttpServer } from './tls.js';
 import { createTurnBudget } from './turn-budget.js';
 import { createReadLimit, type ReadLimitOptions } from './read-limit.js';
+import { snakeCase, type RequestCounter } from '../request-counts.js';
 
 /** The routes that run an inference request: one access-log line each. */
 const INFERENCE_ROUTES: ReadonlySet<RouteName> = new Set([
@@ -76,6 +77,24 @@ export interface HttpFrontendOptions {
   readonly mount?: HttpMount;
   /** Per-connection read limit for pipelining clients (read-limit.ts); tests shrink it. */
   readonly readLimit?: ReadLimitOptions;
+  /** Counts each answered request by route and status (the metrics' nereid_http_requests_total). */
+  readonly requestCounts?: RequestCounter;
+}
+
+/** A request's endpoint label while it is handled: set once its route is known. */
+interface CountedRequest {
+  endpoint: string;
+}
+
+const ENDPOINT_LABELS = new Map<string, string>();
+/** The endpoint label of a route: its name in snake_case (`model_infer`), made once per route. */
+function endpointLabel(name: string): string {
+  let label = ENDPOINT_LABELS.get(name);
+  if (label === undefined) {
+    label = snakeCase(name);
+    ENDPOINT_LABELS.set(name, label);
+  }
+  return label;
 }
 
 export interface HttpMount {
@@ -211,7 +230,7 @@ function writeAccessLog(accessLog: AccessLog, ctx: RouteContext, reply: Reply, a
   accessLog.write({
     protocol: 'http',
     model: ctx.match.model ?? '',
-    version: ctx.match.version ?? '',
+    version: ctx.resolvedVersion ?? ctx.match.version ?? '',
     status: reply.status,
     bytesIn: ctx.bytesIn ?? 0,
     bytesOut: ctx.streamedBytes ?? bodyLength(reply.body),
@@ -265,7 +284,7 @@ function answerBeforeRoutes(
 }
 
 export function createHttpFrontend(api: InferenceServerApi, options: HttpFrontendOptions): HttpFrontend {
-  const { log, accessLog } = options;
+  const { log, accessLog, requestCounts } = options;
   const {
     maxInputSize,
     serverHeader,
@@ -332,6 +351,8 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     readLimit.track(req, res);
+    const counted: CountedRequest | undefined = requestCounts && { endpoint: 'unmatched' };
+    if (counted) res.once('finish', () => requestCounts!.http(counted.endpoint, res.statusCode));
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -339,6 +360,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
 
     const mount = options.mount;
     if (mount?.claims(path) === true) {
+      if (counted) counted.endpoint = 'openai';
       // The mounted API writes its own replies: the Server header goes in first. (sendReply adds it to
       // every reply that goes through it.)
       res.setHeader('Server', serverHeader);
@@ -362,6 +384,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       sendError(res, 404, NOT_FOUND_BODY);
       return;
     }
+    if (counted) counted.endpoint = endpointLabel(match.name);
     // Before the verb and the body are looked at, as in Triton. A refused request's body is not read: the
     // connection closes after the 403 instead of draining what an unauthorised client sends.
     const restriction = unrestricted

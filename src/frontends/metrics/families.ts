@@ -157,6 +157,23 @@ export const FAMILIES = Object.freeze({
     'gauge',
     'Whether the Redis response cache is connected (1) or not (0)',
   ),
+  // Nereid's operator families (no Triton counterpart; docs/metrics.md).
+  buildInfo: f(
+    'nereid_build_info',
+    'gauge',
+    'Always 1: the Nereid version and the Node.js version this server runs, as labels',
+  ),
+  modelState: f(
+    'nereid_model_state',
+    'gauge',
+    'Every model version of the repository index: 1 for the state it is in (READY, LOADING, UNLOADING, UNAVAILABLE)',
+  ),
+  httpRequests: f(
+    'nereid_http_requests_total',
+    'counter',
+    'HTTP requests answered, by endpoint and status code',
+  ),
+  grpcRequests: f('nereid_grpc_requests_total', 'counter', 'gRPC calls finished, by rpc and status'),
   // CPU (per interval, --allow-cpu-metrics).
   cpuUtilization: f('nv_cpu_utilization', 'gauge', 'CPU utilization rate [0.0 - 1.0]'),
   cpuMemoryTotal: f('nv_cpu_memory_total_bytes', 'gauge', 'CPU total memory (RAM), in bytes'),

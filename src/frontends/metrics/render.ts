@@ -19,6 +19,7 @@ import {
 import { FAMILIES, type Family } from './families.js';
 import type { LatencyTracker, SeriesLatency, WindowedSummary } from './latency.js';
 import type { SystemValues } from './system.js';
+import type { CountedRequests } from '../request-counts.js';
 
 /** model, version and `_<tag>` labels; tags that cannot be label names are left out. */
 export function seriesLabels(series: MetricSeries): Labels {
@@ -44,6 +45,16 @@ export interface RenderInput {
   readonly system?: SystemValues;
   /** Present when the server has a response cache: its own counters (nv_cache_*, server-wide). */
   readonly cache?: CacheMetrics;
+  /** Nereid's operator families (renderOperatorMetrics), when the server gives them. */
+  readonly operator?: OperatorValues;
+}
+
+/** What the nereid_* operator families show. */
+export interface OperatorValues {
+  readonly build?: { readonly version: string; readonly nodeVersion: string };
+  /** The repository index: one row per model version (a model never attempted has version ''). */
+  readonly models?: readonly { readonly model: string; readonly version: string; readonly state: string }[];
+  readonly requests?: readonly CountedRequests[];
 }
 
 export function renderMetrics(input: RenderInput): string {
@@ -130,6 +141,7 @@ export function renderMetrics(input: RenderInput): string {
     }
   }
   if (input.cache) out += renderCacheMetrics(input.cache);
+  if (input.operator) out += renderOperatorMetrics(input.operator);
   if (input.system) {
     const v = input.system;
     out += familyText(FAMILIES.cpuUtilization, [sample(FAMILIES.cpuUtilization.name, [], v.cpuUtilization)]);
@@ -160,5 +172,56 @@ export function renderCacheMetrics(m: CacheMetrics): string {
   out += one(FAMILIES.cacheInsertionDuration, us(m.insertNs));
   out += one(FAMILIES.cacheErrors, m.errors);
   out += one(FAMILIES.cacheConnected, m.connected === undefined ? undefined : m.connected ? 1 : 0);
+  return out;
+}
+
+/** Nereid's own operator families: build info, each model version's state, requests by endpoint and status. */
+export function renderOperatorMetrics(v: OperatorValues): string {
+  let out = '';
+  if (v.build) {
+    const labels = sortLabels([
+      ['version', v.build.version],
+      ['node_version', v.build.nodeVersion],
+    ]);
+    out += familyText(FAMILIES.buildInfo, [sample(FAMILIES.buildInfo.name, labels, 1)]);
+  }
+  if (v.models) {
+    out += familyText(
+      FAMILIES.modelState,
+      v.models.map((m) =>
+        sample(
+          FAMILIES.modelState.name,
+          sortLabels([
+            ['model', m.model],
+            ['version', m.version],
+            ['state', m.state],
+          ]),
+          1,
+        ),
+      ),
+    );
+  }
+  if (v.requests) {
+    for (const [protocol, family, key] of [
+      ['http', FAMILIES.httpRequests, 'endpoint'],
+      ['grpc', FAMILIES.grpcRequests, 'rpc'],
+    ] as const) {
+      out += familyText(
+        family,
+        v.requests
+          .filter((r) => r.protocol === protocol)
+          .map((r) =>
+            sample(
+              family.name,
+              sortLabels([
+                [key, r.endpoint],
+                ['code', r.code],
+              ]),
+              r.count,
+            ),
+          ),
+      );
+    }
+  }
   return out;
 }

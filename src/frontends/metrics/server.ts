@@ -17,7 +17,7 @@ import { ReservedNames, renderCustomMetrics } from './custom.js';
 import { CONTENT_TYPE } from './exposition.js';
 import { FAMILIES } from './families.js';
 import { LatencyTracker } from './latency.js';
-import { renderMetrics } from './render.js';
+import { renderMetrics, type OperatorValues } from './render.js';
 import { SystemPoller } from './system.js';
 
 export interface MetricsFrontendOptions {
@@ -42,6 +42,8 @@ export interface MetricsFrontendOptions {
   readonly customMetricsTimeoutMs?: number;
   /** The response cache's counters, read at every scrape; absent when the server has no cache. */
   readonly cacheMetrics?: () => CacheMetrics;
+  /** Nereid's operator families (build info, model states, requests by status), read at every scrape. */
+  readonly operator?: () => OperatorValues;
 }
 
 /** Distinct problems logged per frontend, at most: a model inventing names cannot grow the log or memory. */
@@ -179,6 +181,7 @@ export function createMetricsFrontend(
       latency,
       system: poller?.values,
       cache: options.cacheMetrics?.(),
+      operator: options.operator?.(),
     });
     return nv + (await custom) + (await processRegistry.metrics());
   };
