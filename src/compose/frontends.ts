@@ -251,6 +251,7 @@ export async function startFrontends(ctx: FrontendContext, started: StartedFront
           version: e.version ?? '',
           state: e.state,
         })),
+        instances: server.modelInstanceCounts(),
         ...(requestCounts && { requests: requestCounts.snapshot() }),
       }),
     });

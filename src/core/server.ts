@@ -219,6 +219,15 @@ export class InferenceServer implements InferenceServerApi {
     });
   }
 
+  /** The instance count of every loaded model version that is READY, ordered by model and version. */
+  modelInstanceCounts(): { model: string; version: string; count: number }[] {
+    return this.repository
+      .loadedVersions()
+      .filter((v): v is ModelVersion => v instanceof ModelVersion && v.isReady())
+      .map((v) => ({ model: v.modelName, version: String(v.version), count: v.instanceCount }))
+      .sort((a, b) => (a.model === b.model ? Number(a.version) - Number(b.version) : a.model < b.model ? -1 : 1));
+  }
+
   /**
    * The metric families every READY model version defined itself (ModelHandle.customMetrics), ordered by
    * model and version. Each version gets `timeoutMs` to answer; one that does not (or fails) comes back

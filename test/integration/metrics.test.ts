@@ -273,6 +273,13 @@ describe('metrics of a running server', () => {
     assert.equal(before.get('nereid_build_info', { version: pkg.version, node_version: process.version }), 1);
     for (const model of ['fp', 'str', 'slow']) {
       assert.equal(before.get('nereid_model_state', { model, version: '1', state: 'READY' }), 1, model);
+      // The instance gauge agrees with the config the server serves back (its instance_group counts).
+      const config = (await request(`${s.url}/v2/models/${model}/config`)).json<{
+        instance_group: { count: number }[];
+      }>();
+      const instances = config.instance_group.reduce((n, g) => n + g.count, 0);
+      assert.ok(instances >= 1, model);
+      assert.equal(before.get('nereid_model_instances', { model, version: '1' }), instances, model);
     }
     // Two answered inferences, one unknown model, one path no route has, one health check; over gRPC one
     // ModelInfer that works and one for a model that does not exist, and one rpc the service lacks.

@@ -156,6 +156,11 @@ export class ModelVersion implements LoadedVersion {
   }
 
   /** The readiness poller, if the model has one (tests). */
+  /** How many instances serve this version. */
+  get instanceCount(): number {
+    return this.parts.instances.length;
+  }
+
   get healthMonitor(): ModelHealthMonitor | undefined {
     return this.health;
   }

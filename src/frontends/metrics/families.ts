@@ -168,6 +168,11 @@ export const FAMILIES = Object.freeze({
     'gauge',
     'Every model version of the repository index: 1 for the state it is in (READY, LOADING, UNLOADING, UNAVAILABLE)',
   ),
+  modelInstances: f(
+    'nereid_model_instances',
+    'gauge',
+    'Instances of each READY model version (the instance_group counts in effect)',
+  ),
   httpRequests: f(
     'nereid_http_requests_total',
     'counter',

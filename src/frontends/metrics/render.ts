@@ -54,6 +54,8 @@ export interface OperatorValues {
   readonly build?: { readonly version: string; readonly nodeVersion: string };
   /** The repository index: one row per model version (a model never attempted has version ''). */
   readonly models?: readonly { readonly model: string; readonly version: string; readonly state: string }[];
+  /** The instances of each READY model version. */
+  readonly instances?: readonly { readonly model: string; readonly version: string; readonly count: number }[];
   readonly requests?: readonly CountedRequests[];
 }
 
@@ -197,6 +199,21 @@ export function renderOperatorMetrics(v: OperatorValues): string {
             ['state', m.state],
           ]),
           1,
+        ),
+      ),
+    );
+  }
+  if (v.instances) {
+    out += familyText(
+      FAMILIES.modelInstances,
+      v.instances.map((m) =>
+        sample(
+          FAMILIES.modelInstances.name,
+          sortLabels([
+            ['model', m.model],
+            ['version', m.version],
+          ]),
+          m.count,
         ),
       ),
     );
