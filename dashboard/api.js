@@ -80,6 +80,27 @@ export const api = {
    * @param {unknown} body
    */
   infer: (model, body) => postJson(`${modelPath(model)}/infer`, body),
+  /**
+   * A decoupled model's responses through generate_stream (server-sent events): every event's JSON.
+   * @param {string} model
+   * @param {unknown} body
+   * @returns {Promise<unknown[]>}
+   */
+  generateStream: async (model, body) => {
+    const res = await call(`${modelPath(model)}/generate_stream`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const events = [];
+    for (const line of (await res.text()).split('\n')) {
+      if (!line.startsWith('data:')) continue;
+      const event = JSON.parse(line.slice(5));
+      if (typeof event?.error === 'string') throw new ApiError(res.status, event.error);
+      events.push(event);
+    }
+    return events;
+  },
   metrics: async () => (await call('/dashboard/api/metrics')).text(),
 };
 

@@ -6,7 +6,7 @@
  * and only where the repository API is open), and the request tester. It polls; nothing is pushed.
  */
 import { api, ApiError, parseMetrics } from './api.js';
-import { LiveChart } from './charts.js';
+import { History, LiveChart } from './charts.js';
 import { byId, duration, el, facts, fill, table } from './dom.js';
 import { Tester } from './tester.js';
 
@@ -34,12 +34,35 @@ const state = {
   models: [],
   /** @type {string | undefined} */
   selected: undefined,
-  /** @type {Totals | undefined} */
-  previous: undefined,
+  /**
+   * Each scope's chart points and last totals ('' = all models), kept across selections.
+   * @type {Map<string, {throughput: History, latency: History, previous: Totals | undefined}>}
+   */
+  histories: new Map(),
   /** @type {Sample[] | undefined} */
   previousMetrics: undefined,
+  /** @type {string | undefined} when the server stopped answering (a clock time), while it does not */
+  lostAt: undefined,
   polls: 0,
 };
+
+/** @param {string} scope a model name, or '' for all models */
+function historyOf(scope) {
+  let h = state.histories.get(scope);
+  if (h === undefined) {
+    h = { throughput: new History(2), latency: new History(4), previous: undefined };
+    state.histories.set(scope, h);
+  }
+  return h;
+}
+
+/** Shows the selected scope's history in both charts. */
+function showCharts() {
+  const h = historyOf(state.selected ?? '');
+  const now = Date.now() / 1000;
+  throughput.show(h.throughput, now);
+  latency.show(h.latency, now);
+}
 
 const throughput = new LiveChart(
   'Requests per second',
@@ -164,8 +187,9 @@ function renderServer(meta, metaError) {
           table(
             ['Option', 'Value'],
             Object.keys(info.options)
-              .sort()
-              .map((k) => [el('code', {}, k), optionText(info.options[k])]),
+              .map((k) => /** @type {[string, string]} */ ([info.optionFlags?.[k] ?? k, k]))
+              .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+              .map(([flag, k]) => [el('code', { title: k }, flag), optionText(info.options[k])]),
           ),
         );
   const open = /** @type {HTMLDetailsElement | null} */ (document.getElementById('options'))?.open ?? false;
@@ -287,9 +311,7 @@ function renderModels() {
 /** @param {string} name */
 function select(name) {
   state.selected = name;
-  state.previous = undefined;
-  throughput.clear();
-  latency.clear();
+  showCharts();
   fill(byId('chart-scope'), name);
   renderModels();
   void renderDetail(name);
@@ -320,13 +342,29 @@ async function renderDetail(name) {
     ready ? api.metadata(name) : Promise.reject(new Error('not ready')),
   ]);
   if (state.selected !== name) return;
+  // A version that is not READY says why in the repository index: that reason comes first (the config
+  // API of a model with no loaded version only says it has none).
+  const why = state.models
+    .filter((m) => m.name === name && m.state !== 'READY' && m.reason)
+    .map((m) =>
+      el(
+        'p',
+        { class: 'error', 'data-reason': '' },
+        `${m.state ?? ''}${m.version ? ` (version ${m.version})` : ''}: ${m.reason}`,
+      ),
+    );
   if (config.status === 'rejected') {
-    fill(detail, el('p', { class: 'error' }, `Config: ${message(config.reason)}`));
+    fill(
+      detail,
+      ...why,
+      why.length > 0 ? null : el('p', { class: 'error' }, `Config: ${message(config.reason)}`),
+    );
   } else {
     const c = config.value;
     const batcher = c.dynamic_batching;
     fill(
       detail,
+      ...why,
       facts([
         [
           'Platform / backend',
@@ -385,8 +423,17 @@ async function renderDetail(name) {
   }
   if (restricted().has('inference'))
     tester.show(undefined, 'The inference API is restricted (--http-restricted-api): no tester.');
-  else if (meta.status === 'fulfilled') tester.show(meta.value);
-  else
+  else if (meta.status === 'fulfilled') {
+    const c = config.status === 'fulfilled' ? config.value : {};
+    tester.show(meta.value, undefined, {
+      decoupled: c.model_transaction_policy?.decoupled === true,
+      optional: new Set(
+        (c.input ?? [])
+          .filter((/** @type {any} */ i) => i.optional === true)
+          .map((/** @type {any} */ i) => String(i.name)),
+      ),
+    });
+  } else
     tester.show(
       undefined,
       ready ? `Metadata: ${message(meta.reason)}` : `${name} is not ready: load it to try a request.`,
@@ -396,15 +443,16 @@ async function renderDetail(name) {
 // ---- live figures ---------------------------------------------------------------------------------------
 
 /**
- * Sums the statistics of the selected model (all versions), or of every model when none is selected.
+ * Sums the statistics of one model (all versions), or of every model for the scope ''.
  * @param {{model_stats: ModelStats[]}} stats
  * @param {number} t
+ * @param {string} scope
  * @returns {Totals}
  */
-function totals(stats, t) {
+function totals(stats, t, scope) {
   const out = { t, success: 0, fail: 0, queueNs: 0, computeNs: 0, count: 0 };
   for (const m of stats.model_stats ?? []) {
-    if (state.selected !== undefined && m.name !== state.selected) continue;
+    if (scope !== '' && m.name !== scope) continue;
     const s = m.inference_stats;
     out.success += s.success?.count ?? 0;
     out.fail += s.fail?.count ?? 0;
@@ -416,16 +464,20 @@ function totals(stats, t) {
 }
 
 /**
- * p50 and p99 of the request time in ms: from the summaries when they are on (the server's own sliding
- * window), else from the first-response histogram's buckets filled since the previous poll.
+ * p50 and p99 of the request time in ms. For one model: from its summaries when they are on (the server's
+ * own sliding window), else from the first-response histogram's buckets filled since the previous poll.
+ * For all models only the histogram can say (buckets add up; quantiles of different models do not: the
+ * largest of the models' p99s is not the p99 of all requests), so without histograms there is none.
  * @param {Sample[]} samples
  * @param {Sample[] | undefined} before
+ * @param {string} scope
  * @returns {[number | null, number | null]}
  */
-function quantiles(samples, before) {
-  const mine = (/** @type {Sample} */ s) => state.selected === undefined || s.labels.model === state.selected;
+function quantiles(samples, before, scope) {
+  const mine = (/** @type {Sample} */ s) => scope === '' || s.labels.model === scope;
   /** @param {string} q */
   const summary = (q) => {
+    if (scope === '') return null;
     const vs = samples.filter(
       (s) =>
         s.name === 'nv_inference_request_summary_us' &&
@@ -510,6 +562,21 @@ function renderBatches(stats) {
 }
 
 /**
+ * Requests the server answered with an error before or without a model's statistics seeing them (bad
+ * input, an unknown model, overload): the metrics count them by endpoint and status, server-wide.
+ * @param {Sample[]} samples
+ */
+function edgeFailures(samples) {
+  let http = 0;
+  let grpc = 0;
+  for (const s of samples) {
+    if (s.name === 'nereid_http_requests_total' && /^[45]/.test(s.labels.code ?? '')) http += s.value;
+    if (s.name === 'nereid_grpc_requests_total' && s.labels.code !== 'OK') grpc += s.value;
+  }
+  return `; server-wide since start: ${http} HTTP answers 4xx/5xx, ${grpc} gRPC calls not OK`;
+}
+
+/**
  * @param {PromiseSettledResult<any>} stats
  * @param {PromiseSettledResult<string>} metrics
  */
@@ -518,25 +585,37 @@ function renderLive(stats, metrics) {
   const samples = metrics.status === 'fulfilled' ? parseMetrics(metrics.value) : undefined;
   const notes = [];
   if (stats.status === 'fulfilled') {
-    const now = totals(stats.value, t);
-    const prev = state.previous;
-    const [p50, p99] = samples === undefined ? [null, null] : quantiles(samples, state.previousMetrics);
-    if (prev !== undefined && now.t > prev.t) {
-      const dt = now.t - prev.t;
-      const n = now.count - prev.count;
-      throughput.push(t, [
-        Math.max(0, now.success - prev.success) / dt,
-        Math.max(0, now.fail - prev.fail) / dt,
-      ]);
-      latency.push(t, [
-        n > 0 ? (now.queueNs - prev.queueNs) / n / 1e6 : null,
-        n > 0 ? (now.computeNs - prev.computeNs) / n / 1e6 : null,
-        p50,
-        p99,
-      ]);
+    // Every scope gets its point each poll, shown or not, so its history is whole when it is selected.
+    const names = new Set((stats.value.model_stats ?? []).map((/** @type {ModelStats} */ m) => m.name));
+    for (const scope of ['', ...names]) {
+      const h = historyOf(scope);
+      const now = totals(stats.value, t, scope);
+      const prev = h.previous;
+      const [p50, p99] =
+        samples === undefined ? [null, null] : quantiles(samples, state.previousMetrics, scope);
+      if (prev !== undefined && now.t > prev.t) {
+        const dt = now.t - prev.t;
+        const n = now.count - prev.count;
+        h.throughput.push(t, [
+          Math.max(0, now.success - prev.success) / dt,
+          Math.max(0, now.fail - prev.fail) / dt,
+        ]);
+        h.latency.push(t, [
+          n > 0 ? (now.queueNs - prev.queueNs) / n / 1e6 : null,
+          n > 0 ? (now.computeNs - prev.computeNs) / n / 1e6 : null,
+          p50,
+          p99,
+        ]);
+      }
+      h.previous = now;
     }
-    state.previous = now;
-    fill(byId('totals'), `${now.success} succeeded, ${now.fail} failed since load`);
+    showCharts();
+    const shown = historyOf(state.selected ?? '').previous;
+    const edge = samples === undefined ? '' : edgeFailures(samples);
+    fill(
+      byId('totals'),
+      `${shown?.success ?? 0} succeeded, ${shown?.fail ?? 0} failed in the model since load${edge}`,
+    );
     renderBatches(stats.value);
   } else {
     notes.push(`Statistics: ${message(stats.reason)}`);
@@ -566,6 +645,29 @@ async function poll(schedule = true) {
     if (state.polls % INFO_EVERY === 0) await readInfo();
     state.polls++;
     const [index, stats, metrics] = await Promise.allSettled([api.index(), api.stats(), api.metrics()]);
+    // No answer at all (not even an error status): the server is gone. Say so, freeze the figures as
+    // they were, and keep polling until it is back.
+    const unreachable = [index, stats, metrics].every(
+      (r) => r.status === 'rejected' && !(r.reason instanceof ApiError),
+    );
+    if (unreachable) {
+      state.lostAt ??= new Date().toLocaleTimeString();
+      const banner = byId('connection');
+      banner.hidden = false;
+      fill(
+        banner,
+        `Connection to the server lost at ${state.lostAt}: the figures below are frozen as they were then. Retrying every ${POLL_SECONDS} s.`,
+      );
+      document.body.dataset.connection = 'lost';
+      document.body.dataset.polls = String(state.polls);
+      if (schedule) setTimeout(() => void poll(), POLL_SECONDS * 1000);
+      return;
+    }
+    if (state.lostAt !== undefined) {
+      state.lostAt = undefined;
+      byId('connection').hidden = true;
+      document.body.dataset.connection = 'ok';
+    }
     if (index.status === 'fulfilled') {
       state.models = index.value;
       renderModels();
@@ -584,9 +686,7 @@ async function poll(schedule = true) {
 byId('charts').append(throughput.node, latency.node);
 byId('all-models').addEventListener('click', () => {
   state.selected = undefined;
-  state.previous = undefined;
-  throughput.clear();
-  latency.clear();
+  showCharts();
   fill(byId('chart-scope'), 'all models');
   fill(byId('detail-title'), 'Model');
   fill(byId('detail'), el('p', { class: 'note' }, 'Select a model above.'));

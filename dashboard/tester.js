@@ -2,7 +2,9 @@
 /**
  * The request tester: a form built from a model's metadata (one field per input: its shape, with -1
  * dimensions made editable, and its values), or the same request as editable JSON; it sends the request
- * to the model's /infer route and shows the response and the round trip as the browser measured it.
+ * to the model's /infer route — or, for a decoupled model (which /infer refuses), to generate_stream —
+ * and shows the response(s) and the round trip as the browser measured it. Inputs the config marks
+ * optional start empty and are left out while empty.
  */
 import { api, ApiError } from './api.js';
 import { el, fill } from './dom.js';
@@ -10,18 +12,20 @@ import { el, fill } from './dom.js';
 /**
  * @typedef {{ name: string, datatype: string, shape: number[] }} TensorMeta
  * @typedef {{ name: string, inputs?: TensorMeta[], outputs?: TensorMeta[] }} ModelMeta
+ * @typedef {{ decoupled?: boolean, optional?: Set<string> }} ModelTraits what the config adds
  */
 
 /** @param {number[]} shape */
 const count = (shape) => shape.reduce((a, b) => a * b, 1);
 
 /**
- * Example values for a tensor of `n` elements, so the first click sends something valid.
+ * Example values for a tensor of `n` elements (all of them: a shape's every element must be given), so
+ * the first click sends something valid.
  * @param {string} datatype
  * @param {number} n
  */
 function example(datatype, n) {
-  const k = Math.min(n, 256);
+  const k = n;
   if (datatype === 'BYTES') return Array.from({ length: k }, (_, i) => `text ${i}`).join(', ');
   if (datatype === 'BOOL') return Array.from({ length: k }, (_, i) => String(i % 2 === 0)).join(', ');
   return Array.from({ length: k }, (_, i) => String(i % 128)).join(', ');
@@ -70,24 +74,34 @@ export class Tester {
     this.root = root;
     /** @type {ModelMeta | undefined} */
     this.meta = undefined;
+    /** @type {boolean} a decoupled model: requests go to generate_stream */
+    this.decoupled = false;
   }
 
   /**
    * Shows the form for a model, or a note saying why there is none.
    * @param {ModelMeta | undefined} meta
    * @param {string} [note]
+   * @param {ModelTraits} [traits]
    */
-  show(meta, note) {
+  show(meta, note, traits = {}) {
     this.meta = meta;
+    this.decoupled = traits.decoupled === true;
     if (meta === undefined) {
       fill(this.root, el('p', { class: 'note' }, note ?? 'Select a ready model to try a request.'));
       return;
     }
     const fields = (meta.inputs ?? []).map((input) => {
       const shape = input.shape.map((d) => (d < 0 ? 1 : d));
+      const optional = traits.optional?.has(input.name) === true;
       return el(
         'fieldset',
-        { class: 'input', 'data-input': input.name, 'data-datatype': input.datatype },
+        {
+          class: 'input',
+          'data-input': input.name,
+          'data-datatype': input.datatype,
+          'data-optional': optional,
+        },
         el('legend', {}, `${input.name} · ${input.datatype} · [${input.shape.join(', ')}]`),
         el(
           'label',
@@ -106,8 +120,13 @@ export class Tester {
           'values ',
           el(
             'textarea',
-            { class: 'values', rows: 2, 'aria-label': `values of ${input.name}` },
-            example(input.datatype, count(shape)),
+            {
+              class: 'values',
+              rows: 2,
+              'aria-label': `values of ${input.name}`,
+              placeholder: optional ? 'optional: left out while empty' : undefined,
+            },
+            optional ? '' : example(input.datatype, count(shape)),
           ),
         ),
       );
@@ -144,7 +163,15 @@ export class Tester {
     });
     fill(
       this.root,
-      el('p', {}, 'Request to ', el('code', {}, meta.name), ' (POST /v2/models/…/infer, JSON).'),
+      el(
+        'p',
+        {},
+        'Request to ',
+        el('code', {}, meta.name),
+        this.decoupled
+          ? ' (decoupled: POST /v2/models/…/generate_stream, every response shown).'
+          : ' (POST /v2/models/…/infer, JSON).',
+      ),
       ...fields,
       el('label', { class: 'inline' }, jsonMode, ' edit as JSON'),
       json,
@@ -158,22 +185,29 @@ export class Tester {
    * @param {HTMLFieldSetElement[]} fields
    */
   build(fields) {
-    const inputs = fields.map((f) => {
+    const inputs = fields.flatMap((f) => {
       const name = f.dataset.input ?? '';
       const datatype = f.dataset.datatype ?? '';
+      const text = /** @type {HTMLTextAreaElement} */ (f.querySelector('.values')).value;
+      if (f.dataset.optional !== undefined && text.trim() === '') return [];
       const shape = parseShape(/** @type {HTMLInputElement} */ (f.querySelector('.shape')).value);
-      const data = parseValues(
-        /** @type {HTMLTextAreaElement} */ (f.querySelector('.values')).value,
-        datatype,
-      );
+      const data = parseValues(text, datatype);
       if (data.length !== count(shape)) {
         throw new Error(
           `${name}: shape [${shape.join(', ')}] holds ${count(shape)} values, ${data.length} given`,
         );
       }
-      return { name, shape, datatype, data };
+      return [{ name, shape, datatype, data }];
     });
     return { inputs, outputs: (this.meta?.outputs ?? []).map((o) => ({ name: o.name })) };
+  }
+
+  /**
+   * The generate_stream body for the same inputs: each input by name, one element as itself.
+   * @param {{ inputs: { name: string, data: unknown[] }[] }} request
+   */
+  static generateBody(request) {
+    return Object.fromEntries(request.inputs.map((i) => [i.name, i.data.length === 1 ? i.data[0] : i.data]));
   }
 
   /**
@@ -193,14 +227,21 @@ export class Tester {
     button.disabled = true;
     const start = performance.now();
     try {
-      const response = await api.infer(model, request);
+      const decoupled = this.decoupled === true;
+      const response = decoupled
+        ? await api.generateStream(
+            model,
+            Tester.generateBody(/** @type {{ inputs: { name: string, data: unknown[] }[] }} */ (request)),
+          )
+        : await api.infer(model, request);
       const ms = performance.now() - start;
+      const what = decoupled ? `, ${/** @type {unknown[]} */ (response).length} responses` : '';
       fill(
         out,
         el(
           'p',
           { class: 'ok', id: 'tester-latency' },
-          `200 OK in ${ms.toFixed(1)} ms (round trip, measured by the browser)`,
+          `200 OK in ${ms.toFixed(1)} ms (round trip, measured by the browser${what})`,
         ),
         el('pre', { id: 'tester-response' }, JSON.stringify(response, null, 2)),
       );

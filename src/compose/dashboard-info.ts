@@ -7,6 +7,7 @@
  */
 import { metricsSettings } from '../frontends/metrics/index.js';
 import { HTTP_RESTRICTED_CATEGORIES, type Restrictions } from '../frontends/restricted.js';
+import { FLAGS } from './flags.js';
 import type { ServerOptions } from './options.js';
 
 /**
@@ -161,6 +162,36 @@ export function visibleOptions(options: ServerOptions): Record<string, unknown> 
   return out;
 }
 
+/**
+ * The command-line flag that sets each option, as the operator typed it: the field name in kebab case
+ * (without a trailing `-ms` when the flag takes milliseconds under a plain name), else the exceptions
+ * below; an option no single flag sets (bucket credentials come from the environment) gets a description.
+ */
+const FLAG_EXCEPTIONS: Partial<Record<keyof ServerOptions, string>> = {
+  modelRepositories: '--model-repository',
+  loadModels: '--load-model',
+  httpRestrictedApis: '--http-restricted-api',
+  grpcRestrictedProtocols: '--grpc-restricted-protocol',
+  rateLimitResources: '--rate-limit-resource',
+  responseCache: '--cache-config',
+  trace: '--trace-config',
+  cloudStorage: '(cloud credentials from the environment)',
+};
+
+export function optionFlags(options: ServerOptions): Record<string, string> {
+  const names = new Set(FLAGS.flatMap((f) => [f.name, ...(f.aliases ?? [])]));
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(visibleOptions(options)) as (keyof ServerOptions)[]) {
+    const kebab = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    const exception = FLAG_EXCEPTIONS[key];
+    if (exception !== undefined) out[key] = exception;
+    else if (names.has(kebab)) out[key] = `--${kebab}`;
+    else if (names.has(kebab.replace(/-ms$/, ''))) out[key] = `--${kebab.replace(/-ms$/, '')}`;
+    else out[key] = key;
+  }
+  return out;
+}
+
 export interface ServerInfoSource {
   readonly options: ServerOptions;
   /** Nereid's version (package.json). */
@@ -189,5 +220,6 @@ export function dashboardInfo(source: ServerInfoSource, now = Date.now()): objec
     },
     restrictedApis: headerNames(options.httpRestrictedApis),
     options: visibleOptions(options),
+    optionFlags: optionFlags(options),
   };
 }

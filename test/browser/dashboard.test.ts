@@ -116,6 +116,8 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
       '--load-model=identity_fp32',
       '--load-model=broken_model',
       '--load-model=faults_js',
+      '--load-model=toy_llm',
+      '--load-model=densenet_onnx',
       `--load-model=${HOSTILE}`,
       '--exit-on-error=false',
       '--allow-metrics=true',
@@ -143,7 +145,6 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     await until('the table to list every model', async () => (await shownRows(page)).length === want.length);
     assert.deepEqual(await shownRows(page), want);
     assert.ok(want.some(([name, , state]) => name === 'simple' && state === 'READY'));
-    await shot(page, 'overview');
   });
 
   it("shows a failed model's reason, as the index gives it", async () => {
@@ -153,6 +154,12 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     const cells = await row(page, 'broken_model').locator('td').allTextContents();
     assert.equal(cells[2], 'UNAVAILABLE');
     assert.equal(cells[3], broken.reason);
+    // Its panel leads with that reason, not with the config API's "has no available versions".
+    await page.getByRole('button', { name: 'broken_model', exact: true }).click();
+    const why = page.locator('#detail [data-reason]');
+    await why.waitFor(WAIT);
+    assert.ok((await why.innerText()).includes(broken.reason), await why.innerText());
+    assert.ok(!(await page.locator('#detail').innerText()).includes('no available versions'));
   });
 
   it('shows a name that is markup as text, and runs none of it', async () => {
@@ -175,8 +182,11 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     for (const r of [EXAMPLES, repo]) assert.ok(facts.includes(r), r);
     await page.locator('#options summary').click();
     const options = await page.locator('#options table').innerText();
-    assert.match(options, /modelControlMode\s+explicit/);
-    assert.match(options, /allowDashboard\s+true/);
+    // Named by the flags an operator types, not by internal field names.
+    assert.match(options, /--model-control-mode\s+explicit/);
+    assert.match(options, /--allow-dashboard\s+true/);
+    assert.match(options, /--model-repository\s/);
+    assert.ok(!/modelControlMode|allowDashboard/.test(options), options);
   });
 
   it('unloads a model only after the dialog is confirmed, then loads it again', async () => {
@@ -186,7 +196,6 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     const dialog = page.locator('dialog#confirm');
     await dialog.waitFor({ state: 'visible', ...WAIT });
     assert.match(await page.locator('#confirm-text').innerText(), /Unload identity_fp32\?/);
-    await shot(page, 'confirm');
     await page.locator('#confirm-cancel').click();
     await dialog.waitFor({ state: 'hidden', ...WAIT });
     const polls = await attr(page, 'body', 'data-polls');
@@ -248,10 +257,38 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     await shot(page, 'model', '#detail');
   });
 
+  it('prefills every element of a large input, so the first click is answered (densenet_onnx)', async () => {
+    await page.getByRole('button', { name: 'densenet_onnx', exact: true }).click();
+    await page.locator('#tester-send').waitFor(WAIT);
+    await page.locator('#tester-send').click();
+    await page.locator('#tester-response').waitFor(WAIT);
+    const response = JSON.parse((await page.locator('#tester-response').textContent()) ?? '') as {
+      outputs: { name: string; shape: number[] }[];
+    };
+    assert.deepEqual(
+      response.outputs.map((o) => [o.name, o.shape]),
+      [['fc6_1', [1000]]],
+    );
+  });
+
+  it('sends a decoupled model its request through generate_stream and shows every response (toy_llm)', async () => {
+    await page.getByRole('button', { name: 'toy_llm', exact: true }).click();
+    await page.locator('#tester-send').waitFor(WAIT);
+    assert.match(await page.locator('#tester').innerText(), /decoupled: POST .*generate_stream/);
+    // Optional inputs start empty and are left out; text_input is prefilled.
+    assert.equal(await page.locator('fieldset[data-input="sampling_parameters"] textarea').inputValue(), '');
+    await page.locator('#tester-send').click();
+    await page.locator('#tester-response').waitFor(WAIT);
+    const events = JSON.parse((await page.locator('#tester-response').textContent()) ?? '') as {
+      text_output?: string;
+    }[];
+    assert.ok(events.length >= 1, JSON.stringify(events));
+    assert.ok(events.some((e) => typeof e.text_output === 'string' && e.text_output.length > 0));
+    assert.match(await page.locator('#tester-latency').innerText(), new RegExp(`${events.length} responses`));
+  });
+
   it('moves the throughput chart and the batch table when requests arrive', async () => {
     await page.getByRole('button', { name: 'simple', exact: true }).click();
-    const before = Number(await page.locator('#chart-throughput').getAttribute('data-max'));
-    assert.equal(before, 0);
     const body = JSON.stringify({
       inputs: ['INPUT0', 'INPUT1'].map((name) => ({
         name,
@@ -260,13 +297,14 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
         data: Array.from({ length: 16 }, (_, i) => i),
       })),
     });
-    // Requests keep arriving until the page has drawn a non-zero rate (one poll must see them in its window).
+    // Requests keep arriving until the page has drawn a non-zero rate (one poll must see them in its window);
+    // the tester's single request earlier may already be in simple's history, so the rate must pass 1/s.
     let sent = 0;
     await until('the throughput chart to show requests', async () => {
       const r = await request(`${server.url}/v2/models/simple/infer`, { body });
       assert.equal(r.status, 200);
       sent++;
-      return (await attr(page, '#chart-throughput', 'data-max')) > 0;
+      return (await attr(page, '#chart-throughput', 'data-max')) > 1;
     });
     assert.ok((await attr(page, '#chart-throughput', 'data-points')) > 0);
     const stats = (await request(`${server.url}/v2/models/simple/stats`)).json<{
@@ -280,6 +318,83 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     });
     assert.ok((await page.locator('#batches-table tbody tr').count()) > 0);
     await shot(page, 'live', '#charts');
+  });
+
+  it("keeps a model's chart history across selections", async () => {
+    await page.getByRole('button', { name: 'simple', exact: true }).click();
+    const points = await attr(page, '#chart-throughput', 'data-points');
+    const max = await attr(page, '#chart-throughput', 'data-max');
+    assert.ok(points > 0 && max > 0);
+    await page.locator('#all-models').click();
+    await until(
+      'all models to be shown',
+      async () => (await page.locator('#chart-scope').innerText()) === 'all models',
+    );
+    await page.getByRole('button', { name: 'simple', exact: true }).click();
+    await until(
+      'simple to be shown',
+      async () => (await page.locator('#chart-scope').innerText()) === 'simple',
+    );
+    // Its points are still there (a poll may have added one, and none can have aged out in 5 minutes).
+    assert.ok((await attr(page, '#chart-throughput', 'data-points')) >= points);
+    assert.ok((await attr(page, '#chart-throughput', 'data-max')) >= max);
+  });
+
+  it('gives a model with no traffic a time axis over the last five minutes', async () => {
+    await page.getByRole('button', { name: 'identity_fp32', exact: true }).click();
+    const polls = await attr(page, 'body', 'data-polls');
+    await until('a poll', async () => (await attr(page, 'body', 'data-polls')) > polls);
+    const now = Date.now() / 1000;
+    const xMin = await attr(page, '#chart-throughput', 'data-x-min');
+    const xMax = await attr(page, '#chart-throughput', 'data-x-max');
+    assert.equal(xMax - xMin, 300);
+    // The axis ends at the page's last poll: within the test's own clock, not years away.
+    assert.ok(Math.abs(xMax - now) < 600, `axis ends at ${new Date(xMax * 1000).toISOString()}`);
+    assert.equal(await attr(page, '#chart-throughput', 'data-max'), 0);
+  });
+
+  it("draws no p99 for all models from the models' own p99s (summaries cannot be added up)", async () => {
+    const seriesMax = async (): Promise<(number | null)[]> =>
+      JSON.parse((await page.locator('#chart-latency').getAttribute('data-series-max')) ?? '[]') as (
+        number | null
+      )[];
+    await page.getByRole('button', { name: 'simple', exact: true }).click();
+    await until(
+      'simple to be shown',
+      async () => (await page.locator('#chart-scope').innerText()) === 'simple',
+    );
+    // One model: its own summary quantiles (this server has summaries on).
+    assert.equal(typeof (await seriesMax())[3], 'number');
+    await page.locator('#all-models').click();
+    await until(
+      'all models to be shown',
+      async () => (await page.locator('#chart-scope').innerText()) === 'all models',
+    );
+    // All models, no histograms on this server: no p50/p99 line at all rather than a wrong one.
+    const all = await seriesMax();
+    assert.equal(all[2], null);
+    assert.equal(all[3], null);
+  });
+
+  it('counts requests refused before they reach a model', async () => {
+    const bad = JSON.stringify({
+      inputs: ['INPUT0', 'INPUT1'].map((name) => ({
+        name,
+        shape: [1, 3],
+        datatype: 'INT32',
+        data: [1, 2, 3],
+      })),
+    });
+    const before = async (): Promise<number> => {
+      const m = /(\d+) HTTP answers 4xx\/5xx/.exec(await page.locator('#totals').innerText());
+      return m === null ? -1 : Number(m[1]);
+    };
+    await until('the totals to show edge failures', async () => (await before()) >= 0);
+    const start = await before();
+    for (let i = 0; i < 3; i++)
+      assert.equal((await request(`${server.url}/v2/models/simple/infer`, { body: bad })).status, 400);
+    await until('three more refused requests on the page', async () => (await before()) >= start + 3);
+    assert.match(await page.locator('#totals').innerText(), /failed in the model since load/);
   });
 
   it('shows failures by reason from the metrics', async () => {
@@ -312,6 +427,91 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
   });
 });
 
+// The docs' whole-window pictures come from the example repository alone: no test fixture (a failing
+// model, a folder named as markup) in a picture a user reads as "what Nereid looks like".
+describe(
+  "the dashboard on the example repository (the docs' pictures)",
+  { skip: setup.skip ?? (SHOTS === undefined ? 'only with NEREID_DASHBOARD_SCREENSHOTS' : undefined) },
+  () => {
+    let server: SpawnedServer;
+    let browser: Browser;
+
+    before(async () => {
+      server = await spawnServer([
+        `--model-repository=${EXAMPLES}`,
+        '--model-control-mode=explicit',
+        ...['simple', 'identity_fp32', 'densenet_onnx', 'simple_string', 'toy_llm', 'add_sub_python'].map(
+          (m) => `--load-model=${m}`,
+        ),
+        '--allow-metrics=true',
+        '--metrics-port=0',
+        '--metrics-address=127.0.0.1',
+        '--metrics-config=summary_latencies=true',
+      ]);
+      browser = await setup.launch();
+    });
+
+    after(async () => {
+      await browser?.close();
+      await server?.stop();
+    });
+
+    it('shows the example models, and asks before an unload', async () => {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      page.setDefaultTimeout(WAIT.timeout);
+      await page.goto(`${server.url}/dashboard/`);
+      await waitForState(page, 'simple', 'READY');
+      const want = (await index(server)).map((m) => [m.name, m.version ?? '', m.state ?? '', m.reason ?? '']);
+      await until(
+        'the table to list every model',
+        async () => (await shownRows(page)).length === want.length,
+      );
+      assert.ok(!want.some(([name]) => name === HOSTILE || name === 'broken_model'));
+      await shot(page, 'overview');
+      await row(page, 'identity_fp32').locator('button[data-action="unload"]').click();
+      await page.locator('dialog#confirm').waitFor({ state: 'visible', ...WAIT });
+      await shot(page, 'confirm');
+      await page.locator('#confirm-cancel').click();
+    });
+  },
+);
+
+describe('the dashboard when its server goes away', { skip: setup.skip }, () => {
+  let repo: string;
+  let server: SpawnedServer;
+  let browser: Browser;
+
+  before(async () => {
+    repo = makeRepository({});
+    cpSync(path.join(EXAMPLES, 'simple'), path.join(repo, 'simple'), { recursive: true });
+    server = await spawnServer([`--model-repository=${repo}`]);
+    browser = await setup.launch();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    if (repo !== undefined) removeRepository(repo);
+  });
+
+  it('says the connection is lost and freezes the figures, instead of drawing zeros', async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(WAIT.timeout);
+    await page.goto(`${server.url}/dashboard/`);
+    await until('two polls', async () => (await attr(page, 'body', 'data-polls')) >= 2);
+    assert.equal(await page.locator('#connection').isVisible(), false);
+    await server.stop();
+    await page.locator('#connection').waitFor({ state: 'visible', ...WAIT });
+    assert.match(await page.locator('#connection').innerText(), /Connection to the server lost at/);
+    const points = await attr(page, '#chart-throughput', 'data-points');
+    const updated = await page.locator('#updated').innerText();
+    const polls = await attr(page, 'body', 'data-polls');
+    await until('two more polls', async () => (await attr(page, 'body', 'data-polls')) >= polls + 2);
+    assert.equal(await attr(page, '#chart-throughput', 'data-points'), points);
+    assert.equal(await page.locator('#updated').innerText(), updated);
+  });
+});
+
 describe('the dashboard where model control is not allowed', { skip: setup.skip }, () => {
   let browser: Browser;
   let repo: string;
@@ -337,6 +537,25 @@ describe('the dashboard where model control is not allowed', { skip: setup.skip 
     await page.goto(`${server.url}/dashboard/`);
     return { server, page };
   }
+
+  it('gives the models table the whole width in explicit mode, and breaks no heading inside a word', async () => {
+    const { page } = await open(['--model-control-mode=explicit', '--load-model=simple']);
+    await page.locator('#models-table button.action').first().waitFor(WAIT);
+    const widths = await page.locator('#models-table').evaluate((table) => {
+      const section = table.closest('section')!;
+      const main = table.closest('main')!;
+      return { section: section.getBoundingClientRect().width, main: main.clientWidth };
+    });
+    assert.ok(widths.section > widths.main * 0.8, JSON.stringify(widths));
+    const lines = await page.locator('#models-table th').evaluateAll((ths) =>
+      ths.map((th) => {
+        const range = th.ownerDocument.createRange();
+        range.selectNodeContents(th);
+        return [th.textContent, new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size];
+      }),
+    );
+    for (const [text, n] of lines) assert.equal(n, 1, `heading "${String(text)}" is on one line`);
+  });
 
   it('has no model control buttons when the server is not in explicit mode', async () => {
     const { page } = await open(['--model-control-mode=none']);
