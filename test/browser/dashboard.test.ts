@@ -541,19 +541,25 @@ describe('the dashboard where model control is not allowed', { skip: setup.skip 
   it('gives the models table the whole width in explicit mode, and breaks no heading inside a word', async () => {
     const { page } = await open(['--model-control-mode=explicit', '--load-model=simple']);
     await page.locator('#models-table button.action').first().waitFor(WAIT);
-    const widths = await page.locator('#models-table').evaluate((table) => {
-      const section = table.closest('section')!;
-      const main = table.closest('main')!;
-      return { section: section.getBoundingClientRect().width, main: main.clientWidth };
-    });
-    assert.ok(widths.section > widths.main * 0.8, JSON.stringify(widths));
-    const lines = await page.locator('#models-table th').evaluateAll((ths) =>
-      ths.map((th) => {
-        const range = th.ownerDocument.createRange();
+    // Measured in the page (a string, so no DOM types are needed here): the models section's width against
+    // the grid's, and for each heading the number of distinct line tops its text occupies.
+    const measured = await page.evaluate<{
+      section: number;
+      main: number;
+      lines: [string, number][];
+    }>(`(() => {
+      const table = document.querySelector('#models-table');
+      const section = table.closest('section').getBoundingClientRect().width;
+      const main = table.closest('main').clientWidth;
+      const lines = [...table.querySelectorAll('th')].map((th) => {
+        const range = document.createRange();
         range.selectNodeContents(th);
         return [th.textContent, new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size];
-      }),
-    );
+      });
+      return { section, main, lines };
+    })()`);
+    assert.ok(measured.section > measured.main * 0.8, JSON.stringify(measured));
+    const lines = measured.lines;
     for (const [text, n] of lines) assert.equal(n, 1, `heading "${String(text)}" is on one line`);
   });
 
