@@ -225,7 +225,9 @@ export class InferenceServer implements InferenceServerApi {
       .loadedVersions()
       .filter((v): v is ModelVersion => v instanceof ModelVersion && v.isReady())
       .map((v) => ({ model: v.modelName, version: String(v.version), count: v.instanceCount }))
-      .sort((a, b) => (a.model === b.model ? Number(a.version) - Number(b.version) : a.model < b.model ? -1 : 1));
+      .sort((a, b) =>
+        a.model === b.model ? Number(a.version) - Number(b.version) : a.model < b.model ? -1 : 1,
+      );
   }
 
   /**

@@ -55,7 +55,11 @@ export interface OperatorValues {
   /** The repository index: one row per model version (a model never attempted has version ''). */
   readonly models?: readonly { readonly model: string; readonly version: string; readonly state: string }[];
   /** The instances of each READY model version. */
-  readonly instances?: readonly { readonly model: string; readonly version: string; readonly count: number }[];
+  readonly instances?: readonly {
+    readonly model: string;
+    readonly version: string;
+    readonly count: number;
+  }[];
   readonly requests?: readonly CountedRequests[];
 }
 
