@@ -95,10 +95,17 @@ export interface WireResponse {
 
 // --- host -> stub -----------------------------------------------------------------------------------------
 
+/** A Python-based backend's folder, imported by the stub as a package of this name (model_path its script). */
+export interface BackendPackage {
+  readonly name: string;
+  readonly dir: string;
+}
+
 export interface InitMessage {
   /** The instance name. */
   readonly name: string;
   readonly model_path: string;
+  readonly backend_package?: BackendPackage;
   readonly decoupled: boolean;
   /** Tensors of at least this many bytes go through /dev/shm. */
   readonly shm_threshold: number;
@@ -111,6 +118,7 @@ export interface InitMessage {
 export interface AutoCompleteMessage {
   readonly name: string;
   readonly model_path: string;
+  readonly backend_package?: BackendPackage;
   /** The model config as JSON text. */
   readonly config: string;
 }
