@@ -6,6 +6,7 @@
  * library...) are accepted with a warning, so existing command lines keep working.
  */
 import { invalidArg } from '../common/errors.js';
+import { isLogFormat } from '../common/logger.js';
 import { parseCacheSetting, resolveCacheConfig, type CacheSetting } from '../core/cache/index.js';
 import { parseCompressionLevel } from '../frontends/grpc/compression.js';
 import { compileForwardPattern } from '../frontends/header-forward.js';
@@ -636,10 +637,9 @@ export const FLAGS: readonly Flag[] = [
     name: 'log-format',
     kind: 'string',
     defaultText: 'default',
-    help: "Log line format: 'default' or 'ISO8601'.",
+    help: "Log line format: 'default' (Triton's `I1201 18:46:09.714123 <pid> <file>:<line>] \"msg\"`, UTC), 'ISO8601' (`2026-12-01T18:46:09Z I <pid> <file>:<line>] \"msg\"`) or 'json' (a Nereid addition: one JSON object a line with time, severity, pid, file, line and message). Messages are JSON-escaped as in Triton unless TRITON_SERVER_ESCAPE_LOG_MESSAGES=0.",
     apply: (d, v) => {
-      if (v !== 'default' && v !== 'ISO8601')
-        throw invalidArg(`--log-format must be default or ISO8601, got '${v}'`);
+      if (!isLogFormat(v)) throw invalidArg(`--log-format must be default, ISO8601 or json, got '${v}'`);
       d.logFormat = v;
     },
   },
