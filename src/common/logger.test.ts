@@ -101,7 +101,7 @@ test('formatLogLine: microseconds, padded fields, and no escaping when asked', (
     '2026-01-05T03:04:05Z W 7 a.ts:9] "hi"',
   );
   assert.equal(
-    JSON.parse(formatLogLine('json', 'E', micros, 7, 'a.ts', 9, 'hi', true)).time,
+    (JSON.parse(formatLogLine('json', 'E', micros, 7, 'a.ts', 9, 'hi', true)) as { time: string }).time,
     '2026-01-05T03:04:05.000042Z',
   );
 });

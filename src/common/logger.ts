@@ -85,17 +85,17 @@ export class Logger {
   }
 
   info(msg: string): void {
-    if (this.settings.logInfo) this.write('I', msg, this.info);
+    if (this.settings.logInfo) this.write('I', msg);
   }
   warn(msg: string): void {
-    if (this.settings.logWarning) this.write('W', msg, this.warn);
+    if (this.settings.logWarning) this.write('W', msg);
   }
   error(msg: string): void {
-    if (this.settings.logError) this.write('E', msg, this.error);
+    if (this.settings.logError) this.write('E', msg);
   }
   /** Logged when the verbose level is at least `level` (1 by default). */
   verbose(msg: string, level = 1): void {
-    if (this.settings.logVerbose >= level) this.write('I', msg, this.verbose);
+    if (this.settings.logVerbose >= level) this.write('I', msg);
   }
   isVerbose(level = 1): boolean {
     return this.settings.logVerbose >= level;
@@ -105,10 +105,10 @@ export class Logger {
     if (this.settings.logInfo) this.sink(msg);
   }
 
-  /** `site`: the public method called, so the location printed is its caller's. */
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-  private write(severity: 'I' | 'W' | 'E', msg: string, site: Function): void {
-    const at = callerLocation(site);
+  /** Called from info/warn/error/verbose only: the location printed is their caller's, one frame down. */
+  private write(severity: 'I' | 'W' | 'E', msg: string): void {
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    const at = callerLocation(Logger.prototype.write, 1);
     const escape = process.env.TRITON_SERVER_ESCAPE_LOG_MESSAGES !== '0';
     this.sink(
       formatLogLine(

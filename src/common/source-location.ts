@@ -109,17 +109,17 @@ export function originalLocation(fileOrUrl: string, line: number): SourceLocatio
 }
 
 /**
- * The place `fn` was called from (the frame just below `fn` on the stack), or `unknown:0` when V8 gives
- * none (native callers).
+ * The place `fn`'s caller `skip` frames further down was called from: with skip 0 the frame just below
+ * `fn` on the stack, with 1 the one below that. `unknown:0` when V8 gives none (native callers).
  */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-export function callerLocation(fn: Function): SourceLocation {
+export function callerLocation(fn: Function, skip = 0): SourceLocation {
   const holder: { stack?: string } = {};
   const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 1;
+  Error.stackTraceLimit = skip + 1;
   Error.captureStackTrace(holder, fn);
   Error.stackTraceLimit = limit;
-  const frame = holder.stack?.split('\n')[1];
+  const frame = holder.stack?.split('\n')[skip + 1];
   const m = frame === undefined ? null : FRAME.exec(frame);
   if (!m) return { file: 'unknown', line: 0 };
   return originalLocation(m[1], Number(m[2]));
