@@ -1,10 +1,63 @@
 /**
- * A small leveled logger shaped like Triton's: info/warning/error switches, a verbose level, and the
- * `default` or `ISO8601` line format. Settings are per instance (no global state); the logging
- * extension changes them at run time.
+ * A small leveled logger shaped like Triton's: info/warning/error switches, a verbose level, and Triton's
+ * line formats, so parsers of Triton's logs read Nereid's (triton-inference-server/common logging.cc):
+ *
+ * - `default`: `I1201 18:46:09.714123 11373 server.ts:123] "msg"`: severity, month and day, time with
+ *   microseconds, pid, the caller's source file and line; date and time both UTC.
+ * - `ISO8601`: `2026-12-01T18:46:09Z I 11373 server.ts:123] "msg"` (whole seconds, as Triton).
+ * - `json` (a Nereid addition): one JSON object a line, `{"time","severity","pid","file","line","message"}`
+ *   with the time in ISO 8601 with microseconds.
+ *
+ * As in Triton, a message is written JSON-encoded (in double quotes, newlines and quotes escaped, so one
+ * message is one line whatever it holds) unless the environment sets TRITON_SERVER_ESCAPE_LOG_MESSAGES=0.
+ * Settings are per instance (no global state); the logging extension changes them at run time.
  */
+import { callerLocation } from './source-location.js';
 
-export type LogFormat = 'default' | 'ISO8601';
+export type LogFormat = 'default' | 'ISO8601' | 'json';
+
+export const LOG_FORMATS: readonly LogFormat[] = ['default', 'ISO8601', 'json'];
+
+export const isLogFormat = (v: unknown): v is LogFormat => LOG_FORMATS.includes(v as LogFormat);
+
+const SEVERITY_NAMES: Readonly<Record<string, string>> = { I: 'INFO', W: 'WARNING', E: 'ERROR' };
+
+/** Microseconds since the epoch, from the monotonic clock anchored at the process's start. */
+function nowMicros(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
+const two = (n: number): string => String(n).padStart(2, '0');
+
+/** One log line in `format`, at `micros` (since the epoch), from `file:line`. */
+export function formatLogLine(
+  format: LogFormat,
+  severity: 'I' | 'W' | 'E',
+  micros: number,
+  pid: number,
+  file: string,
+  line: number,
+  msg: string,
+  escape: boolean,
+): string {
+  const date = new Date(Math.floor(micros / 1000));
+  const usec = String(micros % 1_000_000).padStart(6, '0');
+  const iso = date.toISOString().slice(0, 19);
+  if (format === 'json') {
+    return JSON.stringify({
+      time: `${iso}.${usec}Z`,
+      severity: SEVERITY_NAMES[severity],
+      pid,
+      file,
+      line,
+      message: msg,
+    });
+  }
+  const text = escape ? JSON.stringify(msg) : msg;
+  if (format === 'ISO8601') return `${iso}Z ${severity} ${pid} ${file}:${line}] ${text}`;
+  const stamp = `${two(date.getUTCMonth() + 1)}${two(date.getUTCDate())} ${iso.slice(11)}.${usec}`;
+  return `${severity}${stamp} ${pid} ${file}:${line}] ${text}`;
+}
 
 export interface LogSettings {
   logInfo: boolean;
@@ -52,18 +105,23 @@ export class Logger {
     if (this.settings.logInfo) this.sink(msg);
   }
 
-  private write(severity: string, msg: string): void {
-    const now = new Date();
-    let prefix: string;
-    if (this.settings.logFormat === 'ISO8601') {
-      prefix = `${now.toISOString()} ${severity} ${process.pid}]`;
-    } else {
-      const mm = String(now.getMonth() + 1).padStart(2, '0');
-      const dd = String(now.getDate()).padStart(2, '0');
-      const time = now.toISOString().slice(11, 23);
-      prefix = `${severity}${mm}${dd} ${time} ${process.pid}]`;
-    }
-    this.sink(`${prefix} ${msg}`);
+  /** Called from info/warn/error/verbose only: the location printed is their caller's, one frame down. */
+  private write(severity: 'I' | 'W' | 'E', msg: string): void {
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    const at = callerLocation(Logger.prototype.write, 1);
+    const escape = process.env.TRITON_SERVER_ESCAPE_LOG_MESSAGES !== '0';
+    this.sink(
+      formatLogLine(
+        this.settings.logFormat,
+        severity,
+        nowMicros(),
+        process.pid,
+        at.file,
+        at.line,
+        msg,
+        escape,
+      ),
+    );
   }
 }
 

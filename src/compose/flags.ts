@@ -6,6 +6,10 @@
  * library...) are accepted with a warning, so existing command lines keep working.
  */
 import { invalidArg } from '../common/errors.js';
+import { isLogFormat } from '../common/logger.js';
+import { nearestName } from '../common/nearest-name.js';
+
+export { editDistance } from '../common/nearest-name.js';
 import { parseCacheSetting, resolveCacheConfig, type CacheSetting } from '../core/cache/index.js';
 import { parseCompressionLevel } from '../frontends/grpc/compression.js';
 import { compileForwardPattern } from '../frontends/header-forward.js';
@@ -651,10 +655,9 @@ export const FLAGS: readonly Flag[] = [
     name: 'log-format',
     kind: 'string',
     defaultText: 'default',
-    help: "Log line format: 'default' or 'ISO8601'.",
+    help: "Log line format: 'default' (Triton's `I1201 18:46:09.714123 <pid> <file>:<line>] \"msg\"`, UTC), 'ISO8601' (`2026-12-01T18:46:09Z I <pid> <file>:<line>] \"msg\"`) or 'json' (a Nereid addition: one JSON object a line with time, severity, pid, file, line and message). Messages are JSON-escaped as in Triton unless TRITON_SERVER_ESCAPE_LOG_MESSAGES=0.",
     apply: (d, v) => {
-      if (v !== 'default' && v !== 'ISO8601')
-        throw invalidArg(`--log-format must be default or ISO8601, got '${v}'`);
+      if (!isLogFormat(v)) throw invalidArg(`--log-format must be default, ISO8601 or json, got '${v}'`);
       d.logFormat = v;
     },
   },
@@ -1109,36 +1112,15 @@ export const FLAGS: readonly Flag[] = [
   },
 ];
 
-/** Levenshtein distance: the fewest single-character insertions, deletions and substitutions from a to b. */
-export function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row.push(Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)));
-    }
-    prev = row;
-  }
-  return prev[b.length];
-}
-
 /**
- * The known flag an unknown name most likely meant, for "did you mean": the nearest by edit distance, if it
- * is within a third of the name's length (at least 1, at most 3 edits), so a typo gets a suggestion and an
- * unrelated word none. Ties go to the flag listed first.
+ * The known flag an unknown name most likely meant, for "did you mean" (common/nearest-name.ts). Ties go to
+ * the flag listed first.
  */
 export function closestFlag(name: string): string | undefined {
-  const limit = Math.min(3, Math.max(1, Math.floor(name.length / 3)));
-  let best: string | undefined;
-  let bestDistance = limit + 1;
-  for (const f of FLAGS) {
-    const d = editDistance(name, f.name);
-    if (d < bestDistance) {
-      best = f.name;
-      bestDistance = d;
-    }
-  }
-  return best;
+  return nearestName(
+    name,
+    FLAGS.map((f) => f.name),
+  );
 }
 
 const BY_NAME = new Map<string, Flag>();
@@ -1468,14 +1450,83 @@ const ARG_NAMES: Readonly<Record<Kind, string>> = {
 };
 
 /** --help text, generated from the table. */
+/** The flags a first start needs, in the order --help lists them before everything else. */
+export const MOST_USED_FLAGS: readonly string[] = [
+  'model-repository',
+  'model-control-mode',
+  'load-model',
+  'http-port',
+  'grpc-port',
+  'metrics-port',
+  'log-verbose',
+  'log-format',
+  'strict-readiness',
+  'exit-on-error',
+  'backend-config',
+];
+
+/** --help's sections after the most used flags: a flag goes to the first whose test it passes. */
+const HELP_SECTIONS: readonly { readonly title: string; readonly has: (name: string) => boolean }[] = [
+  {
+    title: 'Model repository and loading',
+    has: (n) =>
+      /^(model-|repository-|repoagent|load-model|watch|strict-model|strict-gpu|disable-auto|max-.*instances|backend-)/.test(
+        n,
+      ),
+  },
+  { title: 'HTTP', has: (n) => /^(http-|allow-http|reuse-http|allow-dashboard|tls-)/.test(n) },
+  { title: 'gRPC', has: (n) => /^(grpc-|allow-grpc|reuse-grpc)/.test(n) },
+  { title: 'OpenAI, SageMaker, Vertex AI', has: (n) => /(openai|sagemaker|vertex-ai)/.test(n) },
+  { title: 'Metrics', has: (n) => /metrics/.test(n) },
+  { title: 'Logging and tracing', has: (n) => /^(log-|trace-|access-log)/.test(n) },
+  { title: 'Server life cycle', has: (n) => /^(exit-|strict-readiness|id$)/.test(n) },
+  {
+    title: 'Caching, rate limiting and memory',
+    has: (n) =>
+      /^(cache-|response-cache|rate-limit|pinned-|cuda-|allow-client-shm|max-undelivered|response-idle)/.test(
+        n,
+      ),
+  },
+  { title: 'Other', has: () => true },
+];
+
+function helpEntry(f: Flag): string[] {
+  const arg = `=<${ARG_NAMES[f.kind]}>`;
+  const def = f.defaultText !== undefined ? ` (default: ${f.defaultText})` : '';
+  const names = [f.name, ...(f.aliases ?? [])].map((n) => `--${n}${arg}`).join(', ');
+  return [`  ${names}`, `      ${f.help}${def}${f.apply ? '' : ` [accepted, no effect: ${f.inert ?? ''}]`}`];
+}
+
+/**
+ * --help: the most used flags first, then every other flag once, in sections (accepted-but-inert flags
+ * last within each section).
+ */
 export function helpText(): string {
-  const lines = ['Usage: nereid [options]', '', 'Options (tritonserver-compatible):'];
-  for (const f of FLAGS) {
-    const arg = `=<${ARG_NAMES[f.kind]}>`;
-    const def = f.defaultText !== undefined ? ` (default: ${f.defaultText})` : '';
-    const names = [f.name, ...(f.aliases ?? [])].map((n) => `--${n}${arg}`).join(', ');
-    lines.push(`  ${names}`);
-    lines.push(`      ${f.help}${def}${f.apply ? '' : ` [accepted, no effect: ${f.inert ?? ''}]`}`);
+  const lines = [
+    'Usage: nereid [options]',
+    '',
+    "Options are tritonserver's (--flag=value or --flag value).",
+    '',
+  ];
+  lines.push('Most used:');
+  const shown = new Set<string>();
+  for (const name of MOST_USED_FLAGS) {
+    const f = BY_NAME.get(name);
+    if (f === undefined) continue;
+    lines.push(...helpEntry(f));
+    shown.add(f.name);
   }
+  const bySection = HELP_SECTIONS.map(() => [] as Flag[]);
+  for (const f of FLAGS) {
+    if (shown.has(f.name)) continue;
+    bySection[HELP_SECTIONS.findIndex((sec) => sec.has(f.name))].push(f);
+  }
+  HELP_SECTIONS.forEach((sec, i) => {
+    const flags = [...bySection[i].filter((f) => f.apply), ...bySection[i].filter((f) => !f.apply)];
+    if (flags.length === 0) return;
+    lines.push('', `${sec.title}:`);
+    for (const f of flags) lines.push(...helpEntry(f));
+  });
+  lines.push('', 'Other commands: nereid --version, nereid init --help.');
   return lines.join('\n');
 }

@@ -3,7 +3,7 @@
  * the InferenceServerApi; it knows no protocol. Frontends (or an application embedding Nereid) call it.
  */
 import { internal, invalidArg } from '../common/errors.js';
-import type { Logger } from '../common/logger.js';
+import { isLogFormat, type Logger } from '../common/logger.js';
 import type { JsonObject } from '../model-config/json.js';
 import { modelConfigToJson } from '../model-config/index.js';
 import { isServable, type ServableVersion } from './ensemble/servable.js';
@@ -305,7 +305,7 @@ export class InferenceServer implements InferenceServerApi {
       next.logVerbose = v;
     }
     if (update.log_format !== undefined) {
-      if (update.log_format !== 'default' && update.log_format !== 'ISO8601') {
+      if (!isLogFormat(update.log_format)) {
         throw invalidArg(`invalid argument for 'log_format', got: ${String(update.log_format)}`);
       }
       next.logFormat = update.log_format;

@@ -2,6 +2,7 @@
  * The core's request and response types: what frontends build from the wire and read back. No HTTP or
  * gRPC here. Shapes are plain numbers (int64 dims beyond 2^53 are rejected at the edge).
  */
+import type { LogFormat } from '../common/logger.js';
 import type { DataType } from '../common/datatype.js';
 import type { ModelMetadata, ServerMetadata, TensorMetadata } from '../common/metadata.js';
 import type { InferBatchStatistics, InferStatistics, StatisticDuration } from '../common/statistics.js';
@@ -137,7 +138,7 @@ export interface LogSettingsView {
   log_warning: boolean;
   log_error: boolean;
   log_verbose_level: number;
-  log_format: 'default' | 'ISO8601';
+  log_format: LogFormat;
 }
 
 export type LogSettingsUpdate = Partial<Omit<LogSettingsView, 'log_file'>>;

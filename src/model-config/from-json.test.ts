@@ -109,7 +109,7 @@ void test('oneof members and map keys', () => {
 void test('unknown fields and wrong types name the path', () => {
   assert.equal(
     jsonError({ input: [{ name: 'a', dimz: [1] }] }),
-    "config override: unknown field 'dimz' in message ModelInput (at input[0])",
+    "config override: unknown field 'dimz' in message ModelInput; did you mean 'dims'? (at input[0])",
   );
   assert.equal(
     jsonError({ maxBatch: 1 }),

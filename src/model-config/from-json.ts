@@ -5,6 +5,7 @@
  * unset); this does the same, driven by the schema, with proto3 defaults, and bounds size and nesting first.
  */
 import { invalidArg, type NereidError } from '../common/errors.js';
+import { didYouMean } from '../common/nearest-name.js';
 import { finishModelConfig } from './message.js';
 import type { ModelConfig } from './model-config.js';
 import {
@@ -73,7 +74,13 @@ class JsonReader {
     for (const [key, value] of Object.entries(raw)) {
       const field = desc.fields.find((f) => f.name === key || f.jsonName === key);
       const at = path === '' ? key : `${path}.${key}`;
-      if (field === undefined) throw this.fail(path, `unknown field '${key}' in message ${desc.name}`);
+      if (field === undefined) {
+        const hint = didYouMean(
+          key,
+          desc.fields.flatMap((f) => [f.name, f.jsonName]),
+        );
+        throw this.fail(path, `unknown field '${key}' in message ${desc.name}${hint}`);
+      }
       // null means "not set" in protobuf's JSON mapping.
       if (value === null) continue;
       const problem = tracker.claim(field);

@@ -78,8 +78,16 @@ interface InferBody {
   outputs?: { name: string; data: number[] }[];
 }
 
-/** Log entries (one per log call; a stack makes an entry several lines long) that contain `text`. */
-const entries = (s: TestServer, text: string): string[] => s.logs.filter((l) => l.includes(text));
+/**
+ * Log entries (one per log call) that contain `text`, each message decoded from the JSON string Triton's
+ * format writes (so a stack is several lines again).
+ */
+const entries = (s: TestServer, text: string): string[] =>
+  s.logs
+    .map((l) =>
+      l.replace(/^([^\]]*\] )(".*")$/s, (_, head: string, q: string) => head + (JSON.parse(q) as string)),
+    )
+    .filter((l) => l.includes(text));
 
 async function infer(
   s: TestServer,

@@ -134,6 +134,9 @@ describe('fast refusals do not starve the accept queue', () => {
     const base = `http://127.0.0.1:${s.healthPort}`;
     assert.equal((await request(`${base}/v2/health/live`)).status, 200);
     assert.equal((await request(`${base}/v2/health/ready`)).status, 200);
+    // HEAD as on the HTTP port and in Triton: 405 (test/differential/test_diff_head.py).
+    assert.equal((await request(`${base}/v2/health/live`, { method: 'HEAD' })).status, 405);
+    assert.equal((await request(`${base}/v2/health/ready`, { method: 'HEAD' })).status, 405);
     const other = await request(`${base}/v2/models/queued/infer`, { method: 'POST', body: '{}' });
     assert.equal(other.status, 404);
     assert.deepEqual(other.json(), { error: 'Not Found' });

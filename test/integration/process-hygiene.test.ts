@@ -139,6 +139,46 @@ describe('process hygiene', () => {
     },
   );
 
+  // The two other ways of starting it: Ctrl-C in a terminal (SIGINT to the whole foreground group) exits 0
+  // with no Python traceback either way.
+  for (const [how, command, args] of [
+    ['npx', 'npx', ['--offline', 'nereid', '--model-repository=examples/model_repository', ...SERVER_ARGS]],
+    [
+      'the bin',
+      path.join(ROOT, 'bin/nereid.js'),
+      ['--model-repository=examples/model_repository', ...SERVER_ARGS],
+    ],
+  ] as const) {
+    it(
+      `Ctrl-C under ${how} stops everything with exit 0 and no Python traceback`,
+      { timeout: 600_000 },
+      async () => {
+        const run = start(command, [...args], { ...process.env });
+        const pgid = run.child.pid!;
+        const exited = new Promise<number | null>((resolve) =>
+          run.child.once('exit', (code) => resolve(code)),
+        );
+        try {
+          await waitFor(() => run.log().includes('Started Metrics Service'), 300_000);
+          assert.ok(group(pgid).some((p) => p.cmd.includes('nereid_python_stub.py')));
+          process.kill(-pgid, 'SIGINT');
+          assert.equal(await exited, 0, run.log());
+          await run.closed;
+          await expectAllGone(pgid, run.log);
+          assert.match(run.log(), /Received SIGINT, stopping/);
+          assert.match(run.log(), /Server stopped/);
+          assert.doesNotMatch(run.log(), /Traceback|KeyboardInterrupt/);
+        } finally {
+          try {
+            process.kill(-pgid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      },
+    );
+  }
+
   it(
     'a server whose `sh -c` parent dies without passing SIGTERM on stops by itself (npm exec / npx)',
     { timeout: 300_000 },

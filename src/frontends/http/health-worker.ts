@@ -4,7 +4,8 @@
  * memory. It has an event loop of its own, so a probe is accepted and answered in about a millisecond
  * however busy the main thread's loop and however long the main port's accept queue.
  *
- * The answers are the main port's (200 with no body, or 400), with one addition: the main thread publishes
+ * The answers are the main port's (200 with no body, or 400; HEAD 405 as there and in Triton), with one
+ * addition: the main thread publishes
  * every HEALTH_PUBLISH_MS, and a stale publication means its event loop is stuck. Then the server is not
  * ready (after READY_STALE_MS), and not live (after LIVE_STALE_MS), so an orchestrator stops sending
  * traffic, and restarts a server that does not recover.
@@ -46,10 +47,14 @@ function run(data: HealthWorkerData): void {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const get = req.method === 'GET' || req.method === 'HEAD';
-    if (get && path === '/v2/health/live') {
+    const known = path === '/v2/health/live' || path === '/v2/health/ready';
+    if (known && req.method !== 'GET') {
+      const body = '{"error":"Method Not Allowed"}';
+      res.writeHead(405, { 'Content-Type': 'application/json', 'Content-Length': body.length, Allow: 'GET' });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    } else if (path === '/v2/health/live') {
       answer(res, Atomics.load(flags, LIVE) === 1 && !stale(data.liveStaleMs));
-    } else if (get && path === '/v2/health/ready') {
+    } else if (path === '/v2/health/ready') {
       answer(res, Atomics.load(flags, READY) === 1 && !stale(data.readyStaleMs));
     } else {
       const body = '{"error":"Not Found"}';

@@ -122,7 +122,10 @@ async function customMetricsText(
   return text;
 }
 
-/** The one route: `GET|HEAD /metrics` answers with a scrape; other paths 404, other verbs 405. */
+/**
+ * The one route: `GET /metrics` answers with a scrape; other paths 404, other verbs 405 (HEAD included, as
+ * Triton's metrics port answers it).
+ */
 function metricsHandler(
   scrape: () => Promise<string>,
   log: Logger,
@@ -135,16 +138,16 @@ function metricsHandler(
       res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Not Found\n');
       return;
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    if (req.method !== 'GET') {
       res
-        .writeHead(405, { 'Content-Type': 'text/plain; charset=utf-8', Allow: 'GET, HEAD' })
-        .end('Method Not Allowed\n');
+        .writeHead(405, { 'Content-Type': 'text/plain; charset=utf-8', Allow: 'GET' })
+        .end(req.method === 'HEAD' ? undefined : 'Method Not Allowed\n');
       return;
     }
     scrape().then(
       (text) => {
         res.writeHead(200, { 'Content-Type': CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
-        res.end(req.method === 'HEAD' ? undefined : text);
+        res.end(text);
       },
       (err: unknown) => {
         log.error(`metrics scrape failed: ${String(err)}`);

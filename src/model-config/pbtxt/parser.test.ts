@@ -284,15 +284,24 @@ void test('int64 values up to 2^53 are kept exactly', () => {
 void test('unknown fields, with file, line and column', () => {
   assert.equal(
     parseError('name: "m"\ninput {\n  name: "a"\n  dimz: [1]\n}'),
-    "/repo/m/config.pbtxt:4:3: unknown field 'dimz' in message ModelInput",
+    "/repo/m/config.pbtxt:4:3: unknown field 'dimz' in message ModelInput; did you mean 'dims'?",
   );
   assert.equal(
     parseError('platfrom: "x"'),
-    "/repo/m/config.pbtxt:1:1: unknown field 'platfrom' in message ModelConfig",
+    "/repo/m/config.pbtxt:1:1: unknown field 'platfrom' in message ModelConfig; did you mean 'platform'?",
   );
   assert.equal(
     parseError('instance_group { rate_limiter { resources { nme: "x" } } }'),
-    "/repo/m/config.pbtxt:1:45: unknown field 'nme' in message ModelRateLimiter.Resource",
+    "/repo/m/config.pbtxt:1:45: unknown field 'nme' in message ModelRateLimiter.Resource; did you mean 'name'?",
+  );
+  // A word near no field gets no suggestion; case alone is a near miss.
+  assert.equal(
+    parseError('colour_scheme: "x"'),
+    "/repo/m/config.pbtxt:1:1: unknown field 'colour_scheme' in message ModelConfig",
+  );
+  assert.equal(
+    parseError('Max_Batch_Size: 4'),
+    "/repo/m/config.pbtxt:1:1: unknown field 'Max_Batch_Size' in message ModelConfig; did you mean 'max_batch_size'?",
   );
   assert.equal(
     parseError('parameters { key: "a" val: "b" }'),

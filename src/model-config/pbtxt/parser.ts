@@ -4,6 +4,7 @@
  * repeated keys, maps as key/value entries, enums by name or number, `;`/`,` separators, adjacent string
  * concatenation) and refuses everything else with `<file>:<line>:<col>: <reason>` as INVALID_ARG.
  */
+import { didYouMean } from '../../common/nearest-name.js';
 import type { ModelConfig } from '../model-config.js';
 import { finishModelConfig } from '../message.js';
 import {
@@ -82,7 +83,13 @@ class TextParser {
       if (tok.kind !== 'ident')
         this.fail(tok, `expected a field name in message ${desc.name}, got ${this.describe(tok)}`);
       const field = findField(desc, tok.text);
-      if (field === undefined) this.fail(tok, `unknown field '${tok.text}' in message ${desc.name}`);
+      if (field === undefined) {
+        const hint = didYouMean(
+          tok.text,
+          desc.fields.map((f) => f.name),
+        );
+        this.fail(tok, `unknown field '${tok.text}' in message ${desc.name}${hint}`);
+      }
       this.parseField(msg, desc, tracker, field, tok, depth);
       const sep = this.lx.peek();
       if (this.isSymbol(sep, ';', ',')) this.lx.next();
