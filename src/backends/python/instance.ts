@@ -71,6 +71,7 @@ import {
 } from './protocol.js';
 import type { OutputCheck } from '../output-check.js';
 import { errorInfoOf, pythonFailure, type PythonFailureScope } from './failures.js';
+import { capModelText } from '../model-errors.js';
 import { watchMemory } from './memory-watch.js';
 import type { StubLaunchOptions } from './stub-process.js';
 import { StubProcess } from './stub-process.js';
@@ -582,7 +583,7 @@ export class PythonInstance implements InstanceHandle {
     if (e !== undefined) {
       await stub.stop(this.opts.timeoutMs);
       const located = this.located((reply.header as { error_info?: unknown }).error_info, 'initialize');
-      throw internal(located ?? (typeof e === 'string' ? e : 'initialize() failed'));
+      throw internal(located ?? (typeof e === 'string' ? capModelText(e) : 'initialize() failed'));
     }
     return stub;
   }
@@ -819,7 +820,7 @@ export class PythonInstance implements InstanceHandle {
     for (const r of batch.requests) r.reportTiming?.(timings);
     if (h.error !== undefined) {
       const located = this.located(h.error_info, 'execute');
-      const error = internal(located ?? String(h.error));
+      const error = internal(located ?? capModelText(String(h.error)));
       // A located error went to the failure log (once per distinct error); anything else is logged here.
       if (located === undefined) this.opts.log.error(error.message);
       for (const [rid, f] of this.inflight) {
@@ -913,7 +914,7 @@ export class PythonInstance implements InstanceHandle {
       const e = (typeof r.error === 'object' ? r.error : null) as Partial<WireError> | null;
       const message =
         (e?.from_model !== true ? this.located(e?.info, 'execute') : undefined) ??
-        (typeof e?.message === 'string' ? e.message : JSON.stringify(r.error));
+        capModelText(typeof e?.message === 'string' ? e.message : JSON.stringify(r.error));
       // The model's own error response counts as a success (Triton's backend sent a response for it);
       // errors the stub raised for the model (no final response, a raising coroutine) as failures.
       const error = new NereidError(errorCodeOf(e?.code), message);
