@@ -84,6 +84,12 @@ export interface ResponseSender {
    * ends or is cancelled (check `done` / the signal afterwards). Absent on senders without a bound.
    */
   whenWritable?(): Promise<void>;
+  /**
+   * True while the request's queue of undelivered responses is at its bound (whenWritable() would wait).
+   * A backend that cannot await per send (a Python stub writing into a socket) checks it after each
+   * response and stops reading its producer until whenWritable() resolves. Absent: never full.
+   */
+  readonly full?: boolean;
 }
 
 /**

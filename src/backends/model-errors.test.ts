@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Logger } from '../common/logger.js';
 import {
+  MAX_MODEL_MESSAGE,
+  capModelText,
   MAX_STACKS_PER_INTERVAL,
   ModelErrorLog,
   SUMMARY_INTERVAL_MS,
@@ -158,5 +160,15 @@ describe('model-errors', () => {
       assert.equal(decoupled.c.check(t(), undefined, new Set(['A', 'B'])), undefined);
       assert.equal(decoupled.c.check(t('Z'), undefined, new Set(['A']))?.code, 'INTERNAL');
     });
+  });
+});
+
+describe('capModelText', () => {
+  it('keeps short text, cuts long text at the cap and says how much was cut', () => {
+    assert.equal(capModelText('short'), 'short');
+    const long = capModelText('z'.repeat(MAX_MODEL_MESSAGE + 500));
+    assert.ok(long.startsWith('z'.repeat(MAX_MODEL_MESSAGE)));
+    assert.ok(long.endsWith('... [500 more characters cut]'), long.slice(-40));
+    assert.ok(long.length < MAX_MODEL_MESSAGE + 64);
   });
 });

@@ -18,6 +18,20 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../common/logger.js';
 
+/**
+ * The longest message text of a model's error that reaches a client or the log (issue 33): a model that
+ * raises with a 50 MB message must not send 50 MB to its client, or write it to the log, per request.
+ */
+export const MAX_MODEL_MESSAGE = 4096;
+/** The longest stack (traceback) of a model's error written to the log. */
+export const MAX_MODEL_STACK = 64 * 1024;
+
+/** `text` cut at `max` characters, saying how much was cut. */
+export function capModelText(text: string, max = MAX_MODEL_MESSAGE): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}... [${text.length - max} more characters cut]`;
+}
+
 /** One frame of a stack, innermost first in every list here. */
 export interface StackFrame {
   readonly file: string;

@@ -27,6 +27,8 @@ export interface ResponseSink<T> {
   close(): void;
   /** Resolves when the sink can take another response without exceeding its bound (absent: always). */
   writable?(): Promise<void>;
+  /** True while the sink is at its bound (writable() would wait); absent: never. */
+  readonly full?: boolean;
 }
 
 export interface ResponseStreamOptions extends Partial<ResponseLimits> {
@@ -108,8 +110,12 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
     this.releaseWriters();
   }
 
+  get full(): boolean {
+    return !this.ended && !this.dropped && this.items.length >= this.maxUndelivered;
+  }
+
   writable(): Promise<void> {
-    if (this.ended || this.dropped || this.items.length < this.maxUndelivered) return Promise.resolve();
+    if (!this.full) return Promise.resolve();
     return new Promise((resolve) => {
       this.writers.push(resolve);
       this.armIdle();

@@ -31,6 +31,14 @@ export interface ResponseSender {
   isCancelled(): boolean;
   /** The stream has ended (final sent, failed or cancelled). */
   readonly done: boolean;
+  /**
+   * Resolves when the client has room for another response: a decoupled model awaits it before each
+   * send, so a client that reads slowly slows the model down instead of the server buffering what it
+   * sends (`--max-undelivered-responses`). Resolves at once while there is room, and when the request is
+   * cancelled or the stream ends (check isCancelled() / done afterwards). The generator form of execute()
+   * waits on it by itself.
+   */
+  whenWritable(): Promise<void>;
 }
 
 export interface InferenceRequestInit {

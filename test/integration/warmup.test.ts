@@ -17,9 +17,10 @@ import {
   waitFor,
   type TestServer,
 } from './harness.js';
+import { spawnServer } from './spawned-server.js';
 
 // Logs what each execution of its instance saw; X[0] = -7 makes it fail, -9 makes it wait for a file
-// `gate` in the model folder (to hold a warmup open).
+// `gate` in the model folder (to hold a warmup open), -11 makes it take 50 ms (a long warmup).
 const PROBE = `
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -43,6 +44,7 @@ export default class Probe {
     const first = batch[0].x[0];
     if (first === -7) throw new NereidError('INVALID_ARG', 'probe refuses -7');
     if (first === -9) while (!existsSync(gate)) await new Promise((r) => setTimeout(r, 20));
+    if (first === -11) await new Promise((r) => setTimeout(r, 50));
     return requests.map((r) => ({
       outputs: [r.input('X').withName('Y'), Tensor.from('LOG', [JSON.stringify(seen)], { shape: [1, 1] })],
     }));
@@ -176,6 +178,10 @@ describe('model warmup', () => {
       probe_gate: probe('probe_gate', sample('gated', xFile('gate.bin')), {
         'warmup/gate.bin': int32([-9, 0, 0, 0]),
       }),
+      // 10,000 iterations of 50 ms: over 8 minutes of warmup unless something stops it.
+      probe_long: probe('probe_long', sample('long', xFile('slow.bin'), 'count: 10000'), {
+        'warmup/slow.bin': int32([-11, 0, 0, 0]),
+      }),
     });
     // A symlink from inside the warmup folder to a file outside the repository.
     outside = mkdtempSync(path.join(os.tmpdir(), 'nereid-warmup-outside-'));
@@ -305,5 +311,55 @@ describe('model warmup', () => {
     writeFileSync(path.join(repo, 'probe_gate', 'gate'), '');
     assert.deepEqual(await loading, { status: 200, error: '' });
     assert.equal((await request(`${server.url}/v2/models/probe_gate/ready`)).status, 200);
+  });
+
+  it(
+    'is cancelled by an unload: the unload answers, the load fails saying why',
+    { timeout: 60_000 },
+    async () => {
+      const loading = load(server.url, 'probe_long');
+      await waitFor(() =>
+        server.logs.some((l) => l.includes("running warmup sample 'long' for iteration 3")),
+      );
+      const unload = await post(`${server.url}/v2/repository/models/probe_long/unload`, {});
+      assert.equal(unload.status, 200, unload.body.toString());
+      const loaded = await loading;
+      assert.notEqual(loaded.status, 200);
+      assert.match(loaded.error, /load cancelled: model 'probe_long' was unloaded/);
+      assert.equal((await request(`${server.url}/v2/models/probe_long/ready`)).status, 400);
+      // The server goes on serving.
+      assert.equal((await request(`${server.url}/v2/health/live`)).status, 200);
+    },
+  );
+});
+
+describe('model warmup and shutdown', () => {
+  it('SIGTERM during a long warmup: the server stops it and exits cleanly', { timeout: 90_000 }, async () => {
+    const repo = makeRepository({
+      probe_long: probe('probe_long', sample('long', xFile('slow.bin'), 'count: 10000'), {
+        'warmup/slow.bin': int32([-11, 0, 0, 0]),
+      }),
+    });
+    const server = await spawnServer([
+      `--model-repository=${repo}`,
+      '--model-control-mode=explicit',
+      '--log-verbose=1',
+    ]);
+    try {
+      const loading = post(`${server.url}/v2/repository/models/probe_long/load`, {}).catch(() => undefined);
+      await waitFor(() => server.log().includes("running warmup sample 'long' for iteration 3"), 30_000);
+      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        server.child.once('exit', (code, signal) => resolve({ code, signal })),
+      );
+      server.child.kill('SIGTERM');
+      const { code, signal } = await exit;
+      assert.equal(signal, null, server.log().slice(-2000));
+      assert.equal(code, 0, server.log().slice(-2000));
+      assert.ok(!server.log().includes('terminate called'), 'no native abort');
+      await loading;
+    } finally {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+      removeRepository(repo);
+    }
   });
 });

@@ -9,6 +9,8 @@ import { NereidError } from '../../common/errors.js';
 import { relativizePaths } from '../../common/confine.js';
 import type { Logger } from '../../common/logger.js';
 import {
+  MAX_MODEL_STACK,
+  capModelText,
   modelFailureText,
   parseV8Stack,
   relativeToModel,
@@ -30,9 +32,10 @@ export interface FailureScope {
 
 /** The client's error for what a model threw in `fallback` (the phase the worker names wins). */
 export function modelFailure(e: WireError, scope: FailureScope, fallback: ModelPhase): NereidError {
+  const stack = e.stack === undefined ? undefined : capModelText(e.stack, MAX_MODEL_STACK);
   if (e.chosen) {
-    if (e.stack) scope.log.verbose(`${scope.id.instance ?? scope.id.model}: ${e.stack}`);
-    return new NereidError(e.code, e.message);
+    if (stack) scope.log.verbose(`${scope.id.instance ?? scope.id.model}: ${stack}`);
+    return new NereidError(e.code, capModelText(String(e.message)));
   }
   const phase = e.phase ?? fallback;
   // Messages may name files (ENOENT: '/srv/models/m/1/vocab.txt'): only relative to the model folder.
@@ -48,8 +51,8 @@ export function modelFailure(e: WireError, scope: FailureScope, fallback: ModelP
     };
     what = e.build.text;
   } else {
-    where = e.stack ? userFrames(parseV8Stack(e.stack), scope.modelDirs, 'javascript')[0] : undefined;
-    what = e.name ? `${e.name}: ${e.message}` : e.message;
+    where = stack ? userFrames(parseV8Stack(stack), scope.modelDirs, 'javascript')[0] : undefined;
+    what = capModelText(e.name ? `${capModelText(e.name, 256)}: ${e.message}` : String(e.message));
   }
   what = relativizePaths(what, folders);
   const headline = modelFailureText(scope.id, phase, what, where);
@@ -59,7 +62,7 @@ export function modelFailure(e: WireError, scope: FailureScope, fallback: ModelP
     message: what,
     where,
     headline,
-    stack: e.build ? e.stack?.split('\n')[0] : e.stack,
+    stack: e.build ? stack?.split('\n')[0] : stack,
   });
   return new NereidError(e.code, headline);
 }

@@ -23,6 +23,7 @@ import type {
   InstanceHandle,
   InstanceSpec,
   ParameterValue,
+  ResponseSender,
   ServerApi,
 } from '../../backend-api/backend.js';
 import { isServerParameter } from '../../backend-api/backend.js';
@@ -113,6 +114,11 @@ export class JsInstance implements InstanceHandle {
   private restarts = 0;
   /** The current worker's model defines isReady() (else a live worker is ready). */
   private definesIsReady = false;
+  /** Acknowledgements of decoupled responses to post to each worker at the end of this turn. */
+  private readonly acks = new Map<JsWorker, Map<number, number>>();
+  private ackFlush: NodeJS.Immediate | undefined;
+  /** Requests whose response queue was full: responses delivered meanwhile, acknowledged once it has room. */
+  private readonly heldAcks = new Map<number, number>();
   /** The last metrics snapshot the worker answered with, kept for a busy worker (see customMetrics()). */
   private lastMetrics: { worker: JsWorker; families: MetricFamilySnapshot[] } | undefined;
 
@@ -372,6 +378,11 @@ export class JsInstance implements InstanceHandle {
 
   private onTimeout(batch: Batch): void {
     if (!this.batches.has(batch.id)) return;
+    if (this.heldBack(batch)) {
+      // A request of the batch waits for a slow reader (back-pressure): the model is not stuck.
+      batch.timer?.refresh();
+      return;
+    }
     const ms = this.opts.options.executionTimeoutMs;
     const worker = batch.worker;
     if (batch.returned) {
@@ -520,6 +531,55 @@ export class JsInstance implements InstanceHandle {
     if (!sender.done)
       sender.send(outputs, r.parameters ? { final: r.final, parameters: r.parameters } : { final: r.final });
     if (r.final || sender.done) end();
+    else if (this.opts.decoupled) this.acknowledge(batch.worker, r.rid, sender);
+  }
+
+  /**
+   * Back-pressure (issue 33): the worker's sender stays at most RESPONSE_WINDOW responses ahead of what
+   * was acknowledged. A response that reached a queue with room is acknowledged at the end of this turn
+   * (one message for all of them); once the queue is full (`sender.full`), acknowledgements wait for
+   * `sender.whenWritable()`, so a model awaiting its sender's whenWritable() waits for the reader.
+   */
+  private acknowledge(worker: JsWorker, rid: number, sender: ResponseSender): void {
+    const held = this.heldAcks.get(rid);
+    if (held !== undefined) {
+      this.heldAcks.set(rid, held + 1);
+      return;
+    }
+    if (sender.full === true && sender.whenWritable !== undefined) {
+      this.heldAcks.set(rid, 1);
+      void sender.whenWritable().then(() => {
+        const n = this.heldAcks.get(rid) ?? 0;
+        this.heldAcks.delete(rid);
+        this.queueAck(worker, rid, n);
+      });
+      return;
+    }
+    this.queueAck(worker, rid, 1);
+  }
+
+  private queueAck(worker: JsWorker, rid: number, n: number): void {
+    if (n <= 0 || !worker.alive) return;
+    let forWorker = this.acks.get(worker);
+    if (forWorker === undefined) {
+      forWorker = new Map();
+      this.acks.set(worker, forWorker);
+    }
+    forWorker.set(rid, (forWorker.get(rid) ?? 0) + n);
+    this.ackFlush ??= setImmediate(() => {
+      this.ackFlush = undefined;
+      for (const [w, m] of this.acks) {
+        if (w.alive) w.post({ kind: 'taken', rids: [...m.keys()], counts: [...m.values()] });
+      }
+      this.acks.clear();
+    });
+  }
+
+  /** A request of the batch is waiting for room in its response queue. */
+  private heldBack(batch: Batch): boolean {
+    if (this.heldAcks.size === 0) return false;
+    for (const rid of this.heldAcks.keys()) if (this.inflight.get(rid)?.batch === batch) return true;
+    return false;
   }
 
   private checkOutput(w: unknown): Tensor {

@@ -115,8 +115,18 @@ export interface TransferCounters {
   outputBytesShared: number;
 }
 
+/**
+ * Non-final responses of one decoupled request the worker may have sent that the main thread has not yet
+ * acknowledged ('taken'). The main thread acknowledges a response once the request's queue of undelivered
+ * responses has room for it, so a model that awaits `sender.whenWritable()` stays at most this many
+ * responses ahead of a slow reader (on top of that queue's own bound).
+ */
+export const RESPONSE_WINDOW = 16;
+
 export type ToWorker =
   | { kind: 'execute'; batch: number; requests: WireRequest[] }
+  /** Responses of these requests (counts[i] for rids[i]) reached a response queue with room. */
+  | { kind: 'taken'; rids: number[]; counts: number[] }
   | { kind: 'cancel'; rid: number }
   /** The main thread failed the request (its stream stalled): cancel it and close its sender. */
   | { kind: 'drop'; rid: number }

@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import type { ModelPhase } from '../model-errors.js';
+import { capModelText, type ModelPhase } from '../model-errors.js';
 import type { FromWorker, QueryAnswer, ToWorker, WireError, WorkerInit } from './protocol.js';
 
 // Compiled beside this file in dist/; the URL keeps working wherever the package is installed.
@@ -35,7 +35,9 @@ export interface WorkerStarted {
   readonly definesIsReady?: boolean;
 }
 
-export const errorOf = (e: WireError): NereidError => new NereidError(e.code, e.message);
+/** A worker's error as the client's: its message capped (model-errors.ts MAX_MODEL_MESSAGE). */
+export const errorOf = (e: WireError): NereidError =>
+  new NereidError(e.code, capModelText(String(e.message)));
 
 export class JsWorker {
   private exited = false;

@@ -12,6 +12,8 @@ import path from 'node:path';
 import { relativizePaths } from '../../common/confine.js';
 import type { Logger } from '../../common/logger.js';
 import {
+  MAX_MODEL_STACK,
+  capModelText,
   identityText,
   pythonFrames,
   userFrames,
@@ -43,10 +45,10 @@ export function errorInfoOf(raw: unknown): ErrorInfo | undefined {
   const r = raw as Record<string, unknown>;
   if (typeof r.type !== 'string' || typeof r.message !== 'string') return undefined;
   return {
-    type: r.type,
-    message: r.message,
+    type: capModelText(r.type, 256),
+    message: capModelText(r.message),
     frames: r.frames,
-    traceback: typeof r.traceback === 'string' ? r.traceback : '',
+    traceback: typeof r.traceback === 'string' ? capModelText(r.traceback, MAX_MODEL_STACK) : '',
     ...(r.phase === 'import' || r.phase === 'initialize' ? { phase: r.phase } : {}),
   };
 }

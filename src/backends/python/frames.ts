@@ -41,21 +41,31 @@ export class FrameDecoder {
 
   /** Adds a chunk; returns the frames it completed. Throws on a malformed stream. */
   push(chunk: Buffer): Frame[] {
+    this.append(chunk);
+    const frames: Frame[] = [];
+    for (let f = this.next(); f !== undefined; f = this.next()) frames.push(f);
+    return frames;
+  }
+
+  /** Adds a chunk without decoding it (take its frames with next(), one at a time). */
+  append(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
-    const frames: Frame[] = [];
-    for (;;) {
-      if (this.buffered < 4) break;
-      const bodyLength = this.peekLength();
-      if (bodyLength < 5) throw internal(`malformed frame from the Python stub: body of ${bodyLength} bytes`);
-      if (bodyLength > this.maxBody) {
-        throw internal(`the Python stub sent a frame of ${bodyLength} bytes, over the ${this.maxBody} limit`);
-      }
-      if (this.buffered < 4 + bodyLength) break;
-      const body = this.take(4 + bodyLength).subarray(4);
-      frames.push(parseBody(body));
+  }
+
+  /**
+   * The next whole buffered frame, or undefined until more bytes arrive. Throws on a malformed stream.
+   * One at a time, so a reader that must stop (back-pressure) leaves the rest undecoded.
+   */
+  next(): Frame | undefined {
+    if (this.buffered < 4) return undefined;
+    const bodyLength = this.peekLength();
+    if (bodyLength < 5) throw internal(`malformed frame from the Python stub: body of ${bodyLength} bytes`);
+    if (bodyLength > this.maxBody) {
+      throw internal(`the Python stub sent a frame of ${bodyLength} bytes, over the ${this.maxBody} limit`);
     }
-    return frames;
+    if (this.buffered < 4 + bodyLength) return undefined;
+    return parseBody(this.take(4 + bodyLength).subarray(4));
   }
 
   private peekLength(): number {

@@ -32,6 +32,15 @@
  * - a stub whose resident memory passes its limit (`stub_memory_limit_mb`, memory-watch.ts) is killed and
  *   replaced; the requests it held fail.
  * abort() (an unload that waited too long) fails everything and kills the stub without a replacement.
+ *
+ * Back-pressure (issue 33): a response that leaves its request's queue of undelivered responses full
+ * (`sender.full`, --max-undelivered-responses) makes the instance stop reading its stub's socket until
+ * that queue has room again (`sender.whenWritable()`); frames already read wait undecoded. The stub's
+ * next send then blocks in the kernel once the socket buffer is full, so a decoupled model producing
+ * for a client that reads slowly waits, instead of the host buffering its answers. While reading is
+ * paused the stub's silence is not counted against the execution timeout. The queue is shared: other
+ * requests of the same stub wait too, bounded by --response-idle-timeout (the stalled request is then
+ * cancelled and reading goes on).
  */
 import type {
   BackendRequest,
@@ -39,6 +48,7 @@ import type {
   InstanceHandle,
   InstanceSpec,
   ParameterValue,
+  ResponseSender,
   ServerApi,
 } from '../../backend-api/backend.js';
 import { isServerParameter, type BackendTraceToken } from '../../backend-api/backend.js';
@@ -61,6 +71,7 @@ import {
 } from './protocol.js';
 import type { OutputCheck } from '../output-check.js';
 import { errorInfoOf, pythonFailure, type PythonFailureScope } from './failures.js';
+import { capModelText } from '../model-errors.js';
 import { watchMemory } from './memory-watch.js';
 import type { StubLaunchOptions } from './stub-process.js';
 import { StubProcess } from './stub-process.js';
@@ -154,6 +165,9 @@ interface Prepared {
  */
 const CANCEL_POLL_MS = 10;
 
+/** Frames waiting for a /dev/shm read in the frame chain before the stub's socket is no longer read. */
+const MAX_CHAINED_FRAMES = 64;
+
 /** Triton's words when a request is rescheduled on a model whose scheduler cannot take it back. */
 export const RESCHEDULE_UNSUPPORTED =
   'Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to ' +
@@ -241,6 +255,10 @@ export class PythonInstance implements InstanceHandle {
   private cancelPoll: NodeJS.Timeout | undefined;
   /** Frames waiting in frameChain: while there are any, later frames queue behind them. */
   private queuedFrames = 0;
+  /** Why each stub's socket is not being read (full response queues, a long frame chain). */
+  private readonly holds = new Map<StubProcess, Set<object>>();
+  /** The hold key of a long frame chain. */
+  private readonly chainHold = {};
   /** Readonly for the core (InstanceHandle.pipelineDepth): batches it may hand this instance at once. */
   readonly pipelineDepth: number;
   /** execute() calls numbered in call order, the next to send its batch, and later ones ready first. */
@@ -571,7 +589,7 @@ export class PythonInstance implements InstanceHandle {
     if (e !== undefined) {
       await stub.stop(this.opts.timeoutMs);
       const located = this.located((reply.header as { error_info?: unknown }).error_info, 'initialize');
-      throw internal(located ?? (typeof e === 'string' ? e : 'initialize() failed'));
+      throw internal(located ?? (typeof e === 'string' ? capModelText(e) : 'initialize() failed'));
     }
     return stub;
   }
@@ -627,6 +645,11 @@ export class PythonInstance implements InstanceHandle {
    */
   private onTimeout(batch: Batch): void {
     if (!this.batches.has(batch.id)) return;
+    if (batch.stub.isReadingPaused && batch.stub.alive) {
+      // The host is not reading (a client reads slowly): the stub may be blocked sending, not hung.
+      batch.timer?.refresh();
+      return;
+    }
     const secs = (this.opts.executionTimeoutMs ?? 0) / 1000;
     if (batch.pythonReturned) {
       this.failStalledStreams(batch, secs);
@@ -683,7 +706,7 @@ export class PythonInstance implements InstanceHandle {
       case MessageType.Response: {
         const responses = [frame.header as WireResponse];
         if (this.queuedFrames === 0 && allInline(responses)) this.onInlineResponses(responses, frame.blob);
-        else this.inOrder(() => this.onResponses(stub, responses, frame.blob));
+        else this.inOrder(stub, () => this.onResponses(stub, responses, frame.blob));
         break;
       }
       case MessageType.ExecuteDone: {
@@ -696,7 +719,7 @@ export class PythonInstance implements InstanceHandle {
           this.onInlineResponses(responses, frame.blob, reading);
           this.executeReturned(h, arrived, reading.ns);
         } else {
-          this.inOrder(() => this.onExecuteDone(stub, h, frame.blob, arrived));
+          this.inOrder(stub, () => this.onExecuteDone(stub, h, frame.blob, arrived));
         }
         break;
       }
@@ -724,14 +747,44 @@ export class PythonInstance implements InstanceHandle {
    * Responses are handled strictly in arrival order: reading a large tensor from /dev/shm may wait, and a
    * later frame (say, a request's final response) must not overtake an earlier one.
    */
-  private inOrder(task: () => Promise<void>): void {
+  private inOrder(stub: StubProcess, task: () => Promise<void>): void {
     this.queuedFrames++;
+    if (this.queuedFrames >= MAX_CHAINED_FRAMES) this.hold(stub, this.chainHold);
     this.frameChain = this.frameChain
       .then(task)
       .catch((err: unknown) => {
         this.opts.log.error(`instance '${this.name}': ${NereidError.from(err).message}`);
       })
-      .finally(() => this.queuedFrames--);
+      .finally(() => {
+        this.queuedFrames--;
+        if (this.queuedFrames < MAX_CHAINED_FRAMES / 2) this.release(stub, this.chainHold);
+      });
+  }
+
+  /** Stops reading `stub` for `key` (several keys may hold it; reading resumes when none does). */
+  private hold(stub: StubProcess, key: object): void {
+    let keys = this.holds.get(stub);
+    if (keys === undefined) {
+      keys = new Set();
+      this.holds.set(stub, keys);
+    }
+    keys.add(key);
+    stub.pauseReading();
+  }
+
+  private release(stub: StubProcess, key: object): void {
+    const keys = this.holds.get(stub);
+    if (keys === undefined || !keys.delete(key)) return;
+    if (keys.size > 0) return;
+    this.holds.delete(stub);
+    stub.resumeReading();
+  }
+
+  /** The response left its request's queue full: stop reading the stub until the queue has room. */
+  private backPressure(stub: StubProcess, sender: ResponseSender): void {
+    if (sender.whenWritable === undefined || this.holds.get(stub)?.has(sender) === true) return;
+    this.hold(stub, sender);
+    void sender.whenWritable().then(() => this.release(stub, sender));
   }
 
   private onLog(h: LogMessage): void {
@@ -773,7 +826,7 @@ export class PythonInstance implements InstanceHandle {
     for (const r of batch.requests) r.reportTiming?.(timings);
     if (h.error !== undefined) {
       const located = this.located(h.error_info, 'execute');
-      const error = internal(located ?? String(h.error));
+      const error = internal(located ?? capModelText(String(h.error)));
       // A located error went to the failure log (once per distinct error); anything else is logged here.
       if (located === undefined) this.opts.log.error(error.message);
       for (const [rid, f] of this.inflight) {
@@ -867,7 +920,7 @@ export class PythonInstance implements InstanceHandle {
       const e = (typeof r.error === 'object' ? r.error : null) as Partial<WireError> | null;
       const message =
         (e?.from_model !== true ? this.located(e?.info, 'execute') : undefined) ??
-        (typeof e?.message === 'string' ? e.message : JSON.stringify(r.error));
+        capModelText(typeof e?.message === 'string' ? e.message : JSON.stringify(r.error));
       // The model's own error response counts as a success (Triton's backend sent a response for it);
       // errors the stub raised for the model (no final response, a raising coroutine) as failures.
       const error = new NereidError(errorCodeOf(e?.code), message);
@@ -884,8 +937,10 @@ export class PythonInstance implements InstanceHandle {
       return;
     }
     const parameters = responseParameters(r.parameters);
-    f.request.sender.send(outputs, parameters ? { final, parameters } : { final });
+    const sender = f.request.sender;
+    sender.send(outputs, parameters ? { final, parameters } : { final });
     if (final) this.finish(r.rid, f);
+    else if (sender.full === true) this.backPressure(f.batch.stub, sender);
   }
 
   private finish(rid: number, f: Inflight): void {

@@ -217,16 +217,48 @@ export class StubProcess {
     input.on('error', () => undefined); // the exit handler reports
   }
 
+  /**
+   * Stops taking frames from the stub (back-pressure: a response stream is full). The frames already
+   * read stay undecoded and the socket is paused, so the stub's next send blocks once the socket buffer
+   * is full: the model waits instead of the host buffering its answers. resumeReading() goes on.
+   */
+  pauseReading(): void {
+    if (this.readingPaused) return;
+    this.readingPaused = true;
+    this.socket.pause();
+  }
+
+  resumeReading(): void {
+    if (!this.readingPaused) return;
+    this.readingPaused = false;
+    this.drainFrames();
+    if (!this.readingPaused && this.alive) this.socket.resume();
+  }
+
+  /** Reading is paused by pauseReading() (the owner's timers do not count this as the stub's silence). */
+  get isReadingPaused(): boolean {
+    return this.readingPaused;
+  }
+
+  private readingPaused = false;
+
   private onData(chunk: Buffer): void {
-    let frames: Frame[];
-    try {
-      frames = this.decoder.push(chunk);
-    } catch (err) {
-      this.fatal ??= `protocol error: ${err instanceof Error ? err.message : String(err)}`;
-      this.child.kill('SIGKILL');
-      return;
-    }
-    for (const frame of frames) {
+    this.decoder.append(chunk);
+    this.drainFrames();
+  }
+
+  /** Handles buffered frames one by one until none is whole or the owner paused reading. */
+  private drainFrames(): void {
+    while (!this.readingPaused) {
+      let frame: Frame | undefined;
+      try {
+        frame = this.decoder.next();
+      } catch (err) {
+        this.fatal ??= `protocol error: ${err instanceof Error ? err.message : String(err)}`;
+        this.child.kill('SIGKILL');
+        return;
+      }
+      if (frame === undefined) return;
       if (frame.type === MessageType.Fatal) {
         const m = (frame.header as { message?: unknown }).message;
         this.fatal = typeof m === 'string' ? m : 'the stub reported a fatal error';

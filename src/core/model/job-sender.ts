@@ -81,6 +81,10 @@ export class JobSender implements ResponseSender {
     return this.stream.writable?.() ?? Promise.resolve();
   }
 
+  get full(): boolean {
+    return this.stream.full ?? false;
+  }
+
   get requestId(): string {
     return this.request.id;
   }

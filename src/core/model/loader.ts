@@ -266,8 +266,12 @@ export class ModelLoader implements VersionLoader {
     });
   }
 
-  async loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion> {
-    return this.relativeErrors(location, () => this.doLoadVersion(config, location));
+  async loadVersion(
+    config: FrozenModelConfig,
+    location: VersionLocation,
+    signal?: AbortSignal,
+  ): Promise<LoadedVersion> {
+    return this.relativeErrors(location, () => this.doLoadVersion(config, location, signal));
   }
 
   /** `<versionDir>/<default_model_filename>`, checked to stay inside the model folder. */
@@ -287,7 +291,11 @@ export class ModelLoader implements VersionLoader {
     );
   }
 
-  private async doLoadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion> {
+  private async doLoadVersion(
+    config: FrozenModelConfig,
+    location: VersionLocation,
+    signal: AbortSignal | undefined,
+  ): Promise<LoadedVersion> {
     const loadStart = process.hrtime.bigint();
     const folder = await ModelFolder.of(location);
     if (isEnsembleConfig(config)) return this.loadEnsemble(config, location, loadStart, folder);
@@ -357,7 +365,7 @@ export class ModelLoader implements VersionLoader {
       if (instances.length === 0)
         throw invalidArg(`model '${location.modelName}' has no instances to serve it`);
       // model_warmup runs on every instance before the version can turn READY (warmup.ts).
-      await warmUpInstances(config, instances, { folder, log: this.options.log });
+      await warmUpInstances(config, instances, { folder, log: this.options.log, signal });
       rateLimit = this.options.rateLimiter?.registerModel(config, instances.length);
       // Inside the try: a scheduler that rejects its config must not leave instances (worker threads) behind.
       return new ModelVersion({

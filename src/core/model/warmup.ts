@@ -48,6 +48,18 @@ export interface WarmupOptions {
   /** The model's folder, with the repository's path rules; files come from its `warmup/` subfolder. */
   readonly folder: ModelFolder;
   readonly log: Logger;
+  /**
+   * Aborted when the load is no longer wanted (unload, shutdown): warmup stops before its next
+   * iteration, its running requests see the signal (a Python model hears the cancellation), and it
+   * rejects with the signal's reason.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** The signal's reason as the load's error. */
+function cancelledBy(signal: AbortSignal): NereidError {
+  const reason: unknown = signal.reason;
+  return reason instanceof NereidError ? reason : NereidError.from(reason);
 }
 
 /**
@@ -222,6 +234,7 @@ async function runSample(
   sample: Sample,
   iteration: number,
   log: Logger,
+  signal: AbortSignal,
 ): Promise<void> {
   log.verbose(
     `model '${config.name}' instance ${instance.name} is running warmup sample '${sample.name}' for iteration ${iteration}`,
@@ -236,7 +249,7 @@ async function runSample(
     correlationId: 0n,
     flags: 0,
     batchSize: r.batchSize,
-    signal: NEVER_ABORTED,
+    signal,
     sender: senders[i],
   }));
   const decoupled = config.model_transaction_policy?.decoupled === true;
@@ -250,7 +263,12 @@ async function runSample(
     // A decoupled model may answer after execute() returned; any other must have answered by then.
     if (!s.done && !decoupled) s.fail(invalidArg('backend returned without a response for a warmup request'));
   }
-  await Promise.all(senders.map((s) => s.ended$()));
+  // A decoupled model told to stop may never end its streams: a cancelled warmup does not wait for them.
+  await endedOrAborted(
+    senders.map((s) => s.ended$()),
+    signal,
+  );
+  if (signal.aborted) throw cancelledBy(signal);
   if (errors.length > 0) {
     log.verbose(
       `model '${config.name}' instance ${instance.name} failed to run warmup sample '${sample.name}'`,
@@ -269,17 +287,40 @@ export async function warmUpInstances(
   options: WarmupOptions,
 ): Promise<void> {
   if (config.model_warmup.length === 0) return;
+  const signal = options.signal ?? NEVER_ABORTED;
+  if (signal.aborted) throw cancelledBy(signal);
   const samples = await buildWarmupSamples(config, options);
   if (samples.length === 0) return;
   const settled = await Promise.allSettled(
     instances.map(async (instance) => {
       for (const sample of samples) {
         for (let iteration = 1; iteration <= sample.count; iteration++) {
-          await runSample(config, instance, sample, iteration, options.log);
+          if (signal.aborted) throw cancelledBy(signal);
+          await runSample(config, instance, sample, iteration, options.log, signal);
         }
       }
     }),
   );
+  if (signal.aborted) throw cancelledBy(signal);
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw NereidError.from(failed.reason);
+}
+
+/** Resolves when every `ended` has, or when `signal` aborts; leaves no listener behind. */
+async function endedOrAborted(ended: Promise<void>[], signal: AbortSignal): Promise<void> {
+  if (signal === NEVER_ABORTED) {
+    await Promise.all(ended);
+    return;
+  }
+  if (signal.aborted) return;
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = resolve;
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([Promise.all(ended), aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }

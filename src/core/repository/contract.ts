@@ -46,5 +46,13 @@ export interface VersionLoader {
    * `versions` versions of `config`. Throws to refuse it; starts nothing.
    */
   admit?(config: FrozenModelConfig, location: ModelLocation, versions: number): Promise<void>;
-  loadVersion(config: FrozenModelConfig, location: VersionLocation): Promise<LoadedVersion>;
+  /**
+   * `signal` aborts when the load is no longer wanted (an unload of the model, shutdown): the loader stops
+   * what it can stop (warmup, between its iterations) and rejects with the signal's reason.
+   */
+  loadVersion(
+    config: FrozenModelConfig,
+    location: VersionLocation,
+    signal?: AbortSignal,
+  ): Promise<LoadedVersion>;
 }

@@ -329,6 +329,8 @@ export class ModelRepositoryManager {
 
   private async doClose(): Promise<void> {
     this.watcher?.close();
+    // A load that is warming up would keep the lock below for as long as its warmup runs.
+    this.versions.cancelLoads(null, msg.loadCancelled('the server is shutting down'));
     await this.poller?.stop();
     const release = await this.locks.acquire(null);
     try {
@@ -379,6 +381,8 @@ export class ModelRepositoryManager {
       ...closure([name], (n) => (cascade ? (this.records.get(n)?.memberNames() ?? []) : [])),
     ]);
     for (const d of this.dependentsOf(lockSet)) lockSet.add(d);
+    // A load of the model still running (a long warmup) is not waited for: it stops and fails.
+    this.versions.cancelLoads(new Set([name]), msg.loadCancelled(`model '${name}' was unloaded`));
     const release = await this.locks.acquire(lockSet);
     try {
       this.assertOpen();

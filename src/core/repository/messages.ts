@@ -101,4 +101,6 @@ export const msg = {
   notADirectory: (p: string): NereidError =>
     new NereidError('INVALID_ARG', `repository path is not a valid directory: '${p}'`),
   closed: (): NereidError => new NereidError('UNAVAILABLE', 'the model repository manager is shut down'),
+  /** A load (its warmup) stopped because the model is being unloaded or the server shuts down. */
+  loadCancelled: (why: string): NereidError => new NereidError('UNAVAILABLE', `load cancelled: ${why}`),
 };

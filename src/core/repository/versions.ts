@@ -5,6 +5,7 @@
  * module does it to one ModelRecord, keeping Triton's states and reasons.
  */
 import path from 'node:path';
+import type { NereidError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import type { LocalFolder } from '../storage/filesystem.js';
@@ -50,12 +51,25 @@ function wantedCopy(p: PolledModel, versions: readonly number[]): Set<number> {
 
 export class VersionLifecycle {
   private readonly background = new Set<Promise<void>>();
+  /** Loads running now, by model name: aborted by cancelLoads(). */
+  private readonly running = new Map<string, Set<AbortController>>();
 
   constructor(
     private readonly loader: VersionLoader,
     private readonly limiter: Limiter,
     private readonly log: Logger,
   ) {}
+
+  /**
+   * Cancels the loads running for `names` (every model when null): an unload or shutdown does not wait
+   * for a long warmup (issue 33 item 7). The load fails with `error`, the model's state says so.
+   */
+  cancelLoads(names: ReadonlySet<string> | null, error: NereidError): void {
+    for (const [name, controllers] of this.running) {
+      if (names !== null && !names.has(name)) continue;
+      for (const c of controllers) c.abort(error);
+    }
+  }
 
   /** Resolves once background unloads (versions replaced by a reload, dropped by policy) are done. */
   async idle(): Promise<void> {
@@ -188,17 +202,30 @@ export class VersionLifecycle {
   ): Promise<Attempt[]> {
     return Promise.all(
       versions.map(async (version): Promise<Attempt> => {
+        const controller = new AbortController();
+        let forModel = this.running.get(location.modelName);
+        if (forModel === undefined) {
+          forModel = new Set();
+          this.running.set(location.modelName, forModel);
+        }
+        forModel.add(controller);
         try {
-          const loaded = await this.limiter.run(() =>
-            this.loader.loadVersion(config, {
-              ...location,
-              version,
-              versionDir: path.join(location.modelDir, String(version)),
-            }),
-          );
+          const loaded = await this.limiter.run(() => {
+            if (controller.signal.aborted) throw controller.signal.reason;
+            return this.loader.loadVersion(
+              config,
+              { ...location, version, versionDir: path.join(location.modelDir, String(version)) },
+              controller.signal,
+            );
+          });
           return { version, loaded };
         } catch (error) {
           return { version, error };
+        } finally {
+          forModel.delete(controller);
+          if (forModel.size === 0 && this.running.get(location.modelName) === forModel) {
+            this.running.delete(location.modelName);
+          }
         }
       }),
     );

@@ -62,6 +62,15 @@ export class OrderedSender implements ResponseSender {
     return this.ended || this.target.done;
   }
 
+  /** The target's bound, once this request is the head (before, its responses are held here). */
+  get full(): boolean {
+    return this.order.isHead(this) && (this.target.full ?? false);
+  }
+
+  whenWritable(): Promise<void> {
+    return this.order.isHead(this) ? (this.target.whenWritable?.() ?? Promise.resolve()) : Promise.resolve();
+  }
+
   send(outputs: readonly Tensor[], options: SendOptions): void {
     this.event({ kind: 'send', outputs, options }, options.final);
   }

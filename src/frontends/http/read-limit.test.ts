@@ -122,3 +122,76 @@ test('a pipelining client that reads its answers gets every one', async () => {
   assert.equal(received, n);
   client.destroy();
 });
+
+/** Loads wait for the test to open a gate: every pipelined load stays in flight until then. */
+class GatedLoadApi extends FakeApi {
+  calls = 0;
+  private opened = false;
+  private gate: (() => void)[] = [];
+  override loadModel(): Promise<void> {
+    this.calls++;
+    if (this.opened) return Promise.resolve();
+    return new Promise((resolve) => this.gate.push(resolve));
+  }
+  open(): void {
+    this.opened = true;
+    for (const w of this.gate.splice(0)) w();
+  }
+}
+
+test(
+  'requests that stay in flight: the connection is read no further than the limit, and health answers',
+  { timeout: 60_000 },
+  async (t) => {
+    const gated = new GatedLoadApi();
+    const server = createHttpFrontend(gated, {
+      address: '127.0.0.1',
+      port: 0,
+      log: new Logger({}, () => {}),
+      readLimit: { maxPendingRequests: MAX_PENDING, maxPendingBytes: 64 << 10 },
+    });
+    const gatedPort = (await server.listen()).port;
+    const flooder = await new Promise<Socket>((resolve, reject) => {
+      const s = connect(gatedPort, '127.0.0.1', () => resolve(s));
+      s.on('error', reject);
+    });
+    t.after(async () => {
+      flooder.destroy();
+      gated.open();
+      await server.close();
+    });
+    flooder.setTimeout(50_000, () => flooder.destroy());
+    flooder.pause();
+    // ~512-byte small requests; none is answered until the gate opens.
+    const load = Buffer.from(
+      `POST /v2/repository/models/m/load HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nX-Pad: ${'p'.repeat(430)}\r\n\r\n`,
+    );
+    const sent = 4000;
+    for (let i = 0; i < sent; i++) flooder.write(load);
+    const inFlight = await settle(() => gated.calls);
+    // The limit, plus what one socket read (64 KiB = 128 requests) had already handed the parser.
+    assert.ok(inFlight >= MAX_PENDING, `in flight: ${inFlight}`);
+    assert.ok(inFlight <= MAX_PENDING + 160, `the server took ${inFlight} of ${sent} requests in flight`);
+
+    const health = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        { host: '127.0.0.1', port: gatedPort, path: '/v2/health/live', agent: false, timeout: 20_000 },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('health check timed out')));
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(health, 200);
+    assert.equal(await settle(() => gated.calls, 5), inFlight, 'still held');
+
+    // Answered: the connection is read again (its answers fit the byte limit as the client is not reading
+    // them, so it is not read to the end, but further than before).
+    gated.open();
+    const later = await settle(() => gated.calls);
+    assert.ok(later > inFlight, `read on after its requests were answered (${later} > ${inFlight})`);
+  },
+);

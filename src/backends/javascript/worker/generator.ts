@@ -59,6 +59,8 @@ export async function driveGenerator(
   request.signal.addEventListener('abort', stop, { once: true });
   try {
     for (;;) {
+      // Back-pressure: the next value is asked for once the reader has room for it.
+      await sender.whenWritable();
       if (request.signal.aborted || sender.done) break;
       let step: IteratorResult<Yielded | PromiseLike<Yielded>, Yielded | PromiseLike<Yielded>>;
       try {

@@ -325,6 +325,9 @@ function onMessage(msg: ToWorker): void {
     case 'cancel':
       live.get(msg.rid)?.controller.abort();
       break;
+    case 'taken':
+      for (let i = 0; i < msg.rids.length; i++) live.get(msg.rids[i])?.sender.taken(msg.counts[i]);
+      break;
     case 'drop': {
       const l = live.get(msg.rid);
       l?.controller.abort();

@@ -10,7 +10,13 @@
 import { internal, invalidArg } from '../../../common/errors.js';
 import { RESPONSE_COMPLETE_FINAL, type ResponseSender } from '../../../sdk/request.js';
 import { InferenceResponse, toNereidError, type InferenceResponseInit } from '../../../sdk/response.js';
-import type { FromWorker, TransferCounters, WireParameters, WireResponse } from '../protocol.js';
+import {
+  RESPONSE_WINDOW,
+  type FromWorker,
+  type TransferCounters,
+  type WireParameters,
+  type WireResponse,
+} from '../protocol.js';
 import { moveToWire, type TensorLike } from '../tensors.js';
 
 type Post = (message: FromWorker, transfer?: readonly ArrayBuffer[]) => void;
@@ -94,6 +100,9 @@ export class WorkerSender implements ResponseSender {
   private ended = false;
   private held: InferenceResponse | InferenceResponseInit | undefined;
   private sent = 0;
+  /** Non-final responses posted that the main thread has not acknowledged (protocol.ts RESPONSE_WINDOW). */
+  private unacked = 0;
+  private writers: (() => void)[] = [];
 
   constructor(
     private readonly rid: number,
@@ -117,8 +126,36 @@ export class WorkerSender implements ResponseSender {
   close(): void {
     if (this.ended) return;
     this.ended = true;
+    this.wakeWriters();
     this.onEnd();
   }
+
+  /**
+   * Resolves when another response may be sent without running ahead of the reader: at once while this
+   * request has fewer than RESPONSE_WINDOW responses the main thread has not taken, else when it takes
+   * some, the request is cancelled or the sender closes.
+   */
+  whenWritable(): Promise<void> {
+    if (this.ended || !this.decoupled || this.signal.aborted || this.unacked < RESPONSE_WINDOW) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      if (this.writers.length === 0) this.signal.addEventListener('abort', this.wakeWriters, { once: true });
+      this.writers.push(resolve);
+    });
+  }
+
+  /** The main thread took `n` of this request's responses. */
+  taken(n: number): void {
+    this.unacked = Math.max(0, this.unacked - n);
+    if (this.unacked < RESPONSE_WINDOW) this.wakeWriters();
+  }
+
+  private readonly wakeWriters = (): void => {
+    if (this.writers.length === 0) return;
+    this.signal.removeEventListener('abort', this.wakeWriters);
+    for (const w of this.writers.splice(0)) w();
+  };
 
   send(
     response?: InferenceResponse | InferenceResponseInit | null,
@@ -161,6 +198,7 @@ export class WorkerSender implements ResponseSender {
       wire = { rid: this.rid, outputs: [], final: true, error: { code: e.code, message: e.message } };
     }
     this.sent++;
+    if (this.decoupled && !wire.final) this.unacked++;
     if (wire.final) this.close();
     this.post({ kind: 'response', response: wire }, [...transfer]);
     if (problem !== undefined) throw problem;

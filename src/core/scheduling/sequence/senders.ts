@@ -23,6 +23,14 @@ export class StateKeepingSender implements ResponseSender {
     return this.inner.done;
   }
 
+  get full(): boolean {
+    return this.inner.full ?? false;
+  }
+
+  whenWritable(): Promise<void> {
+    return this.inner.whenWritable?.() ?? Promise.resolve();
+  }
+
   send(outputs: readonly Tensor[], options: SendOptions): void {
     if (this.inner.done) return;
     captureStates(this.specs, outputs, this.states);
