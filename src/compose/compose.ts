@@ -214,6 +214,7 @@ function buildCore(
       startupModels: options.loadModels,
       modelConfigName: options.modelConfigName,
       modelLoadThreadCount: options.modelLoadThreadCount,
+      loadErrorStatus: options.loadErrorStatus,
       log,
     },
     loader,
