@@ -264,6 +264,131 @@ ${call}
 `;
 }
 
+/**
+ * For TypeScript models: a tsconfig.json so that an editor (and `npx tsc -p <model folder>`) resolves
+ * `nereid-server`'s types from the project's node_modules. The javascript backend does not need it: it strips
+ * the types itself.
+ */
+function tsconfigFile(): string {
+  return `{
+  // For editors and \`npx tsc -p <this folder>\`: type-checks the model against the installed nereid-server
+  // package's types. Serving does not read it (Nereid strips the types itself).
+  "compilerOptions": {
+    "target": "ES2022",
+    "module": "NodeNext",
+    "moduleResolution": "NodeNext",
+    "strict": true,
+    "noEmit": true,
+    "skipLibCheck": true
+  },
+  "include": ["1/**/*.ts"]
+}
+`;
+}
+
+/**
+ * For Python models: a pytest test beside the Node one. It starts the real server (the `nereid` command of
+ * the project's node_modules, or on PATH) on free ports with only this model, waits for it, calls it over
+ * HTTP with the standard library, and stops it; the model's stub runs under the interpreter running pytest.
+ */
+function pythonTestFile(s: InitSpec): string {
+  const call = s.decoupled
+    ? `    body = json.dumps({"INPUT0": [1, 2, 3, 4]}).encode()
+    url = f"{base}/v2/models/{MODEL}/generate_stream"
+    with urlopen(Request(url, data=body, method="POST")) as reply:
+        lines = reply.read().decode().splitlines()
+    got: list[float] = []
+    for line in lines:
+        if line.startswith("data: "):
+            out = json.loads(line[6:]).get("OUTPUT0")
+            if out is not None:
+                got.extend(out if isinstance(out, list) else [out])
+    assert got == [2, 4, 6, 8]`
+    : `    body = json.dumps(
+        {"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}
+    ).encode()
+    with urlopen(Request(f"{base}/v2/models/{MODEL}/infer", data=body, method="POST")) as reply:
+        outputs = json.loads(reply.read())["outputs"]
+    assert [o["data"] for o in outputs if o["name"] == "OUTPUT0"] == [[2, 4, 6, 8]]`;
+  return `"""A pytest test for the model '${s.name}', made by \`nereid init\`. Run it with
+    python3 -m pytest <repository>/${s.name}/test_${s.name}.py
+It starts Nereid (the nereid command of this project's node_modules, or on PATH) with only this model on
+free ports, calls it over HTTP and stops the server. Change the expectation when you change the model."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.error import URLError
+from urllib.request import Request, urlopen
+
+import pytest
+
+MODEL = "${s.name}"
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def nereid_command() -> str:
+    for folder in [REPOSITORY, *REPOSITORY.parents]:
+        candidate = folder / "node_modules" / ".bin" / "nereid"
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("nereid")
+    if found is None:
+        pytest.fail("no nereid command: npm install nereid-server (or a Nereid checkout's path) first")
+    return found
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    server = subprocess.Popen(
+        [
+            nereid_command(),
+            f"--model-repository={REPOSITORY}",
+            "--model-control-mode=explicit",
+            f"--load-model={MODEL}",
+            f"--backend-config=python,python-executable={sys.executable}",
+            "--http-port=0",
+            "--grpc-port=0",
+            "--allow-metrics=false",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        port = None
+        for line in server.stderr:
+            m = re.search(r"Started HTTPService at [^ ]*:(\\d+)", line)
+            if m:
+                port = int(m.group(1))
+                break
+        assert port is not None, "the server exited before it served"
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(600):
+            try:
+                with urlopen(f"{url}/v2/models/{MODEL}/ready") as ready:
+                    if ready.status == 200:
+                        break
+            except URLError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_${s.name.replace(/[^A-Za-z0-9_]/g, '_')}_doubles_input0(base: str) -> None:
+${call}
+`;
+}
+
 /** The files of a scaffold (the starter model.onnx is copied separately: it is binary). */
 export function scaffoldFiles(s: InitSpec): ScaffoldFile[] {
   const files: ScaffoldFile[] = [
@@ -279,8 +404,18 @@ export function scaffoldFiles(s: InitSpec): ScaffoldFile[] {
       text: javascriptModel(s),
       role: 'the model (version 1): edit execute()',
     });
+    files.push({
+      path: 'tsconfig.json',
+      text: tsconfigFile(),
+      role: "for editors: resolves the nereid-server package's types (serving does not need it)",
+    });
   } else if (s.backend === 'python') {
     files.push({ path: '1/model.py', text: pythonModel(s), role: 'the model (version 1): edit execute()' });
+    files.push({
+      path: `test_${s.name}.py`,
+      text: pythonTestFile(s),
+      role: 'a pytest test that starts the server with the model and calls it over HTTP',
+    });
   }
   files.push({
     path: `test_${s.name}.mjs`,

@@ -28,16 +28,19 @@ const MAX_NAME_LENGTH = 128;
 export const INIT_HELP = `Usage: nereid init <model_name> --backend javascript|python|onnxruntime [options]
 
 Creates <repository>/<model_name>/ with a config.pbtxt, the model and a test, ready to serve:
-  javascript   1/model.ts, a typed TypeScript model (no build step; docs/javascript-models.md)
-  python       1/model.py, a TritonPythonModel using triton_python_backend_utils (docs/python-backend.md)
+  javascript   1/model.ts, a typed TypeScript model (no build step; docs/javascript-models.md), and a
+               tsconfig.json for editors
+  python       1/model.py, a TritonPythonModel using triton_python_backend_utils (docs/python-backend.md),
+               and test_<model_name>.py, a pytest test
   onnxruntime  a config and a starter 1/model.onnx (an identity model) to replace with yours
 Each model takes INPUT0 (FP32, any length) and answers OUTPUT0 (twice INPUT0; the ONNX starter copies it).
 test_<model_name>.mjs loads the model in-process and calls it: node --test <that file>.
 
 Options:
   --backend=<name>       javascript, python or onnxruntime (required)
-  --repository=<dir>     the model repository to create the model in (default: ./model_repository;
-                         created if missing)
+  --repository=<dir>     the model repository to create the model in (default: ./model_repository of
+                         the current folder, created if missing; inside Nereid's own checkout it must
+                         be named)
   --decoupled            a streaming model: one response per element of INPUT0, then the final flag
                          (javascript and python)
   --force                replace the scaffold's files in an existing model folder (other files stay)
@@ -50,6 +53,8 @@ interface InitArgs {
   readonly name: string;
   readonly backend: InitBackend;
   readonly repository: string;
+  /** Whether --repository was given (the default is ./model_repository of the current folder). */
+  readonly repositoryGiven: boolean;
   readonly decoupled: boolean;
   readonly force: boolean;
 }
@@ -79,6 +84,7 @@ function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
   let name: string | undefined;
   let backend: string | undefined;
   let repository = 'model_repository';
+  let repositoryGiven = false;
   let decoupled = false;
   let force = false;
   for (let i = 0; i < argv.length; i++) {
@@ -104,8 +110,10 @@ function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
       throw new UsageError(`--${flag} is true or false, got '${arg.slice(eq + 1)}'`);
     };
     if (flag === 'backend') backend = value();
-    else if (flag === 'repository' || flag === 'model-repository') repository = value();
-    else if (flag === 'decoupled') decoupled = bool();
+    else if (flag === 'repository' || flag === 'model-repository') {
+      repository = value();
+      repositoryGiven = true;
+    } else if (flag === 'decoupled') decoupled = bool();
     else if (flag === 'force') force = bool();
     else throw new UsageError(`unknown option '--${flag}' (see nereid init --help)`);
   }
@@ -124,7 +132,7 @@ function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
     );
   }
   if (repository === '') throw new UsageError('--repository is empty');
-  return { name, backend: backend as InitBackend, repository, decoupled, force };
+  return { name, backend: backend as InitBackend, repository, repositoryGiven, decoupled, force };
 }
 
 /**
@@ -138,8 +146,8 @@ function installCommand(cwd: string): string | undefined {
     if (existsSync(path.join(dir, 'node_modules', PACKAGE_NAME, 'package.json'))) return undefined;
     if (path.dirname(dir) === dir) break;
   }
-  const root = fileURLToPath(new URL('../../../', import.meta.url));
-  if (existsSync(path.join(root, '.git'))) return `npm install ${shellQuote(path.resolve(root))}`;
+  const checkout = checkoutRoot();
+  if (checkout !== undefined) return `npm install ${shellQuote(checkout)}`;
   return `npm install ${PACKAGE_NAME}`;
 }
 
@@ -155,8 +163,28 @@ function shellQuote(s: string): string {
   return /^[A-Za-z0-9_./:=@-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
+/** The root of the Nereid checkout this command runs from, or undefined when it is an installed package. */
+function checkoutRoot(): string | undefined {
+  const root = path.resolve(fileURLToPath(new URL('../../../', import.meta.url)));
+  return existsSync(path.join(root, '.git')) ? root : undefined;
+}
+
+const isInside = (dir: string, root: string): boolean => {
+  const rel = path.relative(root, dir);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+};
+
 async function writeScaffold(args: InitArgs, io: InitIo): Promise<number> {
   const repoDir = path.resolve(io.cwd, args.repository);
+  const checkout = checkoutRoot();
+  if (!args.repositoryGiven && checkout !== undefined && isInside(repoDir, checkout)) {
+    // The default folder would be an untracked folder in Nereid's own checkout: only if asked for by name.
+    io.err(
+      `error: the current folder is inside Nereid's own checkout (${checkout}); nothing was written. ` +
+        'Run nereid init in your project, or name the folder with --repository=<dir>\n',
+    );
+    return 2;
+  }
   const modelDir = path.join(repoDir, args.name);
   const existing = await lstat(modelDir).catch(() => undefined);
   if (existing) {
@@ -241,6 +269,15 @@ async function writeScaffold(args: InitArgs, io: InitIo): Promise<number> {
     `  node --test ${testPath}`,
     `      runs its test (it imports the ${PACKAGE_NAME} package)`,
   );
+  if (args.backend === 'python') {
+    const pyTest = shellQuote(
+      path.join(rel.startsWith('..') ? repoDir : rel, args.name, `test_${args.name}.py`),
+    );
+    lines.push(
+      `  python3 -m pytest ${pyTest}`,
+      '      runs its pytest test (needs pytest and numpy): the server with the model, called over HTTP',
+    );
+  }
   io.out(lines.join('\n') + '\n');
   return 0;
 }

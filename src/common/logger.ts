@@ -105,22 +105,33 @@ export class Logger {
     if (this.settings.logInfo) this.sink(msg);
   }
 
+  /**
+   * A line from elsewhere with its own source location (a Python model's pb_utils.Logger: `model.py:12`),
+   * under the same switches: 'verbose' lines need a verbose level of at least 1.
+   */
+  logAt(severity: 'I' | 'W' | 'E' | 'verbose', file: string, line: number, msg: string): void {
+    const on =
+      severity === 'verbose'
+        ? this.settings.logVerbose >= 1
+        : severity === 'I'
+          ? this.settings.logInfo
+          : severity === 'W'
+            ? this.settings.logWarning
+            : this.settings.logError;
+    if (on) this.emit(severity === 'verbose' ? 'I' : severity, file, line, msg);
+  }
+
   /** Called from info/warn/error/verbose only: the location printed is their caller's, one frame down. */
   private write(severity: 'I' | 'W' | 'E', msg: string): void {
     // eslint-disable-next-line @typescript-eslint/unbound-method
     const at = callerLocation(Logger.prototype.write, 1);
+    this.emit(severity, at.file, at.line, msg);
+  }
+
+  private emit(severity: 'I' | 'W' | 'E', file: string, line: number, msg: string): void {
     const escape = process.env.TRITON_SERVER_ESCAPE_LOG_MESSAGES !== '0';
     this.sink(
-      formatLogLine(
-        this.settings.logFormat,
-        severity,
-        nowMicros(),
-        process.pid,
-        at.file,
-        at.line,
-        msg,
-        escape,
-      ),
+      formatLogLine(this.settings.logFormat, severity, nowMicros(), process.pid, file, line, msg, escape),
     );
   }
 }

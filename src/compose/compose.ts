@@ -218,6 +218,7 @@ function buildCore(
       startupModels: options.loadModels,
       modelConfigName: options.modelConfigName,
       modelLoadThreadCount: options.modelLoadThreadCount,
+      loadErrorStatus: options.loadErrorStatus,
       log,
     },
     loader,

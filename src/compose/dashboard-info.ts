@@ -42,6 +42,7 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   disableAutoCompleteConfig: 'show',
   strictGpuKind: 'show',
   strictModelOutputs: 'show',
+  loadErrorStatus: 'show',
   modelLoadThreadCount: 'show',
   backendConfig: 'show',
   backendDirectories: 'show',

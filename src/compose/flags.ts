@@ -289,6 +289,17 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.strictModelOutputs = parseBool('strict-model-outputs', v)),
   },
   {
+    name: 'load-error-status',
+    kind: 'string',
+    defaultText: 'triton',
+    help: "The status of a load request refused before any model loads: a config override that is not JSON, a bad file: parameter, a model no repository has. 'triton': INTERNAL (HTTP 500), Triton's answer, which its client examples and QA tests check. 'client-error': the client's mistake as such, INVALID_ARG (400) or NOT_FOUND (404) (docs/from-triton.md). Nereid only.",
+    apply: (d, v) => {
+      if (v !== 'triton' && v !== 'client-error')
+        throw invalidArg(`--load-error-status must be triton or client-error, got '${v}'`);
+      d.loadErrorStatus = v;
+    },
+  },
+  {
     name: 'model-load-thread-count',
     kind: 'int',
     defaultText: '4',
@@ -1159,6 +1170,7 @@ export function defaultDraft(): Draft {
     disableAutoCompleteConfig: false,
     strictGpuKind: false,
     strictModelOutputs: false,
+    loadErrorStatus: 'triton',
     modelLoadThreadCount: 4,
     backendConfig: new Map(),
     backendDirectories: [],

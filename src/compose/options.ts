@@ -4,6 +4,7 @@
  * API (embedded/) builds flags from its options object instead.
  */
 import type { LogFormat } from '../common/logger.js';
+import type { LoadErrorStatus } from '../core/repository/index.js';
 import type { ResponseCacheConfig } from '../core/cache/index.js';
 import type { CompressionLevel } from '../frontends/grpc/compression.js';
 import type { Restrictions } from '../frontends/restricted.js';
@@ -85,6 +86,8 @@ export interface ServerOptions {
    */
   readonly strictModelOutputs: boolean;
   readonly modelLoadThreadCount: number;
+  /** `--load-error-status`: a refused load request's status, Triton's INTERNAL or the client error's. */
+  readonly loadErrorStatus: LoadErrorStatus;
   /** backend → key → value (`--backend-config=<backend>,<key>=<value>`; backend `default` applies to all). */
   readonly backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;
   /** `--backend-directory` folders (in order) searched for Python-based backends, `<dir>/<name>/model.py`. */

@@ -23,9 +23,9 @@ MODEL_REPOSITORY = REPO_ROOT / "examples" / "model_repository"
 ENTRY = REPO_ROOT / "bin" / "nereid.js"
 
 _SERVICE_LINES = {
-    "http": re.compile(r"Started HTTPService at \S*?:(\d+)\s*$", re.MULTILINE),
-    "grpc": re.compile(r"Started GRPCInferenceService at \S*?:(\d+)\s*$", re.MULTILINE),
-    "metrics": re.compile(r"Started Metrics Service at \S*?:(\d+)\s*$", re.MULTILINE),
+    "http": re.compile(r"Started HTTPService at \S*?:(\d+)\"?\s*$", re.MULTILINE),
+    "grpc": re.compile(r"Started GRPCInferenceService at \S*?:(\d+)\"?\s*$", re.MULTILINE),
+    "metrics": re.compile(r"Started Metrics Service at \S*?:(\d+)\"?\s*$", re.MULTILINE),
 }
 
 

@@ -176,9 +176,8 @@ def test_unload_and_load_from_s3_match(s3_pair: Pair) -> None:
 
 def test_load_of_a_model_not_in_the_bucket_matches(s3_pair: Pair) -> None:
     triton, nereid = s3_pair.send("POST", "/v2/repository/models/not_there/load", b"{}")
-    # A model no repository has is a client's mistake: Nereid answers 404 where Triton answers 500 (the
-    # recorded difference in diff_cases.py, the same as from local disk).
-    assert (triton.status, nereid.status) == (500, 404)
+    # Triton's 500 (404 only with --load-error-status=client-error), the same as from local disk.
+    assert (triton.status, nereid.status) == (500, 500)
     # Triton's whole text; Nereid appends what the poll found, as from local disk (diff_cases.py, "load of a
     # model that is not in the repository").
     assert triton.error() == "failed to load 'not_there', failed to poll from model repository"

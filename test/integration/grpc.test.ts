@@ -306,7 +306,7 @@ describe('gRPC against the real server', () => {
 
       await rejectsWith(
         client.call('RepositoryModelLoad', { model_name: 'no_such_model' }),
-        Code.NOT_FOUND,
+        Code.INTERNAL, // Triton's (NOT_FOUND with --load-error-status=client-error)
         /failed to poll from model repository/,
       );
       await healthy();

@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -237,4 +237,117 @@ void test('nereid init refuses bad names and existing folders, and --force repla
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+/** The commands of the "Next:" list `nereid init` printed, in order (two-space indented lines). */
+function nextSteps(stdout: string): string[] {
+  const after = stdout.slice(stdout.indexOf('\nNext:\n') + 7);
+  return after
+    .split('\n')
+    .filter((l) => /^ {2}\S/.test(l))
+    .map((l) => l.slice(2));
+}
+
+void test(
+  'nereid init outside the repository: the printed steps, run as printed in a new folder, install, serve, answer and pass',
+  { timeout: 900_000 },
+  async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-init-steps-'));
+    // The user's shell: python3 is one with pytest and numpy (the project's test venv), curl on PATH.
+    const env = { ...userEnv(), PATH: `${path.join(ROOT, '.venv/bin')}:${process.env.PATH ?? ''}` };
+    const sh = (command: string): Promise<{ stdout: string; stderr: string }> =>
+      run('bash', ['-c', command], { cwd: dir, env, maxBuffer: 64 * 1024 * 1024, timeout: 400_000 }).catch(
+        (err: { stdout?: string; stderr?: string }) =>
+          assert.fail(`'${command}' failed:\n${err.stdout ?? ''}\n${err.stderr ?? ''}`),
+      );
+    try {
+      const steps: string[] = [];
+      for (const [name, backend] of [
+        ['ts_model', 'javascript'],
+        ['py_model', 'python'],
+      ] as const) {
+        const r = await nereid(dir, ['init', name, `--backend=${backend}`]);
+        assert.equal(r.code, 0, r.stderr);
+        for (const step of nextSteps(r.stdout)) if (!steps.includes(step)) steps.push(step);
+      }
+      assert.ok(
+        existsSync(path.join(dir, 'model_repository/ts_model/tsconfig.json')),
+        'TypeScript gets a tsconfig.json',
+      );
+      assert.ok(
+        existsSync(path.join(dir, 'model_repository/py_model/test_py_model.py')),
+        'Python gets a pytest test',
+      );
+      const install = steps.find((s) => s.startsWith('npm install'));
+      assert.ok(
+        install !== undefined && (install.endsWith(ROOT) || install.endsWith(`'${ROOT}'`)),
+        steps.join('\n'),
+      );
+      assert.ok(!steps.some((s) => /npm install nereid\b(?!-)/.test(s)), 'never the unrelated npm package');
+      assert.deepEqual(
+        steps.map((s) => s.split(' ').slice(0, 2).join(' ')),
+        ['npm install', 'npx nereid', 'curl -X', 'node --test', 'curl -X', 'node --test', 'python3 -m'],
+        steps.join('\n'),
+      );
+
+      await sh(install);
+      // The serve step as printed, on free ports instead of 8000/8001/8002 (the machine is shared); the
+      // curl lines then go to the port it took.
+      const serve = steps.find((s) => s.startsWith('npx nereid'))!;
+      assert.equal(serve, 'npx nereid --model-repository=./model_repository --watch');
+      // Its own process group, so that Ctrl-C's SIGINT reaches npx, its shell and the server at once.
+      const server = spawn(
+        'bash',
+        [
+          '-c',
+          `exec ${serve} --http-port=0 --grpc-port=0 --metrics-port=0 --backend-config=python,python-executable=${VENV_PYTHON}`,
+        ],
+        { cwd: dir, env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      const exited = new Promise((resolve) => server.once('exit', resolve));
+      let log = '';
+      try {
+        const port = await new Promise<number>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`no HTTP port:\n${log}`)), 300_000);
+          server.stderr.on('data', (d: Buffer) => {
+            log += d.toString();
+            const m = /Started HTTPService at [^\s"]*:(\d+)/.exec(log);
+            if (m) {
+              clearTimeout(timer);
+              resolve(Number(m[1]));
+            }
+          });
+          server.once('exit', (code) => reject(new Error(`the server exited (${code}):\n${log}`)));
+        });
+        for (const curl of steps.filter((s) => s.startsWith('curl'))) {
+          const { stdout } = await sh(curl.replace('localhost:8000', `localhost:${port}`));
+          const body = JSON.parse(stdout) as { outputs?: { name: string; data: number[] }[] };
+          assert.deepEqual(body.outputs?.find((o) => o.name === 'OUTPUT0')?.data, [2, 4, 6, 8], stdout);
+        }
+      } finally {
+        process.kill(-server.pid!, 'SIGINT');
+        const kill = setTimeout(() => process.kill(-server.pid!, 'SIGKILL'), 60_000);
+        await exited;
+        clearTimeout(kill);
+      }
+      for (const step of steps.filter(
+        (s) => s.startsWith('node --test') || s.startsWith('python3 -m pytest'),
+      )) {
+        const { stdout } = await sh(step);
+        assert.match(stdout, /# pass 1|1 passed/, `${step}:\n${stdout}`);
+      }
+      // The tsconfig.json makes the model's imports resolve for an editor: tsc (this checkout's) agrees.
+      await sh(`node ${path.join(ROOT, 'node_modules/typescript/bin/tsc')} -p model_repository/ts_model`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
+
+void test("nereid init inside Nereid's own checkout writes nothing unless the folder is named", async () => {
+  const r = await nereid(path.join(ROOT, 'examples'), ['init', 'stray_model', '--backend=javascript']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /inside Nereid's own checkout .*nothing was written.*--repository=<dir>/);
+  assert.equal(existsSync(path.join(ROOT, 'examples/model_repository/stray_model')), false);
+  assert.equal(existsSync(path.join(ROOT, 'examples/stray_model')), false);
 });

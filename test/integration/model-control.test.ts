@@ -95,7 +95,7 @@ describe('model control while serving (explicit mode)', () => {
     const r = await post(`${s.url}/v2/repository/models/m/load`, {
       parameters: { config: cfg, 'file:../../etc/evil': Buffer.from('x').toString('base64') },
     });
-    assert.equal(r.status, 400);
+    assert.equal(r.status, 500, "Triton's INTERNAL (400 with --load-error-status=client-error)");
     assert.equal((await request(`${s.url}/v2/models/m/ready`)).status, 200);
   });
 });

@@ -495,7 +495,8 @@ describe('python backend', () => {
     assert.ok(s.logs.some((l) => l.includes('faults_0_0 (stderr): to stderr')));
     const warning = s.logs.find((l) => l.includes('a warning from the model'));
     assert.ok(warning?.startsWith('W'), `a warning line: ${warning}`);
-    assert.match(warning ?? '', /model\.py:\d+\] a warning from the model/);
+    // Triton's shape: the model's file and line, then the message JSON-escaped.
+    assert.match(warning ?? '', /^W\d{4} [\d:.]+ \d+ model\.py:\d+\] "a warning from the model/);
     assert.ok(s.logs.some((l) => l.includes('an info line from faults_0_0')));
   });
 

@@ -788,12 +788,11 @@ export class PythonInstance implements InstanceHandle {
   }
 
   private onLog(h: LogMessage): void {
-    const text = `${typeof h.file === 'string' ? h.file : ''}:${typeof h.line === 'number' ? h.line : 0}] ${String(h.message)}`;
-    const log = this.opts.log;
-    if (h.level === 1) log.warn(text);
-    else if (h.level === 2) log.error(text);
-    else if (h.level === 3) log.verbose(text);
-    else log.info(text);
+    // Printed at the model's own place (`model.py:12`), as Triton's Python backend prints it.
+    const file = typeof h.file === 'string' ? h.file : '';
+    const line = typeof h.line === 'number' ? h.line : 0;
+    const severity = h.level === 1 ? 'W' : h.level === 2 ? 'E' : h.level === 3 ? 'verbose' : 'I';
+    this.opts.log.logAt(severity, file, line, String(h.message));
   }
 
   private async onExecuteDone(

@@ -10,6 +10,7 @@ export type {
   ConfigJsonParser,
   ConfigTextParser,
   ModelControlMode,
+  LoadErrorStatus,
   RepositoryOptions,
   ResolvedRepositoryOptions,
 } from './options.js';

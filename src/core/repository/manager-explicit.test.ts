@@ -99,9 +99,9 @@ void test('load: unknown model, bad names; unload of an unknown model is fine', 
   const f = await fixture();
   try {
     await f.m.startup();
-    // NOT_FOUND, not Triton's INTERNAL: the client named a model no repository has (found by schemathesis).
+    // Triton's INTERNAL by default (NOT_FOUND with loadErrorStatus 'client-error', tested below).
     await assert.rejects(f.m.load('zzz'), (e: NereidError) => {
-      assert.equal(e.code, 'NOT_FOUND');
+      assert.equal(e.code, 'INTERNAL');
       assert.ok(e.message.startsWith("failed to load 'zzz', failed to poll from model repository"));
       return true;
     });
@@ -150,7 +150,7 @@ void test('config override replaces the file config and always reloads; a plain 
     assert.equal(f.m.getVersion('m').config.max_batch_size, 4);
 
     await assert.rejects(f.m.load('m', { config: '{oops' }), (e: NereidError) => {
-      assert.equal(e.code, 'INVALID_ARG');
+      assert.equal(e.code, 'INTERNAL', "Triton's status for a config override that is not JSON");
       assert.match(
         e.message,
         /^failed to load 'm', failed to poll from model repository: Invalid config override: /,
@@ -231,7 +231,7 @@ void test('file overrides: missing config, escaping paths and failed loads leave
     await assert.rejects(
       f.m.load('m', { files: new Map([['file:1/model.bin', Buffer.from('x')]]) }),
       (e: NereidError) => {
-        assert.equal(e.code, 'INVALID_ARG');
+        assert.equal(e.code, 'INTERNAL');
         assert.equal(
           e.message,
           "failed to load 'm', failed to poll from model repository: Load parameter 'config' must be specified for model file override",
@@ -249,7 +249,7 @@ void test('file overrides: missing config, escaping paths and failed loads leave
     ]) {
       await assert.rejects(
         f.m.load('m', { config: '{}', files: new Map([[key, Buffer.from('x')]]) }),
-        (e: NereidError) => e.code === 'INVALID_ARG' && e.message.includes('Invalid file parameter'),
+        (e: NereidError) => e.code === 'INTERNAL' && e.message.includes('Invalid file parameter'),
         key,
       );
     }
@@ -429,6 +429,33 @@ void test('loads run in parallel up to modelLoadThreadCount', async () => {
     assert.deepEqual(await starting, []);
     assert.equal(f.loader.maxActive, 2);
     assert.deepEqual(f.m.modelNames(), ['a', 'b', 'c', 'd', 'e']);
+  } finally {
+    await done(f);
+  }
+});
+
+void test("loadErrorStatus 'client-error': a refused load request answers the client's mistake", async () => {
+  const f = await fixture({ loadErrorStatus: 'client-error' });
+  try {
+    await writeModel(f.repo, 'm', { config: {} });
+    await f.m.startup();
+    const codeOf = (p: Promise<unknown>): Promise<string> =>
+      p.then(
+        () => 'resolved',
+        (e: NereidError) => e.code,
+      );
+    assert.equal(await codeOf(f.m.load('zzz')), 'NOT_FOUND');
+    assert.equal(await codeOf(f.m.load('m', { config: '{oops' })), 'INVALID_ARG');
+    assert.equal(
+      await codeOf(f.m.load('m', { files: new Map([['file:1/model.bin', Buffer.from('x')]]) })),
+      'INVALID_ARG',
+    );
+    assert.equal(
+      await codeOf(
+        f.m.load('m', { config: '{}', files: new Map([['file:' + 'A'.repeat(256), Buffer.from('a')]]) }),
+      ),
+      'INVALID_ARG',
+    );
   } finally {
     await done(f);
   }

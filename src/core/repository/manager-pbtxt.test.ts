@@ -53,7 +53,7 @@ void test('real config.pbtxt files: names, version policies, ensemble steps, JSO
     assert.equal(m.getVersion('simple').config.max_batch_size, 2);
     await assert.rejects(
       m.load('simple', { config: '{"max_batch_size": "x"}' }),
-      (e: NereidError) => e.code === 'INVALID_ARG' && e.message.includes('Invalid config override'),
+      (e: NereidError) => e.code === 'INTERNAL' && e.message.includes('Invalid config override'),
     );
   } finally {
     await m.close();

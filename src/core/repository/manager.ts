@@ -426,12 +426,20 @@ export class ModelRepositoryManager {
 
   // ---------------------------------------------------------------- operations
 
+  /**
+   * The code of a load request refused for the client's mistake: Triton's INTERNAL by default, `code` with
+   * --load-error-status=client-error (options.ts).
+   */
+  private requestErrorCode(code: 'INVALID_ARG' | 'NOT_FOUND'): 'INVALID_ARG' | 'NOT_FOUND' | 'INTERNAL' {
+    return this.options.loadErrorStatus === 'client-error' ? code : 'INTERNAL';
+  }
+
   private async loadByName(name: string, options: LoadOptions): Promise<void> {
     // Request checks run synchronously, so the lock below is queued in call order.
     const files = options.files && options.files.size > 0 ? options.files : undefined;
     let configOverride: ModelConfig | undefined;
     if (files && options.config === undefined) {
-      throw msg.pollFailed(name, msg.configOverrideRequired(), 'INVALID_ARG');
+      throw msg.pollFailed(name, msg.configOverrideRequired(), this.requestErrorCode('INVALID_ARG'));
     }
     if (options.config !== undefined) {
       try {
@@ -440,7 +448,11 @@ export class ModelRepositoryManager {
           name,
         );
       } catch (err) {
-        throw msg.pollFailed(name, msg.invalidConfigOverride(errText(err)), 'INVALID_ARG');
+        throw msg.pollFailed(
+          name,
+          msg.invalidConfigOverride(errText(err)),
+          this.requestErrorCode('INVALID_ARG'),
+        );
       }
     }
     // Lock what the known graph says this load touches; widen below if the fresh configs say more.
@@ -455,7 +467,11 @@ export class ModelRepositoryManager {
           materialized = await materializeOverrides(this.options.tempDirectory, name, files);
         } catch (err) {
           const e = NereidError.from(err);
-          throw msg.pollFailed(name, e.message, e.code === 'INVALID_ARG' ? 'INVALID_ARG' : 'INTERNAL');
+          throw msg.pollFailed(
+            name,
+            e.message,
+            e.code === 'INVALID_ARG' ? this.requestErrorCode('INVALID_ARG') : 'INTERNAL',
+          );
         }
       }
       let found = await this.pollClosure(name, configOverride, materialized);
@@ -509,8 +525,13 @@ export class ModelRepositoryManager {
         } as const)
       : locate(name);
     if (typeof first === 'string') {
-      // A name no repository has is the client's mistake (404), not the server's (Triton answers 500 here).
-      throw msg.pollFailed(name, first, scan.duplicates.has(name) ? 'INTERNAL' : 'NOT_FOUND');
+      // A name no repository has is the client's mistake (404 with --load-error-status=client-error);
+      // Triton answers 500 here.
+      throw msg.pollFailed(
+        name,
+        first,
+        scan.duplicates.has(name) ? 'INTERNAL' : this.requestErrorCode('NOT_FOUND'),
+      );
     }
     try {
       polled.set(name, await readModel(name, first, this.readSettings, configOverride));

@@ -16,6 +16,15 @@ import { msg } from './messages.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
+/**
+ * The status of a load request the repository refuses before any version loads (a config override that is
+ * not JSON, a bad `file:` parameter, a model no repository has): 'triton' answers INTERNAL (HTTP 500), as
+ * Triton does and its client examples and QA tests expect (simple_grpc_model_control.py,
+ * test_load_oversized_file_parameter); 'client-error' answers what the mistake is, INVALID_ARG (400) or
+ * NOT_FOUND (404). `--load-error-status`, docs/from-triton.md.
+ */
+export type LoadErrorStatus = 'triton' | 'client-error';
+
 /** Parses config.pbtxt text (model-config's parseModelConfigText). */
 export type ConfigTextParser = (text: string, fileName: string) => ModelConfig;
 /** Parses a load request's `config` JSON (model-config's parseModelConfigJson). */
@@ -49,6 +58,8 @@ export interface RepositoryOptions {
   readonly watchMaxDirectories?: number;
   /** `--model-load-thread-count`, default 4: loader calls that may run at once. */
   readonly modelLoadThreadCount?: number;
+  /** `--load-error-status`, default 'triton'. */
+  readonly loadErrorStatus?: LoadErrorStatus;
   /** Largest config file read (bytes), default 1 MiB. */
   readonly maxConfigFileBytes?: number;
   /** Where file-override models are materialised, default os.tmpdir(). */
@@ -71,6 +82,7 @@ export interface ResolvedRepositoryOptions {
   readonly watch: boolean;
   readonly watchMaxDirectories: number;
   readonly modelLoadThreadCount: number;
+  readonly loadErrorStatus: LoadErrorStatus;
   readonly maxConfigFileBytes: number;
   readonly tempDirectory: string;
   readonly log: Logger;
@@ -143,6 +155,7 @@ export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOp
       DEFAULT_WATCH_MAX_DIRECTORIES,
       '--watch-max-directories',
     ),
+    loadErrorStatus: options.loadErrorStatus ?? 'triton',
     modelLoadThreadCount: intAtLeast(
       1,
       options.modelLoadThreadCount,
