@@ -858,7 +858,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'grpc-max-concurrent-streams',
     kind: 'int',
     defaultText: '1000',
-    help: "Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue the rest. Nereid's own.",
+    help: "Calls one connection may have open at once; a stream past it is refused with REFUSED_STREAM (clients retry it). SETTINGS_MAX_CONCURRENT_STREAMS is advertised a quarter higher (at least 8), so only a client past that loses its connection. Nereid's own.",
     apply: (d, v) =>
       (d.grpcMaxConcurrentStreams = parseInt10('grpc-max-concurrent-streams', v, 1, 2 ** 32 - 1)),
   },
