@@ -433,7 +433,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'http-json-worker-bytes',
     kind: 'int',
     defaultText: '268435456',
-    help: 'Total size of the large JSON documents in flight at once (being received, waiting for a thread or being parsed); a request past it is refused with 503 before its body is read (one document is always admitted). Nereid only.',
+    help: 'Total size of the large JSON documents in flight at once (being received, waiting for a thread or being parsed); charged with the bytes that arrived (not the declared length), the request whose bytes would pass it is refused with 503 and its connection closed (one document is always admitted). Nereid only.',
     apply: (d, v) => (d.httpJsonWorkerBytes = parseInt10('http-json-worker-bytes', v, 1)),
   },
   {
