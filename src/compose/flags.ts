@@ -463,7 +463,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'http-json-worker-bytes',
     kind: 'int',
     defaultText: '268435456',
-    help: 'Total size of the large JSON documents in flight at once (being received, waiting for a thread or being parsed); a request past it is refused with 503 before its body is read (one document is always admitted). Nereid only.',
+    help: 'Total size of the large JSON documents in flight at once (being received, waiting for a thread or being parsed); charged with the bytes that arrived (not the declared length), the request whose bytes would pass it is refused with 503 and its connection closed (one document is always admitted). Nereid only.',
     apply: (d, v) => (d.httpJsonWorkerBytes = parseInt10('http-json-worker-bytes', v, 1)),
   },
   {
@@ -887,7 +887,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'grpc-max-concurrent-streams',
     kind: 'int',
     defaultText: '1000',
-    help: "Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue the rest. Nereid's own.",
+    help: "Calls one connection may have open at once; a stream past it is refused with REFUSED_STREAM (clients retry it). SETTINGS_MAX_CONCURRENT_STREAMS is advertised a quarter higher (at least 8), so only a client past that loses its connection. Nereid's own.",
     apply: (d, v) =>
       (d.grpcMaxConcurrentStreams = parseInt10('grpc-max-concurrent-streams', v, 1, 2 ** 32 - 1)),
   },

@@ -1,6 +1,8 @@
 // Hostile and malformed input: each gets the right status and a clear message, and the server stays healthy.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   binaryBody,
@@ -8,6 +10,8 @@ import {
   post,
   removeRepository,
   request,
+  FIXTURES,
+  ROOT,
   startServer,
   type TestServer,
 } from './harness.js';
@@ -50,6 +54,13 @@ describe('bad input', () => {
         onnx: 'identity_fp32.onnx',
       },
       wrong_name: { config: 'name: "other"\nbackend: "onnxruntime"\n', onnx: 'identity_fp32.onnx' },
+      simple_string: {
+        config: readFileSync(path.join(ROOT, 'examples/model_repository/simple_string/config.pbtxt'), 'utf8'),
+        onnx: path.relative(
+          FIXTURES,
+          path.join(ROOT, 'examples/model_repository/simple_string/1/model.onnx'),
+        ),
+      },
     });
     s = await startServer([
       `--model-repository=${repo}`,
@@ -76,6 +87,20 @@ describe('bad input', () => {
     assert.equal(ok.status, 200);
   };
 
+  it('strings that are not numbers to simple_string are the client mistake: 400, and the server serves on', async () => {
+    const strings = (v: string): unknown => ({
+      name: v,
+      shape: [1, 16],
+      datatype: 'BYTES',
+      data: Array(16).fill(''),
+    });
+    const r = await post(`${s.url}/v2/models/simple_string/infer`, {
+      inputs: [strings('INPUT0'), strings('INPUT1')],
+    });
+    assert.equal(r.status, 400, r.body.toString());
+    assert.match(r.json<{ error: string }>().error, /not a number/);
+    await healthy();
+  });
   it('wrong shape, dtype and element count → 400 with the reason', async () => {
     const wrongShape = await infer({
       inputs: [

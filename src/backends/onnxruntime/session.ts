@@ -28,6 +28,9 @@ function toSessionOptions(init: WorkerInit): InferenceSession.SessionOptions {
   return options;
 }
 
+/** onnxruntime's words when a Cast node's string-to-number parse threw (std::stoi, stoll, stof, ...). */
+const STRING_PARSE_FAILURE = /running Cast node\b.*Status Message: sto(?:i|l|ll|ul|ull|f|d|ld)\b/s;
+
 /** Creates the session, turning onnxruntime's load failures into Triton-style errors. */
 export async function openSession(init: WorkerInit): Promise<InferenceSession> {
   try {
@@ -82,8 +85,18 @@ export async function runSession(
   try {
     result = await session.run(ortFeeds, [...fetches]);
   } catch (err) {
+    const text = messageOf(err);
+    // A Cast node from strings whose C++ number parse threw (std::stoll and friends, on '' or 'abc'): the
+    // client sent a string that is not a number, as simple_string's inputs must be. Its mistake: 400, not
+    // Triton's INTERNAL (issue 33; a documented difference, docs/security.md).
+    if (STRING_PARSE_FAILURE.test(text)) {
+      throw new NereidError(
+        'INVALID_ARG',
+        `onnx runtime error: an input string is not a number the model can convert (${text})`,
+      );
+    }
     // Triton reports ORT failures as INTERNAL "onnx runtime error <code>: <message>".
-    throw new NereidError('INTERNAL', `onnx runtime error: ${messageOf(err)}`);
+    throw new NereidError('INTERNAL', `onnx runtime error: ${text}`);
   }
   const runEnd = process.hrtime.bigint();
   const outputs = fetches.map((name) => {

@@ -187,6 +187,11 @@ export class GrpcConnection implements CallTransport {
   }
 
   /** A new stream (call) on this connection. */
+  /** Streams open on this connection now. */
+  get openStreams(): number {
+    return this.activeStreams;
+  }
+
   streamStarted(stream: ServerHttp2Stream): void {
     this.heard = true;
     this.activeStreams++;

@@ -24,7 +24,13 @@ import {
   settings,
   windowUpdate,
 } from './raw-h2.testkit.js';
-import { MAX_FRAME_SIZE, createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from './server.js';
+import {
+  MAX_FRAME_SIZE,
+  advertisedMaxStreams,
+  createGrpcFrontend,
+  type GrpcFrontend,
+  type GrpcFrontendOptions,
+} from './server.js';
 import { TestClient, decodeMessage, encodeMessage } from './test-client.testkit.js';
 
 const SERVER_LIVE = '/inference.GRPCInferenceService/ServerLive';
@@ -348,7 +354,8 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     const r = await start({ maxConcurrentStreams: 4 });
     const c = await RawConnection.open(r.port);
     assert.ok(await c.waitFor((f) => f.type === FrameType.SETTINGS));
-    assert.equal(c.serverSettings().get(3), 4, 'SETTINGS_MAX_CONCURRENT_STREAMS');
+    // Advertised with headroom (advertisedMaxStreams): the server refuses past 4 itself.
+    assert.equal(c.serverSettings().get(3), advertisedMaxStreams(4), 'SETTINGS_MAX_CONCURRENT_STREAMS');
     for (let i = 0; i < 8; i++) c.write(grpcHeaders(2 * i + 1, STREAM_INFER));
     await eventually(
       () => c.frames.filter((f) => f.type === FrameType.RST_STREAM).length >= 4,
@@ -359,6 +366,28 @@ describe('gRPC connections against hostile clients (fake api, real sockets)', ()
     assert.deepEqual(
       refused.map((f) => f.streamId),
       [9, 11, 13, 15],
+    );
+    c.destroy();
+    await healthy(r);
+  });
+
+  it('a client that acknowledged the limit and opens one stream past it: that stream is refused, the connection lives', async () => {
+    const r = await start({ maxConcurrentStreams: 4 });
+    const c = await RawConnection.open(r.port);
+    c.ackSettings = true;
+    assert.ok(await c.waitFor((f) => f.type === FrameType.SETTINGS && (f.flags & Flag.ACK) === 0));
+    // The server's SETTINGS acknowledged: nghttp2 now enforces them as the connection's own.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = 0; i < 5; i++) c.write(grpcHeaders(2 * i + 1, STREAM_INFER));
+    await eventually(
+      () => c.frames.some((f) => f.type === FrameType.RST_STREAM || f.type === FrameType.GOAWAY),
+      'the stream past the limit answered',
+    );
+    assert.deepEqual(c.goaways(), [], 'no GOAWAY');
+    const refused = c.frames.filter((f) => f.type === FrameType.RST_STREAM);
+    assert.deepEqual(
+      refused.map((f) => [f.streamId, f.payload.readUInt32BE(0)]),
+      [[9, http2.constants.NGHTTP2_REFUSED_STREAM]],
     );
     c.destroy();
     await healthy(r);

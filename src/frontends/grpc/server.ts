@@ -7,7 +7,12 @@
  * connection's lifecycle (idle, age, keepalive, abuse, budget) is connection.ts's. close() refuses new
  * calls, lets running ones finish and ends idle inference streams.
  */
-import { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import {
+  constants,
+  type IncomingHttpHeaders,
+  type ServerHttp2Session,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
@@ -116,6 +121,16 @@ const MAX_WINDOW = 0x7fffffff;
  */
 export const MAX_FRAME_SIZE = 1024 * 1024;
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+
+/**
+ * SETTINGS_MAX_CONCURRENT_STREAMS as advertised (and enforced by nghttp2) for a limit of `limit` streams:
+ * above the limit, which the server enforces itself. nghttp2 answers a stream past its own acknowledged
+ * setting with a GOAWAY that ends every call of the connection (issue 33); a stream past the server's limit
+ * but within this headroom is refused alone with REFUSED_STREAM, which gRPC clients retry.
+ */
+export function advertisedMaxStreams(limit: number): number {
+  return Math.min(2 ** 31 - 1, limit + Math.max(8, Math.ceil(limit / 4)));
+}
 export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024 * 1024;
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 3_600_000;
 /** Default --grpc-max-connections: the HTTP port's cap (well below common fd limits). */
@@ -303,7 +318,7 @@ function createServer(
       settings: {
         initialWindowSize: settings.streamWindow,
         enablePush: false,
-        maxConcurrentStreams: settings.maxConcurrentStreams,
+        maxConcurrentStreams: advertisedMaxStreams(settings.maxConcurrentStreams),
         maxFrameSize: MAX_FRAME_SIZE,
       },
       // Node counts queued outgoing data against this (in MB); large responses must not trip it.
@@ -345,7 +360,13 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     stream.on('error', ignoreStreamError);
     // Every stream counts (activity, idle time, resets), whether or not it becomes a call.
     const connection = connections.get(stream.session as ServerHttp2Session);
+    const over = connection !== undefined && connection.openStreams >= settings.maxConcurrentStreams;
     connection?.streamStarted(stream);
+    if (over) {
+      // Past the limit: this stream alone is refused (it counts as a reset for the reset-flood guard).
+      stream.close(constants.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
     const path = headers[':path'] ?? '';
     if (headers[':method'] !== 'POST') {
       stream.respond({ ':status': 405 }, { endStream: true });

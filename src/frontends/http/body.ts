@@ -73,6 +73,7 @@ export function readBody(
   req: IncomingMessage,
   limit: number,
   shared: () => boolean = () => false,
+  onBytes?: (bytes: number) => void,
 ): Promise<Buffer> {
   const expected = declaredLength(req);
   if (expected !== undefined && expected > limit) return Promise.reject(bodyTooLarge(expected, limit));
@@ -99,6 +100,14 @@ export function readBody(
     };
 
     const onData = (chunk: Buffer): void => {
+      if (onBytes !== undefined) {
+        // A budget charged as bytes arrive (json-pool.ts) may refuse this one.
+        try {
+          onBytes(chunk.length);
+        } catch (err) {
+          return finish(NereidError.from(err));
+        }
+      }
       if (expected !== undefined) {
         if (received === 0 && chunk.length === expected) {
           single = chunk; // the common small-body case: keep the chunk itself

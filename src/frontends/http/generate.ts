@@ -130,7 +130,7 @@ async function generateOn(ctx: RouteContext, handle: ResolvedModel, streaming: b
   const ticket = ctx.json.admit(req, false);
   let parts: GenerateRequestParts;
   try {
-    const raw = await readBody(req, ctx.maxInputSize);
+    const raw = await readBody(req, ctx.maxInputSize, undefined, ticket.onBytes);
     const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
     trace?.capture('HTTP_RECV_END');
     ctx.bytesIn = body.length;

@@ -42,7 +42,7 @@ test('the declared JSON size: Content-Length, or a sane Inference-Header-Content
   assert.equal(declaredJsonLength(req({}), true), undefined);
 });
 
-test('admission: too large is a 400 that closes; past the byte budget a 503 that closes; one is always admitted', () => {
+test('admission: too large is a 400 that closes; the budget is charged with the bytes that arrived, past it a 503 that closes; one is always admitted', () => {
   const tooLarge = (() => {
     try {
       pool.admit(req({ 'content-length': '200000' }), true);
@@ -56,19 +56,45 @@ test('admission: too large is a 400 that closes; past the byte budget a 503 that
   assert.ok(isBodyTooLarge(tooLarge), 'refused before the body is read: the connection closes');
 
   const small = pool.admit(req({ 'content-length': '100' }), true); // below the worker threshold: free
+  assert.equal(small.onBytes, undefined);
   const a = pool.admit(req({ 'content-length': '6000' }), true);
+  assert.equal(pool.bytesInFlight, 0, 'a declared length costs nothing before its bytes arrive');
+  a.onBytes!(6000);
   assert.equal(pool.bytesInFlight, 6000);
+  const b = pool.admit(req({ 'content-length': '6000' }), true);
+  b.onBytes!(1000);
+  assert.equal(pool.bytesInFlight, 7000);
   assert.throws(
-    () => pool.admit(req({ 'content-length': '6000' }), true),
+    () => b.onBytes!(5000),
     (err: unknown) => err instanceof NereidError && err.code === 'UNAVAILABLE' && isBodyTooLarge(err),
   );
+  b.release();
   a.release();
   a.release(); // twice is harmless
   small.release();
   assert.equal(pool.bytesInFlight, 0);
   const alone = pool.admit(req({ 'content-length': '50000' }), true); // over the budget, but alone
+  alone.onBytes!(30000);
+  alone.onBytes!(30000); // never charged past its declared length
   assert.equal(pool.bytesInFlight, 50000);
   alone.release();
+  assert.equal(pool.bytesInFlight, 0);
+});
+
+test('trickling connections that declare large bodies do not lock other large JSON requests out', () => {
+  // Four documents declaring 6,000 bytes each (24,000 against a 10,000 budget) that sent 10 bytes each.
+  const trickling = Array.from({ length: 4 }, () => {
+    const t = pool.admit(req({ 'content-length': '6000' }), true);
+    t.onBytes!(10);
+    return t;
+  });
+  assert.equal(pool.bytesInFlight, 40);
+  const whole = pool.admit(req({ 'content-length': '6000' }), true);
+  whole.onBytes!(6000);
+  assert.equal(pool.bytesInFlight, 6040);
+  whole.release();
+  for (const t of trickling) t.release();
+  assert.equal(pool.bytesInFlight, 0);
 });
 
 test('a worker decodes a JSON + binary inference body exactly as the event loop does', async () => {

@@ -10,7 +10,10 @@
  *   --http-json-worker-threads of them, started on demand, lower CPU priority than the event loop where the
  *   OS allows it); an inference body comes back as tensors, never as millions of JS numbers to copy;
  * - such documents in flight at once (being received, waiting for a worker, being parsed) are bounded by
- *   --http-json-worker-bytes: past it a request is refused with 503 before its body is read;
+ *   --http-json-worker-bytes, charged with the bytes that have arrived, not the length a request declares
+ *   (issue 33: four connections declaring 64 MiB and trickling bytes locked every large JSON request out):
+ *   the request whose bytes would pass it is refused with 503 and its connection closed, the rest of its
+ *   body unread;
  * - a document whose parse could need more than 16 × --http-max-json-size of heap (1 GiB by default:
  *   many arrays or objects, a nesting bomb) is refused with a 400 before it is parsed (json-worker.ts,
  *   parseHeapBound); the worker's heap is capped at twice that, for anything else that runs away.
@@ -50,9 +53,20 @@ export const DEFAULT_JSON_LIMITS: JsonLimits = {
 /** A reservation of the worker budget, held from before the body is read until it is decoded. */
 export interface JsonTicket {
   release(): void;
+  /**
+   * Charges `bytes` more of the document's body, as they arrive (readBody's onBytes); throws the 503 that
+   * closes the connection when they would pass the budget. Absent when the document is not counted.
+   */
+  readonly onBytes?: (bytes: number) => void;
 }
 
 const NO_TICKET: JsonTicket = { release() {} };
+
+interface GrowingTicket extends JsonTicket {
+  readonly onBytes: (bytes: number) => void;
+  /** The whole body is here: charges what has not been charged yet, without the budget check. */
+  complete(): void;
+}
 
 /**
  * The most heap one parse may need (json-worker.ts's parseHeapBound, checked before parsing): 16 ×
@@ -131,12 +145,44 @@ export class JsonPool {
     );
   }
 
+  /** The 503 for a document past the --http-json-worker-bytes budget. */
+  private refusal(): NereidError {
+    return unavailable(
+      `too many large JSON requests in progress (${this.inFlight} bytes of JSON being received or parsed, ` +
+        `limit ${this.limits.workerBytes}); retry later, or send tensors as binary data`,
+    );
+  }
+
+  /** A ticket for a document of `size` declared bytes, charged as its bytes arrive. */
+  private growing(size: number): GrowingTicket {
+    let charged = 0;
+    let released = false;
+    const charge = (bytes: number, checked: boolean): void => {
+      if (released) return;
+      const add = Math.min(bytes, size - charged);
+      if (add <= 0) return;
+      // One document is always admitted: only the bytes of the others count against this one.
+      const others = this.inFlight - charged;
+      if (checked && others > 0 && this.inFlight + add > this.limits.workerBytes) {
+        throw refusedBeforeBody(this.refusal());
+      }
+      this.inFlight += add;
+      charged += add;
+    };
+    return {
+      onBytes: (bytes) => charge(bytes, true),
+      complete: () => charge(size, false),
+      release: () => {
+        if (released) return;
+        released = true;
+        this.inFlight -= charged;
+      },
+    };
+  }
+
   private take(size: number, beforeBody: boolean): JsonTicket {
     if (this.inFlight > 0 && this.inFlight + size > this.limits.workerBytes) {
-      const err = unavailable(
-        `too many large JSON requests in progress (${this.inFlight} bytes of JSON being received or parsed, ` +
-          `limit ${this.limits.workerBytes}); retry later, or send tensors as binary data`,
-      );
+      const err = this.refusal();
       throw beforeBody ? refusedBeforeBody(err) : err;
     }
     this.inFlight += size;
@@ -151,15 +197,15 @@ export class JsonPool {
   }
 
   /**
-   * Checks a request's declared JSON size before its body is read: over --http-max-json-size is a 400, a
-   * worker-bound document takes its share of the budget (503 when it is spent). The connection is then
-   * closed rather than drained (refusedBeforeBody).
+   * Checks a request's declared JSON size before its body is read: over --http-max-json-size is a 400 (the
+   * connection is then closed rather than drained, refusedBeforeBody). A worker-bound document gets a
+   * ticket that charges the budget as its bytes arrive (pass `ticket.onBytes` to readBody).
    */
   admit(req: IncomingMessage, infer: boolean): JsonTicket {
     const size = declaredJsonLength(req, infer);
     if (size === undefined) return NO_TICKET;
     if (size > this.limits.maxJsonSize) throw refusedBeforeBody(this.tooLarge(size));
-    return this.offloads(size) ? this.take(size, true) : NO_TICKET;
+    return this.offloads(size) ? this.growing(size) : NO_TICKET;
   }
 
   /**
@@ -173,6 +219,7 @@ export class JsonPool {
 
   /** Runs `task` on a worker, under `ticket` (or one taken now when admit() did not take one). */
   private async run(size: number, ticket: JsonTicket, body: Buffer, task: (view: Uint8Array) => JsonTask) {
+    if ('complete' in ticket) (ticket as GrowingTicket).complete();
     const own = ticket === NO_TICKET ? this.take(size, false) : ticket;
     try {
       const { view, transfer } = forTransfer(body);

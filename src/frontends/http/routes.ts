@@ -36,7 +36,7 @@ function json(value: unknown): Reply {
 async function readJsonBody(ctx: RouteContext): Promise<JsonIn | undefined> {
   const ticket = ctx.json.admit(ctx.req, false);
   try {
-    const raw = await readBody(ctx.req, ctx.maxInputSize);
+    const raw = await readBody(ctx.req, ctx.maxInputSize, undefined, ticket.onBytes);
     const body = await decodeContentEncoding(raw, ctx.req.headers['content-encoding'], ctx.maxInputSize);
     if (body.length === 0) return undefined;
     return await ctx.json.parse(body, ticket);
@@ -113,11 +113,11 @@ async function inferOn(
       ctx.trace = trace;
       trace.capture('HTTP_RECV_START');
     }
-    // A large JSON document takes its share of the JSON workers' budget before its body is read.
+    // A large JSON document takes its share of the JSON workers' budget as its body arrives.
     const ticket = ctx.json.admit(req, true);
     let decoded: DecodedInferRequest;
     try {
-      const raw = await readBody(req, ctx.maxInputSize, () => handle.sharesInputMemory);
+      const raw = await readBody(req, ctx.maxInputSize, () => handle.sharesInputMemory, ticket.onBytes);
       const contentEncoding = req.headers['content-encoding'];
       // Most requests are not compressed: no await (a microtask turn) for them.
       const body =

@@ -52,6 +52,14 @@ type Doc = Record<string, unknown>;
 const MAX_STOP = 4;
 /** Largest number of strings in one embeddings request (OpenAI allows 2048). */
 export const MAX_EMBEDDING_INPUTS = 2048;
+/**
+ * Largest number of messages in one chat request, and of characters in all their contents: a client's
+ * request past them is refused with 400 before the chat template runs (200k messages or a 10 M-character
+ * message otherwise reached the template sandbox and came back as its 500, issue 33). The characters leave
+ * room under the sandbox's 8 Mi-character prompt for the template's own text.
+ */
+export const MAX_CHAT_MESSAGES = 4096;
+export const MAX_CHAT_CHARACTERS = 4 * 1024 * 1024;
 
 /** Keys the frontend reads itself (or refuses); the rest may travel to the model. */
 const KNOWN = new Set([
@@ -260,6 +268,13 @@ export function parseChatRequest(doc: Doc): ChatRequest {
   if (raw === undefined || raw === null) throw badRequest("'messages' is a required property", 'messages');
   if (!Array.isArray(raw) || raw.length === 0)
     throw badRequest("'messages' must be a non-empty list", 'messages');
+  if (raw.length > MAX_CHAT_MESSAGES) {
+    throw badRequest(
+      `'messages' holds ${raw.length} messages, more than the ${MAX_CHAT_MESSAGES} a request may hold`,
+      'messages',
+    );
+  }
+  let characters = 0;
   const messages = raw.map((m: unknown, i): ChatMessage => {
     if (typeof m !== 'object' || m === null || Array.isArray(m)) {
       throw badRequest(`messages[${i}] must be an object`, 'messages');
@@ -268,7 +283,15 @@ export function parseChatRequest(doc: Doc): ChatRequest {
     if (typeof d.role !== 'string' || d.role === '')
       throw badRequest(`messages[${i}].role must be a string`, 'messages');
     const name = typeof d.name === 'string' ? d.name : undefined;
-    return { role: d.role, content: contentOf(d.content, i), ...(name !== undefined && { name }) };
+    const content = contentOf(d.content, i);
+    characters += content.length + d.role.length + (name?.length ?? 0);
+    if (characters > MAX_CHAT_CHARACTERS) {
+      throw badRequest(
+        `'messages' hold more than the ${MAX_CHAT_CHARACTERS} characters a request may hold`,
+        'messages',
+      );
+    }
+    return { role: d.role, content, ...(name !== undefined && { name }) };
   });
   return { ...options, messages };
 }
