@@ -120,6 +120,7 @@ def pytorch_models(out: Path) -> None:
         "ts_scripted_dict",
         'platform: "pytorch_libtorch"\n'
         + _batched()
+        + "instance_group { count: 2 kind: KIND_CPU }\n"
         + _io("input", "x", "TYPE_FP32", str(FEATURES))
         + _io("input", "y", "TYPE_FP32", str(FEATURES))
         + _io("output", "scaled", "TYPE_FP32", "3")
@@ -139,7 +140,8 @@ def pytorch_models(out: Path) -> None:
         'backend: "pytorch"\n'
         + _batched()
         + 'parameters { key: "INFERENCE_MODE" value { string_value: "true" } }\n'
-        + 'parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "1" } }\n'
+        + 'parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "3" } }\n'
+        + "instance_group { count: 1 kind: KIND_CPU }\n"
         + _io("input", "INPUT__0", "TYPE_FP32", str(FEATURES))
         + _io("output", "OUTPUT__2", "TYPE_INT64", "")
         + _io("output", "OUTPUT__0", "TYPE_FP32", "5")
@@ -234,7 +236,13 @@ def openvino_models(out: Path) -> None:
     )
     _write(out, "openvino_ir", full, requests, answer)
     # No inputs, outputs or max_batch_size: auto-complete fills them from the model.
-    _write(out, "openvino_autocomplete", 'backend: "openvino"\n', requests, answer)
+    _write(
+        out,
+        "openvino_autocomplete",
+        'backend: "openvino"\ninstance_group { count: 2 kind: KIND_CPU }\n',
+        requests,
+        answer,
+    )
     _write(
         out,
         "openvino_onnx",

@@ -245,9 +245,12 @@ class TritonPythonModel:
         self.port_of_input = {
             name: next(_port_name(p) for p in model.inputs if name in p.get_names()) for name in self.inputs
         }
+        # What the compiled model reports it uses (the tests and the oversubscription bench read this line).
+        applied = {key: self.compiled.get_property(key) for key in ("INFERENCE_NUM_THREADS", "NUM_STREAMS")}
         pb_utils.Logger.log_verbose(
-            f"openvino model '{self.name}': {path}, properties {props}, "
-            f"batch {'static ' + str(self.static_batch) if self.static_batch else 'dynamic'}"
+            f"openvino model '{self.name}': {path}, threads {applied['INFERENCE_NUM_THREADS']} "
+            f"streams {applied['NUM_STREAMS']}, batch "
+            f"{'static ' + str(self.static_batch) if self.static_batch else 'dynamic'}"
         )
 
     def _infer(self, inputs: dict[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:

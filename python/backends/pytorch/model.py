@@ -313,9 +313,10 @@ class TritonPythonModel:
                     raise ConfigError(f"unsupported datatype {dtype} for {kind} '{name}'")
         self.outputs = self.model.outputs(config)
         self.batching = int(config.get("max_batch_size", 0) or 0) > 0
+        # What the framework reports it uses (the tests and the oversubscription bench read this line).
         pb_utils.Logger.log_verbose(
-            f"pytorch model '{self.name}': {path}, {self.intra_threads} intra-op and {self.inter_threads} "
-            f"inter-op threads, inference mode {self.inference_mode}"
+            f"pytorch model '{self.name}': {path}, threads intra-op {torch.get_num_threads()} "
+            f"inter-op {torch.get_num_interop_threads()}, inference mode {self.inference_mode}"
         )
 
     # --- execute ------------------------------------------------------------------------------------------
