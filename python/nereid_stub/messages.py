@@ -14,7 +14,7 @@ checks that what they write is exactly these shapes.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 # --- message types (MessageType in protocol.ts) -------------------------------------------------------------
 # host -> stub
@@ -103,9 +103,17 @@ class WireResponse(_WireResponse, total=False):
 # --- host -> stub ------------------------------------------------------------------------------------------
 
 
+class BackendPackage(TypedDict):
+    """A Python-based backend's folder, imported as a package of this name (its model.py a module of it)."""
+
+    name: str
+    dir: str
+
+
 class Init(TypedDict):
     name: str  # the instance name
     model_path: str
+    backend_package: NotRequired[BackendPackage]
     decoupled: bool
     shm_threshold: int
     shm_initial: int
@@ -116,6 +124,7 @@ class Init(TypedDict):
 class AutoComplete(TypedDict):
     name: str
     model_path: str
+    backend_package: NotRequired[BackendPackage]
     config: str  # the model config as JSON text
 
 

@@ -387,6 +387,15 @@ class Runtime:
     # --- commands ----------------------------------------------------------------------------------------
 
     def _load_class(self, h: messages.Init | messages.AutoComplete) -> Any:
+        package = h.get("backend_package")
+        if package is not None:
+            args = h.get("args")
+            if isinstance(args, dict):
+                # The model's version folder, as for a model.py of its own.
+                api.set_model_dir(
+                    os.path.join(str(args.get("model_repository", "")), str(args.get("model_version", "")))
+                )
+            return _load_backend_class(package, str(h["model_path"]))
         model_path = str(h["model_path"])
         version_dir = os.path.dirname(model_path)
         model_dir = os.path.dirname(version_dir)
@@ -694,3 +703,38 @@ class Runtime:
             keep.clear()
 
         future.add_done_callback(done)
+
+
+def _load_backend_class(package: messages.BackendPackage, script: str) -> Any:
+    """A Python-based backend's TritonPythonModel: its folder becomes the package `package["name"]` (a name
+    of its own, so a backend called `tensorflow` does not shadow the real `tensorflow` it imports), and its
+    script a module of that package, so the backend's other files import relatively (`from . import x`)."""
+    import importlib.machinery
+    import importlib.util
+
+    name = str(package["name"])
+    folder = str(package["dir"])
+    if not os.path.isfile(script):
+        raise api.TritonModelException(f"Python-based backend file not found: '{script}'")
+    if name not in sys.modules:
+        init = os.path.join(folder, "__init__.py")
+        spec: importlib.machinery.ModuleSpec | None
+        if os.path.isfile(init):
+            spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[folder])
+        else:
+            spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            spec.submodule_search_locations = [folder]
+        if spec is None:
+            raise api.TritonModelException(f"cannot import Python-based backend folder '{folder}'")
+        pkg = importlib.util.module_from_spec(spec)
+        sys.modules[name] = pkg
+        if spec.loader is not None:
+            spec.loader.exec_module(pkg)
+    stem = os.path.splitext(os.path.basename(script))[0]
+    module = importlib.import_module(f"{name}.{stem}")
+    cls = getattr(module, "TritonPythonModel", None)
+    if cls is None:
+        raise api.TritonModelException(
+            f"Python-based backend '{script}' does not define class TritonPythonModel"
+        )
+    return cls

@@ -222,6 +222,11 @@ export interface ModelFiles {
 export interface BackendContext {
   /** `--backend-config=<backend>,<key>=<value>` settings for this backend, plus `default` ones. */
   readonly backendConfig: Readonly<Record<string, string>>;
+  /**
+   * For a backend hosted by another (Backend.hostBackend: a Python-based backend runs on the python
+   * backend), the host's `--backend-config` settings plus `default` ones; absent otherwise.
+   */
+  readonly hostBackendConfig?: Readonly<Record<string, string>>;
   readonly log: Logger;
 }
 
@@ -323,9 +328,25 @@ export interface Backend {
    */
   readonly processPerInstance?: boolean;
   /**
+   * The backend this one runs on, whose `--backend-config` settings its contexts also receive
+   * (hostBackendConfig): 'python' for a Python-based backend. Absent for a backend of its own.
+   */
+  readonly hostBackend?: string;
+  /**
    * Fills in what the model file can tell: inputs, outputs, max_batch_size. Returns the completed config.
    * Called unless --disable-auto-complete-config.
    */
   autoCompleteConfig?(ctx: AutoCompleteContext): Promise<ModelConfig>;
   loadModel(ctx: ModelLoadContext): Promise<ModelHandle>;
+}
+
+/**
+ * Backends found when a model asks for them rather than built in: Triton's Python-based backends
+ * (`<backend-directory>/<name>/model.py`). The loader asks it for a backend name no built-in backend has.
+ */
+export interface BackendCatalog {
+  /** The backend called `name`, or undefined when there is none. */
+  find(name: string): Promise<Backend | undefined>;
+  /** The names of the backends it can find (for messages listing what the server serves). */
+  names(): Promise<readonly string[]>;
 }

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { builtinTestBackends } from '../backends/builtin/index.js';
 import { JavascriptBackend } from '../backends/javascript/index.js';
 import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
-import { PythonBackend } from '../backends/python/index.js';
+import { PythonBackend, PythonBasedBackends, backendVenvRoot } from '../backends/python/index.js';
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
 import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
@@ -139,6 +139,10 @@ function createLoader(
 ): ModelLoader {
   return new ModelLoader({
     backends: builtinBackends(),
+    backendCatalog: new PythonBasedBackends({
+      backendDirectories: options.backendDirectories,
+      venvRoot: backendVenvRoot(options.backendVenvDirectory, process.env),
+    }),
     disableAutoComplete: options.disableAutoCompleteConfig,
     backendConfig: options.backendConfig,
     log,

@@ -43,6 +43,8 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   strictModelOutputs: 'show',
   modelLoadThreadCount: 'show',
   backendConfig: 'show',
+  backendDirectories: 'show',
+  backendVenvDirectory: 'show',
   allowHttp: 'show',
   httpAddress: 'show',
   httpPort: 'show',

@@ -31,6 +31,7 @@ type Draft = Mutable<
   Omit<
     ServerOptions,
     | 'backendConfig'
+    | 'backendDirectories'
     | 'modelRepositories'
     | 'loadModels'
     | 'metricsConfig'
@@ -46,6 +47,7 @@ type Draft = Mutable<
   grpcRestrictedProtocols: RestrictionDraft;
   rateLimitResources: RateLimitResourceOption[];
   backendConfig: Map<string, Map<string, string>>;
+  backendDirectories: string[];
   metricsConfig: Map<string, string>;
   modelRepositories: string[];
   loadModels: string[];
@@ -336,6 +338,19 @@ export const FLAGS: readonly Flag[] = [
       if (!entry) d.backendConfig.set(backend, (entry = new Map<string, string>()));
       entry.set(key, value);
     },
+  },
+  {
+    name: 'backend-directory',
+    kind: 'list',
+    help: "A folder of Python-based backends: a model with backend 'NAME' that is not built in runs <folder>/NAME/model.py (docs/backends.md). Repeat for several, searched in order, then Nereid's own backends (python/backends: fil, ...). Triton's folder of backend libraries: its native libraries are not loaded.",
+    apply: (d, v) => d.backendDirectories.push(v),
+  },
+  {
+    name: 'backend-venv-directory',
+    kind: 'string',
+    defaultText: '$NEREID_BACKEND_VENVS, else .cache/backends in a checkout, else ~/.cache/nereid/backends',
+    help: "Where the Python-based backends' venvs are (made by 'npx nereid backends install NAME', one per backend and requirements.txt). Nereid only.",
+    apply: (d, v) => (d.backendVenvDirectory = v),
   },
   {
     name: 'id',
@@ -1087,12 +1102,6 @@ export const FLAGS: readonly Flag[] = [
     inert: 'no GPU support in this build',
   },
   {
-    name: 'backend-directory',
-    kind: 'string',
-    help: 'Where Triton looks for backend libraries.',
-    inert: 'Nereid backends are built in',
-  },
-  {
     name: 'repoagent-directory',
     kind: 'string',
     help: 'Where Triton looks for repository agent libraries.',
@@ -1170,6 +1179,8 @@ export function defaultDraft(): Draft {
     strictModelOutputs: false,
     modelLoadThreadCount: 4,
     backendConfig: new Map(),
+    backendDirectories: [],
+    backendVenvDirectory: undefined,
     allowHttp: true,
     httpAddress: '0.0.0.0',
     httpPort: 8000,
@@ -1332,6 +1343,7 @@ export function parseFlags(
     loadModels: Object.freeze([...d.loadModels]),
     rateLimitResources: Object.freeze(d.rateLimitResources.map((r) => Object.freeze(r))),
     backendConfig: d.backendConfig,
+    backendDirectories: Object.freeze([...d.backendDirectories]),
     httpRestrictedApis: Object.freeze({ ...d.httpRestrictedApis }),
     grpcRestrictedProtocols: Object.freeze({ ...d.grpcRestrictedProtocols }),
   });

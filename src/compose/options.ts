@@ -87,6 +87,10 @@ export interface ServerOptions {
   readonly modelLoadThreadCount: number;
   /** backend → key → value (`--backend-config=<backend>,<key>=<value>`; backend `default` applies to all). */
   readonly backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;
+  /** `--backend-directory` folders (in order) searched for Python-based backends, `<dir>/<name>/model.py`. */
+  readonly backendDirectories: readonly string[];
+  /** `--backend-venv-directory`: where Python-based backends' venvs live (undefined: the default rules). */
+  readonly backendVenvDirectory: string | undefined;
   readonly allowHttp: boolean;
   readonly httpAddress: string;
   readonly httpPort: number;

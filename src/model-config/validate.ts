@@ -25,6 +25,7 @@ const PLATFORM_BACKEND: Readonly<Record<string, string>> = {
   tensorrt_plan: 'tensorrt',
   onnxruntime_onnx: 'onnxruntime',
   pytorch_libtorch: 'pytorch',
+  libtorch: 'pytorch',
   torch_aoti: 'pytorch',
 };
 

@@ -41,7 +41,7 @@ import { StubProcess } from './stub-process.js';
  */
 const METRICS_QUERY_MS = 500;
 
-function executionEnvPath(config: ModelConfig | FrozenModelConfig): string | undefined {
+export function executionEnvPath(config: ModelConfig | FrozenModelConfig): string | undefined {
   const v = config.parameters?.EXECUTION_ENV_PATH?.string_value;
   return v ? v : undefined;
 }
@@ -68,6 +68,78 @@ function shmOptions(options: PythonBackendOptions): ShmFileOptions | undefined {
   };
 }
 
+/**
+ * What a python model runs: its own model.py, or (a Python-based backend) the backend's script, imported
+ * as a module of the backend's package, with the backend's settings added to initialize(args).
+ */
+export interface PythonScript {
+  readonly path: string;
+  readonly package?: { readonly name: string; readonly dir: string };
+  readonly extraArgs?: Readonly<Record<string, string>>;
+}
+
+/** Runs the script's auto_complete_config in a short-lived stub; the config comes back unchanged when it has none. */
+export async function autoCompleteWithStub(
+  ctx: AutoCompleteContext,
+  options: PythonBackendOptions,
+  interpreter: Interpreter,
+  script: PythonScript,
+): Promise<ModelConfig> {
+  const source = await readFile(script.path, 'utf8').catch(() => undefined);
+  if (source === undefined || !mayAutoComplete(source)) return ctx.config;
+  const name = ctx.config.name;
+  const stub = StubProcess.launch({ name, interpreter, shm: undefined, log: ctx.log });
+  try {
+    const header = {
+      name,
+      model_path: script.path,
+      ...(script.package && { backend_package: script.package }),
+      config: JSON.stringify(modelConfigToJson(ctx.config)),
+    };
+    const reply = await stub.call(
+      MessageType.AutoComplete,
+      header,
+      MessageType.AutoCompleteDone,
+      options.stubTimeoutMs,
+      'auto_complete_config()',
+    );
+    const h = reply.header as { error?: unknown; config?: unknown };
+    if (h.error !== undefined) {
+      throw internal(
+        `auto-complete of model '${name}' failed: ${typeof h.error === 'string' ? h.error : JSON.stringify(h.error)}`,
+      );
+    }
+    if (typeof h.config !== 'string') throw internal(`auto-complete of model '${name}' returned no config`);
+    try {
+      return parseModelConfigJson(h.config, `auto_complete_config of model '${name}'`);
+    } catch (err) {
+      throw invalidArg(
+        `auto_complete_config of model '${name}' produced an invalid config: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+  } finally {
+    stub.kill();
+    await stub.exited;
+  }
+}
+
+/** A model whose instances are stubs running the script with that interpreter. */
+export async function loadWithStubs(
+  ctx: ModelLoadContext,
+  options: PythonBackendOptions,
+  interpreter: Interpreter,
+  script: PythonScript,
+): Promise<ModelHandle> {
+  const settings = pythonModelSettings(ctx.config, options);
+  ctx.log.verbose(
+    `python model '${ctx.modelName}' version ${ctx.version}: ${script.path} with ${interpreter.executable} (${interpreter.origin}), ` +
+      `execution timeout ${settings.executionTimeoutMs} ms, stub memory limit ${settings.stubMemoryLimitBytes} bytes`,
+  );
+  // Tracebacks may name the real path of the model's files.
+  const realDir = await realpath(ctx.modelDir).catch(() => ctx.modelDir);
+  return new PythonModel(ctx, options, settings, interpreter, script, [ctx.modelDir, realDir]);
+}
+
 export class PythonBackend implements Backend {
   readonly name = 'python';
   readonly platforms: readonly string[] = [];
@@ -79,9 +151,8 @@ export class PythonBackend implements Backend {
     const source = await readFile(ctx.modelPath, 'utf8').catch(() => undefined);
     if (source === undefined || !mayAutoComplete(source)) return ctx.config;
     const options = pythonBackendOptions(ctx.backendConfig, (m) => ctx.log.warn(m));
-    const name = ctx.config.name;
     const interpreter = await chooseInterpreter({
-      modelName: name,
+      modelName: ctx.config.name,
       modelDir: ctx.modelDir,
       executionEnvPath: executionEnvPath(ctx.config),
       pythonExecutable: options.pythonExecutable,
@@ -90,38 +161,7 @@ export class PythonBackend implements Backend {
       files: ctx.files,
       log: ctx.log,
     });
-    const stub = StubProcess.launch({ name, interpreter, shm: undefined, log: ctx.log });
-    try {
-      const header = {
-        name,
-        model_path: ctx.modelPath,
-        config: JSON.stringify(modelConfigToJson(ctx.config)),
-      };
-      const reply = await stub.call(
-        MessageType.AutoComplete,
-        header,
-        MessageType.AutoCompleteDone,
-        options.stubTimeoutMs,
-        'auto_complete_config()',
-      );
-      const h = reply.header as { error?: unknown; config?: unknown };
-      if (h.error !== undefined) {
-        throw internal(
-          `auto-complete of model '${name}' failed: ${typeof h.error === 'string' ? h.error : JSON.stringify(h.error)}`,
-        );
-      }
-      if (typeof h.config !== 'string') throw internal(`auto-complete of model '${name}' returned no config`);
-      try {
-        return parseModelConfigJson(h.config, `auto_complete_config of model '${name}'`);
-      } catch (err) {
-        throw invalidArg(
-          `auto_complete_config of model '${name}' produced an invalid config: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
-    } finally {
-      stub.kill();
-      await stub.exited;
-    }
+    return autoCompleteWithStub(ctx, options, interpreter, { path: ctx.modelPath });
   }
 
   async loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
@@ -129,7 +169,6 @@ export class PythonBackend implements Backend {
     if (!ctx.modelPath.endsWith('.py')) {
       throw invalidArg(`Model name must end with '.py'. Model name is "${path.basename(ctx.modelPath)}".`);
     }
-    const settings = pythonModelSettings(ctx.config, options);
     const interpreter = await chooseInterpreter({
       modelName: ctx.modelName,
       modelDir: ctx.modelDir,
@@ -140,13 +179,7 @@ export class PythonBackend implements Backend {
       files: ctx.files,
       log: ctx.log,
     });
-    ctx.log.verbose(
-      `python model '${ctx.modelName}' version ${ctx.version}: ${ctx.modelPath} with ${interpreter.executable} (${interpreter.origin}), ` +
-        `execution timeout ${settings.executionTimeoutMs} ms, stub memory limit ${settings.stubMemoryLimitBytes} bytes`,
-    );
-    // Tracebacks may name the real path of the model's files.
-    const realDir = await realpath(ctx.modelDir).catch(() => ctx.modelDir);
-    return new PythonModel(ctx, options, settings, interpreter, [ctx.modelDir, realDir]);
+    return loadWithStubs(ctx, options, interpreter, { path: ctx.modelPath });
   }
 }
 
@@ -162,12 +195,15 @@ class PythonModel implements ModelHandle {
     private readonly options: PythonBackendOptions,
     private readonly settings: PythonModelSettings,
     private readonly interpreter: Interpreter,
+    script: PythonScript,
     private readonly modelDirs: readonly string[],
   ) {
     this.errors = new ModelErrorLog({ log: ctx.log });
     this.outputCheck = OutputCheck.forModel(ctx);
     this.init = {
-      model_path: ctx.modelPath,
+      model_path: script.path,
+      ...(script.package && { backend_package: script.package }),
+      ...(script.extraArgs && { extra_args: script.extraArgs }),
       model_config: JSON.stringify(modelConfigToJson(ctx.config)),
       model_repository: ctx.modelDir,
       model_version: String(ctx.version),

@@ -102,6 +102,10 @@ export interface PythonInstanceOptions {
 
 export interface InitTemplate {
   readonly model_path: string;
+  /** A Python-based backend's folder, imported as a package of this name (model_path is its script). */
+  readonly backend_package?: { readonly name: string; readonly dir: string };
+  /** initialize(args) keys beyond Triton's (a Python-based backend's `backend_config`). */
+  readonly extra_args?: Readonly<Record<string, string>>;
   readonly model_config: string;
   readonly model_repository: string;
   readonly model_version: string;
@@ -537,6 +541,7 @@ export class PythonInstance implements InstanceHandle {
     const header = {
       name: spec.name,
       model_path: t.model_path,
+      ...(t.backend_package && { backend_package: t.backend_package }),
       decoupled: this.opts.decoupled,
       shm_threshold: this.opts.shmThreshold,
       shm_initial: t.shm_initial,
@@ -549,6 +554,7 @@ export class PythonInstance implements InstanceHandle {
         model_repository: t.model_repository,
         model_version: t.model_version,
         model_name: this.opts.modelName,
+        ...t.extra_args,
       },
     };
     this.initializing = stub;

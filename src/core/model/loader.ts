@@ -11,7 +11,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Backend, InstanceHandle, ServerApi } from '../../backend-api/backend.js';
+import type { Backend, BackendCatalog, InstanceHandle, ServerApi } from '../../backend-api/backend.js';
 import { realFolder, relativizePaths } from '../../common/confine.js';
 import { NereidError, invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -35,6 +35,11 @@ import { warmUpInstances, warmupFilePath } from './warmup.js';
 
 export interface LoaderOptions {
   readonly backends: readonly Backend[];
+  /**
+   * Where a backend name no built-in backend has is looked up: Python-based backends
+   * (`<backend-directory>/<name>/model.py`). Absent: only the built-in backends serve.
+   */
+  readonly backendCatalog?: BackendCatalog;
   readonly disableAutoComplete: boolean;
   /** backend name → key → value, from --backend-config (the `default` entry applies to every backend). */
   readonly backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;
@@ -70,15 +75,40 @@ export interface LoaderOptions {
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
 
 /**
+ * Triton's platforms whose backend is not built in here, and the backend each belongs to: the model is
+ * served by that backend when the catalog has it (Python-based backends: pytorch, tensorflow).
+ */
+const PLATFORM_BACKENDS: Readonly<Record<string, string>> = {
+  pytorch_libtorch: 'pytorch',
+  libtorch: 'pytorch',
+  torch_aoti: 'pytorch',
+  tensorflow_savedmodel: 'tensorflow',
+  tensorflow_graphdef: 'tensorflow',
+  tensorrt_plan: 'tensorrt',
+};
+
+/** Formats no backend of Nereid can run, and what to do with such a model instead. */
+const UNSERVABLE: Readonly<Record<string, string>> = {
+  tensorrt:
+    'TensorRT plans are compiled for one GPU model and TensorRT version and need NVIDIA GPUs: export the ' +
+    'original model to ONNX (or serve it with the pytorch/tensorflow backends) instead',
+  dali: 'DALI pipelines need NVIDIA DALI: move the preprocessing into a python or javascript model',
+};
+
+/**
  * The help appended to Triton's "unable to find backend" / "unexpected platform type" text (kept first, so
  * log parsers written for Triton still match): what this server can serve instead, and the page on moving
- * a Triton model over (TensorRT, PyTorch, TensorFlow... export to ONNX).
+ * a Triton model over (TensorRT, DALI... export to ONNX).
  */
-function servable(backends: readonly Backend[]): string {
-  const platforms = [...backends.flatMap((b) => b.platforms), 'ensemble'];
+function servable(backends: readonly Backend[], more: readonly string[], asked: string | undefined): string {
+  const names = [...new Set([...backends.map((b) => b.name), ...more])];
+  const mapped = Object.keys(PLATFORM_BACKENDS).filter((p) => names.includes(PLATFORM_BACKENDS[p]));
+  const platforms = [...backends.flatMap((b) => b.platforms), ...mapped, 'ensemble'];
+  const hint = asked !== undefined ? UNSERVABLE[asked] : undefined;
   return (
-    `; Nereid serves the backends ${backends.map((b) => b.name).join(', ')} and the platforms ` +
-    `${platforms.join(', ')} (docs/from-triton.md: what Nereid serves, and converting other models to ONNX)`
+    `; Nereid serves the backends ${names.join(', ')} and the platforms ${platforms.join(', ')} ` +
+    `(docs/from-triton.md: what Nereid serves, and converting other models to ONNX; docs/backends.md: ` +
+    `Python-based backends in --backend-directory)${hint ? `; ${hint}` : ''}`
   );
 }
 
@@ -96,6 +126,23 @@ export class ModelLoader implements VersionLoader {
     return out;
   }
 
+  /** A built-in backend of that name, else one the catalog finds (a Python-based backend). */
+  private async findBackend(name: string): Promise<Backend | undefined> {
+    return (
+      this.options.backends.find((x) => x.name === name) ?? (await this.options.backendCatalog?.find(name))
+    );
+  }
+
+  private async servable(asked: string | undefined): Promise<string> {
+    const more = (await this.options.backendCatalog?.names().catch(() => [])) ?? [];
+    return servable(this.options.backends, more, asked);
+  }
+
+  /** The host backend's settings for a backend that runs on another (Backend.hostBackend). */
+  private hostSettings(backend: Backend): Record<string, string> | undefined {
+    return backend.hostBackend !== undefined ? this.backendSettings(backend.hostBackend) : undefined;
+  }
+
   /** Finds the backend a config asks for, or (no backend/platform given) the one whose model file exists. */
   private async resolveBackend(
     config: ModelConfig,
@@ -105,18 +152,21 @@ export class ModelLoader implements VersionLoader {
   ): Promise<Backend> {
     const { backends } = this.options;
     if (config.backend) {
-      const b = backends.find((x) => x.name === config.backend);
+      const b = await this.findBackend(config.backend);
       if (!b)
         throw invalidArg(
-          `unable to find backend '${config.backend}' for model '${location.modelName}'${servable(backends)}`,
+          `unable to find backend '${config.backend}' for model '${location.modelName}'${await this.servable(config.backend)}`,
         );
       return b;
     }
     if (config.platform) {
-      const b = backends.find((x) => x.platforms.includes(config.platform));
+      const mapped = PLATFORM_BACKENDS[config.platform];
+      const b =
+        backends.find((x) => x.platforms.includes(config.platform)) ??
+        (mapped !== undefined ? await this.findBackend(mapped) : undefined);
       if (!b)
         throw invalidArg(
-          `unexpected platform type '${config.platform}' for ${location.modelName}${servable(backends)}`,
+          `unexpected platform type '${config.platform}' for ${location.modelName}${await this.servable(mapped)}`,
         );
       return b;
     }
@@ -177,6 +227,7 @@ export class ModelLoader implements VersionLoader {
         modelPath: await this.modelPath(folder, versionDir, config, backend, false),
         files: folder,
         backendConfig: this.backendSettings(backend.name),
+        hostBackendConfig: this.hostSettings(backend),
         log: this.options.log,
       });
     }
@@ -203,9 +254,9 @@ export class ModelLoader implements VersionLoader {
    * `config`. Throws INVALID_ARG; starts nothing.
    */
   admit(config: FrozenModelConfig, location: ModelLocation, versions: number): Promise<void> {
-    return Promise.resolve().then(() => {
+    return Promise.resolve().then(async () => {
       if (isEnsembleConfig(config)) return;
-      const backend = this.options.backends.find((x) => x.name === config.backend);
+      const backend = await this.findBackend(config.backend);
       this.instanceBudget.admit(
         location.modelName,
         instancesPerVersion(config.instance_group),
@@ -267,6 +318,7 @@ export class ModelLoader implements VersionLoader {
         modelPath,
         files: folder,
         backendConfig: this.backendSettings(backend.name),
+        hostBackendConfig: this.hostSettings(backend),
         log: this.options.log,
         serverApi: this.options.serverApi,
         strictModelOutputs: this.options.strictModelOutputs === true,
