@@ -13,6 +13,7 @@ splitting over dim 0.
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -40,6 +41,7 @@ def _write(
     config: str,
     requests: list[dict[str, npt.NDArray[Any]]],
     answer: Callable[[dict[str, npt.NDArray[Any]]], dict[str, npt.NDArray[Any]]],
+    per_row: frozenset[str] = frozenset(),
 ) -> None:
     folder = out / "models" / name
     (folder / "1").mkdir(parents=True, exist_ok=True)
@@ -50,6 +52,13 @@ def _write(
             arrays[f"in{i}_{key}"] = value
         for key, value in answer(inputs).items():
             arrays[f"out{i}_{key}"] = value
+    # An output of one value per row is declared dims [1] reshaped to []: the client sees [rows, 1].
+    per_row = per_row | set(
+        re.findall(r'output \{ name: "([^"]+)"[^}]*dims: \[ 1 \] reshape \{ shape: \[ \] \}', config)
+    )
+    for key in list(arrays):
+        if key.startswith("out") and key.split("_", 1)[1] in per_row:
+            arrays[key] = arrays[key].reshape(-1, 1)
     (out / "expected").mkdir(parents=True, exist_ok=True)
     np.savez(out / "expected" / f"{name}.npz", **arrays)  # type: ignore[arg-type]
 
@@ -242,6 +251,7 @@ def openvino_models(out: Path) -> None:
         'backend: "openvino"\ninstance_group { count: 2 kind: KIND_CPU }\n',
         requests,
         answer,
+        per_row=frozenset({"cls"}),  # auto-complete declares it dims [1] reshaped to []
     )
     _write(
         out,

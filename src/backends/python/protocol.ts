@@ -111,6 +111,10 @@ export interface InitMessage {
 export interface AutoCompleteMessage {
   readonly name: string;
   readonly model_path: string;
+  /** A Python-based backend's folder, imported as this package. */
+  readonly backend_package?: { readonly name: string; readonly dir: string };
+  /** With backend_package: the model's folder and the version being loaded (get_model_dir()). */
+  readonly args?: { readonly model_repository: string; readonly model_version: string };
   /** The model config as JSON text. */
   readonly config: string;
 }
