@@ -93,6 +93,8 @@ def serve(repository: Path, log: Path, extra: list[str] | None = None) -> Iterat
         "--metrics-port=0",
         "--log-verbose=1",
         "--exit-on-error=false",  # the suites include a model that must fail to load
+        # Stubs importing torch side by side on a loaded 2-core machine can outlast the 30 s default.
+        "--backend-config=python,stub-timeout-seconds=300",
         *(extra or []),
     ]
     server = start_server(flags, log, startup_timeout=300.0)
