@@ -33,6 +33,11 @@ status=0
 # the pytest suites, so it comes before any test. A failure here stops the run: nothing after it can pass.
 setup "Python environment (scripts/setup-python.sh)"
 bash scripts/setup-python.sh
+# Nereid's fil backend (tree models) runs in a venv of its own, made from python/backends/fil/requirements.txt
+# and cached by that file's hash in .cache/backends/ (~280 MB, about a minute the first time; nothing after):
+# test/compat/test_fil_backend.py and the Python-based backend tests need it.
+setup "fil backend venv (nereid backends install fil)"
+node bin/nereid.js backends install fil
 # The deployment tests (test/deploy: helm, kubeconform, hadolint, haproxy, prometheus) need their tools;
 # the setup installs and caches them. It exits 0 without a tool only when this machine cannot have it (the
 # tests then skip saying why); any other failure fails the run.

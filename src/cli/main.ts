@@ -9,7 +9,8 @@
  * (parent-watch.ts).
  *
  * `nereid init ...` (the first argument only: the server's own flags are tritonserver's, which has no
- * subcommands) scaffolds a model folder instead (init.ts).
+ * subcommands) scaffolds a model folder instead (init.ts); `nereid backends list|install NAME` lists and
+ * installs the Python-based backends' packages (backends.ts).
  */
 import { createWriteStream } from 'node:fs';
 import { NereidError } from '../common/errors.js';
@@ -17,6 +18,7 @@ import { Logger } from '../common/logger.js';
 import { packageVersion, startNereid } from '../compose/compose.js';
 import { helpText, parseFlags } from '../compose/flags.js';
 import { cloudStorageFromEnv, isObjectStoreUrl } from '../compose/storage-env.js';
+import { runBackends } from './backends.js';
 import { runInit } from './init.js';
 import { startedByNpm, watchParent } from './parent-watch.js';
 
@@ -24,6 +26,13 @@ import { startedByNpm, watchParent } from './parent-watch.js';
 const SAME_SIGNAL_MS = 1000;
 
 async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'backends') {
+    return runBackends(argv.slice(1), {
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+      env: process.env,
+    });
+  }
   if (argv[0] === 'init') {
     return runInit(argv.slice(1), {
       cwd: process.cwd(),
@@ -41,7 +50,8 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parsed.help) {
     process.stdout.write(
       helpText() +
-        '\n\nTo start a new model: nereid init <model_name> --backend javascript|python|onnxruntime (nereid init --help)\n',
+        '\n\nTo start a new model: nereid init <model_name> --backend javascript|python|onnxruntime (nereid init --help)\n' +
+        'To install a Python-based backend (fil, ...): nereid backends install <name> (nereid backends --help)\n',
     );
     return 0;
   }

@@ -205,7 +205,7 @@ describe('Python-based backends', () => {
     assert.match(plan.error, /unexpected platform type 'tensorrt_plan'/);
     assert.match(plan.error, /export the original model to ONNX/);
     assert.match(plan.error, /docs\/from-triton\.md/);
-    assert.match(plan.error, /Nereid serves the backends onnxruntime, python, .*scaler/);
+    assert.match(plan.error, /Nereid serves the backends onnxruntime, python, .*fil, .*scaler/);
     const unknown = await loadError(s.url, 'unknown');
     assert.equal(unknown.status, 400);
     assert.match(unknown.error, /^.*unable to find backend 'no_such_backend' for model 'unknown'/);
@@ -217,6 +217,13 @@ describe('Python-based backends', () => {
     assert.match(needy.error, /backend 'needy' of model 'needy' is not installed/);
     assert.match(needy.error, /npx nereid backends install needy/);
     assert.doesNotMatch(needy.error, new RegExp(venvs), 'the server folder is not shown to clients');
+    // Nereid's own fil backend (python/backends/fil), with no venv in this server's venv folder.
+    const trees = await loadError(s.url, 'trees');
+    assert.notEqual(trees.status, 200);
+    assert.match(
+      trees.error,
+      /backend 'fil' of model 'trees' is not installed.*'npx nereid backends install fil'/,
+    );
     // The server keeps serving.
     assert.deepEqual((await infer(s.url, 'scaled', [0, 0])).y, [0.5, 0.5]);
   });
