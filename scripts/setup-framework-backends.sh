@@ -10,7 +10,11 @@
 # installed, ~2.5 min. NEREID_TEST_BACKENDS (default "openvino pytorch") chooses which; an empty value
 # installs none, and the tests of a backend that is not installed skip saying how to install it. A backend is
 # left out (exit 0, saying why) only when the disk cannot hold it; any other failure fails the setup.
+# With a file argument, the names of the backends that are installed are written to it, one a line
+# (scripts/test.sh passes them to the tests as NEREID_REQUIRE_BACKENDS).
 set -euo pipefail
+installed_list=${1:-/dev/null}
+: >"$installed_list"
 cd "$(dirname "$0")/.."
 
 # Free space a backend's venv needs, in MB (its installed size plus pip's unpacking room).
@@ -27,4 +31,5 @@ for name in ${NEREID_TEST_BACKENDS-openvino pytorch}; do
   fi
   echo "setup-framework-backends: $name"
   node bin/nereid.js backends install "$name"
+  echo "$name" >>"$installed_list"
 done

@@ -46,10 +46,15 @@ def venv_python(name: str) -> Path | None:
 
 
 def require_venv(name: str) -> Path:
+    """The backend's venv interpreter. Missing, the tests skip saying how to install it, unless
+    NEREID_REQUIRE_BACKENDS names the backend (scripts/test.sh sets it to those its setup installed): then a
+    missing venv is a failure, so a broken install cannot pass as a skip."""
     python = venv_python(name)
     if python is None:
-        # scripts/test.sh installs it first (npm test); a bare pytest run without it skips, saying how.
-        pytest.skip(f"the {name} backend is not installed: run `npx nereid backends install {name}`")
+        message = f"the {name} backend is not installed: run `npx nereid backends install {name}`"
+        if name in os.environ.get("NEREID_REQUIRE_BACKENDS", "").split():
+            pytest.fail(message)
+        pytest.skip(message)
     return python
 
 
