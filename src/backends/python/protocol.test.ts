@@ -40,8 +40,15 @@ const SAMPLES: { [T in MessageType]: Messages[T] } = {
     shm_initial: 1048576,
     shm_growth: 1048576,
     args: { model_name: 'm', model_version: '1' },
+    backend_package: { name: 'nereid_backend_b', dir: '/backends/b' },
   },
-  [MessageType.AutoComplete]: { name: 'm', model_path: '/models/m/1/model.py', config: '{"name":"m"}' },
+  [MessageType.AutoComplete]: {
+    name: 'm',
+    model_path: '/backends/b/model.py',
+    backend_package: { name: 'nereid_backend_b', dir: '/backends/b' },
+    args: { model_repository: '/models/m', model_version: '1' },
+    config: '{"name":"m"}',
+  },
   [MessageType.Execute]: {
     batch: 7,
     requests: [

@@ -106,6 +106,8 @@ export interface InitMessage {
   readonly shm_growth: number;
   /** initialize(args): Triton's keys, all strings. */
   readonly args: Readonly<Record<string, string>>;
+  /** A Python-based backend's folder, imported as this package (its model.py a module of it). */
+  readonly backend_package?: { readonly name: string; readonly dir: string };
 }
 
 export interface AutoCompleteMessage {
