@@ -1,6 +1,6 @@
 """The framework backends under load (docs/backends-frameworks.md): prints ratios, asserts nothing.
 
-    .venv/bin/python bench/frameworks.py [seconds-per-point]
+    .venv/bin/python bench/frameworks.py [seconds-per-point [served,oversubscription]]
 
 Needs the pytorch and openvino backends installed (`npx nereid backends install pytorch|openvino`). On a
 model each framework makes here (bench/frameworks_model.py: an MLP of 4 layers 1024 wide, FP32):
@@ -99,7 +99,13 @@ def drive(server: NereidServer, model: str, input_name: str, batch: int, clients
 
 def serve(folder: Path, log: Path) -> NereidServer:
     return start_server(
-        [f"--model-repository={folder}", "--http-port=0", "--grpc-port=0", "--metrics-port=0"],
+        [
+            f"--model-repository={folder}",
+            "--http-port=0",
+            "--grpc-port=0",
+            "--metrics-port=0",
+            "--backend-config=python,stub-timeout-seconds=300",  # 8 stubs importing torch on 2 cores
+        ],
         log,
         startup_timeout=300.0,
     )
@@ -107,12 +113,13 @@ def serve(folder: Path, log: Path) -> NereidServer:
 
 def main() -> int:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
+    parts = sys.argv[2].split(",") if len(sys.argv) > 2 else ["served", "oversubscription"]
     cores = usable_cores()
     root = Path(tempfile.mkdtemp(prefix="nereid-bench-frameworks-"))
     print(f"# framework backends, {cores} cores, {seconds:.0f} s per point, results in {root}\n")
     print("| backend | batch | served rows/s | bare rows/s | served / bare |")
     print("| --- | --- | --- | --- | --- |")
-    for kind in ("pytorch", "openvino"):
+    for kind in ("pytorch", "openvino") if "served" in parts else ():
         python = venv_python(kind)
         if python is None:
             print(f"| {kind} | - | not installed: npx nereid backends install {kind} | | |")
@@ -131,7 +138,7 @@ def main() -> int:
         finally:
             server.stop()
     python = venv_python("pytorch")
-    if python is None:
+    if python is None or "oversubscription" not in parts:
         return 0
     print("\n| pytorch, 4 instances, 8 clients, batch 8 | rows/s | p99 ms |")
     print("| --- | --- | --- |")
