@@ -1,4 +1,4 @@
-"""The framework backends under load (docs/backends-frameworks.md): prints ratios, asserts nothing.
+"""The framework backends under load (docs/backends.md#pytorch-and-openvino): prints ratios, asserts nothing.
 
     .venv/bin/python bench/frameworks.py [seconds-per-point [served,oversubscription]]
 
