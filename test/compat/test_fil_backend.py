@@ -126,12 +126,17 @@ MODELS: dict[str, tuple[str, str, int, dict[str, str]]] = {
         {"model_type": "xgboost_ubj", "output_class": "true", "predict_proba": "true"},
     ),
     "fil_lgb_class": ("lgb_multi.txt", "model.txt", 1, {"model_type": "lightgbm", "output_class": "true"}),
-    "fil_lgb_reg": ("lgb_reg.txt", "model.txt", 1, {"model_type": "lightgbm", "output_class": "false"}),
+    "fil_lgb_reg": (
+        "lgb_reg.txt",
+        "model.txt",
+        1,
+        {"model_type": "lightgbm", "output_class": "false", "cpu_nthread": "1"},
+    ),
     "fil_treelite_reg": (
         "checkpoint.tl",
         "checkpoint.tl",
         1,
-        {"model_type": "treelite_checkpoint", "output_class": "false"},
+        {"model_type": "treelite_checkpoint", "output_class": "false", "cpu_nthread": "2"},
     ),
     "fil_bad_type": ("xgb_binary.json", "xgboost.json", 1, {"model_type": "catboost"}),
 }

@@ -64,6 +64,31 @@ class TritonPythonModel:
         return out
 `;
 
+// Stands in for a pytorch backend: says which file and platform the server gave the model.
+const TORCHLIKE = `
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        config.set_max_batch_size(0)
+        config.add_input({"name": "X", "data_type": "TYPE_FP32", "dims": [1]})
+        config.add_output({"name": "INFO", "data_type": "TYPE_STRING", "dims": [1]})
+        return config
+
+    def initialize(self, args):
+        c = json.loads(args["model_config"])
+        self.info = f"{c['backend']} {c['platform']} {c['default_model_filename']}".encode()
+
+    def execute(self, requests):
+        info = np.array([self.info], dtype=np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("INFO", info)]) for _ in requests]
+`;
+
 const config = (name: string, extra = ''): string => `
 name: "${name}"
 backend: "scaler"
@@ -109,6 +134,8 @@ describe('Python-based backends', () => {
     writeFileSync(path.join(backends, 'scaler', 'model.py'), BACKEND);
     writeFileSync(path.join(backends, 'scaler', 'helpers.py'), 'def offset():\n    return 0.5\n');
     writeFileSync(path.join(backends, 'scaler', 'other.py'), OTHER);
+    mkdirSync(path.join(backends, 'pytorch'));
+    writeFileSync(path.join(backends, 'pytorch', 'model.py'), TORCHLIKE);
     // A backend with packages of its own: served only from its installed venv.
     mkdirSync(path.join(backends, 'needy'));
     writeFileSync(path.join(backends, 'needy', 'model.py'), OTHER);
@@ -138,6 +165,9 @@ describe('Python-based backends', () => {
           'name: "trees"\nbackend: "fil"\nmax_batch_size: 8\ninput [ { name: "input__0" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "output__0" data_type: TYPE_FP32 dims: [ 1 ] } ]\nparameters { key: "model_type" value: { string_value: "xgboost_json" } }',
         files: { '1/xgboost.json': '{}' },
       },
+      // No config at all: the model files say which backend (Triton's autofill).
+      bare_pt: { files: { '1/model.pt': 'a TorchScript archive' } },
+      bare_plan: { files: { '1/model.plan': 'a TensorRT engine' } },
       unknown: {
         config:
           'name: "unknown"\nbackend: "no_such_backend"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]',
@@ -209,6 +239,22 @@ describe('Python-based backends', () => {
     const unknown = await loadError(s.url, 'unknown');
     assert.equal(unknown.status, 400);
     assert.match(unknown.error, /^.*unable to find backend 'no_such_backend' for model 'unknown'/);
+  });
+
+  it('serves a config-less model.pt with the pytorch backend, as Triton fills in the config', async () => {
+    const loaded = await post(`${s.url}/v2/repository/models/bare_pt/load`, {});
+    assert.equal(loaded.status, 200, loaded.body.toString());
+    const res = await post(`${s.url}/v2/models/bare_pt/infer`, {
+      inputs: [{ name: 'X', datatype: 'FP32', shape: [1], data: [0] }],
+    });
+    assert.equal(res.status, 200, res.body.toString());
+    assert.deepEqual(res.json<InferOut>().outputs[0].data, ['pytorch pytorch_libtorch model.pt']);
+    const plan = await loadError(s.url, 'bare_plan');
+    assert.equal(plan.status, 400);
+    assert.match(
+      plan.error,
+      /unexpected platform type 'tensorrt_plan' for bare_plan.*export the original model to ONNX/,
+    );
   });
 
   it('fails a model whose backend is not installed with the command that installs it', async () => {

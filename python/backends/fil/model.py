@@ -16,7 +16,8 @@ A model with `backend: "fil"` is a tree ensemble file in its version folder, rea
 (`output__0`) is, as FIL's: the prediction of a regressor (`output_class: false`); for a classifier the
 class index (a binary one thresholded by `threshold`, default 0.5), or with `predict_proba: true` the
 probability of each class (a binary classifier's single probability, or `[1 - p, p]` when the output has
-two values). FIL's performance parameters are accepted; the GPU-only ones log a warning that they have no
+two values). `cpu_nthread` sets the framework's threads (default: all cores). FIL's other performance
+parameters are accepted; the GPU-only ones log a warning that they have no
 effect on the CPU. docs/backends.md lists what is honoured.
 """
 
@@ -37,20 +38,18 @@ DEFAULT_FILES = {
     "lightgbm": "model.txt",
     "treelite_checkpoint": "checkpoint.tl",
 }
-HONOURED = {"model_type", "output_class", "predict_proba", "threshold"}
-# Accepted, with no effect to report: they change speed only, or XGBoost already does what they ask.
-NO_EFFECT = {"use_experimental_optimizations", "xgboost_allow_unknown_field"}
-GPU_ONLY = {
-    "threads_per_tree",
-    "storage_type",
-    "algo",
-    "blocks_per_sm",
-    "transfer_threshold",
+HONOURED = {"model_type", "output_class", "predict_proba", "threshold", "cpu_nthread"}
+# Accepted, with no effect to report: they change FIL's speed or memory layout only, or XGBoost already does
+# what they ask.
+NO_EFFECT = {
+    "use_experimental_optimizations",
+    "xgboost_allow_unknown_field",
     "layout",
     "chunk_size",
     "align_bytes",
-    "cpu_nthread",
 }
+# FIL's parameters for GPU execution (docs/model_config.md of Triton's fil_backend).
+GPU_ONLY = {"threads_per_tree", "storage_type", "algo", "blocks_per_sm", "transfer_threshold"}
 # The python backend's own model parameters, read by the server.
 SERVER_PARAMETERS = {"EXECUTION_ENV_PATH", "execution_timeout_seconds", "stub_memory_limit_mb"}
 
@@ -90,9 +89,11 @@ def _model_file(args: dict[str, str], config: dict[str, Any], model_type: str, m
 class _Forest:
     """One loaded model: `scores(x)` gives (rows, k) float32, k = 1 for a regressor or a binary classifier."""
 
-    def __init__(self, model_type: str, path: str, model: str) -> None:
+    def __init__(self, model_type: str, path: str, model: str, threads: int) -> None:
         self.model_type = model_type
         self.num_features: int | None = None
+        # 0: the library's default (all cores)
+        self.threads = threads
         try:
             if model_type.startswith("xgboost"):
                 self._load_xgboost(path)
@@ -110,6 +111,8 @@ class _Forest:
 
         booster = xgboost.Booster()
         booster.load_model(path)
+        if self.threads > 0:
+            booster.set_param({"nthread": self.threads})
         learner = json.loads(booster.save_config())["learner"]
         self.objective = str(learner["objective"]["name"])
         self.num_class = int(learner["learner_model_param"].get("num_class", "0") or 0)
@@ -139,11 +142,11 @@ class _Forest:
             else:
                 out = np.asarray(self._booster.inplace_predict(x))
         elif self.model_type == "lightgbm":
-            out = np.asarray(self._lgb.predict(x))
+            out = np.asarray(self._lgb.predict(x, num_threads=self.threads))
         else:
             import treelite
 
-            out = np.asarray(treelite.gtil.predict(self._tl, x))
+            out = np.asarray(treelite.gtil.predict(self._tl, x, nthread=self.threads or -1))
         scores: np.ndarray = out.astype(np.float32, copy=False)
         return scores.reshape(scores.shape[0], -1)
 
@@ -174,6 +177,11 @@ class TritonPythonModel:
             self.threshold = float(raw_threshold) if raw_threshold else 0.5
         except ValueError:
             _fail(f"parameter 'threshold' of model '{model}' must be a number, got '{raw_threshold}'")
+        raw_threads = params.get("cpu_nthread", "").strip()
+        try:
+            threads = int(raw_threads) if raw_threads else 0
+        except ValueError:
+            _fail(f"parameter 'cpu_nthread' of model '{model}' must be an integer, got '{raw_threads}'")
         if not np.isfinite(self.threshold):
             _fail(f"parameter 'threshold' of model '{model}' must be a finite number")
         inputs = config.get("input") or []
@@ -195,7 +203,8 @@ class TritonPythonModel:
         self.output_name = str(main[0]["name"])
         self.output_dims = [int(d) for d in main[0].get("dims", [])]
         self.input_dims = [int(d) for d in inputs[0].get("dims", [])]
-        self.forest = _Forest(model_type, _model_file(args, config, model_type, model), model)
+        path = _model_file(args, config, model_type, model)
+        self.forest = _Forest(model_type, path, model, max(threads, 0))
         features = self.input_dims[-1] if self.input_dims else -1
         known = self.forest.num_features
         if features > 0 and known is not None and known > 0 and features != known:

@@ -35,12 +35,12 @@ const SAMPLES: { [T in MessageType]: Messages[T] } = {
   [MessageType.Init]: {
     name: 'm_0_0',
     model_path: '/models/m/1/model.py',
+    backend_package: { name: 'nereid_backend_b', dir: '/backends/b' },
     decoupled: true,
     shm_threshold: 65536,
     shm_initial: 1048576,
     shm_growth: 1048576,
     args: { model_name: 'm', model_version: '1' },
-    backend_package: { name: 'nereid_backend_b', dir: '/backends/b' },
   },
   [MessageType.AutoComplete]: {
     name: 'm',
@@ -174,7 +174,7 @@ from nereid_stub import frames, messages
 
 NESTED = {
     "inputs": messages.WireTensor, "outputs": messages.WireTensor, "requests": messages.WireRequest,
-    "responses": messages.WireResponse, "error": messages.WireError,
+    "responses": messages.WireResponse, "error": messages.WireError, "backend_package": messages.BackendPackage,
 }
 
 def check(value, shape, where):

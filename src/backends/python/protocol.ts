@@ -95,10 +95,17 @@ export interface WireResponse {
 
 // --- host -> stub -----------------------------------------------------------------------------------------
 
+/** A Python-based backend's folder, imported by the stub as a package of this name (model_path its script). */
+export interface BackendPackage {
+  readonly name: string;
+  readonly dir: string;
+}
+
 export interface InitMessage {
   /** The instance name. */
   readonly name: string;
   readonly model_path: string;
+  readonly backend_package?: BackendPackage;
   readonly decoupled: boolean;
   /** Tensors of at least this many bytes go through /dev/shm. */
   readonly shm_threshold: number;
@@ -106,15 +113,12 @@ export interface InitMessage {
   readonly shm_growth: number;
   /** initialize(args): Triton's keys, all strings. */
   readonly args: Readonly<Record<string, string>>;
-  /** A Python-based backend's folder, imported as this package (its model.py a module of it). */
-  readonly backend_package?: { readonly name: string; readonly dir: string };
 }
 
 export interface AutoCompleteMessage {
   readonly name: string;
   readonly model_path: string;
-  /** A Python-based backend's folder, imported as this package. */
-  readonly backend_package?: { readonly name: string; readonly dir: string };
+  readonly backend_package?: BackendPackage;
   /** With backend_package: the model's folder and the version being loaded (get_model_dir()). */
   readonly args?: { readonly model_repository: string; readonly model_version: string };
   /** The model config as JSON text. */

@@ -87,6 +87,19 @@ const PLATFORM_BACKENDS: Readonly<Record<string, string>> = {
   tensorrt_plan: 'tensorrt',
 };
 
+/**
+ * Triton's model files of backends that are not built in, in the order Triton's autofill probes them, and
+ * what a config naming neither backend nor platform gets when its latest version holds one.
+ */
+const TRITON_MODEL_FILES: readonly { file: string; platform?: string; backend?: string }[] = [
+  { file: 'model.savedmodel', platform: 'tensorflow_savedmodel' },
+  { file: 'model.graphdef', platform: 'tensorflow_graphdef' },
+  { file: 'model.plan', platform: 'tensorrt_plan' },
+  { file: 'model.xml', backend: 'openvino' },
+  { file: 'model.pt', platform: 'pytorch_libtorch' },
+  { file: 'model.pt2', platform: 'torch_aoti' },
+];
+
 /** Formats no backend of Nereid can run, and what to do with such a model instead. */
 const UNSERVABLE: Readonly<Record<string, string>> = {
   tensorrt:
@@ -141,6 +154,37 @@ export class ModelLoader implements VersionLoader {
   /** The host backend's settings for a backend that runs on another (Backend.hostBackend). */
   private hostSettings(backend: Backend): Record<string, string> | undefined {
     return backend.hostBackend !== undefined ? this.backendSettings(backend.hostBackend) : undefined;
+  }
+
+  /**
+   * A config naming no backend, platform or file, whose latest version holds no built-in backend's file but
+   * one of Triton's other model files (model.pt, model.savedmodel, ...): that file's platform (or backend)
+   * and file name, so the backend of that name serves it when there is one (a Python-based backend).
+   */
+  private async probeTritonFiles(
+    config: ModelConfig,
+    location: ModelLocation,
+    versions: readonly number[],
+    folder: ModelFolder,
+  ): Promise<ModelConfig> {
+    if (config.backend || config.platform || config.default_model_filename || versions.length === 0) {
+      return config;
+    }
+    const versionDir = path.join(location.modelDir, String(Math.max(...versions)));
+    for (const b of this.options.backends) {
+      if (b.requiresModelFile === false) continue;
+      if (await folder.has(path.join(versionDir, b.defaultModelFilename))) return config;
+    }
+    for (const rule of TRITON_MODEL_FILES) {
+      if (!(await folder.has(path.join(versionDir, rule.file)))) continue;
+      return {
+        ...config,
+        default_model_filename: rule.file,
+        ...(rule.platform !== undefined && { platform: rule.platform }),
+        ...(rule.backend !== undefined && { backend: rule.backend }),
+      };
+    }
+    return config;
   }
 
   /** Finds the backend a config asks for, or (no backend/platform given) the one whose model file exists. */
@@ -216,6 +260,7 @@ export class ModelLoader implements VersionLoader {
         `default_model_filename '${config.default_model_filename}'`,
       );
     }
+    config = await this.probeTritonFiles(config, location, availableVersions, folder);
     const backend = await this.resolveBackend(config, location, availableVersions, folder);
     if (!this.options.disableAutoComplete && backend.autoCompleteConfig && availableVersions.length > 0) {
       const latest = Math.max(...availableVersions);
