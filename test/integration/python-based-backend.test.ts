@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeRepository, post, removeRepository, startServer, type TestServer } from './harness.js';
+import { makeRepository, post, removeRepository, request, startServer, type TestServer } from './harness.js';
 import { pythonFlags } from './python-support.js';
 
 const BACKEND = `
@@ -272,5 +272,47 @@ describe('Python-based backends', () => {
     );
     // The server keeps serving.
     assert.deepEqual((await infer(s.url, 'scaled', [0, 0])).y, [0.5, 0.5]);
+  });
+});
+
+describe('the fil backend (installed by scripts/test.sh: npx nereid backends install fil)', () => {
+  it('fails a load with an unknown model_type or a missing model file clearly, and keeps serving', async () => {
+    const cols =
+      'input [ { name: "input__0" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "output__0" data_type: TYPE_FP32 dims: [ 1 ] } ]';
+    const repo = makeRepository({
+      catboost: {
+        config: `name: "catboost"\nbackend: "fil"\nmax_batch_size: 8\n${cols}\nparameters { key: "model_type" value: { string_value: "catboost" } }`,
+        files: { '1/model.cbm': 'x' },
+      },
+      no_file: {
+        config: `name: "no_file"\nbackend: "fil"\nmax_batch_size: 8\n${cols}\nparameters { key: "model_type" value: { string_value: "lightgbm" } }`,
+        files: { '1/.keep': '' },
+      },
+      broken: {
+        config: `name: "broken"\nbackend: "fil"\nmax_batch_size: 8\n${cols}\nparameters { key: "model_type" value: { string_value: "xgboost_json" } }`,
+        files: { '1/xgboost.json': '{"not": "a model"' },
+      },
+    });
+    // The checkout's venv root (.cache/backends), where the test setup installed fil.
+    const s = await startServer([`--model-repository=${repo}`, '--model-control-mode=explicit']);
+    try {
+      const catboost = await loadError(s.url, 'catboost');
+      assert.equal(catboost.status, 400);
+      assert.match(
+        catboost.error,
+        /model_type 'catboost' of model 'catboost' is not one of xgboost, xgboost_json, xgboost_ubj, lightgbm, treelite_checkpoint/,
+      );
+      const noFile = await loadError(s.url, 'no_file');
+      assert.equal(noFile.status, 400);
+      assert.match(noFile.error, /model 'no_file' has no file 'model.txt' in version 1/);
+      const broken = await loadError(s.url, 'broken');
+      assert.equal(broken.status, 400);
+      assert.match(broken.error, /model 'broken': cannot read 'xgboost.json' as xgboost_json/);
+      const ready = await request(`${s.url}/v2/health/live`);
+      assert.equal(ready.status, 200);
+    } finally {
+      await s.stop();
+      removeRepository(repo);
+    }
   });
 });
