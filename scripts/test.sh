@@ -92,7 +92,17 @@ run_pytest() {
   while IFS= read -r line; do failures+=("  $name  $line"); done < <(grep -E '^(FAILED|ERROR) ' "$log" | head -30)
   return "$code"
 }
-run_pytest "compatibility (test/compat)" "$logs/compat.log" .venv/bin/pytest -q -rfE test/compat || status=$?
+# The framework backends' venvs (openvino, pytorch) for their compatibility tests, cached by the content of
+# each backend's requirements.txt in .cache/backends/ (scripts/setup-framework-backends.sh says what they cost).
+setup "framework backends: openvino, pytorch (scripts/setup-framework-backends.sh)"
+if ! bash scripts/setup-framework-backends.sh "$logs/backends"; then
+  status=1
+  summary+=("  FAILED  framework backends setup (scripts/setup-framework-backends.sh)")
+fi
+# A backend the setup installed must then be there: its tests fail rather than skip without it.
+require_backends=$(paste -sd' ' "$logs/backends" 2>/dev/null || true)
+run_pytest "compatibility (test/compat)" "$logs/compat.log" \
+  env NEREID_REQUIRE_BACKENDS="$require_backends" .venv/bin/pytest -q -rfE test/compat || status=$?
 
 # The differential suite is skipped only when setup-triton could not install Triton here (no network, an
 # unsupported platform): it then prints why, exits 0 and installs nothing, and pytest reports the suite as

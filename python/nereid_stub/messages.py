@@ -125,6 +125,7 @@ class AutoComplete(TypedDict):
     name: str
     model_path: str
     backend_package: NotRequired[BackendPackage]
+    args: NotRequired[dict[str, str]]  # with backend_package: model_repository and model_version
     config: str  # the model config as JSON text
 
 

@@ -93,7 +93,12 @@ export async function autoCompleteWithStub(
     const header = {
       name,
       model_path: script.path,
-      ...(script.package && { backend_package: script.package }),
+      ...(script.package && {
+        backend_package: script.package,
+        // A backend's auto_complete_config reads the model's files (openvino): get_model_dir() is the
+        // version folder being loaded, as in initialize.
+        args: { model_repository: ctx.modelDir, model_version: path.basename(ctx.versionDir) },
+      }),
       config: JSON.stringify(modelConfigToJson(ctx.config)),
     };
     const reply = await stub.call(

@@ -46,6 +46,7 @@ const SAMPLES: { [T in MessageType]: Messages[T] } = {
     name: 'm',
     model_path: '/backends/b/model.py',
     backend_package: { name: 'nereid_backend_b', dir: '/backends/b' },
+    args: { model_repository: '/models/m', model_version: '1' },
     config: '{"name":"m"}',
   },
   [MessageType.Execute]: {

@@ -119,6 +119,8 @@ export interface AutoCompleteMessage {
   readonly name: string;
   readonly model_path: string;
   readonly backend_package?: BackendPackage;
+  /** With backend_package: the model's folder and the version being loaded (get_model_dir()). */
+  readonly args?: { readonly model_repository: string; readonly model_version: string };
   /** The model config as JSON text. */
   readonly config: string;
 }

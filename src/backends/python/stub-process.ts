@@ -19,6 +19,8 @@ import { StubShmFiles, type ShmFileOptions } from './shm.js';
 /** Control frames bigger than this are refused (tensors that large belong in /dev/shm or are hostile). */
 const MAX_FRAME = 0x7fffffff;
 const STDERR_TAIL_LINES = 20;
+/** How long an exited stub's socket may stay open before the exit is handled anyway. */
+const EXIT_DRAIN_MS = 1000;
 
 export interface StubLaunchOptions {
   /** The instance name (`<model>_<group>_<index>`), or a label for the auto-complete stub. */
@@ -84,7 +86,29 @@ export class StubProcess {
       // 'exit' does not follow a failed spawn.
       if (child.pid === undefined) this.onExit(resolveExit, null, null);
     });
-    child.on('exit', (code, signal) => this.onExit(resolveExit, code, signal));
+    // 'exit' can come before the socket has delivered the stub's last frames (an INIT_DONE carrying
+    // initialize()'s error, written just before the stub exits): the exit is handled once the socket has
+    // ended too, or after EXIT_DRAIN_MS when something else keeps it open (a child the stub started).
+    let socketEnded = false;
+    let pendingExit: (() => void) | undefined;
+    const socketDone = (): void => {
+      socketEnded = true;
+      pendingExit?.();
+    };
+    this.socket.once('end', socketDone);
+    this.socket.once('close', socketDone);
+    child.on('exit', (code, signal) => {
+      if (socketEnded) {
+        this.onExit(resolveExit, code, signal);
+        return;
+      }
+      const drain = setTimeout(() => pendingExit?.(), EXIT_DRAIN_MS);
+      pendingExit = () => {
+        pendingExit = undefined;
+        clearTimeout(drain);
+        this.onExit(resolveExit, code, signal);
+      };
+    });
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
     this.socket.on('error', () => undefined); // the exit handler reports; a reset socket says nothing new
     // One rate limit for both streams: the log takes so many lines a second from one stub.

@@ -1,0 +1,172 @@
+"""The framework backends under load (docs/backends.md#pytorch-and-openvino): prints ratios, asserts nothing.
+
+    .venv/bin/python bench/frameworks.py [seconds-per-point [served,oversubscription]]
+
+Needs the pytorch and openvino backends installed (`npx nereid backends install pytorch|openvino`). On a
+model each framework makes here (bench/frameworks_model.py: an MLP of 4 layers 1024 wide, FP32):
+
+1. **served vs bare**, per backend, batch 1 and 8: rows/s of one instance served by Nereid (HTTP, binary
+   tensors, 2 closed-loop clients) over rows/s of the same model called back to back in one Python process
+   with the same thread count (the goal: >= 0.9 at batch 8);
+2. **oversubscription** (pytorch): 4 instances with Nereid's default threads (cores / 4 each) against 4
+   instances each given every core (INTRA_OP_THREAD_COUNT = INTER_OP_THREAD_COUNT = cores, the frameworks'
+   and Triton's default), 8 clients at batch 8: throughput and p99 latency.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tritonclient.http as httpclient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "compat"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+from framework_backends import venv_python
+from nereid_server import NereidServer, start_server
+from nereid_stub.frameworks import usable_cores
+
+WIDTH = 1024
+
+MAKER = Path(__file__).resolve().parent / "frameworks_model.py"
+
+
+def make_and_bare(kind: str, python: Path, folder: Path, seconds: float, threads: int) -> dict[str, float]:
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [str(python), str(MAKER), kind, str(folder), str(seconds), str(threads), str(WIDTH)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+def config(kind: str, name: str, instances: int, params: dict[str, str]) -> str:
+    head = 'platform: "pytorch_libtorch"\n' if kind == "pytorch" else 'backend: "openvino"\n'
+    names = ("INPUT__0", "OUTPUT__0") if kind == "pytorch" else ("x", "y")
+    text = head + f'name: "{name}"\nmax_batch_size: 8\n'
+    text += f"instance_group {{ count: {instances} kind: KIND_CPU }}\n"
+    text += f'input {{ name: "{names[0]}" data_type: TYPE_FP32 dims: [ {WIDTH} ] }}\n'
+    text += f'output {{ name: "{names[1]}" data_type: TYPE_FP32 dims: [ {WIDTH} ] }}\n'
+    for key, value in params.items():
+        text += f'parameters {{ key: "{key}" value {{ string_value: "{value}" }} }}\n'
+    return text
+
+
+def drive(server: NereidServer, model: str, input_name: str, batch: int, clients: int, seconds: float) -> Any:
+    """Closed-loop load: `clients` threads, each with its own connection, back to back for `seconds`."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    stop = time.perf_counter() + seconds
+    x = np.random.default_rng(1).standard_normal((batch, WIDTH)).astype(np.float32)
+
+    def worker() -> None:
+        client = httpclient.InferenceServerClient(url=server.http_url, network_timeout=300.0)
+        tensor = httpclient.InferInput(input_name, [batch, WIDTH], "FP32")
+        tensor.set_data_from_numpy(x)
+        for _ in range(3):
+            client.infer(model, [tensor])
+        mine: list[float] = []
+        while time.perf_counter() < stop:
+            start = time.perf_counter()
+            client.infer(model, [tensor])
+            mine.append(time.perf_counter() - start)
+        client.close()
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    begin = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - begin
+    return {
+        "rows_per_s": len(latencies) * batch / elapsed,
+        "p99_ms": float(np.percentile(latencies, 99) * 1000) if latencies else float("nan"),
+    }
+
+
+def serve(folder: Path, log: Path) -> NereidServer:
+    return start_server(
+        [
+            f"--model-repository={folder}",
+            "--http-port=0",
+            "--grpc-port=0",
+            "--metrics-port=0",
+            "--backend-config=python,stub-timeout-seconds=300",  # 8 stubs importing torch on 2 cores
+        ],
+        log,
+        startup_timeout=300.0,
+    )
+
+
+def main() -> int:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
+    parts = sys.argv[2].split(",") if len(sys.argv) > 2 else ["served", "oversubscription"]
+    cores = usable_cores()
+    root = Path(tempfile.mkdtemp(prefix="nereid-bench-frameworks-"))
+    print(f"# framework backends, {cores} cores, {seconds:.0f} s per point, results in {root}\n")
+    print("| backend | batch | served rows/s | bare rows/s | served / bare |")
+    print("| --- | --- | --- | --- | --- |")
+    for kind in ("pytorch", "openvino") if "served" in parts else ():
+        python = venv_python(kind)
+        if python is None:
+            print(f"| {kind} | - | not installed: npx nereid backends install {kind} | | |")
+            continue
+        repo = root / kind
+        model_file = "model.pt" if kind == "pytorch" else "model.xml"
+        bare = make_and_bare(kind, python, repo / "mlp" / "1", seconds, cores)
+        (repo / "mlp" / "config.pbtxt").write_text(config(kind, "mlp", 1, {}), encoding="utf-8")
+        assert (repo / "mlp" / "1" / model_file).exists()
+        server = serve(repo, root / f"{kind}.log")
+        try:
+            for batch in (1, 8):
+                served = drive(server, "mlp", "INPUT__0" if kind == "pytorch" else "x", batch, 2, seconds)
+                rows, alone = served["rows_per_s"], bare[str(batch)]
+                print(f"| {kind} | {batch} | {rows:.0f} | {alone:.0f} | {rows / alone:.2f} |")
+        finally:
+            server.stop()
+    python = venv_python("pytorch")
+    if python is None or "oversubscription" not in parts:
+        return 0
+    print("\n| pytorch, 4 instances, 8 clients, batch 8 | rows/s | p99 ms |")
+    print("| --- | --- | --- |")
+    repo = root / "oversubscription"
+    make_and_bare("pytorch", python, repo / "fair" / "1", 0.1, 1)
+    (repo / "all" / "1").mkdir(parents=True)
+    (repo / "all" / "1" / "model.pt").write_bytes((repo / "fair" / "1" / "model.pt").read_bytes())
+    every = {"INTRA_OP_THREAD_COUNT": str(cores), "INTER_OP_THREAD_COUNT": str(cores)}
+    (repo / "fair" / "config.pbtxt").write_text(config("pytorch", "fair", 4, {}), encoding="utf-8")
+    (repo / "all" / "config.pbtxt").write_text(config("pytorch", "all", 4, every), encoding="utf-8")
+    server = serve(repo, root / "oversubscription.log")
+    try:
+        results = {}
+        for name, label in (
+            ("fair", f"default: {max(1, cores // 4)} per instance"),
+            ("all", f"{cores} each"),
+        ):
+            results[name] = drive(server, name, "INPUT__0", 8, 8, seconds)
+            print(f"| {label} | {results[name]['rows_per_s']:.0f} | {results[name]['p99_ms']:.1f} |")
+        fair, every_core = results["fair"], results["all"]
+        print(
+            f"\nfair / all-threads: throughput {fair['rows_per_s'] / every_core['rows_per_s']:.2f}, "
+            f"p99 {fair['p99_ms'] / every_core['p99_ms']:.2f}"
+        )
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
