@@ -33,6 +33,9 @@ status=0
 # the pytest suites, so it comes before any test. A failure here stops the run: nothing after it can pass.
 setup "Python environment (scripts/setup-python.sh)"
 bash scripts/setup-python.sh
+# The llamacpp backend's tests load a tiny GGUF model made here (a cached venv with PyPI's gguf package).
+setup "tiny GGUF models for the llamacpp backend (scripts/setup-llm-models.sh)"
+bash scripts/setup-llm-models.sh
 # The deployment tests (test/deploy: helm, kubeconform, hadolint, haproxy, prometheus) need their tools;
 # the setup installs and caches them. It exits 0 without a tool only when this machine cannot have it (the
 # tests then skip saying why); any other failure fails the run.
