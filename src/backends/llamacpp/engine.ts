@@ -12,6 +12,7 @@
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
 import { invalidArg, NereidError, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import { ggufProblem } from './gguf-check.js';
 import type { LlamacppOptions } from './options.js';
 import { SlotQueue } from './slot-queue.js';
 
@@ -93,6 +94,11 @@ export class LlamaEngine {
     options: LlamacppOptions,
     log: Logger,
   ): Promise<LlamaEngine> {
+    const problem = await ggufProblem(file).catch((err: unknown) =>
+      err instanceof Error ? err.message : String(err),
+    );
+    if (problem !== undefined)
+      throw invalidArg(`'${shownName}' is not a GGUF model llama.cpp can load: ${problem}`);
     const llama = await acquireBinding(log);
     let model: LlamaModel | undefined;
     try {

@@ -184,3 +184,42 @@ describe('sequence queue', () => {
     await assert.rejects(last, /gone/);
   });
 });
+
+describe('GGUF header check', () => {
+  it('passes the tiny model and names what is wrong with broken files', async () => {
+    const { mkdtempSync, writeFileSync, readFileSync, existsSync } = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const { ggufProblem } = await import('./gguf-check.js');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-gguf-'));
+    const file = (name: string, data: Buffer): string => {
+      const p = path.join(dir, name);
+      writeFileSync(p, data);
+      return p;
+    };
+    const header = (version: number, tensors: bigint, kvs: bigint): Buffer => {
+      const b = Buffer.alloc(24);
+      b.write('GGUF', 0, 'latin1');
+      b.writeUInt32LE(version, 4);
+      b.writeBigUInt64LE(tensors, 8);
+      b.writeBigUInt64LE(kvs, 16);
+      return b;
+    };
+    assert.match((await ggufProblem(file('a', Buffer.from('nope')))) ?? '', /GGUF magic/);
+    assert.match((await ggufProblem(file('b', header(7, 0n, 0n)))) ?? '', /version 7/);
+    assert.match((await ggufProblem(file('c', header(3, 0n, 1n << 40n)))) ?? '', /metadata entries/);
+    assert.match((await ggufProblem(file('d', header(3, 0n, 1000n)))) ?? '', /cannot fit/);
+    assert.match(
+      (await ggufProblem(
+        file('e', Buffer.concat([header(3, 0n, 1n), Buffer.from([255, 255, 255, 255, 255, 255, 255, 0])])),
+      )) ?? '',
+      /cannot fit/,
+    );
+    const tiny = path.resolve(import.meta.dirname, '../../../../.cache/llm-models/current/tiny-llama.gguf');
+    if (existsSync(tiny)) {
+      const bytes = readFileSync(tiny);
+      assert.equal(await ggufProblem(tiny), undefined);
+      assert.match((await ggufProblem(file('f', bytes.subarray(0, 2000)))) ?? '', /cannot fit|past the end/);
+    }
+  });
+});
