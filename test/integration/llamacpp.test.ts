@@ -45,12 +45,12 @@ async function readStream(
   if (res.body === null) return { status: res.status, events };
   const decoder = new TextDecoder();
   // A reader, not for-await: leaving a for-await loop would cancel the body (and so the request).
-  const reader = res.body.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
   let buffered = '';
   for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffered += decoder.decode(value, { stream: true });
+    const chunk = (await reader.read()) as { done: boolean; value?: Uint8Array };
+    if (chunk.done || chunk.value === undefined) break;
+    buffered += decoder.decode(chunk.value, { stream: true });
     let end: number;
     while ((end = buffered.indexOf('\n\n')) >= 0) {
       const event = buffered.slice(0, end);
