@@ -38,6 +38,9 @@ bash scripts/setup-python.sh
 # test/compat/test_fil_backend.py and the Python-based backend tests need it.
 setup "fil backend venv (nereid backends install fil)"
 node bin/nereid.js backends install fil
+# The llamacpp backend's tests load a tiny GGUF model made here (a cached venv with PyPI's gguf package).
+setup "tiny GGUF models for the llamacpp backend (scripts/setup-llm-models.sh)"
+bash scripts/setup-llm-models.sh
 # The deployment tests (test/deploy: helm, kubeconform, hadolint, haproxy, prometheus) need their tools;
 # the setup installs and caches them. It exits 0 without a tool only when this machine cannot have it (the
 # tests then skip saying why); any other failure fails the run.

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { builtinTestBackends } from '../backends/builtin/index.js';
 import { JavascriptBackend } from '../backends/javascript/index.js';
+import { LlamacppBackend } from '../backends/llamacpp/index.js';
 import { OnnxRuntimeBackend } from '../backends/onnxruntime/index.js';
 import { PythonBackend, PythonBasedBackends, backendVenvRoot } from '../backends/python/index.js';
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
@@ -68,7 +69,13 @@ export function packageVersion(): string {
 }
 
 export function builtinBackends(): Backend[] {
-  return [new OnnxRuntimeBackend(), new PythonBackend(), new JavascriptBackend(), ...builtinTestBackends()];
+  return [
+    new OnnxRuntimeBackend(),
+    new PythonBackend(),
+    new JavascriptBackend(),
+    new LlamacppBackend(),
+    ...builtinTestBackends(),
+  ];
 }
 
 export async function startNereid(options: ServerOptions, log: Logger): Promise<RunningNereid> {

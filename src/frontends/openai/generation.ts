@@ -82,7 +82,8 @@ export async function runGeneration(
   const modelEchoes = kind === 'completion' && modelHandlesEcho(facts);
   const inputs = generationInputs(facts, prompt, options, {
     maxTokens: ctx.defaultMaxTokens,
-    ...(kind === 'completion' && { echo }),
+    // As Triton's frontend: the prompt is left out of the output unless a completion asks for echo.
+    echo: kind === 'completion' ? echo : false,
   });
   const id = (kind === 'chat' ? 'chatcmpl-' : 'cmpl-') + randomUUID();
   const created = Math.floor(Date.now() / 1000);

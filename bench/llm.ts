@@ -1,0 +1,138 @@
+/**
+ * The llamacpp backend against its limit: the same GGUF model and thread count, decoded by node-llama-cpp
+ * alone in this process (N sequences of one context, each generating the same number of tokens) and by
+ * Nereid over POST /v1/completions with N concurrent SSE streams (parallel_sequences = N). Prints
+ * aggregate tokens/s and median time to first token at each N, and Nereid's share of the bare rate.
+ *   node dist/bench/llm.js
+ * Env: BENCH_GGUF (default: the tests' tiny model, .cache/llm-models/current/tiny-llama.gguf),
+ *      BENCH_THREADS (1), BENCH_TOKENS (64), BENCH_STREAMS (1,4), BENCH_ROUNDS (3).
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { getLlama, LlamaLogLevel, type LlamaModel } from 'node-llama-cpp';
+import { Logger, parseFlags, startNereid } from '../src/index.js';
+
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const GGUF = process.env.BENCH_GGUF ?? path.join(ROOT, '.cache/llm-models/current/tiny-llama.gguf');
+const THREADS = Number(process.env.BENCH_THREADS ?? 1);
+const TOKENS = Number(process.env.BENCH_TOKENS ?? 64);
+const STREAMS = (process.env.BENCH_STREAMS ?? '1,4').split(',').map(Number);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const PROMPT = 'the quiet river and the machine';
+const CONTEXT = 512;
+
+interface Point {
+  tokensPerSecond: number;
+  ttftMs: number;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** N sequences of one context generate TOKENS tokens each, together. */
+async function bare(model: LlamaModel, n: number): Promise<Point> {
+  const context = await model.createContext({ contextSize: CONTEXT, sequences: n, threads: THREADS });
+  const sequences = Array.from({ length: n }, () => context.getSequence());
+  const rates: number[] = [];
+  const ttfts: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const t0 = performance.now();
+    await Promise.all(
+      sequences.map(async (sequence) => {
+        let count = 0;
+        for await (const token of sequence.evaluate(model.tokenize(PROMPT), {
+          temperature: 0,
+          yieldEogToken: true,
+        })) {
+          void token;
+          if (count === 0) ttfts.push(performance.now() - t0);
+          if (++count >= TOKENS) break;
+        }
+        await sequence.clearHistory();
+      }),
+    );
+    rates.push((n * TOKENS) / ((performance.now() - t0) / 1000));
+  }
+  await context.dispose();
+  return { tokensPerSecond: median(rates), ttftMs: median(ttfts) };
+}
+
+/** One streamed completion; resolves with its time to first token. */
+async function completion(url: string, model: string, t0: number): Promise<number> {
+  const res = await fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      model,
+      prompt: PROMPT,
+      stream: true,
+      max_tokens: TOKENS,
+      temperature: 0,
+      ignore_eos: true,
+    }),
+  });
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  let ttft = -1;
+  for (;;) {
+    const { done } = await reader.read();
+    if (done) break;
+    if (ttft < 0) ttft = performance.now() - t0;
+  }
+  return ttft;
+}
+
+async function viaNereid(n: number): Promise<Point> {
+  const repo = mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-llm-'));
+  const version = path.join(repo, 'llm', '1');
+  mkdirSync(version, { recursive: true });
+  writeFileSync(path.join(repo, 'llm', 'config.pbtxt'), 'backend: "llamacpp"\n');
+  copyFileSync(GGUF, path.join(version, 'model.gguf'));
+  writeFileSync(
+    path.join(version, 'model.json'),
+    JSON.stringify({ context_size: CONTEXT, parallel_sequences: n, threads: THREADS }),
+  );
+  const { options } = parseFlags([
+    `--model-repository=${repo}`,
+    '--http-port=0',
+    '--grpc-port=0',
+    '--allow-metrics=false',
+  ]);
+  const running = await startNereid(options, new Logger({}, () => {}));
+  try {
+    const url = `http://127.0.0.1:${running.http!.port}`;
+    await completion(url, 'llm', performance.now()); // warm-up
+    const rates: number[] = [];
+    const ttfts: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const t0 = performance.now();
+      ttfts.push(...(await Promise.all(Array.from({ length: n }, () => completion(url, 'llm', t0)))));
+      rates.push((n * TOKENS) / ((performance.now() - t0) / 1000));
+    }
+    return { tokensPerSecond: median(rates), ttftMs: median(ttfts) };
+  } finally {
+    await running.stop();
+    rmSync(repo, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(`model ${GGUF}, ${THREADS} thread(s), ${TOKENS} tokens per stream, ${ROUNDS} rounds (median)`);
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: GGUF });
+  const bareAt = new Map<number, Point>();
+  await bare(model, 1); // warm-up
+  for (const n of STREAMS) bareAt.set(n, await bare(model, n));
+  await model.dispose();
+  await llama.dispose();
+  console.log('streams | bare tok/s | nereid /v1 tok/s | ratio | bare TTFT ms | nereid TTFT ms');
+  for (const n of STREAMS) {
+    const b = bareAt.get(n)!;
+    const v = await viaNereid(n);
+    console.log(
+      `${String(n).padStart(7)} | ${b.tokensPerSecond.toFixed(0).padStart(10)} | ${v.tokensPerSecond.toFixed(0).padStart(16)} | ${(v.tokensPerSecond / b.tokensPerSecond).toFixed(2).padStart(5)} | ${b.ttftMs.toFixed(1).padStart(12)} | ${v.ttftMs.toFixed(1).padStart(14)}`,
+    );
+  }
+}
+
+await main();

@@ -1,0 +1,137 @@
+/**
+ * The `llamacpp` backend: GGUF language models on llama.cpp (node-llama-cpp's CPU build), behind the
+ * tensor interface of Triton's vLLM backend (vllm-interface.ts), so generate / generate_stream, gRPC
+ * streaming and the OpenAI-compatible /v1 API serve them. docs/llm.md describes the model folder.
+ *
+ * A model version loads one engine (engine.ts: the weights and one context of `parallel_sequences`
+ * sequences); its instances share it. execute() starts each request's generation and, for a decoupled
+ * model, returns at once, so the next requests reach the engine while earlier ones still decode: they
+ * join the running batch at its next step, or wait in the engine's bounded queue for a sequence.
+ */
+import path from 'node:path';
+import type {
+  AutoCompleteContext,
+  Backend,
+  BackendRequest,
+  CustomMetricFamily,
+  InstanceHandle,
+  InstanceSpec,
+  ModelHandle,
+  ModelLoadContext,
+} from '../../backend-api/backend.js';
+import { invalidArg, NereidError, unavailable } from '../../common/errors.js';
+import type { ModelConfig } from '../../model-config/model-config.js';
+import { LlamaEngine } from './engine.js';
+import { generate, type GenerationHost } from './generation.js';
+import { readOptions } from './options.js';
+import { completeVllmConfig, outputPlan } from './vllm-interface.js';
+
+export const MODEL_FILE = 'model.gguf';
+
+export class LlamacppBackend implements Backend {
+  readonly name = 'llamacpp';
+  readonly platforms: readonly string[] = [];
+  readonly defaultModelFilename = MODEL_FILE;
+
+  autoCompleteConfig(ctx: AutoCompleteContext): Promise<ModelConfig> {
+    return Promise.resolve(completeVllmConfig(ctx.config));
+  }
+
+  async loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
+    if (!ctx.config.input.some((i) => i.name === 'text_input')) {
+      throw invalidArg(
+        `failed to load model '${ctx.modelName}': a llamacpp model needs the input 'text_input'`,
+      );
+    }
+    const options = await readOptions(ctx.versionDir, ctx.modelDir, ctx.files);
+    const shown = `${ctx.version}/${path.basename(ctx.modelPath)}`;
+    let engine: LlamaEngine;
+    try {
+      engine = await LlamaEngine.load(ctx.modelPath, shown, options, ctx.log);
+    } catch (err) {
+      const e = NereidError.from(err);
+      throw new NereidError(e.code, `failed to load model '${ctx.modelName}': ${e.message}`, { cause: err });
+    }
+    ctx.log.info(
+      `llamacpp model '${ctx.modelName}' version ${ctx.version}: ${shown}, context ${engine.contextSize} tokens x ${options.parallelSequences} sequences, batch ${options.batchSize}`,
+    );
+    return new LlamacppModel(
+      { engine, plan: outputPlan(ctx.config) },
+      ctx.config.model_transaction_policy?.decoupled === true,
+      { model: ctx.modelName, version: String(ctx.version) },
+    );
+  }
+}
+
+class LlamacppModel implements ModelHandle {
+  constructor(
+    private readonly host: GenerationHost,
+    private readonly decoupled: boolean,
+    private readonly labels: Readonly<Record<string, string>>,
+  ) {}
+
+  /** The engine's occupancy and token counts, under the names Triton's vLLM backend reports them. */
+  customMetrics(): Promise<readonly CustomMetricFamily[]> {
+    const { engine } = this.host;
+    const family = (
+      name: string,
+      kind: 'counter' | 'gauge',
+      description: string,
+      value: number,
+    ): CustomMetricFamily => ({ name, kind, description, metrics: [{ labels: this.labels, value }] });
+    return Promise.resolve([
+      family(
+        'vllm:num_requests_running',
+        'gauge',
+        'Requests holding a sequence of the context',
+        engine.active,
+      ),
+      family('vllm:num_requests_waiting', 'gauge', 'Requests waiting for a sequence', engine.waiting),
+      family('vllm:prompt_tokens_total', 'counter', 'Prompt tokens evaluated', engine.promptTokens),
+      family('vllm:generation_tokens_total', 'counter', 'Tokens generated', engine.generationTokens),
+    ]);
+  }
+
+  createInstance(spec: InstanceSpec): Promise<InstanceHandle> {
+    return Promise.resolve(new LlamacppInstance(spec.name, this.host, this.decoupled));
+  }
+
+  async unload(): Promise<void> {
+    await this.host.engine.close();
+  }
+}
+
+class LlamacppInstance implements InstanceHandle {
+  private readonly running = new Set<Promise<void>>();
+  private readonly stop = new AbortController();
+
+  constructor(
+    readonly name: string,
+    private readonly host: GenerationHost,
+    private readonly decoupled: boolean,
+  ) {}
+
+  async execute(requests: readonly BackendRequest[]): Promise<void> {
+    const started = requests.map((r) => this.start(r));
+    // A model that is not decoupled answers every request before its execution ends.
+    if (!this.decoupled) await Promise.all(started);
+  }
+
+  private start(req: BackendRequest): Promise<void> {
+    const run = this.stop.signal.aborted
+      ? Promise.resolve(req.sender.fail(unavailable('the model instance is closed')))
+      : generate(req, this.host, this.stop.signal, this.decoupled);
+    this.running.add(run);
+    void run.finally(() => this.running.delete(run));
+    return run;
+  }
+
+  /** Lets running generations end on their own (the core waits for open streams before it closes). */
+  async close(): Promise<void> {
+    await Promise.all([...this.running]);
+  }
+
+  abort(error: NereidError): void {
+    this.stop.abort(error);
+  }
+}

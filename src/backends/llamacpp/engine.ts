@@ -1,0 +1,193 @@
+/**
+ * One loaded GGUF model on llama.cpp (through node-llama-cpp): the model's weights, one context with a
+ * fixed number of sequences, and the queue that hands those sequences to requests. llama.cpp evaluates
+ * in its own native threads, so the event loop only orchestrates; node-llama-cpp gathers the pending
+ * tokens of every sequence of the context into one decode call per step, which is what makes concurrent
+ * requests decode together (in-flight batching: a request that gets a sequence joins the next step).
+ *
+ * node-llama-cpp is imported on the first load, so a server without llamacpp models never pays for it.
+ * Its native binding (one per process, CPU build only) is shared by every model and released with the
+ * last of them.
+ */
+import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
+import { invalidArg, NereidError, unavailable } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { ggufProblem } from './gguf-check.js';
+import type { LlamacppOptions } from './options.js';
+import { SlotQueue } from './slot-queue.js';
+
+export type { Token };
+
+interface SharedBinding {
+  readonly llama: Promise<Llama>;
+  users: number;
+}
+
+let binding: SharedBinding | undefined;
+
+/** The process's llama.cpp binding; each call must be paired with releaseBinding(). */
+async function acquireBinding(log: Logger): Promise<Llama> {
+  if (binding === undefined) {
+    const started = (async (): Promise<Llama> => {
+      const { getLlama, LlamaLogLevel } = await import('node-llama-cpp');
+      return getLlama({
+        gpu: false,
+        build: 'never',
+        progressLogs: false,
+        logLevel: LlamaLogLevel.warn,
+        logger: (level, message) => {
+          const text = message.trim();
+          if (text !== '') log.warn(`llama.cpp (${level}): ${text}`);
+        },
+      });
+    })();
+    binding = { llama: started, users: 0 };
+    started.catch(() => {
+      binding = undefined;
+    });
+  }
+  binding.users++;
+  try {
+    return await binding.llama;
+  } catch (err) {
+    throw new NereidError(
+      'UNAVAILABLE',
+      `llama.cpp's CPU binding could not be loaded (is @node-llama-cpp/linux-x64 installed?): ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
+}
+
+async function releaseBinding(): Promise<void> {
+  const b = binding;
+  if (b === undefined || --b.users > 0) return;
+  binding = undefined;
+  const llama = await b.llama.catch(() => undefined);
+  await llama?.dispose();
+}
+
+/** A request's hold on one sequence of the context; give it back with LlamaEngine.release(). */
+export interface SequenceLease {
+  readonly sequence: LlamaContextSequence;
+}
+
+export class LlamaEngine {
+  private readonly slots: SlotQueue<SequenceLease>;
+  private closed = false;
+  /** Prompt tokens of the requests that got a sequence, and tokens generated, since the load. */
+  promptTokens = 0;
+  generationTokens = 0;
+
+  private constructor(
+    readonly model: LlamaModel,
+    private readonly context: LlamaContext,
+    leases: readonly SequenceLease[],
+    readonly options: LlamacppOptions,
+  ) {
+    this.slots = new SlotQueue(leases, options.maxQueueSize);
+  }
+
+  /** Loads `file`; a file llama.cpp cannot read is INVALID_ARG naming `shownName`. */
+  static async load(
+    file: string,
+    shownName: string,
+    options: LlamacppOptions,
+    log: Logger,
+  ): Promise<LlamaEngine> {
+    const problem = await ggufProblem(file).catch((err: unknown) =>
+      err instanceof Error ? err.message : String(err),
+    );
+    if (problem !== undefined)
+      throw invalidArg(`'${shownName}' is not a GGUF model llama.cpp can load: ${problem}`);
+    const llama = await acquireBinding(log);
+    let model: LlamaModel | undefined;
+    try {
+      try {
+        model = await llama.loadModel({ modelPath: file, gpuLayers: 0 });
+      } catch (err) {
+        throw invalidArg(
+          `'${shownName}' is not a GGUF model llama.cpp can load: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+      let context: LlamaContext;
+      try {
+        context = await model.createContext({
+          contextSize: options.contextSize,
+          sequences: options.parallelSequences,
+          batchSize: options.batchSize,
+          ...(options.threads > 0 && { threads: options.threads }),
+        });
+      } catch (err) {
+        throw invalidArg(
+          `cannot create a context of ${options.contextSize} tokens x ${options.parallelSequences} sequences for '${shownName}': ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+      const leases: SequenceLease[] = [];
+      for (let i = 0; i < options.parallelSequences; i++) leases.push({ sequence: context.getSequence() });
+      return new LlamaEngine(model, context, leases, options);
+    } catch (err) {
+      await model?.dispose().catch(() => {});
+      await releaseBinding();
+      throw err;
+    }
+  }
+
+  /** Tokens each sequence holds, prompt and generated text together (llama.cpp may round it up). */
+  get contextSize(): number {
+    return this.context.contextSize;
+  }
+
+  /** Requests waiting for a sequence. */
+  get waiting(): number {
+    return this.slots.waiting;
+  }
+
+  /** Sequences generating right now. */
+  get active(): number {
+    return this.options.parallelSequences - this.slots.available;
+  }
+
+  /** The prompt's tokens as the model reads them (with the BOS token when the model wants one). */
+  tokenize(text: string): Token[] {
+    const tokens = this.model.tokenize(text);
+    const bos = this.model.tokens.bos;
+    if (this.model.tokens.shouldPrependBosToken && bos !== null && tokens[0] !== bos) tokens.unshift(bos);
+    return tokens;
+  }
+
+  detokenize(tokens: readonly Token[]): string {
+    return this.model.detokenize(tokens);
+  }
+
+  isEndOfGeneration(token: Token): boolean {
+    return this.model.isEogToken(token);
+  }
+
+  /** Waits for a free sequence (see SlotQueue for the queue's bound and cancellation). */
+  acquire(signal: AbortSignal): Promise<SequenceLease> {
+    if (this.closed) return Promise.reject(unavailable('the model is unloading'));
+    return this.slots.acquire(signal);
+  }
+
+  /** Empties the sequence's KV cache and hands it to the next request. */
+  async release(lease: SequenceLease): Promise<void> {
+    try {
+      await lease.sequence.clearHistory();
+    } finally {
+      this.slots.release(lease);
+    }
+  }
+
+  /** Frees the context and the weights; waiting requests fail. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.slots.close(unavailable('the model was unloaded'));
+    try {
+      await this.context.dispose();
+      await this.model.dispose();
+    } finally {
+      await releaseBinding();
+    }
+  }
+}

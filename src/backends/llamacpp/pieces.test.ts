@@ -1,0 +1,225 @@
+// The llamacpp backend's pure parts: sampling_parameters (vLLM's keys, defaults, refusals), stop strings
+// held back while streaming, model.json checks, the sequence queue's bound and cancellation, and the
+// context budget of a request.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { NereidError } from '../../common/errors.js';
+import { checkBudget } from './generation.js';
+import { DEFAULT_OPTIONS, parseOptions } from './options.js';
+import { parseSampling } from './sampling.js';
+import { SlotQueue } from './slot-queue.js';
+import { StopText } from './stop-text.js';
+
+const code = (fn: () => unknown): string => {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof NereidError);
+    return `${err.code}: ${err.message}`;
+  }
+  return 'no error';
+};
+
+describe('sampling_parameters', () => {
+  it("takes vLLM's defaults and keys", () => {
+    const d = parseSampling(undefined, 16);
+    assert.deepEqual(
+      [d.maxTokens, d.temperature, d.topP, d.topK, d.minP, d.seed, d.ignoreEos],
+      [16, 1, 1, 0, 0, undefined, false],
+    );
+    const s = parseSampling(
+      JSON.stringify({
+        max_tokens: 5,
+        temperature: 0,
+        top_p: 0.5,
+        top_k: 7,
+        min_p: 0.1,
+        seed: -1,
+        stop: 'x',
+        presence_penalty: 0.5,
+        frequency_penalty: -0.5,
+        repetition_penalty: 1.2,
+        ignore_eos: true,
+        n: 1,
+      }),
+      16,
+    );
+    assert.deepEqual(
+      [s.maxTokens, s.temperature, s.topP, s.topK, s.minP, s.seed, s.stop, s.ignoreEos],
+      [5, 0, 0.5, 7, 0.1, 0xffffffff, ['x'], true],
+    );
+    assert.equal(parseSampling('{"top_k": -1}', 16).topK, 0);
+  });
+
+  it('refuses what it cannot honour, naming the key', () => {
+    assert.match(
+      code(() => parseSampling('{"n": 2}', 16)),
+      /^INVALID_ARG: .*'n'/,
+    );
+    assert.match(
+      code(() => parseSampling('{"use_beam_search": true}', 16)),
+      /beam search/,
+    );
+    assert.match(
+      code(() => parseSampling('{"logprobs": 2}', 16)),
+      /logprobs/,
+    );
+    assert.match(
+      code(() => parseSampling('{"colour": 1}', 16)),
+      /unsupported parameter 'colour'/,
+    );
+    assert.match(
+      code(() => parseSampling('{"max_tokens": 0}', 16)),
+      /'max_tokens'/,
+    );
+    assert.match(
+      code(() => parseSampling('{"temperature": "hot"}', 16)),
+      /'temperature'/,
+    );
+    assert.match(
+      code(() => parseSampling('{"stop": [1]}', 16)),
+      /'stop'/,
+    );
+    assert.match(
+      code(() => parseSampling('[1]', 16)),
+      /JSON object/,
+    );
+    assert.match(
+      code(() => parseSampling('{', 16)),
+      /not valid JSON/,
+    );
+  });
+});
+
+describe('stop strings', () => {
+  it('ends before the stop string and never sends part of it', () => {
+    const s = new StopText(['END']);
+    assert.equal(s.update('ab'), 'ab');
+    assert.equal(s.update('abcE'), 'c'); // 'E' may start END
+    assert.equal(s.update('abcEN'), '');
+    assert.equal(s.update('abcENX'), 'ENX'); // it did not
+    assert.equal(s.update('abcENXEND tail'), '');
+    assert.ok(s.done);
+    assert.equal(s.flush(), '');
+  });
+
+  it('flushes held-back text when the generation ends, and holds a split character', () => {
+    const s = new StopText(['\n\n']);
+    assert.equal(s.update('hi\n'), 'hi');
+    assert.equal(s.flush(), '\n');
+    const u = new StopText([]);
+    assert.equal(u.update('a\ufffd'), 'a');
+    assert.equal(u.update('aé'), 'é');
+  });
+});
+
+describe('model.json', () => {
+  it('reads every setting, vLLM names too, and refuses unknown keys and bad values', () => {
+    assert.deepEqual(parseOptions({}, 'model.json'), DEFAULT_OPTIONS);
+    const o = parseOptions(
+      { max_model_len: 256, max_num_seqs: 2, threads: 1, batch_size: 64, max_queue_size: 3 },
+      'm',
+    );
+    assert.deepEqual(
+      [o.contextSize, o.parallelSequences, o.threads, o.batchSize, o.maxQueueSize],
+      [256, 2, 1, 64, 3],
+    );
+    assert.match(
+      code(() => parseOptions({ gpu_memory_utilization: 0.5 }, 'm')),
+      /unknown key 'gpu_memory_utilization'/,
+    );
+    assert.match(
+      code(() => parseOptions({ context_size: 1.5 }, 'm')),
+      /'context_size' must be an integer/,
+    );
+    assert.match(
+      code(() => parseOptions({ context_size: 64, max_model_len: 64 }, 'm')),
+      /set the same thing/,
+    );
+    assert.match(
+      code(() => parseOptions([], 'm')),
+      /JSON object/,
+    );
+  });
+});
+
+describe('context budget', () => {
+  it('refuses a prompt over the context and max_tokens past what is left', () => {
+    checkBudget(10, 20, 32);
+    assert.match(
+      code(() => checkBudget(40, 1, 32)),
+      /prompt has 40 tokens, over .* 32/,
+    );
+    assert.match(
+      code(() => checkBudget(10, 30, 32)),
+      /max_tokens 30 is over the limit.*at most 22/,
+    );
+    assert.match(
+      code(() => checkBudget(0, 1, 32)),
+      /empty/,
+    );
+  });
+});
+
+describe('sequence queue', () => {
+  it('hands slots out in order, bounds the queue and lets a cancelled waiter go', async () => {
+    const q = new SlotQueue(['a'], 1);
+    const never = new AbortController().signal;
+    const first = await q.acquire(never);
+    assert.equal(first, 'a');
+    const leaving = new AbortController();
+    const waiting = q.acquire(leaving.signal);
+    await assert.rejects(
+      q.acquire(never),
+      (e: NereidError) => e.code === 'UNAVAILABLE' && /queue size/.test(e.message),
+    );
+    leaving.abort();
+    await assert.rejects(waiting, (e: NereidError) => e.code === 'CANCELLED');
+    assert.equal(q.waiting, 0);
+    const next = q.acquire(never);
+    q.release(first);
+    assert.equal(await next, 'a');
+    const last = q.acquire(never);
+    q.close(new NereidError('UNAVAILABLE', 'gone'));
+    await assert.rejects(last, /gone/);
+  });
+});
+
+describe('GGUF header check', () => {
+  it('passes the tiny model and names what is wrong with broken files', async () => {
+    const { mkdtempSync, writeFileSync, readFileSync, existsSync } = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const { ggufProblem } = await import('./gguf-check.js');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-gguf-'));
+    const file = (name: string, data: Buffer): string => {
+      const p = path.join(dir, name);
+      writeFileSync(p, data);
+      return p;
+    };
+    const header = (version: number, tensors: bigint, kvs: bigint): Buffer => {
+      const b = Buffer.alloc(24);
+      b.write('GGUF', 0, 'latin1');
+      b.writeUInt32LE(version, 4);
+      b.writeBigUInt64LE(tensors, 8);
+      b.writeBigUInt64LE(kvs, 16);
+      return b;
+    };
+    assert.match((await ggufProblem(file('a', Buffer.from('nope')))) ?? '', /GGUF magic/);
+    assert.match((await ggufProblem(file('b', header(7, 0n, 0n)))) ?? '', /version 7/);
+    assert.match((await ggufProblem(file('c', header(3, 0n, 1n << 40n)))) ?? '', /metadata entries/);
+    assert.match((await ggufProblem(file('d', header(3, 0n, 1000n)))) ?? '', /cannot fit/);
+    assert.match(
+      (await ggufProblem(
+        file('e', Buffer.concat([header(3, 0n, 1n), Buffer.from([255, 255, 255, 255, 255, 255, 255, 0])])),
+      )) ?? '',
+      /cannot fit/,
+    );
+    const tiny = path.resolve(import.meta.dirname, '../../../../.cache/llm-models/current/tiny-llama.gguf');
+    if (existsSync(tiny)) {
+      const bytes = readFileSync(tiny);
+      assert.equal(await ggufProblem(tiny), undefined);
+      assert.match((await ggufProblem(file('f', bytes.subarray(0, 2000)))) ?? '', /cannot fit|past the end/);
+    }
+  });
+});

@@ -1,0 +1,76 @@
+/**
+ * A fixed set of slots (a context's sequences) handed out first come, first served. A request that finds
+ * every slot busy waits in a queue bounded like Triton's `max_queue_size` (0: no bound); past the bound it
+ * is refused at once with Triton's UNAVAILABLE "Exceeds maximum queue size". A waiter whose signal aborts
+ * leaves the queue; close() fails every waiter. A released slot goes straight to the oldest waiter.
+ */
+import { cancelled, NereidError, unavailable } from '../../common/errors.js';
+
+interface Waiter<T> {
+  resolve(slot: T): void;
+  reject(err: NereidError): void;
+}
+
+export class SlotQueue<T> {
+  private readonly free: T[];
+  private readonly waiters: Waiter<T>[] = [];
+  private closedWith: NereidError | undefined;
+
+  constructor(
+    slots: readonly T[],
+    private readonly maxQueueSize: number,
+  ) {
+    this.free = [...slots];
+  }
+
+  /** Requests waiting for a slot. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /** Slots free right now. */
+  get available(): number {
+    return this.free.length;
+  }
+
+  acquire(signal: AbortSignal): Promise<T> {
+    if (this.closedWith !== undefined) return Promise.reject(this.closedWith);
+    if (signal.aborted) return Promise.reject(cancelled('request was cancelled'));
+    const slot = this.free.pop();
+    if (slot !== undefined) return Promise.resolve(slot);
+    if (this.maxQueueSize > 0 && this.waiters.length >= this.maxQueueSize) {
+      return Promise.reject(unavailable('Exceeds maximum queue size'));
+    }
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(cancelled('request was cancelled while it waited for a sequence'));
+      };
+      const waiter: Waiter<T> = {
+        resolve: (s) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(s);
+        },
+        reject: (e) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
+  }
+
+  release(slot: T): void {
+    const next = this.waiters.shift();
+    if (next !== undefined) next.resolve(slot);
+    else this.free.push(slot);
+  }
+
+  /** Fails every waiter and every later acquire() with `error`. */
+  close(error: NereidError): void {
+    this.closedWith = error;
+    for (const w of this.waiters.splice(0)) w.reject(error);
+  }
+}
