@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Logger } from '../common/logger.js';
+import { decodeLogMessage, Logger } from '../common/logger.js';
 import {
   MAX_MODEL_MESSAGE,
   capModelText,
@@ -68,7 +68,10 @@ describe('model-errors', () => {
     const setup = () => {
       const lines: string[] = [];
       let now = 1_000_000;
-      const log = new ModelErrorLog({ log: new Logger({}, (l) => lines.push(l)), now: () => now });
+      const log = new ModelErrorLog({
+        log: new Logger({}, (l) => lines.push(decodeLogMessage(l))),
+        now: () => now,
+      });
       const failure = (message: string): ModelFailure => ({
         id: { model: 'm', version: 1, instance: 'm_0' },
         phase: 'execute',

@@ -59,6 +59,21 @@ export function formatLogLine(
   return `${severity}${stamp} ${pid} ${file}:${line}] ${text}`;
 }
 
+/**
+ * A log line with its message as written by the model or the server: a Triton-format line's JSON-escaped
+ * message decoded (tests and tools that read logs match on the message itself); other lines unchanged.
+ */
+export function decodeLogMessage(line: string): string {
+  const m = /^(.*?\] )(".*")$/s.exec(line);
+  if (m === null) return line;
+  try {
+    const text: unknown = JSON.parse(m[2]);
+    return typeof text === 'string' ? m[1] + text : line;
+  } catch {
+    return line;
+  }
+}
+
 export interface LogSettings {
   logInfo: boolean;
   logWarning: boolean;

@@ -172,6 +172,7 @@ export function visibleOptions(options: ServerOptions): Record<string, unknown> 
  */
 const FLAG_EXCEPTIONS: Partial<Record<keyof ServerOptions, string>> = {
   modelRepositories: '--model-repository',
+  backendDirectories: '--backend-directory',
   loadModels: '--load-model',
   httpRestrictedApis: '--http-restricted-api',
   grpcRestrictedProtocols: '--grpc-restricted-protocol',

@@ -4,7 +4,7 @@ import { createServer as createHttp2Server } from 'node:http2';
 import net from 'node:net';
 import { describe, it } from 'node:test';
 import { NereidError } from '../common/errors.js';
-import { Logger } from '../common/logger.js';
+import { decodeLogMessage, Logger } from '../common/logger.js';
 import { listen, listenError } from './listen.js';
 
 const close = (server: net.Server): Promise<void> =>
@@ -64,7 +64,7 @@ describe('listen', () => {
       const accept = Object.assign(new Error('accept EMFILE'), { code: 'EMFILE' });
       assert.doesNotThrow(() => server.emit('error', accept));
       assert.equal(lines.length, 1);
-      assert.match(lines[0], /^E.* HTTP server error: accept EMFILE$/);
+      assert.match(decodeLogMessage(lines[0]), /^E.* HTTP server error: accept EMFILE$/);
       const res = await fetch(`http://127.0.0.1:${bound.port}/`);
       assert.equal(await res.text(), 'ok');
     } finally {

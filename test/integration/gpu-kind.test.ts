@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makeRepository, post, removeRepository, request, startServer, type TestServer } from './harness.js';
+import { decodeLogMessage } from '../../src/common/logger.js';
 
 const io = `
 max_batch_size: 4
@@ -79,9 +80,9 @@ describe('KIND_GPU groups run on the CPU by default, and say so', () => {
   });
 
   it('one load-time warning per model names its GPU groups and the strict flag', () => {
-    const warnings = s.logs.filter(
-      (l) => l.includes('has kind KIND_GPU') || l.includes('have kind KIND_GPU'),
-    );
+    const warnings = s.logs
+      .map(decodeLogMessage)
+      .filter((l) => l.includes('has kind KIND_GPU') || l.includes('have kind KIND_GPU'));
     assert.deepEqual(
       warnings.map((l) => l.slice(l.indexOf("model '"))).sort(),
       [

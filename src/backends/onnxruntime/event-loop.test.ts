@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { NereidError } from '../../common/errors.js';
-import { Logger } from '../../common/logger.js';
+import { decodeLogMessage, Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import { OnnxRuntimeBackend } from './backend.js';
 import { OrtInstance } from './instance.js';
@@ -185,7 +185,7 @@ void describe('event-loop instances', () => {
       assert.ok(took > 150, `the slow model must actually be slow here (took ${took.toFixed(0)} ms)`);
       // On a worker the 5 ms timer would fire ~took/5 times; on the event loop it cannot fire during the run.
       assert.ok(ticks <= 2, `${ticks} timer ticks during a ${took.toFixed(0)} ms run on the event loop`);
-      const slow = warnings.filter((w) => w.includes('on the event loop'));
+      const slow = warnings.map(decodeLogMessage).filter((w) => w.includes('on the event loop'));
       assert.equal(slow.length, 1, `one warning for two slow runs: ${JSON.stringify(warnings)}`);
       assert.match(slow[0], /slow_fp32_0_0.*execution_thread "event_loop"/);
     } finally {
