@@ -1,5 +1,6 @@
 /**
- * A model for a backend or platform Nereid cannot serve (TensorRT, PyTorch...) fails to load with Triton's
+ * A model for a backend or platform Nereid cannot serve (TensorRT, DALI; PyTorch is served since the
+ * Python-based backends, test/integration/framework-backends.test.ts) fails to load with Triton's
  * own leading text, so log parsers written for Triton still match, followed by what Nereid serves and the
  * page on moving such a model over (docs/from-triton.md).
  */
@@ -16,7 +17,10 @@ describe('a model for a backend Nereid cannot serve', () => {
 
   before(async () => {
     repo = makeRepository({
-      pt: { config: `name: "pt" backend: "pytorch" max_batch_size: 0 ${IO}`, files: { '1/model.pt': 'x' } },
+      dali: {
+        config: `name: "dali" backend: "dali" max_batch_size: 0 ${IO}`,
+        files: { '1/model.dali': 'x' },
+      },
       trt: {
         config: `name: "trt" platform: "tensorrt_plan" max_batch_size: 0 ${IO}`,
         files: { '1/model.plan': 'x' },
@@ -30,7 +34,7 @@ describe('a model for a backend Nereid cannot serve', () => {
   });
 
   for (const [name, backend, triton] of [
-    ['pt', 'pytorch', "unable to find backend 'pytorch' for model 'pt'"],
+    ['dali', 'dali', "unable to find backend 'dali' for model 'dali'"],
     ['trt', 'tensorrt_plan', "unexpected platform type 'tensorrt_plan' for trt"],
   ] as const) {
     it(`'${name}' (${backend}) fails to load saying what Nereid serves and where to read on`, async () => {
