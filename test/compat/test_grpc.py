@@ -327,10 +327,10 @@ def test_error_unknown_model_and_version(grpc: Any) -> None:
 
 
 def test_error_load_unknown_model(grpc: Any) -> None:
-    # Triton answers a model it cannot find in any repository with INTERNAL "failed to load ..."; Nereid
-    # with NOT_FOUND, the client's mistake (docs/model-repository.md), and Triton's text.
+    # Triton answers a model it cannot find in any repository with INTERNAL "failed to load ..."; so does
+    # Nereid by default (--load-error-status=client-error answers NOT_FOUND: docs/from-triton.md).
     err = _raises(grpc.load_model, "no_such_model")
-    assert err.status() == "StatusCode.NOT_FOUND"
+    assert err.status() == "StatusCode.INTERNAL"
     assert "failed to load 'no_such_model'" in str(err.message())
     assert grpc.is_server_live() is True
 
