@@ -185,3 +185,31 @@ def config_tensors(model_config: dict[str, Any], kind: str) -> list[dict[str, An
 
 def names(entries: Iterable[dict[str, Any]]) -> list[str]:
     return [str(entry.get("name", "")) for entry in entries]
+
+
+def responses(
+    request_count: int,
+    failures: dict[int, str],
+    results: Iterable[dict[str, npt.NDArray[Any]] | BaseException],
+    framework: str,
+) -> list[Any]:
+    """One InferenceResponse per request, in order: INVALID_ARG for a request refused before the run
+    (`failures`, by index), "<framework> execute failure: ..." for one whose run raised, else its outputs.
+    `results` holds the runs of the other requests, in order."""
+    import triton_python_backend_utils as pb_utils  # the stub's module, imported when a model answers
+
+    ran = iter(results)
+    out: list[Any] = []
+    for i in range(request_count):
+        if i in failures:
+            error = pb_utils.TritonError(failures[i], pb_utils.TritonError.INVALID_ARG)
+            out.append(pb_utils.InferenceResponse(error=error))
+            continue
+        result = next(ran)
+        if isinstance(result, BaseException):
+            error = pb_utils.TritonError(f"{framework} execute failure: {result}")
+            out.append(pb_utils.InferenceResponse(error=error))
+            continue
+        tensors = [pb_utils.Tensor(name, array) for name, array in result.items()]
+        out.append(pb_utils.InferenceResponse(output_tensors=tensors))
+    return out

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 import triton_python_backend_utils as pb_utils
 from nereid_stub import frameworks
+from nereid_stub.dtypes import TRITON_STRING_TO_NUMPY
 from nereid_stub.frameworks import ConfigError
 
 _MODEL_FILES = ("model.xml", "model.onnx")
@@ -45,20 +46,8 @@ _ELEMENT_TYPES: dict[str, str] = {
     "f32": "TYPE_FP32",
     "f64": "TYPE_FP64",
 }
-_NUMPY: dict[str, Any] = {
-    "TYPE_BOOL": np.bool_,
-    "TYPE_UINT8": np.uint8,
-    "TYPE_UINT16": np.uint16,
-    "TYPE_UINT32": np.uint32,
-    "TYPE_UINT64": np.uint64,
-    "TYPE_INT8": np.int8,
-    "TYPE_INT16": np.int16,
-    "TYPE_INT32": np.int32,
-    "TYPE_INT64": np.int64,
-    "TYPE_FP16": np.float16,
-    "TYPE_FP32": np.float32,
-    "TYPE_FP64": np.float64,
-}
+# The numpy type of each numeric Triton type (BYTES outputs are left as the model gives them).
+_NUMPY: dict[str, Any] = {k: v for k, v in TRITON_STRING_TO_NUMPY.items() if k != "TYPE_STRING"}
 _HINTS = ("LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT")
 # Triton's default-max-batch-size, what auto-complete gives a model that batches.
 _DEFAULT_MAX_BATCH_SIZE = 4
@@ -297,18 +286,5 @@ class TritonPythonModel:
                 inputs[name] = tensor.as_numpy()
             per_request.append(inputs)
         runnable = [inputs for i, inputs in enumerate(per_request) if i not in failures]
-        results = iter(frameworks.run_batched(runnable, self._run, self.max_batch > 0))
-        responses: list[Any] = []
-        for i in range(len(requests)):
-            if i in failures:
-                error = pb_utils.TritonError(failures[i], pb_utils.TritonError.INVALID_ARG)
-                responses.append(pb_utils.InferenceResponse(error=error))
-                continue
-            result = next(results)
-            if isinstance(result, BaseException):
-                error = pb_utils.TritonError(f"OpenVINO execute failure: {result}")
-                responses.append(pb_utils.InferenceResponse(error=error))
-                continue
-            tensors = [pb_utils.Tensor(name, array) for name, array in result.items()]
-            responses.append(pb_utils.InferenceResponse(output_tensors=tensors))
-        return responses
+        results = frameworks.run_batched(runnable, self._run, self.max_batch > 0)
+        return frameworks.responses(len(requests), failures, results, "OpenVINO")

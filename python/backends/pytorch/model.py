@@ -381,18 +381,5 @@ class TritonPythonModel:
                 inputs[name] = tensor.as_numpy()
             per_request.append(inputs)
         runnable = [inputs for i, inputs in enumerate(per_request) if i not in failures]
-        results = iter(frameworks.run_batched(runnable, self._run, self.batching))
-        responses: list[Any] = []
-        for i in range(len(requests)):
-            if i in failures:
-                error = pb_utils.TritonError(failures[i], pb_utils.TritonError.INVALID_ARG)
-                responses.append(pb_utils.InferenceResponse(error=error))
-                continue
-            result = next(results)
-            if isinstance(result, BaseException):
-                error = pb_utils.TritonError(f"PyTorch execute failure: {result}")
-                responses.append(pb_utils.InferenceResponse(error=error))
-                continue
-            tensors = [pb_utils.Tensor(name, array) for name, array in result.items()]
-            responses.append(pb_utils.InferenceResponse(output_tensors=tensors))
-        return responses
+        results = frameworks.run_batched(runnable, self._run, self.batching)
+        return frameworks.responses(len(requests), failures, results, "PyTorch")
