@@ -258,7 +258,7 @@ async function loadStartupModels(
     await closeStorage();
     throw err;
   }
-  log.raw(modelTable(repository.index(false)));
+  log.raw(modelTable(repository.index(false), process.stderr.isTTY ? process.stderr.columns : undefined));
   if (failures.length > 0 && options.exitOnError) {
     await repository.close();
     await responseCache?.close();

@@ -10,7 +10,11 @@ import { dataTypeInfo, fromOrtType } from '../../common/datatype.js';
 import { invalidArg, unsupported } from '../../common/errors.js';
 import { TYPED_ARRAY_OF } from '../../common/typed-arrays.js';
 import type { WireTensor } from './protocol.js';
+import { settleFloat16AsUint16 } from './float16-as-uint16.js';
 import { checkStringTensor } from './strings.js';
+
+// Before any tensor is built here: FP16 data stays Uint16Array on Node 24 (see float16-as-uint16.ts).
+settleFloat16AsUint16();
 
 function elements(t: WireTensor, size: number): number {
   if (t.data.byteLength % size !== 0) {
