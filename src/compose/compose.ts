@@ -177,12 +177,16 @@ function createLoader(
  * Object-store repositories: credentials and endpoints from the environment (main.ts), limits from
  * flags. Downloaded copies are removed when their models unload, at stop, and at process exit.
  */
-function openStorage(options: ServerOptions): {
+function openStorage(
+  options: ServerOptions,
+  log: Logger,
+): {
   storage: RepositoryStorage;
   closeStorage: () => Promise<void>;
 } {
   const storage = new RepositoryStorage({
     ...options.cloudStorage,
+    progress: (line) => log.info(line),
     limits: {
       downloadConcurrency: options.repositoryDownloadConcurrency,
       maxObjectBytes: options.repositoryMaxObjectBytes,
@@ -213,7 +217,7 @@ function buildCore(
   };
   const serverApi = modelServerApi(() => server);
   const loader = createLoader(options, log, statsRegistry, responseCache, ensembleMembers, serverApi);
-  const { storage, closeStorage } = openStorage(options);
+  const { storage, closeStorage } = openStorage(options, log);
   const repository = new ModelRepositoryManager(
     {
       repositoryPaths: options.modelRepositories,

@@ -23,6 +23,7 @@ import { networkReason, shortMessage } from './errors.js';
 import { checkRelativeKey, plainName, printable } from './keys.js';
 import { childHref, type ObjectLocation } from './location.js';
 import { decodeConfigText, isHidden } from './local.js';
+import { DownloadProgress, type ProgressSink } from './progress.js';
 
 export interface ObjectEntry {
   readonly key: string;
@@ -94,12 +95,18 @@ class Slots {
 }
 
 /** Counts bytes, fails past `max`, and fails when no byte arrives for `idleMs`. */
-function guard(max: number, idleMs: number, what: string): Transform & { bytes: () => number } {
+function guard(
+  max: number,
+  idleMs: number,
+  what: string,
+  onBytes?: (n: number) => void,
+): Transform & { bytes: () => number } {
   let bytes = 0;
   let timer: NodeJS.Timeout | undefined;
   const t = new Transform({
     transform(chunk: Buffer, _enc, done) {
       bytes += chunk.length;
+      onBytes?.(chunk.length);
       arm();
       if (bytes > max) done(new NereidError('INVALID_ARG', `${what} is larger than ${max} bytes`));
       else done(null, chunk);
@@ -178,6 +185,7 @@ export class ObjectFileSystem implements FileSystem {
     private readonly limits: ObjectStoreLimits,
     private readonly cache: CacheDirectory,
     secrets: readonly string[],
+    private readonly progress?: ProgressSink,
   ) {
     this.root = location.href;
     this.slots = new Slots(limits.downloadConcurrency);
@@ -370,6 +378,7 @@ export class ObjectFileSystem implements FileSystem {
       total += o.size;
     }
     const tempRoot = await this.cache.newCopyRoot();
+    let progress: DownloadProgress | undefined;
     try {
       const free = await statfs(tempRoot).then(
         (s) => s.bavail * s.bsize,
@@ -389,6 +398,12 @@ export class ObjectFileSystem implements FileSystem {
         await mkdir(local(d), { recursive: true, mode: 0o700 });
       }
       const ac = new AbortController();
+      const fetched = files.filter(([rel]) => !cached.has(rel));
+      const bytes = fetched.reduce((sum, [, o]) => sum + o.size, 0);
+      progress =
+        this.progress && fetched.length > 0
+          ? new DownloadProgress(view.location, bytes, fetched.length, this.progress)
+          : undefined;
       // The failure that stopped the download, in time order: the others it cancels are not the reason.
       let first: { error: unknown } | undefined;
       await Promise.allSettled(
@@ -399,7 +414,7 @@ export class ObjectFileSystem implements FileSystem {
             const known = cached.get(rel);
             try {
               if (known !== undefined) await writeFile(target, known, { flag: 'wx', mode: 0o600 });
-              else await this.fetchTo(o, view.locationOf(rel), target, ac.signal);
+              else await this.fetchTo(o, view.locationOf(rel), target, ac.signal, progress);
             } catch (err) {
               if (!ac.signal.aborted) {
                 first = { error: err };
@@ -410,14 +425,22 @@ export class ObjectFileSystem implements FileSystem {
         ),
       );
       if (first !== undefined) throw first.error;
+      progress?.finish();
       return { path: modelDir, tempRoot };
     } catch (err) {
+      progress?.stop();
       await rm(tempRoot, { recursive: true, force: true });
       throw this.fail(err, `failed to download ${view.location}`);
     }
   }
 
-  private async fetchTo(o: ObjectEntry, href: string, target: string, signal: AbortSignal): Promise<void> {
+  private async fetchTo(
+    o: ObjectEntry,
+    href: string,
+    target: string,
+    signal: AbortSignal,
+    progress: DownloadProgress | undefined,
+  ): Promise<void> {
     const ac = new AbortController();
     const onAbort = (): void => ac.abort();
     signal.addEventListener('abort', onAbort, { once: true });
@@ -431,6 +454,7 @@ export class ObjectFileSystem implements FileSystem {
         Math.min(o.size, this.limits.maxObjectBytes),
         this.limits.requestTimeoutMs,
         `object '${href}'`,
+        progress && ((n) => progress.add(n)),
       );
       try {
         await pipeline(stream, g, createWriteStream(target, { flags: 'wx', mode: 0o600 }), {

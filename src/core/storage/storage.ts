@@ -14,6 +14,7 @@ import { matchCredential, secretsOf, type CloudCredentials } from './credentials
 import type { FileSystem } from './filesystem.js';
 import { LocalFileSystem } from './local.js';
 import { parseLocation, type ObjectLocation, type StorageKind } from './location.js';
+import type { ProgressSink } from './progress.js';
 import { ObjectFileSystem, type ObjectClient, type ObjectStoreLimits } from './object-store.js';
 
 export interface StorageOptions {
@@ -28,6 +29,8 @@ export interface StorageOptions {
   /** Default os.tmpdir(). */
   readonly tempDirectory?: string;
   readonly limits?: Partial<ObjectStoreLimits>;
+  /** Where download progress lines go (the server's info log); none when undefined. */
+  readonly progress?: ProgressSink;
 }
 
 export const DEFAULT_STORAGE_LIMITS: ObjectStoreLimits = Object.freeze({
@@ -59,6 +62,7 @@ export class RepositoryStorage {
       this.limits,
       cache,
       secretsOf(this.options.credentials),
+      this.options.progress,
     );
     this.opened.push(fs);
     return fs;

@@ -293,6 +293,15 @@ export function conformanceSuite(kind: StoreKind): void {
         if (store.kind !== 'local') {
           const files = copies().map((f) => f.split(path.sep).slice(1).join('/'));
           assert.deepEqual(files.sort(), ['x/2/model.onnx', 'x/config.pbtxt']);
+          // The copy is reported: what is coming, then the total and the time it took.
+          assert.ok(
+            s.logs.some((l) => /downloading \S+\/x: 1 file, [\d.]+ (B|KiB)/.test(l)),
+            'a progress line announces the download',
+          );
+          assert.ok(
+            s.logs.some((l) => /downloaded \S+\/x: [\d.]+ (B|KiB) in [\d.]+ s, /.test(l)),
+            'a progress line reports the finished download',
+          );
         }
         assert.equal((await post(`${s.url}/v2/repository/models/py/load`, {})).status, 200);
         assert.deepEqual(await infer(s.url, 'py', [0]), { status: 200, data: [100], error: undefined });
