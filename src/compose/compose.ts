@@ -28,6 +28,7 @@ import { AccessLog } from '../frontends/access-log.js';
 import { closeFrontends, startFrontends, type Endpoint, type StartedFrontends } from './frontends.js';
 import type { ServerOptions } from './options.js';
 import { setResponseLimits } from '../core/response-limits.js';
+import { watchStartup } from './startup-progress.js';
 import { modelTable } from './startup-table.js';
 import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
 
@@ -255,13 +256,19 @@ async function loadStartupModels(
 ): Promise<void> {
   const { repository, closeStorage } = core;
   let failures;
+  const progress = watchStartup(
+    () => repository.index(false),
+    (line) => log.info(line),
+  );
   try {
     failures = await repository.startup();
   } catch (err) {
+    progress.stop();
     await repository.close();
     await closeStorage();
     throw err;
   }
+  log.info(progress.stop());
   log.raw(modelTable(repository.index(false), process.stderr.isTTY ? process.stderr.columns : undefined));
   if (failures.length > 0 && options.exitOnError) {
     await repository.close();
