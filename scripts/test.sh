@@ -79,22 +79,28 @@ else
   summary+=("  FAILED  Node.js 22/24 setup (scripts/setup-node-lines.sh)")
 fi
 
-# node:test prints its usual report here; a copy of it gives the summary (its closing counts, and the
-# "failing tests" list the spec reporter ends with).
 mapfile -t files < <(find dist/src dist/test -name '*.test.js' | sort)
-code=0
-# --test-force-exit: a file whose tests are all done exits even if a client library left a handle open (the
-# Azure SDK has kept one spinning after Azurite's fault tests); --test-timeout: no single test can hang the
-# run (the slowest, the lint-structure test, takes about 3 minutes on a loaded 2-core machine).
-NEREID_REQUIRE_REDIS=$require_redis node --test --test-concurrency=1 --test-force-exit --test-timeout=900000 \
-  --test-reporter=spec "${files[@]}" 2>&1 | tee "$logs/node.log" || code=${PIPESTATUS[0]}
-[[ $code -eq 0 ]] || status=$code
-node_counts=$(grep -E '^ℹ (tests|pass|fail|skipped|cancelled) ' "$logs/node.log" | sed 's/^ℹ //' | paste -sd, - || true)
-record "node:test (unit, integration, deployment)" "$code" "${node_counts:-no report}"
-while IFS= read -r line; do failures+=("  node:test  $line"); done < <(
-  sed -n '/^✖ failing tests:/,$p' "$logs/node.log" | grep -E '^✖ ' | grep -v '^✖ failing tests:' |
-    sed -E 's/^✖ //; s/ \([0-9.]+ms\)$//' | head -30
-)
+# One node:test run with the spec reporter: its closing counts go in the summary and the names the
+# reporter lists under "failing tests" in the failures. --test-force-exit: a file whose tests are all done
+# exits even if a client library left a handle open (the Azure SDK has kept one spinning after Azurite's
+# fault tests); --test-timeout: no single test can hang the run (the slowest, the lint-structure test,
+# takes about 3 minutes on a loaded 2-core machine).
+run_node_tests() {
+  local name=$1 label=$2 log=$3 bin=$4
+  shift 4
+  local code=0
+  NEREID_REQUIRE_REDIS=$require_redis "$bin" --test --test-concurrency=1 --test-force-exit --test-timeout=900000 \
+    --test-reporter=spec "$@" 2>&1 | tee "$log" || code=${PIPESTATUS[0]}
+  [[ $code -eq 0 ]] || status=$code
+  local counts
+  counts=$(grep -E '^ℹ (tests|pass|fail|skipped|cancelled) ' "$log" | sed 's/^ℹ //' | paste -sd, - || true)
+  record "$name" "$code" "${counts:-no report}"
+  while IFS= read -r line; do failures+=("  $label  $line"); done < <(
+    sed -n '/^✖ failing tests:/,$p' "$log" | grep -E '^✖ ' | grep -v '^✖ failing tests:' |
+      sed -E 's/^✖ //; s/ \([0-9.]+ms\)$//' | head -30
+  )
+}
+run_node_tests "node:test (unit, integration, deployment)" "node:test" "$logs/node.log" node "${files[@]}"
 
 # The other supported Node lines: every unit test, and the integration tests that exercise what differs
 # between Node versions (native addons: onnxruntime-node and node-llama-cpp; worker threads; child
@@ -106,17 +112,8 @@ for t in grpc python-backend javascript-backend in-process llamacpp command-line
 done
 for entry in "${node_lines[@]}"; do
   version=${entry%% *}
-  bin=${entry#* }
-  code=0
-  NEREID_REQUIRE_REDIS=$require_redis "$bin" --test --test-concurrency=1 --test-force-exit --test-timeout=900000 \
-    --test-reporter=spec "${line_files[@]}" 2>&1 | tee "$logs/node-$version.log" || code=${PIPESTATUS[0]}
-  [[ $code -eq 0 ]] || status=$code
-  counts=$(grep -E '^ℹ (tests|pass|fail|skipped|cancelled) ' "$logs/node-$version.log" | sed 's/^ℹ //' | paste -sd, - || true)
-  record "Node $version (unit + integration smoke)" "$code" "${counts:-no report}"
-  while IFS= read -r line; do failures+=("  node $version  $line"); done < <(
-    sed -n '/^✖ failing tests:/,$p' "$logs/node-$version.log" | grep -E '^✖ ' | grep -v '^✖ failing tests:' |
-      sed -E 's/^✖ //; s/ \([0-9.]+ms\)$//' | head -30
-  )
+  run_node_tests "Node $version (unit + integration smoke)" "node $version" "$logs/node-$version.log" \
+    "${entry#* }" "${line_files[@]}"
 done
 
 # pytest's last line is its count; -rfE lists each failure and error in its short summary.
