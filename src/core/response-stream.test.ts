@@ -1,9 +1,37 @@
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { describe, it } from 'node:test';
 import { invalidArg } from '../common/errors.js';
 import { ResponseStream } from './response-stream.js';
 
 describe('ResponseStream', () => {
+  it('takes its listener off a long-lived signal once it is over, however it ended', async () => {
+    // The core gives every in-process call without a signal one shared never-aborted signal: a listener
+    // left on it per request kept each request's stream and responses alive for good.
+    const shared = new AbortController().signal;
+    for (let i = 0; i < 50; i++) {
+      const answered = new ResponseStream<number>({ signal: shared });
+      answered.push(i, true);
+      for await (const v of answered) assert.equal(v, i);
+      const failed = new ResponseStream<number>({ signal: shared });
+      failed.fail(invalidArg('bad'));
+      await assert.rejects(async () => {
+        for await (const _ of failed) assert.fail('no response');
+      });
+      const closed = new ResponseStream<number>({ signal: shared });
+      closed.push(1, false);
+      closed.close();
+      for await (const v of closed) assert.equal(v, 1);
+    }
+    assert.equal(getEventListeners(shared, 'abort').length, 0);
+    // While responses wait to be taken, the listener stays: an abort must still free them.
+    const waiting = new ResponseStream<number>({ signal: shared });
+    waiting.push(1, true);
+    assert.equal(getEventListeners(shared, 'abort').length, 1);
+    for await (const _ of waiting) break;
+    assert.equal(getEventListeners(shared, 'abort').length, 0);
+  });
+
   it('delivers pushes made before and after iteration starts, ending at the final one', async () => {
     const s = new ResponseStream<number>();
     s.push(1, false);

@@ -51,6 +51,9 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
   private writers: (() => void)[] = [];
   private idleTimer: NodeJS.Timeout | undefined;
   private dropped = false;
+  /** The request's signal while its listener is on it: removed once nothing is left to drop. */
+  private signal: AbortSignal | undefined;
+  private readonly onAbort = (): void => this.drop();
 
   constructor(options: ResponseStreamOptions = {}) {
     const limits = responseLimits();
@@ -59,7 +62,13 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
     const signal = options.signal;
     if (signal !== undefined) {
       if (signal.aborted) this.dropped = true;
-      else signal.addEventListener('abort', () => this.drop(), { once: true });
+      else {
+        // Removed when the stream is over (detach()): the signal may outlive the request by far (the core's
+        // shared never-aborted one serves every in-process call that brings none), and a listener left on
+        // it would keep this stream and its responses alive.
+        this.signal = signal;
+        signal.addEventListener('abort', this.onAbort, { once: true });
+      }
     }
   }
 
@@ -83,7 +92,10 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
     } else if (!this.dropped) {
       this.items.push(item);
     }
-    if (this.ended) this.releaseWriters();
+    if (this.ended) {
+      this.releaseWriters();
+      this.detachIfDrained();
+    }
   }
 
   fail(error: NereidError): void {
@@ -96,6 +108,7 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
       w.reject(error);
     }
     this.releaseWriters();
+    this.detachIfDrained();
   }
 
   /** Ends the stream without a further response (e.g. a decoupled model's final-only flag). */
@@ -108,6 +121,7 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
       w.resolve({ value: undefined, done: true });
     }
     this.releaseWriters();
+    this.detachIfDrained();
   }
 
   get full(): boolean {
@@ -148,6 +162,17 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
     this.dropped = true;
     this.items = [];
     this.releaseWriters();
+    this.detach();
+  }
+
+  /** Ended with every response taken: an abort has nothing left to free. */
+  private detachIfDrained(): void {
+    if (this.ended && this.items.length === 0) this.detach();
+  }
+
+  private detach(): void {
+    this.signal?.removeEventListener('abort', this.onAbort);
+    this.signal = undefined;
   }
 
   private next(): Promise<IteratorResult<T>> {
@@ -155,6 +180,7 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
       const value = this.items.shift()!;
       // The consumer took one: a waiting producer may send again (and its idle clock restarts).
       if (this.writers.length > 0 && this.items.length < this.maxUndelivered) this.releaseWriters();
+      this.detachIfDrained();
       return Promise.resolve({ value, done: false });
     }
     if (this.error) return Promise.reject(this.error);

@@ -8,6 +8,7 @@ import { NereidError, invalidArg, unavailable } from '../common/errors.js';
 import { InferenceResponse, type InferenceResponseInit, type Parameters } from './response.js';
 import { currentRuntime, type BlsCall } from './runtime.js';
 import type { Tensor } from './tensor.js';
+import { NEVER_ABORTED } from '../common/never-aborted.js';
 
 /** Request flags (TRITONSERVER_REQUEST_FLAG_*). */
 export const REQUEST_FLAG_SEQUENCE_START = 1;
@@ -66,8 +67,6 @@ export interface ReceivedRequestParts {
   readonly signal: AbortSignal;
   readonly batchSize: number;
 }
-
-const NEVER_ABORTED = new AbortController().signal;
 
 function bigintParameter(v: bigint | number | string): ParameterValueOrNone {
   if (typeof v === 'string') return v === '' ? undefined : v;

@@ -28,6 +28,7 @@ import type { StepLimiter } from './limiter.js';
 import { describeStep, type EnsemblePlan, type PlannedStep, type RequestPlan } from './plan.js';
 import { isServable, type VersionLookup } from './servable.js';
 import { shapeForConsumer } from './shapes.js';
+import { NEVER_ABORTED } from '../../common/never-aborted.js';
 
 /** What every run of one ensemble version shares. */
 export interface EnsembleContext {
@@ -56,7 +57,6 @@ interface Value {
 
 const ROOT = '';
 /** What a limiter wait listens to when the run has no signal of its own. */
-const NEVER_ABORTED = new AbortController().signal;
 
 export class EnsembleRun {
   /** Tensor values by `tensor` (the root lineage) or `tensor\0lineage`. */

@@ -30,10 +30,9 @@ import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata
 import { recordRequestStart, traceRefused } from '../trace/report.js';
 import { VersionHolds } from './holds.js';
 import { JobSender, type OutputContext } from './job-sender.js';
+import { NEVER_ABORTED } from '../../common/never-aborted.js';
 
 type State = 'READY' | 'UNLOADING' | 'UNLOADED';
-
-const NEVER_ABORTED = new AbortController().signal;
 
 export interface ModelVersionParts {
   readonly config: FrozenModelConfig;

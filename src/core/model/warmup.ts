@@ -24,13 +24,12 @@ import type { FrozenModelConfig, ModelWarmupInput } from '../../model-config/mod
 import { MAX_WARMUP_INPUT_BYTES } from '../../model-config/validate-limits.js';
 import { prepareRequest, withRequestId } from '../inference.js';
 import type { InferInput } from '../types.js';
+import { NEVER_ABORTED } from '../../common/never-aborted.js';
 
 /** The folder under the model folder that `input_data_file` names files in (Triton's kWarmupDataFolder). */
 export const WARMUP_FOLDER = 'warmup';
 /** A BYTES warmup file is used whole; beyond this it is refused (a repository file is untrusted). */
 export const MAX_WARMUP_BYTES_FILE = 64 * 1024 * 1024;
-
-const NEVER_ABORTED = new AbortController().signal;
 
 interface Sample {
   readonly name: string;

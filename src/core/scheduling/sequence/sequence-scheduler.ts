@@ -45,11 +45,10 @@ import {
   type StateSpec,
 } from './state.js';
 import { setPreciseTimer } from '../precise-timer.js';
+import { NEVER_ABORTED } from '../../../common/never-aborted.js';
 
 /** How often an idle sequence still waiting in the backlog is looked at again (Triton: 50 ms). */
 const BACKLOG_IDLE_RECHECK_US = 50_000;
-
-const NEVER_ABORTED = new AbortController().signal;
 
 const usOf = (hrtimeNs: bigint): number => Number(hrtimeNs / 1000n);
 
