@@ -316,6 +316,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       res,
       match,
       maxInputSize,
+      serverHeader,
       forwardHeaders,
       json,
       dashboard,
