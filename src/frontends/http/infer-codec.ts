@@ -577,7 +577,15 @@ export function responseHead(response: InferenceResponse): string {
 
 /** `{"name":...,"datatype":...,"shape":[...]` — an output's text before its data or parameters. */
 export function outputHead(t: Tensor): string {
-  return '{"name":' + JSON.stringify(t.name) + ',"datatype":"' + t.datatype + '","shape":[' + t.shape.join(',') + ']';
+  return (
+    '{"name":' +
+    JSON.stringify(t.name) +
+    ',"datatype":"' +
+    t.datatype +
+    '","shape":[' +
+    t.shape.join(',') +
+    ']'
+  );
 }
 
 /** The rest of an output written into the client's shared-memory region: where and how much, no data. */

@@ -51,7 +51,10 @@ async function headerWithBinary(
     const b = Buffer.from(piece, 'utf8');
     headerBytes += b.length;
     if (headerBytes > MAX_JSON_RESPONSE_BYTES) {
-      throw jsonTooLarge(plan.outputs.find((o) => o.form === 'json')?.tensor.name ?? '', MAX_JSON_RESPONSE_BYTES);
+      throw jsonTooLarge(
+        plan.outputs.find((o) => o.form === 'json')?.tensor.name ?? '',
+        MAX_JSON_RESPONSE_BYTES,
+      );
     }
     parts.push(b);
     await turn();

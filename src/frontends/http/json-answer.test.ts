@@ -11,11 +11,23 @@ const JSON_ONLY: OutputFormat = { defaultBinary: false, binary: new Map() };
 const noTurn = (): Promise<void> => Promise.resolve();
 
 function response(outputs: OutputTensor[]): InferenceResponse {
-  return { modelName: 'm', modelVersion: '1', id: 'req-7', parameters: { p: 1n << 60n }, outputs, final: true };
+  return {
+    modelName: 'm',
+    modelVersion: '1',
+    id: 'req-7',
+    parameters: { p: 1n << 60n },
+    outputs,
+    final: true,
+  };
 }
 
 function fp32(name: string, values: number[]): OutputTensor {
-  return { name, datatype: 'FP32', shape: [values.length], data: Buffer.from(new Float32Array(values).buffer) };
+  return {
+    name,
+    datatype: 'FP32',
+    shape: [values.length],
+    data: Buffer.from(new Float32Array(values).buffer),
+  };
 }
 
 function strings(name: string, values: (string | Buffer)[]): OutputTensor {
@@ -97,7 +109,12 @@ test('an answer too large for JSON, or data that does not match its shape, is re
     return true;
   });
   // As binary it fits: the limit is on JSON text only.
-  const asBinary = await planJsonAnswer(response([big]), { defaultBinary: true, binary: new Map() }, 1500, noTurn);
+  const asBinary = await planJsonAnswer(
+    response([big]),
+    { defaultBinary: true, binary: new Map() },
+    1500,
+    noTurn,
+  );
   assert.equal(asBinary.hasBinary, true);
 
   const short: OutputTensor = { name: 'short', datatype: 'INT32', shape: [10], data: Buffer.alloc(36) };
@@ -115,7 +132,13 @@ test('jsonElementCount counts only what is written as JSON text', () => {
   const r = response([
     fp32('a', [1, 2, 3]),
     { name: 'h', datatype: 'FP16', shape: [5], data: Buffer.alloc(10) },
-    { name: 's', datatype: 'FP32', shape: [7], data: Buffer.alloc(0), sharedMemory: { region: 'r', offset: 0, byteSize: 28 } },
+    {
+      name: 's',
+      datatype: 'FP32',
+      shape: [7],
+      data: Buffer.alloc(0),
+      sharedMemory: { region: 'r', offset: 0, byteSize: 28 },
+    },
     fp32('b', [4]),
   ]);
   assert.equal(jsonElementCount(r, JSON_ONLY), 4);

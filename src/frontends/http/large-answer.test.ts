@@ -125,7 +125,9 @@ test('a client that leaves in the middle of a large JSON answer stops it; the se
   await firstChunk(res);
   res.destroy();
   assert.equal(await live(), 200);
-  api.fixedOutputs = [{ name: 'OUTPUT0', datatype: 'INT32', shape: [2], data: Buffer.from(new Int32Array([3, 4]).buffer) }];
+  api.fixedOutputs = [
+    { name: 'OUTPUT0', datatype: 'INT32', shape: [2], data: Buffer.from(new Int32Array([3, 4]).buffer) },
+  ];
   const small = await post(INFER_BODY);
   const body = JSON.parse((await readAll(small)).toString('utf8')) as Answer;
   assert.deepEqual(body.outputs[0].data, [3, 4]);
@@ -156,5 +158,8 @@ test('a large JSON answer compressed with gzip, and one with a binary part, read
   assert.equal(Number(mixed.headers['content-length']), bytes.length);
   const header = JSON.parse(bytes.subarray(0, headerLength).toString('utf8')) as Answer;
   assert.equal(header.outputs[0].data!.length, n);
-  assert.deepEqual([...new Float32Array(Uint8Array.from(bytes.subarray(headerLength)).buffer)], [1.5, -2.25, 3]);
+  assert.deepEqual(
+    [...new Float32Array(Uint8Array.from(bytes.subarray(headerLength)).buffer)],
+    [1.5, -2.25, 3],
+  );
 });
