@@ -39,7 +39,12 @@ import {
   type RepositoryOptions,
   type ResolvedRepositoryOptions,
 } from './options.js';
-import { materializeOverrides, removeTree, type MaterializedModel } from './overrides.js';
+import {
+  materializeOverrides,
+  removeStaleOverrides,
+  removeTree,
+  type MaterializedModel,
+} from './overrides.js';
 import { Poller } from './poller.js';
 import { RepositoryWatcher } from './watcher.js';
 import { readModel, withModelName, type PolledModel, type ReadSettings } from './reader.js';
@@ -241,6 +246,9 @@ export class ModelRepositoryManager {
     this.assertOpen();
     if (this.started) throw new NereidError('INTERNAL', 'the model repository manager was already started');
     this.started = true;
+    for (const dir of await removeStaleOverrides(this.options.tempDirectory)) {
+      this.log.info(`removed '${dir}', model files a server that is no longer running left behind`);
+    }
     // A local repository that is not a folder stops the start (as in Triton). An object store that cannot
     // be reached (credentials, a missing bucket, the network) is a failure like a model's: the others are
     // served, and --exit-on-error decides.

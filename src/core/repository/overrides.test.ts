@@ -1,9 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdir, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { NereidError } from '../../common/errors.js';
-import { materializeOverrides, normalizeOverridePath, removeTree } from './overrides.js';
+import {
+  materializeOverrides,
+  normalizeOverridePath,
+  removeStaleOverrides,
+  removeTree,
+} from './overrides.js';
 import { removeRepo, tempRepo } from './repository.testkit.js';
 
 const ESCAPES = [
@@ -125,6 +131,41 @@ void test('names a file system cannot take are INVALID_ARG, and no error names t
       (e: NereidError) => e.code === 'INTERNAL' && !e.message.includes(tmp),
     );
     assert.deepEqual(await readdir(tmp), []);
+  } finally {
+    await removeRepo(tmp);
+  }
+});
+
+void test('override folders a dead server left behind are removed at the next start; others are kept', async () => {
+  const tmp = await tempRepo();
+  try {
+    const deadPid = spawnSync(process.execPath, ['-e', '0']).pid!; // exited: no process has this id now
+    const stale = path.join(tmp, `nereid-override-${deadPid}-aB3xYz`);
+    await mkdir(path.join(stale, 'm', '1'), { recursive: true });
+    await writeFile(path.join(stale, 'm', '1', 'model.py'), 'secret code');
+    const live = path.join(tmp, `nereid-override-${process.pid}-Qw12er`);
+    await mkdir(live);
+    const oldForm = path.join(tmp, 'nereid-override-Zx98cv');
+    await mkdir(oldForm);
+    const outside = path.join(tmp, 'elsewhere');
+    await mkdir(outside);
+    await writeFile(path.join(outside, 'keep'), 'x');
+    const link = path.join(tmp, `nereid-override-${deadPid}-L1nk00`);
+    await symlink(outside, link);
+
+    const removed = await removeStaleOverrides(tmp);
+    assert.deepEqual(removed, [stale]);
+    const left = (await readdir(tmp)).sort();
+    assert.deepEqual(
+      left,
+      ['elsewhere', path.basename(link), path.basename(live), path.basename(oldForm)].sort(),
+    );
+    assert.equal(await readFile(path.join(outside, 'keep'), 'utf8'), 'x', 'a link is not followed');
+    // A live server's own folders use its pid: what materializeOverrides makes is kept by a second start.
+    const made = await materializeOverrides(tmp, 'm', new Map([['1/model.py', Buffer.from('x')]]));
+    assert.match(path.basename(made.root), new RegExp(`^nereid-override-${process.pid}-`));
+    assert.deepEqual(await removeStaleOverrides(tmp), []);
+    assert.equal(await removeStaleOverrides(path.join(tmp, 'missing')).then((r) => r.length), 0);
   } finally {
     await removeRepo(tmp);
   }

@@ -9,7 +9,7 @@
  * following symlinks. Errors name the file parameter, never the private directory it was written to.
  */
 import { constants as fsc } from 'node:fs';
-import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { NereidError, invalidArg } from '../../common/errors.js';
 
@@ -85,7 +85,7 @@ export async function materializeOverrides(
   }
   let root: string;
   try {
-    root = await mkdtemp(path.join(tempDirectory, 'nereid-override-'));
+    root = await mkdtemp(path.join(tempDirectory, `${OVERRIDE_PREFIX}${process.pid}-`));
   } catch (err) {
     throw new NereidError(
       'INTERNAL',
@@ -140,4 +140,51 @@ export async function materializeOverrides(
 
 export async function removeTree(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
+}
+
+/** Private override folders are `<temp>/nereid-override-<pid>-XXXXXX`: the pid says whose they are. */
+export const OVERRIDE_PREFIX = 'nereid-override-';
+const OWNED_NAME = /^nereid-override-(\d+)-[A-Za-z0-9]{6}$/;
+
+/** Whether a process with this id exists (EPERM: it does, another user's). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes override folders a server that is gone left behind (a crash, a SIGKILL: the model code it was
+ * sent stays on disk otherwise). Only folders named with a pid that no process has any more, that are real
+ * folders (not links) and belong to this user are removed; a folder of a live server, of another user or of
+ * the old unnamed form is left alone. Returns the folders removed.
+ */
+export async function removeStaleOverrides(tempDirectory: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(tempDirectory);
+  } catch {
+    return [];
+  }
+  const uid = process.getuid?.();
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = OWNED_NAME.exec(name);
+    if (m === null) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid || processExists(pid)) continue;
+    const dir = path.join(tempDirectory, name);
+    try {
+      const st = await lstat(dir);
+      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
+      await removeTree(dir);
+      removed.push(dir);
+    } catch {
+      // Gone meanwhile, or not ours to remove: nothing to do.
+    }
+  }
+  return removed;
 }

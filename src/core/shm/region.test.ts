@@ -1,7 +1,7 @@
 // Opening /dev/shm objects (only regular files, never through a symlink) and moving bytes with pread/pwrite.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, truncateSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, symlinkSync, truncateSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { NereidError } from '../../common/errors.js';
 import { ShmRegion, openShmObject } from './region.js';
@@ -81,6 +81,26 @@ void test('an object truncated after opening gives a clean error, not a short te
       err.code === 'INVALID_ARG' &&
       /is smaller than registered/.test(err.message),
   );
+  await region.close();
+});
+
+void test('an output into an object truncated after registration is refused, and the object is not grown', async () => {
+  const name = objects.create(64);
+  const { handle } = await openShmObject(name, name);
+  const region = new ShmRegion('r', name, 16, 48, handle);
+  truncateSync(`/dev/shm/${name}`, 20);
+  for (const length of [48, 8]) {
+    await assert.rejects(
+      region.write(0, Buffer.alloc(length, 7)),
+      (err: unknown) =>
+        err instanceof NereidError &&
+        err.code === 'INVALID_ARG' &&
+        /is smaller than registered/.test(err.message),
+    );
+  }
+  assert.equal(statSync(`/dev/shm/${name}`).size, 20, 'the write must not grow the object back');
+  await region.write(0, Buffer.alloc(4, 9)); // what still fits is written
+  assert.deepEqual([...readFileSync(`/dev/shm/${name}`).subarray(16, 20)], [9, 9, 9, 9]);
   await region.close();
 });
 

@@ -6,7 +6,7 @@
  * 64 KiB are done synchronously (a memcpy is cheaper than a trip through libuv's thread pool), larger
  * ones on the pool so the event loop keeps serving.
  */
-import { constants, readSync, writeSync } from 'node:fs';
+import { constants, fstatSync, readSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { NereidError, internal, invalidArg, type ErrorCode } from '../../common/errors.js';
 import type { SystemSharedMemoryRegionStatus } from '../types.js';
@@ -116,18 +116,33 @@ export class ShmRegion {
     while (done < length) {
       const n = await this.transfer('read', out, done, length - done, this.offset + offset + done);
       // Zero bytes before the end: the client truncated the object after registering it.
-      if (n === 0) {
-        throw invalidArg(
-          `shared memory region '${shown(this.name)}' is smaller than registered: its object '${shown(this.key)}' was truncated`,
-        );
-      }
+      if (n === 0) throw this.truncated();
       done += n;
     }
     return out;
   }
 
-  /** Writes `data` at `offset` inside the region (bounds checked by the caller). */
+  private truncated(): NereidError {
+    return invalidArg(
+      `shared memory region '${shown(this.name)}' is smaller than registered: its object '${shown(this.key)}' was truncated`,
+    );
+  }
+
+  /**
+   * Writes `data` at `offset` inside the region (bounds checked by the caller against the registered
+   * window). An object the client truncated since is refused, not grown back by the write (a pwrite past
+   * the end of a tmpfs file extends it): its size is looked at first.
+   */
   async write(offset: number, data: Buffer): Promise<void> {
+    if (this.closing === undefined && data.length > 0) {
+      let size: number;
+      try {
+        size = fstatSync(this.handle.fd).size;
+      } catch (err) {
+        throw internal(`failed to write shared memory region '${shown(this.name)}': ${errnoOf(err)}`, err);
+      }
+      if (size < this.offset + offset + data.length) throw this.truncated();
+    }
     let done = 0;
     while (done < data.length) {
       const n = await this.transfer('write', data, done, data.length - done, this.offset + offset + done);

@@ -86,8 +86,18 @@ export class FakeApi implements InferenceServerApi {
   released = 0;
   /** Signals of requests to `wait`, to observe cancellation. */
   readonly waiting: AbortSignal[] = [];
+  /** What the `fixed_outputs` model answers, whatever it is sent (a test sets it). */
+  fixedOutputs: Tensor[] = [];
 
   private readonly models = new Map<string, FakeModel>([
+    [
+      'fixed_outputs',
+      {
+        metadata: meta('fixed_outputs', [['INPUT0', 'FP32', [-1]]], [['OUTPUT0', 'FP32', [-1]]]),
+        config: config('fixed_outputs', 0, [['INPUT0', 'TYPE_FP32', [-1]]]),
+        run: () => this.fixedOutputs,
+      },
+    ],
     [
       'add_sub',
       {

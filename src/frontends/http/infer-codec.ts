@@ -520,7 +520,7 @@ function parametersJson(params: Readonly<Parameters>): string | undefined {
   return out === undefined ? undefined : '{' + out + '}';
 }
 
-function elementCountOf(t: Tensor): number {
+export function elementCountOf(t: Tensor): number {
   let n = 1;
   for (const d of t.shape) n *= d;
   return n;
@@ -529,16 +529,22 @@ function elementCountOf(t: Tensor): number {
 /**
  * The largest JSON answer the HTTP frontend writes (issue 33): 256 MiB, half of V8's longest string, so an
  * output too large for JSON is refused with 400 naming binary data instead of failing with a 500
- * "Invalid array length" after the event loop spent seconds building it.
+ * "Invalid array length" after the event loop spent seconds building it. Large answers are written in
+ * slices (json-answer.ts); this bounds the shortest text they could take.
  */
 export const MAX_JSON_RESPONSE_BYTES = 256 * 1024 * 1024;
 
-const jsonTooLarge = (name: string, limit: number): NereidError =>
+export const jsonTooLarge = (name: string, limit: number): NereidError =>
   invalidArg(
     `output '${name}' is too large to be returned as JSON (the response would exceed ${limit} bytes); ` +
       `request it as binary tensor data: set the output parameter "binary_data": true, or the request ` +
       `parameter "binary_data_output": true`,
   );
+
+/** The shortest JSON text an output's data could take: one character and a comma per element, quotes for strings. */
+export function shortestJsonBytes(t: Tensor, count: number): number {
+  return t.datatype === 'BYTES' ? Math.max(2 * count, t.data.length - count) : 2 * count;
+}
 
 /**
  * One output's data as JSON text within `room` bytes (of a `limit`-byte answer), or undefined when it has no JSON form. Refused
@@ -546,9 +552,7 @@ const jsonTooLarge = (name: string, limit: number): NereidError =>
  */
 function outputJson(t: Tensor, room: number, limit: number): string | undefined {
   const count = elementCountOf(t);
-  if (2 * count > room || (t.datatype === 'BYTES' && t.data.length - 4 * count > room)) {
-    throw jsonTooLarge(t.name, limit);
-  }
+  if (shortestJsonBytes(t, count) > room) throw jsonTooLarge(t.name, limit);
   let data: string | undefined;
   try {
     data = tensorDataToJson(t.name, t.datatype, t.data, count);
@@ -558,6 +562,52 @@ function outputJson(t: Tensor, room: number, limit: number): string | undefined 
   }
   if (data !== undefined && data.length > room) throw jsonTooLarge(t.name, limit);
   return data;
+}
+
+/** `{"id":...,"model_name":...,"model_version":...,"parameters":...,"outputs":[` — a response's text before its outputs. */
+export function responseHead(response: InferenceResponse): string {
+  let json = '{';
+  if (response.id) json += '"id":' + JSON.stringify(response.id) + ',';
+  json += '"model_name":' + JSON.stringify(response.modelName);
+  json += ',"model_version":' + JSON.stringify(response.modelVersion);
+  const params = parametersJson(response.parameters);
+  if (params !== undefined) json += ',"parameters":' + params;
+  return json + ',"outputs":[';
+}
+
+/** `{"name":...,"datatype":...,"shape":[...]` — an output's text before its data or parameters. */
+export function outputHead(t: Tensor): string {
+  return (
+    '{"name":' +
+    JSON.stringify(t.name) +
+    ',"datatype":"' +
+    t.datatype +
+    '","shape":[' +
+    t.shape.join(',') +
+    ']'
+  );
+}
+
+/** The rest of an output written into the client's shared-memory region: where and how much, no data. */
+export function sharedMemoryTail(shm: SharedMemoryRef): string {
+  return (
+    ',"parameters":{"shared_memory_region":' +
+    JSON.stringify(shm.region) +
+    (shm.offset !== 0 ? ',"shared_memory_offset":' + shm.offset : '') +
+    ',"shared_memory_byte_size":' +
+    shm.byteSize +
+    '}}'
+  );
+}
+
+/** The rest of an output sent as binary data after the JSON header. */
+export function binaryTail(byteSize: number): string {
+  return ',"parameters":{"binary_data_size":' + byteSize + '}}';
+}
+
+/** Whether an output is asked for as binary data (per-output `binary_data`, else `binary_data_output`). */
+export function wantsBinary(t: Tensor, format: OutputFormat): boolean {
+  return format.binary.get(t.name) ?? format.defaultBinary;
 }
 
 /**
@@ -570,42 +620,22 @@ export function encodeInferResponse(
   format: OutputFormat,
   maxJsonBytes = MAX_JSON_RESPONSE_BYTES,
 ): EncodedInferResponse {
-  let json = '{';
-  if (response.id) json += '"id":' + JSON.stringify(response.id) + ',';
-  json += '"model_name":' + JSON.stringify(response.modelName);
-  json += ',"model_version":' + JSON.stringify(response.modelVersion);
-  const params = parametersJson(response.parameters);
-  if (params !== undefined) json += ',"parameters":' + params;
-  json += ',"outputs":[';
+  let json = responseHead(response);
   const binary: Buffer[] = [];
   let hasBinary = false;
   for (let i = 0; i < response.outputs.length; i++) {
     const t = response.outputs[i];
     if (i > 0) json += ',';
-    json +=
-      '{"name":' +
-      JSON.stringify(t.name) +
-      ',"datatype":"' +
-      t.datatype +
-      '","shape":[' +
-      t.shape.join(',') +
-      ']';
+    json += outputHead(t);
     const shm = t.sharedMemory;
     if (shm !== undefined) {
       // Written into the client's region: no data, no binary blob; the parameters say where and how much.
-      json +=
-        ',"parameters":{"shared_memory_region":' +
-        JSON.stringify(shm.region) +
-        (shm.offset !== 0 ? ',"shared_memory_offset":' + shm.offset : '') +
-        ',"shared_memory_byte_size":' +
-        shm.byteSize +
-        '}}';
+      json += sharedMemoryTail(shm);
       continue;
     }
-    const wantBinary = format.binary.get(t.name) ?? format.defaultBinary;
-    const data = wantBinary ? undefined : outputJson(t, maxJsonBytes - json.length, maxJsonBytes);
+    const data = wantsBinary(t, format) ? undefined : outputJson(t, maxJsonBytes - json.length, maxJsonBytes);
     if (data === undefined) {
-      json += ',"parameters":{"binary_data_size":' + t.data.length + '}}';
+      json += binaryTail(t.data.length);
       hasBinary = true;
       if (t.data.length > 0) binary.push(t.data);
     } else {

@@ -24,6 +24,8 @@ export interface RouteContext {
   readonly res: ServerResponse;
   readonly match: RouteMatch;
   readonly maxInputSize: number;
+  /** The `Server` header's value, for handlers that write their reply themselves. */
+  readonly serverHeader: string;
   /** Headers forwarded to models as request parameters (`--http-header-forward-pattern`), when set. */
   readonly forwardHeaders?: HeaderForwarder;
   /** Large JSON bodies: size limits, admission, parsing off the event loop. */

@@ -14,6 +14,8 @@ import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody }
 import { errorBody } from './errors.js';
 import { generate } from './generate.js';
 import { encodeInferResponse, inferenceHeaderLength, type DecodedInferRequest } from './infer-codec.js';
+import { jsonElementCount, SLICED_ANSWER_MIN_ELEMENTS } from './json-answer.js';
+import { sendSlicedJsonAnswer } from './json-answer-send.js';
 import { isJsonObject, type JsonIn, type JsonInObject } from './json.js';
 import { openApiDocument } from './openapi.js';
 import { deduceRawInput } from './raw-input.js';
@@ -174,10 +176,15 @@ async function inferOn(
       returnController(controller);
     }
     trace?.capture('INFER_RESPONSE_COMPLETE');
-    const encoded = encodeInferResponse(response, decoded.format);
-
     const acceptEncoding = req.headers['accept-encoding'];
     const coding = acceptEncoding === undefined ? 'identity' : chooseResponseCoding(acceptEncoding);
+    // A large JSON answer is formatted and written in slices, the event loop running between them.
+    if (jsonElementCount(response, decoded.format) >= SLICED_ANSWER_MIN_ELEMENTS) {
+      return await sendSlicedJsonAnswer(ctx, response, decoded.format, coding, (headers, whole) =>
+        compressed(headers, whole, coding as 'gzip' | 'deflate'),
+      );
+    }
+    const encoded = encodeInferResponse(response, decoded.format);
     if (!encoded.hasBinary) {
       if (coding === 'identity') return { status: 200, headers: JSON_TYPE, body: encoded.json };
       return compressed(JSON_TYPE, Buffer.from(encoded.json, 'utf8'), coding);

@@ -22,6 +22,7 @@ import {
   type RestrictionCheck,
   type Restrictions,
 } from '../restricted.js';
+import { framingError } from './request-framing.js';
 import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
 import { Dashboard, type DashboardOptions } from './dashboard.js';
 import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './connection-limits.js';
@@ -316,6 +317,7 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       res,
       match,
       maxInputSize,
+      serverHeader,
       forwardHeaders,
       json,
       dashboard,
@@ -357,6 +359,16 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     if (log.isVerbose()) log.verbose(`HTTP request: ${req.method} ${path}`);
+
+    const badFraming = framingError(req);
+    if (badFraming !== undefined) {
+      sendError(res, 400, errorBody(`malformed HTTP request: ${badFraming}`), true);
+      return;
+    }
+    // An Upgrade request (Nereid upgrades to nothing) is answered as a plain request, but Node's parser
+    // reads no further on its connection: close it after the answer, so a request pipelined behind it is
+    // not left waiting forever.
+    if (req.headers.upgrade !== undefined) res.setHeader('Connection', 'close');
 
     const mount = options.mount;
     if (mount?.claims(path) === true) {

@@ -229,7 +229,7 @@ function jsonToBytes(spec: JsonTensorSpec, data: readonly JsonIn[], maxInputSize
   return out;
 }
 
-function shapeMismatch(output: string): never {
+export function shapeMismatch(output: string): never {
   throw internal(
     `Failed to write 'data' field: output tensor shape does not match size of output for '${output}'`,
   );

@@ -18,6 +18,7 @@ import { CONTENT_TYPE } from './exposition.js';
 import { FAMILIES } from './families.js';
 import { LatencyTracker } from './latency.js';
 import { renderMetrics, type OperatorValues } from './render.js';
+import { ScrapeCache, type ScrapeCacheOptions } from './scrape-cache.js';
 import { SystemPoller } from './system.js';
 
 export interface MetricsFrontendOptions {
@@ -40,6 +41,8 @@ export interface MetricsFrontendOptions {
   readonly customMetrics?: (timeoutMs: number) => Promise<readonly ModelCustomMetrics[]>;
   /** Bound on how long a scrape waits for a model's custom metrics; default 2000 ms. */
   readonly customMetricsTimeoutMs?: number;
+  /** When the port reuses the last scrape's text under a crowd of scrapers (tests); default 10 a second. */
+  readonly scrapeCache?: ScrapeCacheOptions;
   /** The response cache's counters, read at every scrape; absent when the server has no cache. */
   readonly cacheMetrics?: () => CacheMetrics;
   /** Nereid's operator families (build info, model states, requests by status), read at every scrape. */
@@ -189,7 +192,13 @@ export function createMetricsFrontend(
     return nv + (await custom) + (await processRegistry.metrics());
   };
 
-  const server = createServer({ keepAliveTimeout: 60_000 }, metricsHandler(scrape, log));
+  // The port's scrapes go through the cache (a crowd of scrapers costs one render a second); `scrape`
+  // itself (the dashboard, tests) always renders.
+  const cache = new ScrapeCache(scrape, options.scrapeCache);
+  const server = createServer(
+    { keepAliveTimeout: 60_000 },
+    metricsHandler(() => cache.scrape(), log),
+  );
   server.on('clientError', (_err, socket) => socket.destroy());
 
   return {
