@@ -147,6 +147,19 @@ def _drive(server: Server) -> None:
             client.close()
 
 
+def _wait_for_roots(receiver: OtlpReceiver, timeout: float = 60.0) -> None:
+    """Waits until every call's request span has been exported (each server's batch processor exports on
+    its own schedule) before the server is stopped: Triton finishes a stream's trace after its response is
+    sent, so a stop right behind the last call could end it unexported on a loaded machine."""
+    deadline = time.monotonic() + timeout
+    wanted = {trace_id for _, _, _, trace_id, _ in CALLS}
+    while time.monotonic() < deadline:
+        seen = {s.trace_id for s in receiver.spans() if s.name == "InferRequest"}
+        if wanted <= seen:
+            return
+        time.sleep(0.2)
+
+
 def _collect(start: Any, repository: Path, work: Path) -> tuple[list[ReceivedSpan], list[str]]:
     with OtlpReceiver() as receiver:
         flags = [
@@ -161,6 +174,7 @@ def _collect(start: Any, repository: Path, work: Path) -> tuple[list[ReceivedSpa
         server = start(repository, flags, work)
         try:
             _drive(server)
+            _wait_for_roots(receiver)
         finally:
             # Stopping shuts the batch span processor down, which exports what it holds.
             assert server.stop() == 0, server.log_tail()
