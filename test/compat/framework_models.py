@@ -429,8 +429,9 @@ def silero_models(out: Path) -> None:
         state = np.asarray(result["stateN"]).copy()
         context = chunk[-64:]
     answers = iter(outputs)
-    # A config of one line: auto-complete fills inputs and outputs from the model (static shapes, no batch).
-    _write(out, "silero_vad", 'backend: "openvino"\n', requests, lambda _: next(answers))
+    # Backend and file only: auto-complete fills inputs and outputs from the model (static shapes, no batch).
+    config = 'backend: "openvino"\ndefault_model_filename: "model.onnx"\n'
+    _write(out, "silero_vad", config, requests, lambda _: next(answers))
 
 
 MAKERS: dict[str, Callable[[Path], None]] = {
