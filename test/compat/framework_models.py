@@ -278,12 +278,12 @@ def tensorflow_models(out: Path) -> None:
             super().__init__()
             self.w = tf.Variable(weights)
 
-        @tf.function(input_signature=[tf.TensorSpec([None, FEATURES], tf.float32, name="x")])
+        @tf.function(input_signature=[tf.TensorSpec([None, FEATURES], tf.float32, name="x")])  # type: ignore[untyped-decorator]
         def classify(self, x: Any) -> dict[str, Any]:
             mm = tf.matmul(x, self.w)
             return {"y": tf.nn.relu(mm), "cls": tf.argmax(mm, axis=1)}
 
-        @tf.function(
+        @tf.function(  # type: ignore[untyped-decorator]
             input_signature=[
                 tf.TensorSpec([None, FEATURES], tf.float32, name="a"),
                 tf.TensorSpec([None, FEATURES], tf.int32, name="b"),
@@ -293,7 +293,7 @@ def tensorflow_models(out: Path) -> None:
             return {"out": tf.cast(a, tf.float64) * 2.0 + tf.cast(b, tf.float64), "count": b * 3}
 
     class Strings(tf.Module):  # type: ignore[misc]
-        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.string, name="text")])
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.string, name="text")])  # type: ignore[untyped-decorator]
         def serve(self, text: Any) -> dict[str, Any]:
             return {"upper": tf.strings.upper(text), "length": tf.strings.length(text)}
 
