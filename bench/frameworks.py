@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,13 +41,19 @@ WIDTH = 1024
 MAKER = Path(__file__).resolve().parent / "frameworks_model.py"
 
 
-def make_and_bare(kind: str, python: Path, folder: Path, seconds: float, threads: int) -> dict[str, float]:
+def make_and_bare(
+    kind: str, python: Path, folder: Path, seconds: float, threads: int, env: dict[str, str] | None = None
+) -> dict[str, float]:
+    """Makes the model in `folder` and times the framework on it directly. `env` defaults to what a stub
+    adds (OMP_WAIT_POLICY=PASSIVE, nereid_stub.frameworks.limit_native_pools), so bare and served run the
+    framework alike."""
     folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         [str(python), str(MAKER), kind, str(folder), str(seconds), str(threads), str(WIDTH)],
         capture_output=True,
         text=True,
         check=True,
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE", **(env or {})},
     )
     return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
@@ -166,27 +171,22 @@ def main() -> int:
     print("| backend | batch | served rows/s | bare rows/s | served / bare |")
     print("| --- | --- | --- | --- | --- |")
     notes: list[str] = []
-    bares: dict[str, dict[str, float]] = {}
     for spec in kinds if "served" in parts else ():
         # `pytorch@OMP_WAIT_POLICY=ACTIVE`: the server (and so its stubs) started with that environment, to
-        # compare settings side by side in one run against the same bare numbers.
+        # compare settings side by side in one run; the bare loop runs with it too.
         kind, _, setting = spec.partition("@")
         python = venv_python(kind)
         if python is None:
             print(f"| {kind} | - | not installed: npx nereid backends install {kind} | | |")
             continue
         repo = root / spec.replace("@", "-").replace("=", "-")
-        if kind not in bares:
-            bares[kind] = make_and_bare(kind, python, root / f"{kind}-bare" / "mlp" / "1", seconds, cores)
-        bare = bares[kind]
-        (repo / "mlp").mkdir(parents=True, exist_ok=True)
-        shutil.copytree(root / f"{kind}-bare" / "mlp" / "1", repo / "mlp" / "1", dirs_exist_ok=True)
+        key, _, value = setting.partition("=")
+        setting_env = {key: value} if setting else {}
+        bare = make_and_bare(kind, python, repo / "mlp" / "1", seconds, cores, setting_env)
         (repo / "mlp" / "config.pbtxt").write_text(config(kind, "mlp", 1, {}), encoding="utf-8")
         assert (repo / "mlp" / "1" / MODEL_FILES[kind]).exists()
         saved = dict(os.environ)
-        if setting:
-            key, _, value = setting.partition("=")
-            os.environ[key] = value
+        os.environ.update(setting_env)
         try:
             server = serve(repo, root / f"{repo.name}.log")
         finally:
