@@ -1,8 +1,9 @@
 """The framework backends under load (docs/backends.md#pytorch-and-openvino): prints ratios, asserts nothing.
 
-    .venv/bin/python bench/frameworks.py [seconds-per-point [served,oversubscription]]
+    .venv/bin/python bench/frameworks.py [seconds-per-point [served,oversubscription [pytorch,openvino,...]]]
 
-Needs the pytorch and openvino backends installed (`npx nereid backends install pytorch|openvino`). On a
+Needs the pytorch, openvino and tensorflow backends installed (`npx nereid backends install
+pytorch|openvino|tensorflow`; a missing one is reported and skipped). On a
 model each framework makes here (bench/frameworks_model.py: an MLP of 4 layers 1024 wide, FP32):
 
 1. **served vs bare**, per backend, batch 1 and 8: rows/s of one instance served by Nereid (HTTP, binary
@@ -16,6 +17,7 @@ model each framework makes here (bench/frameworks_model.py: an MLP of 4 layers 1
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -39,20 +41,38 @@ WIDTH = 1024
 MAKER = Path(__file__).resolve().parent / "frameworks_model.py"
 
 
-def make_and_bare(kind: str, python: Path, folder: Path, seconds: float, threads: int) -> dict[str, float]:
+def make_and_bare(
+    kind: str, python: Path, folder: Path, seconds: float, threads: int, env: dict[str, str] | None = None
+) -> dict[str, float]:
+    """Makes the model in `folder` and times the framework on it directly. `env` defaults to what a stub
+    adds (OMP_WAIT_POLICY=PASSIVE, nereid_stub.frameworks.limit_native_pools), so bare and served run the
+    framework alike."""
     folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         [str(python), str(MAKER), kind, str(folder), str(seconds), str(threads), str(WIDTH)],
         capture_output=True,
         text=True,
         check=True,
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE", **(env or {})},
     )
     return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
+HEADS = {
+    "pytorch": 'platform: "pytorch_libtorch"\n',
+    "openvino": 'backend: "openvino"\n',
+    "tensorflow": 'platform: "tensorflow_savedmodel"\n',
+}
+MODEL_FILES = {"pytorch": "model.pt", "openvino": "model.xml", "tensorflow": "model.savedmodel"}
+
+
+def io_names(kind: str) -> tuple[str, str]:
+    return ("INPUT__0", "OUTPUT__0") if kind == "pytorch" else ("x", "y")
+
+
 def config(kind: str, name: str, instances: int, params: dict[str, str]) -> str:
-    head = 'platform: "pytorch_libtorch"\n' if kind == "pytorch" else 'backend: "openvino"\n'
-    names = ("INPUT__0", "OUTPUT__0") if kind == "pytorch" else ("x", "y")
+    head = HEADS[kind]
+    names = io_names(kind)
     text = head + f'name: "{name}"\nmax_batch_size: 8\n'
     text += f"instance_group {{ count: {instances} kind: KIND_CPU }}\n"
     text += f'input {{ name: "{names[0]}" data_type: TYPE_FP32 dims: [ {WIDTH} ] }}\n'
@@ -97,6 +117,36 @@ def drive(server: NereidServer, model: str, input_name: str, batch: int, clients
     }
 
 
+def phases(server: NereidServer, model: str) -> dict[str, float]:
+    """Cumulative per-phase time of the model from the statistics extension (ns), and its counts."""
+    client = httpclient.InferenceServerClient(url=server.http_url)
+    try:
+        stats = client.get_inference_statistics(model_name=model)["model_stats"][0]
+    finally:
+        client.close()
+    out = {
+        k: float(stats["inference_stats"][k]["ns"])
+        for k in ("queue", "compute_input", "compute_infer", "compute_output", "success")
+    }
+    out["requests"] = float(stats["inference_stats"]["success"]["count"])
+    out["executions"] = float(stats["execution_count"])
+    return out
+
+
+def breakdown(before: dict[str, float], after: dict[str, float], rows_per_s_bare: float, batch: int) -> str:
+    """Where a served request's time goes, per request (µs): the server's phases, against the bare call."""
+    n = max(1.0, after["requests"] - before["requests"])
+    per = {
+        k: (after[k] - before[k]) / n / 1000
+        for k in ("queue", "compute_input", "compute_infer", "compute_output", "success")
+    }
+    bare_us = batch / rows_per_s_bare * 1e6
+    return (
+        f"request {per['success']:.0f} µs = queue {per['queue']:.0f} + input {per['compute_input']:.0f} + "
+        f"infer {per['compute_infer']:.0f} + output {per['compute_output']:.0f}; bare call {bare_us:.0f} µs"
+    )
+
+
 def serve(folder: Path, log: Path) -> NereidServer:
     return start_server(
         [
@@ -114,29 +164,47 @@ def serve(folder: Path, log: Path) -> NereidServer:
 def main() -> int:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
     parts = sys.argv[2].split(",") if len(sys.argv) > 2 else ["served", "oversubscription"]
+    kinds = sys.argv[3].split(",") if len(sys.argv) > 3 else ["pytorch", "openvino", "tensorflow"]
     cores = usable_cores()
     root = Path(tempfile.mkdtemp(prefix="nereid-bench-frameworks-"))
     print(f"# framework backends, {cores} cores, {seconds:.0f} s per point, results in {root}\n")
     print("| backend | batch | served rows/s | bare rows/s | served / bare |")
     print("| --- | --- | --- | --- | --- |")
-    for kind in ("pytorch", "openvino") if "served" in parts else ():
+    notes: list[str] = []
+    for spec in kinds if "served" in parts else ():
+        # `pytorch@OMP_WAIT_POLICY=ACTIVE`: the server (and so its stubs) started with that environment, to
+        # compare settings side by side in one run; the bare loop runs with it too.
+        kind, _, setting = spec.partition("@")
         python = venv_python(kind)
         if python is None:
             print(f"| {kind} | - | not installed: npx nereid backends install {kind} | | |")
             continue
-        repo = root / kind
-        model_file = "model.pt" if kind == "pytorch" else "model.xml"
-        bare = make_and_bare(kind, python, repo / "mlp" / "1", seconds, cores)
+        repo = root / spec.replace("@", "-").replace("=", "-")
+        key, _, value = setting.partition("=")
+        setting_env = {key: value} if setting else {}
+        bare = make_and_bare(kind, python, repo / "mlp" / "1", seconds, cores, setting_env)
         (repo / "mlp" / "config.pbtxt").write_text(config(kind, "mlp", 1, {}), encoding="utf-8")
-        assert (repo / "mlp" / "1" / model_file).exists()
-        server = serve(repo, root / f"{kind}.log")
+        assert (repo / "mlp" / "1" / MODEL_FILES[kind]).exists()
+        saved = dict(os.environ)
+        os.environ.update(setting_env)
+        try:
+            server = serve(repo, root / f"{repo.name}.log")
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
         try:
             for batch in (1, 8):
-                served = drive(server, "mlp", "INPUT__0" if kind == "pytorch" else "x", batch, 2, seconds)
+                before = phases(server, "mlp")
+                served = drive(server, "mlp", io_names(kind)[0], batch, 2, seconds)
                 rows, alone = served["rows_per_s"], bare[str(batch)]
-                print(f"| {kind} | {batch} | {rows:.0f} | {alone:.0f} | {rows / alone:.2f} |")
+                notes.append(
+                    f"{spec} batch {batch}: {breakdown(before, phases(server, 'mlp'), alone, batch)}"
+                )
+                print(f"| {spec} | {batch} | {rows:.0f} | {alone:.0f} | {rows / alone:.2f} |")
         finally:
             server.stop()
+    for note in notes:
+        print(f"- {note}")
     python = venv_python("pytorch")
     if python is None or "oversubscription" not in parts:
         return 0

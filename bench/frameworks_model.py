@@ -2,7 +2,7 @@
 framework itself (4 layers of WIDTH x WIDTH, FP32, relu) in OUT, then times the framework called directly
 on it with THREADS threads, back to back for SECONDS at batch 1 and 8, and prints {batch: rows/s} as JSON.
 
-    <venv>/bin/python bench/frameworks_model.py pytorch|openvino OUT SECONDS THREADS WIDTH
+    <venv>/bin/python bench/frameworks_model.py pytorch|openvino|tensorflow OUT SECONDS THREADS WIDTH
 """
 
 from __future__ import annotations
@@ -68,13 +68,47 @@ def openvino_model(out: str, weights: list[npt.NDArray[np.float32]], threads: in
     return run
 
 
+def tensorflow_model(out: str, weights: list[npt.NDArray[np.float32]], threads: int) -> Callable[[Any], Any]:
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    width = weights[0].shape[0]
+
+    class Mlp(tf.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = [tf.Variable(w) for w in weights]
+
+        @tf.function(input_signature=[tf.TensorSpec([None, width], tf.float32, name="x")])  # type: ignore[untyped-decorator]
+        def serve(self, x: Any) -> dict[str, Any]:
+            for w in self.w:
+                x = tf.nn.relu(tf.matmul(x, w))
+            return {"y": x}
+
+    mlp = Mlp()
+    tf.saved_model.save(mlp, out + "/model.savedmodel", signatures={"serving_default": mlp.serve})
+    function = tf.saved_model.load(out + "/model.savedmodel").signatures["serving_default"]
+
+    def run(x: Any) -> Any:
+        return function(x=tf.convert_to_tensor(x))["y"].numpy()
+
+    return run
+
+
+MAKERS = {"pytorch": torch_model, "openvino": openvino_model, "tensorflow": tensorflow_model}
+
+
 def main(argv: list[str]) -> int:
     kind, out, seconds, threads, width = argv[1], argv[2], float(argv[3]), int(argv[4]), int(argv[5])
     rng = np.random.default_rng(0)
     weights = [
         (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32) for _ in range(LAYERS)
     ]
-    run = (torch_model if kind == "pytorch" else openvino_model)(out, weights, threads)
+    run = MAKERS[kind](out, weights, threads)
     result: dict[str, float] = {}
     for batch in (1, 8):
         x = rng.standard_normal((batch, width)).astype(np.float32)

@@ -126,9 +126,9 @@ run_pytest() {
   while IFS= read -r line; do failures+=("  $name  $line"); done < <(grep -E '^(FAILED|ERROR) ' "$log" | head -30)
   return "$code"
 }
-# The framework backends' venvs (openvino, pytorch) for their compatibility tests, cached by the content of
-# each backend's requirements.txt in .cache/backends/ (scripts/setup-framework-backends.sh says what they cost).
-setup "framework backends: openvino, pytorch (scripts/setup-framework-backends.sh)"
+# The framework backends' venvs (openvino, pytorch, tensorflow) for their compatibility tests, cached by the
+# content of each backend's requirements.txt in .cache/backends/ (scripts/setup-framework-backends.sh says what they cost).
+setup "framework backends: openvino, pytorch, tensorflow (scripts/setup-framework-backends.sh)"
 if ! bash scripts/setup-framework-backends.sh "$logs/backends"; then
   status=1
   summary+=("  FAILED  framework backends setup (scripts/setup-framework-backends.sh)")

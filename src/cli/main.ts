@@ -51,7 +51,7 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(
       helpText() +
         '\n\nTo start a new model: nereid init <model_name> --backend javascript|python|onnxruntime (nereid init --help)\n' +
-        'To install a Python-based backend (fil, ...): nereid backends install <name> (nereid backends --help)\n',
+        'To install a Python-based backend (pytorch, openvino, fil, tensorflow): nereid backends install <name> (nereid backends --help)\n',
     );
     return 0;
   }

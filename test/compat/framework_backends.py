@@ -1,7 +1,7 @@
-"""What the framework backends' tests share (test_pytorch_backend.py, test_openvino_backend.py): the backend's
-venv (made by `npx nereid backends install NAME`, which scripts/test.sh runs), the models its framework
-makes (framework_models.py run by that venv's interpreter), a server serving them, and the comparison of
-each answer with the framework's own.
+"""What the framework backends' tests share (test_pytorch_backend.py, test_openvino_backend.py,
+test_tensorflow_backend.py): the backend's venv (made by `npx nereid backends install NAME`, which
+scripts/test.sh runs), the models its framework makes (framework_models.py run by that venv's
+interpreter), a server serving them, and the comparison of each answer with the framework's own.
 
 The venv is found as the server finds it: `<root>/<name>-<sha256(requirements.txt)[:12]>/`, complete once
 it holds `.nereid-installed`; the root is NEREID_BACKEND_VENVS, else the checkout's `.cache/backends/`.
@@ -85,7 +85,11 @@ class Served:
 
     def expected(self, model: str) -> dict[str, npt.NDArray[Any]]:
         with np.load(self.expected_dir / f"{model}.npz") as data:
-            return {key: data[key] for key in data.files}
+            # Strings are stored as fixed-width bytes ('S'); tritonclient gives BYTES back as objects.
+            return {
+                key: data[key].astype(np.object_) if data[key].dtype.kind == "S" else data[key]
+                for key in data.files
+            }
 
 
 def serve(repository: Path, log: Path, extra: list[str] | None = None) -> Iterator[Served]:
@@ -115,6 +119,8 @@ def serve(repository: Path, log: Path, extra: list[str] | None = None) -> Iterat
 
 
 def _datatype(array: npt.NDArray[Any]) -> str:
+    if array.dtype.kind in ("O", "S"):
+        return "BYTES"
     names = {
         np.dtype(np.float32): "FP32",
         np.dtype(np.float64): "FP64",

@@ -4,6 +4,9 @@ Run by the backend's venv interpreter (it imports torch or openvino, which the s
 
     <venv>/bin/python test/compat/framework_models.py pytorch OUT
     <venv>/bin/python test/compat/framework_models.py openvino OUT   (OUT/onnx/model.onnx made beforehand)
+    <venv>/bin/python test/compat/framework_models.py tensorflow OUT
+    <venv>/bin/python test/compat/framework_models.py silero OUT       (openvino's venv; OUT/onnx/model.onnx
+                                                                       is the silero-vad package's ONNX file)
 
 writes OUT/models/<model>/{config.pbtxt,1/<file>} and OUT/expected/<model>.npz: for each request i of the
 test, `in<i>_<input>` and `out<i>_<output>`, what the framework computes for those inputs called directly.
@@ -262,12 +265,188 @@ def openvino_models(out: Path) -> None:
     )
 
 
+def tensorflow_models(out: Path) -> None:
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    weights = ((np.arange(12, dtype=np.float32).reshape(4, 3) - 5.0) / 7.0).astype(np.float32)
+
+    class TwoSignatures(tf.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = tf.Variable(weights)
+
+        @tf.function(input_signature=[tf.TensorSpec([None, FEATURES], tf.float32, name="x")])  # type: ignore[untyped-decorator]
+        def classify(self, x: Any) -> dict[str, Any]:
+            mm = tf.matmul(x, self.w)
+            return {"y": tf.nn.relu(mm), "cls": tf.argmax(mm, axis=1)}
+
+        @tf.function(  # type: ignore[untyped-decorator]
+            input_signature=[
+                tf.TensorSpec([None, FEATURES], tf.float32, name="a"),
+                tf.TensorSpec([None, FEATURES], tf.int32, name="b"),
+            ]
+        )
+        def scale(self, a: Any, b: Any) -> dict[str, Any]:
+            return {"out": tf.cast(a, tf.float64) * 2.0 + tf.cast(b, tf.float64), "count": b * 3}
+
+    class Strings(tf.Module):  # type: ignore[misc]
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.string, name="text")])  # type: ignore[untyped-decorator]
+        def serve(self, text: Any) -> dict[str, Any]:
+            return {"upper": tf.strings.upper(text), "length": tf.strings.length(text)}
+
+    module = TwoSignatures()
+    saved = out / "savedmodels" / "two"
+    tf.saved_model.save(
+        module, str(saved), signatures={"serving_default": module.classify, "scale": module.scale}
+    )
+    strings = Strings()
+    saved_strings = out / "savedmodels" / "strings"
+    tf.saved_model.save(strings, str(saved_strings), signatures={"serving_default": strings.serve})
+    loaded = tf.saved_model.load(str(saved))
+    loaded_strings = tf.saved_model.load(str(saved_strings))
+
+    def answer(signature: str) -> Callable[[dict[str, npt.NDArray[Any]]], dict[str, npt.NDArray[Any]]]:
+        function = (loaded_strings if signature == "strings" else loaded).signatures[
+            "serving_default" if signature == "strings" else signature
+        ]
+
+        def run(inputs: dict[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
+            result = function(**{k: tf.constant(v) for k, v in inputs.items()})
+            # Strings as fixed-width bytes ('S'): np.savez cannot keep object arrays without pickling.
+            return {
+                k: v.numpy().astype("S") if v.dtype == tf.string else v.numpy() for k, v in result.items()
+            }
+
+        return run
+
+    def place(name: str, source: Path) -> None:
+        import shutil
+
+        shutil.copytree(source, out / "models" / name / "1" / "model.savedmodel")
+
+    requests = _rng_inputs(6, ["x"])
+    place("tf_default", saved)
+    _write(
+        out,
+        "tf_default",
+        'platform: "tensorflow_savedmodel"\n'
+        + _batched()
+        + "instance_group { count: 2 kind: KIND_CPU }\n"
+        + _io("input", "x", "TYPE_FP32", str(FEATURES))
+        + _io("output", "y", "TYPE_FP32", "3")
+        + _io("output", "cls", "TYPE_INT64", ""),
+        requests,
+        answer("serving_default"),
+    )
+    rng = np.random.default_rng(7)
+    scale_requests = [
+        {
+            "a": rng.standard_normal((rows, FEATURES)).astype(np.float32),
+            "b": rng.integers(-50, 50, (rows, FEATURES)).astype(np.int32),
+        }
+        for rows in REQUEST_ROWS
+    ]
+    place("tf_scale", saved)
+    _write(
+        out,
+        "tf_scale",
+        'platform: "tensorflow_savedmodel"\n'
+        + _batched()
+        + 'parameters { key: "TF_SIGNATURE_DEF" value { string_value: "scale" } }\n'
+        + 'parameters { key: "TF_NUM_INTRA_THREADS" value { string_value: "1" } }\n'
+        + 'parameters { key: "TF_NUM_INTER_THREADS" value { string_value: "1" } }\n'
+        + "instance_group { count: 1 kind: KIND_CPU }\n"
+        + _io("input", "a", "TYPE_FP32", str(FEATURES))
+        + _io("input", "b", "TYPE_INT32", str(FEATURES))
+        + _io("output", "out", "TYPE_FP64", str(FEATURES))
+        + _io("output", "count", "TYPE_INT32", str(FEATURES)),
+        scale_requests,
+        answer("scale"),
+    )
+    # Nothing but the platform: auto-complete fills inputs, outputs, max_batch_size and dynamic batching.
+    place("tf_autocomplete", saved)
+    _write(
+        out,
+        "tf_autocomplete",
+        'platform: "tensorflow_savedmodel"\ninstance_group { count: 1 kind: KIND_CPU }\n',
+        requests,
+        answer("serving_default"),
+        per_row=frozenset({"cls"}),
+    )
+    words = [b"nereid", b"triton", b"", b"\xc3\xa9t\xc3\xa9", b"savedmodel", b"a b"]
+    string_requests = [
+        {"text": np.array([[words[(i + j) % 6], words[(i + 2 * j + 1) % 6]] for j in range(rows)], dtype="S")}
+        for i, rows in enumerate(REQUEST_ROWS)
+    ]
+    place("tf_strings", saved_strings)
+    _write(
+        out,
+        "tf_strings",
+        'backend: "tensorflow"\n'
+        + _batched()
+        + "instance_group { count: 1 kind: KIND_CPU }\n"
+        + _io("input", "text", "TYPE_STRING", "2")
+        + _io("output", "upper", "TYPE_STRING", "2")
+        + _io("output", "length", "TYPE_INT32", "2"),
+        string_requests,
+        answer("strings"),
+    )
+
+
+def silero_models(out: Path) -> None:
+    """Silero VAD, a third-party model (the ONNX file the `silero-vad` PyPI package ships for OpenVINO):
+    `input` [1, 576] (64 samples of context + 512 new ones at 16 kHz) and `state` [2, 1, 128] in, the
+    speech probability `output` [1, 1] and `stateN` out. Each request carries the state OpenVINO returned
+    for the one before, as a streaming caller does; the signal is tones and noise made here."""
+    import os
+
+    import openvino
+
+    onnx_file = out / "onnx" / "model.onnx"
+    (out / "models" / "silero_vad" / "1").mkdir(parents=True, exist_ok=True)
+    (out / "models" / "silero_vad" / "1" / "model.onnx").write_bytes(onnx_file.read_bytes())
+    core = openvino.Core()
+    threads = len(os.sched_getaffinity(0))  # what the served instance gets (one instance: every core)
+    compiled = core.compile_model(core.read_model(str(onnx_file)), "CPU", {"INFERENCE_NUM_THREADS": threads})
+    rng = np.random.default_rng(11)
+    t = np.arange(16000 * 2) / 16000.0
+    signal = (0.3 * np.sin(2 * np.pi * 220 * t) * (t > 0.5) + 0.01 * rng.standard_normal(t.shape)).astype(
+        np.float32
+    )
+    requests: list[dict[str, npt.NDArray[Any]]] = []
+    outputs: list[dict[str, npt.NDArray[Any]]] = []
+    state = np.zeros((2, 1, 128), dtype=np.float32)
+    context = np.zeros(64, dtype=np.float32)
+    for i in range(len(REQUEST_ROWS)):
+        chunk = signal[i * 4096 : i * 4096 + 512]  # chunks spread over the signal: silence, then tone
+        x = np.concatenate([context, chunk]).reshape(1, 576).astype(np.float32)
+        result = compiled.create_infer_request().infer({"input": x, "state": state})
+        requests.append({"input": x, "state": state})
+        outputs.append({"output": np.asarray(result["output"]), "stateN": np.asarray(result["stateN"])})
+        state = np.asarray(result["stateN"]).copy()
+        context = chunk[-64:]
+    answers = iter(outputs)
+    # Backend and file only: auto-complete fills inputs and outputs from the model (static shapes, no batch).
+    config = 'backend: "openvino"\ndefault_model_filename: "model.onnx"\n'
+    _write(out, "silero_vad", config, requests, lambda _: next(answers))
+
+
+MAKERS: dict[str, Callable[[Path], None]] = {
+    "pytorch": pytorch_models,
+    "openvino": openvino_models,
+    "tensorflow": tensorflow_models,
+    "silero": silero_models,
+}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[1] not in ("pytorch", "openvino"):
+    if len(argv) != 3 or argv[1] not in MAKERS:
         print(__doc__, file=sys.stderr)
         return 2
-    out = Path(argv[2])
-    (pytorch_models if argv[1] == "pytorch" else openvino_models)(out)
+    MAKERS[argv[1]](Path(argv[2]))
     return 0
 
 

@@ -5,6 +5,7 @@ a model's instances), and the dim-0 joining and splitting of a dynamic batch.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,19 @@ def test_fair_threads_divide_the_cores_among_the_instances(monkeypatch: pytest.M
     assert frameworks.fair_threads({"instance_group": [{"count": 3}]}) == 2
     assert frameworks.fair_threads({}) == 8
     assert frameworks.fair_threads({"instance_group": [{"count": 16}]}) == 1  # never 0
+
+
+def test_native_pools_are_sized_and_sleep_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "7")  # the operator's value is kept
+    frameworks.limit_native_pools(3)
+    assert (os.environ["OMP_NUM_THREADS"], os.environ["MKL_NUM_THREADS"]) == ("3", "7")
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    frameworks.limit_native_pools(3)
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
 
 
 def test_usable_cores_is_this_process_affinity() -> None:

@@ -167,10 +167,19 @@ export class ModelLoader implements VersionLoader {
     versions: readonly number[],
     folder: ModelFolder,
   ): Promise<ModelConfig> {
-    if (config.backend || config.platform || config.default_model_filename || versions.length === 0) {
-      return config;
-    }
+    if (config.platform || config.default_model_filename || versions.length === 0) return config;
     const versionDir = path.join(location.modelDir, String(Math.max(...versions)));
+    if (config.backend === 'tensorflow') {
+      // As Triton's autofill: `backend: "tensorflow"` alone takes the platform of the file that is there
+      // (SavedModel first), and a SavedModel when neither is.
+      const useGraphdef =
+        !(await folder.has(path.join(versionDir, 'model.savedmodel'))) &&
+        (await folder.has(path.join(versionDir, 'model.graphdef')));
+      return useGraphdef
+        ? { ...config, platform: 'tensorflow_graphdef', default_model_filename: 'model.graphdef' }
+        : { ...config, platform: 'tensorflow_savedmodel', default_model_filename: 'model.savedmodel' };
+    }
+    if (config.backend) return config;
     for (const b of this.options.backends) {
       if (b.requiresModelFile === false) continue;
       if (await folder.has(path.join(versionDir, b.defaultModelFilename))) return config;
