@@ -76,6 +76,10 @@ function configText(name: string, m: LiveModel): string {
 
 export interface LiveServer {
   readonly api: InferenceServerApi;
+  /** The repository folder (explicit mode: targets may add model folders and load them). */
+  readonly repository: string;
+  /** The HTTP port. */
+  readonly port: number;
   readonly server: NereidServer;
   /** POST/GET over a kept-alive loopback connection; resolves with the status and body. */
   readonly http: (
@@ -96,10 +100,17 @@ async function start(): Promise<LiveServer> {
     mkdirSync(path.join(repo, name, '1'), { recursive: true });
     writeFileSync(path.join(repo, name, 'config.pbtxt'), configText(name, model));
   }
+  // A decoupled model for the response-path targets: IN = n answers n responses (built-in `square`).
+  mkdirSync(path.join(repo, 'square_int32', '1'), { recursive: true });
+  writeFileSync(
+    path.join(repo, 'square_int32', 'config.pbtxt'),
+    'name: "square_int32" backend: "square" max_batch_size: 0 model_transaction_policy { decoupled: true } ' +
+      'input { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } output { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }',
+  );
   const server = await Nereid.start({
     modelRepository: repo,
     modelControlMode: 'explicit',
-    loadModels: Object.keys(LIVE_MODELS),
+    loadModels: [...Object.keys(LIVE_MODELS), 'square_int32'],
     http: { port: 0 },
     log: false,
     flags: ['--allow-client-shm=true'],
@@ -127,7 +138,7 @@ async function start(): Promise<LiveServer> {
       req.on('error', reject);
       req.end(body);
     });
-  return { api: server.api, server, http };
+  return { api: server.api, repository: repo, port: endpoint.port, server, http };
 }
 
 export function liveServer(): Promise<LiveServer> {

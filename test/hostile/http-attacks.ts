@@ -82,12 +82,12 @@ async function startServer(repo: string): Promise<{ child: ChildProcess; port: n
       const m = /Started HTTPService at [^ ]*:(\d+)/.exec(log);
       if (m) resolve(Number(m[1]));
     };
-    child.stdout!.on('data', look);
-    child.stderr!.on('data', look);
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
     child.on('exit', (code) => reject(new Error(`nereid exited (${code}) before listening:\n${log}`)));
   });
-  child.stdout!.resume();
-  child.stderr!.resume();
+  child.stdout.resume();
+  child.stderr.resume();
   return { child, port };
 }
 

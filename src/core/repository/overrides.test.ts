@@ -139,7 +139,7 @@ void test('names a file system cannot take are INVALID_ARG, and no error names t
 void test('override folders a dead server left behind are removed at the next start; others are kept', async () => {
   const tmp = await tempRepo();
   try {
-    const deadPid = spawnSync(process.execPath, ['-e', '0']).pid!; // exited: no process has this id now
+    const deadPid = spawnSync(process.execPath, ['-e', '0']).pid; // exited: no process has this id now
     const stale = path.join(tmp, `nereid-override-${deadPid}-aB3xYz`);
     await mkdir(path.join(stale, 'm', '1'), { recursive: true });
     await writeFile(path.join(stale, 'm', '1', 'model.py'), 'secret code');

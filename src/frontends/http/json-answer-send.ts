@@ -79,8 +79,10 @@ async function streamJson(ctx: RouteContext, plan: JsonAnswerPlan, coding: Respo
     for (const piece of jsonAnswerPieces(plan)) {
       if (res.destroyed) return; // the client left: stop formatting
       if (sink === res) ctx.streamedBytes += Buffer.byteLength(piece, 'utf8');
-      if (sink.write(piece)) await turn();
-      else await drainOrClose(sink);
+      if (!sink.write(piece)) await drainOrClose(sink);
+      // Always a loop turn too: with a fast reader 'drain' comes back from the write itself (Node flushes a
+      // corked socket in a tick), so waiting for it alone would format the whole answer in microtasks.
+      await turn();
     }
     if (res.destroyed) return;
     await endOf(sink, res);

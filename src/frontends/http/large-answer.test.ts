@@ -7,11 +7,13 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { Logger } from '../../common/logger.js';
 import type { OutputTensor } from '../../core/types.js';
 import { FakeApi } from './fake-api.testkit.js';
+import { SLICE_ELEMENTS } from './json-answer.js';
 import { createHttpFrontend, type HttpFrontend } from './server.js';
 
 let api: FakeApi;
@@ -117,6 +119,46 @@ test('a large JSON answer is written as the client reads it; health answers whil
   assert.equal(data[N - 1001], 0.12345679104328156);
   assert.equal(data[N - 1], 42.5, 'the tail was formatted before the reader asked for it');
   assert.equal(api.released, api.resolved);
+});
+
+test('with a reader in another process as fast as the server, the loop turns between slices', async () => {
+  // 'drain' can come back from the write itself when the reader keeps up, so an answer that waited only
+  // for it was formatted whole in microtasks, the event loop stopped. Count the loop's turns from the
+  // model's answer to the reader's last byte: at least one per slice of the answer.
+  let turns = 0;
+  let counting = false;
+  const tick = (): void => {
+    turns++;
+    if (counting) setImmediate(tick);
+  };
+  const out = bigOutput();
+  Object.defineProperty(api, 'fixedOutputs', {
+    configurable: true,
+    get: () => {
+      counting = true;
+      setImmediate(tick);
+      return [out];
+    },
+  });
+  const reader = `
+    const http = require('node:http');
+    const req = http.request({ host: '127.0.0.1', port: ${port}, method: 'POST', path: '/v2/models/fixed_outputs/infer',
+      headers: { 'Content-Type': 'application/json' } }, (res) => {
+      let n = 0; res.on('data', (c) => { n += c.length; }); res.on('end', () => { console.log(res.statusCode + ' ' + n); });
+    });
+    req.end(${JSON.stringify(INFER_BODY)});`;
+  const child = spawn(process.execPath, ['-e', reader], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let printed = '';
+  child.stdout.on('data', (d: Buffer) => (printed += d.toString()));
+  await new Promise((resolve) => child.once('exit', resolve));
+  counting = false;
+  delete (api as { fixedOutputs?: unknown }).fixedOutputs;
+  api.fixedOutputs = [];
+  const [status, bytes] = printed.trim().split(' ').map(Number);
+  assert.equal(status, 200);
+  assert.ok(bytes > 10 * N, `answer of ${bytes} bytes`);
+  const slices = Math.ceil(N / SLICE_ELEMENTS);
+  assert.ok(turns >= slices, `${turns} loop turns for ${slices} slices: the answer held the event loop`);
 });
 
 test('a client that leaves in the middle of a large JSON answer stops it; the server keeps serving', async () => {

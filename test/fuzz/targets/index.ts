@@ -7,6 +7,7 @@ import { CORE_TARGETS } from './core.js';
 import { GRPC_TARGETS } from './grpc.js';
 import { HTTP_TARGETS } from './http.js';
 import { MODEL_CONFIG_TARGETS } from './model-config.js';
+import { RESPONSE_TARGETS } from './responses.js';
 import { SHM_TARGETS } from './shm.js';
 
 export const ALL_TARGETS: readonly FuzzTarget<unknown>[] = [
@@ -15,6 +16,7 @@ export const ALL_TARGETS: readonly FuzzTarget<unknown>[] = [
   ...GRPC_TARGETS,
   ...SHM_TARGETS,
   ...CORE_TARGETS,
+  ...RESPONSE_TARGETS,
 ];
 
 /** Cases per target for a run of `total` cases over `targets` (each gets at least `minimum`). */
