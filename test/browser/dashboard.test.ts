@@ -510,7 +510,6 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     assert.equal(num((await cellsOf(page, 'faults_js'))['failed %']), 100);
     // No vLLM counters on this server: no tokens/s column at all.
     assert.ok(!(await page.locator('#models-table thead').innerText()).includes('tokens/s'));
-    await shot(page, 'models', '#models-table');
   });
 
   it('shows requests refused before they reach the model, labelled as such', async () => {
@@ -617,7 +616,6 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
         const ms = await steps.nth(0).locator('td').nth(4).innerText();
         return num(ms) > 0;
       });
-      await shot(page, 'ensemble', '#ensemble-table');
     } finally {
       const statuses = await load.stop();
       assert.ok((statuses.get(200) ?? 0) > 0, JSON.stringify([...statuses]));
@@ -662,7 +660,6 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     );
     const wanted = api.lines.filter((l) => l.level === 'ERROR' && l.message.includes('broken_model')).length;
     assert.ok((await attr(page, '#logs-table', 'data-lines')) >= wanted);
-    await shot(page, 'logs', '#logs');
     await page.locator('#logs-model').selectOption('');
     await page.locator('#logs-level').selectOption('INFO');
     assert.deepEqual(pageErrors, []);
@@ -682,9 +679,15 @@ describe(
       server = await spawnServer([
         `--model-repository=${EXAMPLES}`,
         '--model-control-mode=explicit',
-        ...['simple', 'identity_fp32', 'densenet_onnx', 'simple_string', 'toy_llm', 'add_sub_python'].map(
-          (m) => `--load-model=${m}`,
-        ),
+        ...[
+          'simple',
+          'identity_fp32',
+          'densenet_onnx',
+          'simple_string',
+          'toy_llm',
+          'add_sub_python',
+          'simple_ensemble',
+        ].map((m) => `--load-model=${m}`),
         '--allow-metrics=true',
         '--metrics-port=0',
         '--metrics-address=127.0.0.1',
@@ -714,6 +717,35 @@ describe(
       await page.locator('dialog#confirm').waitFor({ state: 'visible', ...WAIT });
       await shot(page, 'confirm');
       await page.locator('#confirm-cancel').click();
+    });
+
+    it('shows the models table, an ensemble and the log under load', async () => {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      page.setDefaultTimeout(WAIT.timeout);
+      await page.goto(`${server.url}/dashboard/`);
+      const loads = [
+        keepSending(`${server.url}/v2/models/simple_ensemble/infer`, SIMPLE_BODY),
+        keepSending(`${server.url}/v2/models/identity_fp32/infer`, 'not json', 1),
+      ];
+      try {
+        await until('simple and the ensemble to show their figures', async () => {
+          const [a, b] = [await cellsOf(page, 'simple'), await cellsOf(page, 'simple_ensemble')];
+          return num(a['req/s']) > 0 && num(b['p99 ms']) > 0;
+        });
+        await page.locator('#models-table button[data-sort="rate"]').click();
+        await page.locator('#models-table button[data-sort="rate"]').click();
+        await shot(page, 'models', '#models-table');
+        await page.getByRole('button', { name: 'simple_ensemble', exact: true }).click();
+        await until('the steps to show their time', async () => {
+          const ms = page.locator('#ensemble-table tbody tr td:nth-child(5)').first();
+          return (await ms.count()) > 0 && num(await ms.innerText()) > 0;
+        });
+        await shot(page, 'ensemble', '#ensemble-table');
+      } finally {
+        for (const l of loads) await l.stop();
+      }
+      await page.locator('#logs-table').waitFor(WAIT);
+      await shot(page, 'logs', '#logs');
     });
   },
 );
