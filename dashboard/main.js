@@ -646,7 +646,15 @@ function renderEnsemble(c) {
   fill(
     box,
     table(
-      ['Step', 'Model', 'In (ensemble → model)', 'Out (model → ensemble)', 'ms/request', 'p99 ms', 'req/s'],
+      [
+        'Step',
+        'Model',
+        el('span', { title: "ensemble tensor → the step model's input" }, 'In'),
+        el('span', { title: "the step model's output → ensemble tensor" }, 'Out'),
+        el('span', { title: "the step model's queue + compute time per request, last 30 s" }, 'ms/req'),
+        'p99 ms',
+        'req/s',
+      ],
       rows,
       {
         id: 'ensemble-table',
