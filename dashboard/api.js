@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * The dashboard's calls to the server: the public KServe v2 HTTP API (the same one any client uses), and
- * Nereid's two read-only routes /dashboard/api/server and /dashboard/api/metrics. Every call is
+ * Nereid's read-only routes /dashboard/api/server, /dashboard/api/metrics and /dashboard/api/logs. Every call is
  * same-origin; requests with a body send JSON, so a browser never makes one of them for another site's
  * page without a CORS preflight, which the server does not grant. Errors carry the server's message.
  */
@@ -102,6 +102,8 @@ export const api = {
     return events;
   },
   metrics: async () => (await call('/dashboard/api/metrics')).text(),
+  /** @returns {Promise<{lines: import('./logs.js').LogLine[]}>} */
+  logs: () => getJson('/dashboard/api/logs'),
 };
 
 /**

@@ -76,8 +76,8 @@ export function facts(rows) {
 }
 
 /**
- * A table with a header row; every cell is text or a node.
- * @param {string[]} head
+ * A table with a header row; every cell, heading or not, is text or a node.
+ * @param {Child[]} head
  * @param {(Child | Child[])[][]} rows
  * @param {Attrs} [attrs]
  */

@@ -8,6 +8,8 @@
 import { api, ApiError, parseMetrics } from './api.js';
 import { History, LiveChart } from './charts.js';
 import { byId, duration, el, facts, fill, table } from './dom.js';
+import { ModelWindow, figure, metricCounters } from './figures.js';
+import { LogView } from './logs.js';
 import { Tester } from './tester.js';
 
 /** Seconds between two polls of the index, the statistics and the metrics. */
@@ -44,7 +46,23 @@ const state = {
   /** @type {string | undefined} when the server stopped answering (a clock time), while it does not */
   lostAt: undefined,
   polls: 0,
+  /** @type {Map<string, ModelWindow>} each model's figures for the models table */
+  windows: new Map(),
+  /** the models table's order: a column key and a direction (1 ascending, -1 descending) */
+  sort: { key: 'name', dir: 1 },
+  /** @type {any} the selected model's config, while it is an ensemble (its steps are redrawn each poll) */
+  ensemble: undefined,
 };
+
+/** @param {string} model */
+function windowOf(model) {
+  let w = state.windows.get(model);
+  if (w === undefined) {
+    w = new ModelWindow();
+    state.windows.set(model, w);
+  }
+  return w;
+}
 
 /** @param {string} scope a model name, or '' for all models */
 function historyOf(scope) {
@@ -273,10 +291,122 @@ function actions(m) {
     : button('load', 'Load');
 }
 
+/**
+ * The models table's columns: key, heading, tooltip, and the value a row sorts by.
+ * @type {{key: string, head: string, title: string, value: (m: IndexEntry, f: import('./figures.js').Figures) => string | number | null}[]}
+ */
+const COLUMNS = [
+  { key: 'name', head: 'Model', title: 'name (select to show it below)', value: (m) => m.name },
+  { key: 'version', head: 'Version', title: '', value: (m) => Number(m.version ?? -1) },
+  { key: 'state', head: 'State', title: '', value: (m) => m.state ?? '' },
+  { key: 'reason', head: 'Reason', title: 'why a load failed', value: (m) => m.reason ?? '' },
+  { key: 'rate', head: 'req/s', title: 'requests per second, last 30 s', value: (_, f) => f.rate },
+  { key: 'p50', head: 'p50 ms', title: 'median request time', value: (_, f) => f.p50 },
+  { key: 'p99', head: 'p99 ms', title: '99th percentile request time', value: (_, f) => f.p99 },
+  {
+    key: 'fail',
+    head: 'failed %',
+    title: 'share of the requests the model failed, last 30 s',
+    value: (_, f) => f.failPct,
+  },
+  {
+    key: 'refused',
+    head: 'refused/s',
+    title:
+      'requests refused before they reached the model (queue full or timed out: reason REJECTED), last 30 s',
+    value: (_, f) => f.refusedRate,
+  },
+  {
+    key: 'queue',
+    head: 'queue ms',
+    title: 'time in the queue per request, last 30 s',
+    value: (_, f) => f.queueMs,
+  },
+  {
+    key: 'instances',
+    head: 'instances',
+    title: 'instances in effect, and whether they are working (busy) or not (idle)',
+    value: (_, f) => f.instances,
+  },
+];
+
+/** The LLM column, only while some model has vLLM's token counter. */
+const TOKENS_COLUMN = {
+  key: 'tokens',
+  head: 'tokens/s',
+  title: 'generated tokens per second (vllm:generation_tokens_total), last 30 s',
+  value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.tokensPerSec,
+};
+
+/** @param {import('./figures.js').Figures} f */
+function health(f) {
+  if (f.instances === null) return '–';
+  const activity = f.busy === null ? '' : f.busy ? ' busy' : ' idle';
+  return el(
+    'span',
+    { class: `health ${f.busy ? 'busy' : 'idle'}`, 'data-busy': String(f.busy === true) },
+    `${f.instances}${activity}${(f.pending ?? 0) > 0 ? `, ${f.pending} waiting` : ''}`,
+  );
+}
+
+/**
+ * @param {string | number | null} a
+ * @param {string | number | null} b
+ */
+function compare(a, b) {
+  if (a === null || b === null) return a === b ? 0 : a === null ? 1 : -1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 function renderModels() {
   const control = canControl();
-  const head = ['Model', 'Version', 'State', 'Reason', ...(control ? ['Actions'] : [])];
-  const rows = state.models.map((m) => {
+  const figs = new Map(state.models.map((m) => [m.name, windowOf(m.name).figures()]));
+  const columns = [
+    ...COLUMNS,
+    ...([...figs.values()].some((f) => f.tokensPerSec !== null) ? [TOKENS_COLUMN] : []),
+  ];
+  const filterText = /** @type {HTMLInputElement} */ (byId('models-filter')).value.trim().toLowerCase();
+  const filterState = /** @type {HTMLSelectElement} */ (byId('models-state')).value;
+  const stateOptions = /** @type {HTMLSelectElement} */ (byId('models-state'));
+  const known = new Set([...stateOptions.options].map((o) => o.value));
+  for (const m of state.models)
+    if (m.state !== undefined && !known.has(m.state)) {
+      stateOptions.append(el('option', { value: m.state }, m.state));
+      known.add(m.state);
+    }
+  const sortBy = columns.find((c) => c.key === state.sort.key) ?? columns[0];
+  const shown = state.models
+    .filter(
+      (m) =>
+        (filterText === '' || m.name.toLowerCase().includes(filterText)) &&
+        (filterState === '' || m.state === filterState),
+    )
+    .map((m) => ({ m, f: /** @type {import('./figures.js').Figures} */ (figs.get(m.name)) }))
+    .sort((a, b) => state.sort.dir * compare(sortBy.value(a.m, a.f), sortBy.value(b.m, b.f)));
+  const head = [
+    ...columns.map((c) => {
+      const b = el(
+        'button',
+        {
+          type: 'button',
+          class: 'sort',
+          'data-sort': c.key,
+          title: c.title || undefined,
+          'aria-sort':
+            c.key === state.sort.key ? (state.sort.dir > 0 ? 'ascending' : 'descending') : undefined,
+        },
+        c.head,
+        c.key === state.sort.key ? (state.sort.dir > 0 ? ' ▲' : ' ▼') : '',
+      );
+      b.addEventListener('click', () => {
+        state.sort = { key: c.key, dir: state.sort.key === c.key ? -state.sort.dir : 1 };
+        renderModels();
+      });
+      return b;
+    }),
+    ...(control ? ['Actions'] : []),
+  ];
+  const rows = shown.map(({ m, f }) => {
     const pick = el(
       'button',
       { type: 'button', class: 'link', 'data-model': m.name, 'aria-pressed': m.name === state.selected },
@@ -288,6 +418,14 @@ function renderModels() {
       m.version ?? '',
       el('span', { class: `state state-${(m.state ?? 'unknown').toLowerCase()}` }, m.state ?? ''),
       m.reason ?? '',
+      figure(f.rate),
+      figure(f.p50),
+      figure(f.p99),
+      figure(f.failPct),
+      figure(f.refusedRate),
+      figure(f.queueMs, 2),
+      health(f),
+      ...(columns.includes(TOKENS_COLUMN) ? [figure(f.tokensPerSec)] : []),
       ...(control ? [actions(m)] : []),
     ];
   });
@@ -302,6 +440,13 @@ function renderModels() {
   fill(
     byId('models'),
     table(head, rows, { id: 'models-table' }),
+    rows.length < state.models.length
+      ? el(
+          'p',
+          { class: 'note', id: 'models-hidden' },
+          `${state.models.length - rows.length} of ${state.models.length} hidden by the filter`,
+        )
+      : null,
     note === null ? null : el('p', { class: 'note' }, note),
   );
 }
@@ -342,6 +487,7 @@ async function renderDetail(name) {
     ready ? api.metadata(name) : Promise.reject(new Error('not ready')),
   ]);
   if (state.selected !== name) return;
+  state.ensemble = undefined;
   // A version that is not READY says why in the repository index: that reason comes first (the config
   // API of a model with no loaded version only says it has none).
   const why = state.models
@@ -362,6 +508,7 @@ async function renderDetail(name) {
   } else {
     const c = config.value;
     const batcher = c.dynamic_batching;
+    state.ensemble = c.ensemble_scheduling ? c : undefined;
     fill(
       detail,
       ...why,
@@ -389,6 +536,8 @@ async function renderDetail(name) {
                 : 'default',
         ],
       ]),
+      c.ensemble_scheduling ? el('h3', {}, 'Ensemble steps') : null,
+      c.ensemble_scheduling ? el('div', { id: 'ensemble' }) : null,
       el('h3', {}, 'Inputs'),
       tensorTable(c.input ?? []),
       el('h3', {}, 'Outputs'),
@@ -421,6 +570,7 @@ async function renderDetail(name) {
       ),
     );
   }
+  if (state.ensemble !== undefined) renderEnsemble(state.ensemble);
   if (restricted().has('inference'))
     tester.show(undefined, 'The inference API is restricted (--http-restricted-api): no tester.');
   else if (meta.status === 'fulfilled') {
@@ -438,6 +588,79 @@ async function renderDetail(name) {
       undefined,
       ready ? `Metadata: ${message(meta.reason)}` : `${name} is not ready: load it to try a request.`,
     );
+}
+
+/**
+ * An ensemble's steps in order, as the graph they make: for each step its model, which tensors flow in
+ * (ensemble tensor → the model's input) and out, and the step model's own time per request and rate over
+ * the models table's window. Redrawn each poll while the ensemble is shown.
+ * @param {any} c the ensemble's config
+ */
+function renderEnsemble(c) {
+  const box = document.getElementById('ensemble');
+  if (box === null) return;
+  const steps = c.ensemble_scheduling?.step ?? [];
+  const inputs = new Set((c.input ?? []).map((/** @type {any} */ i) => String(i.name)));
+  /** @type {Map<string, number>} tensor → the step that makes it */
+  const madeBy = new Map();
+  steps.forEach((/** @type {any} */ st, /** @type {number} */ i) => {
+    for (const t of Object.values(st.output_map ?? {})) madeBy.set(String(t), i + 1);
+  });
+  /**
+   * @param {Record<string, string>} map model tensor → ensemble tensor
+   * @param {boolean} into the step's inputs (shown ensemble → model) or outputs
+   */
+  const flows = (map, into) =>
+    el(
+      'ul',
+      { class: 'flows' },
+      ...Object.entries(map ?? {}).map(([k, v]) => {
+        const [model, ens] = [String(k), String(v)];
+        const from = inputs.has(ens) ? 'request' : madeBy.has(ens) ? `step ${madeBy.get(ens)}` : '';
+        return el(
+          'li',
+          {},
+          into ? el('code', {}, ens) : el('code', {}, model),
+          ' → ',
+          into ? el('code', {}, model) : el('code', {}, ens),
+          into && from ? el('span', { class: 'note' }, ` (from ${from})`) : null,
+        );
+      }),
+    );
+  const rows = steps.map((/** @type {any} */ st, /** @type {number} */ i) => {
+    const name = String(st.model_name ?? '');
+    const f = windowOf(name).figures();
+    const total = f.queueMs === null || f.computeMs === null ? null : f.queueMs + f.computeMs;
+    const pick = el('button', { type: 'button', class: 'link', 'data-model': name }, name);
+    pick.addEventListener('click', () => select(name));
+    return [
+      String(i + 1),
+      [pick, st.model_version !== undefined && Number(st.model_version) >= 0 ? ` v${st.model_version}` : ''],
+      flows(st.input_map, true),
+      flows(st.output_map, false),
+      figure(total, 2),
+      figure(f.p99),
+      figure(f.rate),
+    ];
+  });
+  fill(
+    box,
+    table(
+      [
+        'Step',
+        'Model',
+        el('span', { title: "ensemble tensor → the step model's input" }, 'In'),
+        el('span', { title: "the step model's output → ensemble tensor" }, 'Out'),
+        el('span', { title: "the step model's queue + compute time per request, last 30 s" }, 'ms/req'),
+        'p99 ms',
+        'req/s',
+      ],
+      rows,
+      {
+        id: 'ensemble-table',
+      },
+    ),
+  );
 }
 
 // ---- live figures ---------------------------------------------------------------------------------------
@@ -608,8 +831,25 @@ function renderLive(stats, metrics) {
         ]);
       }
       h.previous = now;
+      if (scope !== '') {
+        const w = windowOf(scope);
+        const extra = metricCounters(samples, scope);
+        w.push({
+          ...now,
+          refused: extra.refused,
+          tokens: extra.tokens,
+          execs: (stats.value.model_stats ?? [])
+            .filter((/** @type {ModelStats} */ m) => m.name === scope)
+            .reduce((/** @type {number} */ a, /** @type {any} */ m) => a + (m.execution_count ?? 0), 0),
+        });
+        if (samples !== undefined) {
+          if (p50 !== null || p99 !== null) w.quantiles = { p50, p99 };
+          w.gauges = { instances: extra.instances, pending: extra.pending };
+        }
+      }
     }
     showCharts();
+    if (state.ensemble !== undefined) renderEnsemble(state.ensemble);
     const shown = historyOf(state.selected ?? '').previous;
     const edge = samples === undefined ? '' : edgeFailures(samples);
     fill(
@@ -675,6 +915,7 @@ async function poll(schedule = true) {
       fill(byId('models'), el('p', { class: 'error' }, `Repository index: ${message(index.reason)}`));
     }
     renderLive(stats, metrics);
+    void logView.refresh(state.models.map((m) => m.name));
     byId('updated').textContent = new Date().toLocaleTimeString();
     document.body.dataset.polls = String(state.polls);
   } catch (err) {
@@ -690,9 +931,13 @@ byId('all-models').addEventListener('click', () => {
   fill(byId('chart-scope'), 'all models');
   fill(byId('detail-title'), 'Model');
   fill(byId('detail'), el('p', { class: 'note' }, 'Select a model above.'));
+  state.ensemble = undefined;
   tester.show(undefined);
   renderModels();
 });
+byId('models-filter').addEventListener('input', () => renderModels());
+byId('models-state').addEventListener('change', () => renderModels());
+const logView = new LogView(byId('logs'));
 tester.show(undefined);
 setInterval(tickUptime, 1000);
 void poll();

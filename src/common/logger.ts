@@ -12,6 +12,7 @@
  * message is one line whatever it holds) unless the environment sets TRITON_SERVER_ESCAPE_LOG_MESSAGES=0.
  * Settings are per instance (no global state); the logging extension changes them at run time.
  */
+import { LogRing } from './log-ring.js';
 import { callerLocation } from './source-location.js';
 
 export type LogFormat = 'default' | 'ISO8601' | 'json';
@@ -84,8 +85,12 @@ export interface LogSettings {
 
 export type LogSink = (line: string) => void;
 
+const LEVELS = { I: 'INFO', W: 'WARNING', E: 'ERROR' } as const;
+
 export class Logger {
   readonly settings: LogSettings;
+  /** The last lines written (the dashboard's log view); only lines the switches let through. */
+  readonly recent = new LogRing();
   constructor(
     settings: Partial<LogSettings> = {},
     private readonly sink: LogSink = (line) => process.stderr.write(line + '\n'),
@@ -145,6 +150,7 @@ export class Logger {
 
   private emit(severity: 'I' | 'W' | 'E', file: string, line: number, msg: string): void {
     const escape = process.env.TRITON_SERVER_ESCAPE_LOG_MESSAGES !== '0';
+    this.recent.push(LEVELS[severity], file, line, msg);
     this.sink(
       formatLogLine(this.settings.logFormat, severity, nowMicros(), process.pid, file, line, msg, escape),
     );

@@ -7,6 +7,7 @@
  */
 import { metricsSettings } from '../frontends/metrics/index.js';
 import { HTTP_RESTRICTED_CATEGORIES, type Restrictions } from '../frontends/restricted.js';
+import type { LogEntry } from '../common/log-ring.js';
 import { FLAGS } from './flags.js';
 import type { ServerOptions } from './options.js';
 
@@ -226,4 +227,33 @@ export function dashboardInfo(source: ServerInfoSource, now = Date.now()): objec
     options: visibleOptions(options),
     optionFlags: optionFlags(options),
   };
+}
+
+/**
+ * The strings a log line must never show on the page: the restricted-API header values (HTTP and gRPC),
+ * which are passwords. A line holding one has it replaced, wherever it stands.
+ */
+export function logSecrets(options: ServerOptions): string[] {
+  const out: string[] = [];
+  for (const r of [options.httpRestrictedApis, options.grpcRestrictedProtocols]) {
+    for (const restriction of Object.values(r ?? {})) {
+      if (restriction !== undefined && restriction.value.length > 0) out.push(restriction.value);
+    }
+  }
+  // Longest first, so a secret that contains another is replaced whole.
+  return [...new Set(out)].sort((a, b) => b.length - a.length);
+}
+
+/** `key=value` and `key: value` pairs whose key names a credential, as a URL or config may carry them. */
+const CREDENTIAL =
+  /\b(password|passwd|secret|token|api[_-]?key|authorization)(["']?\s*[:=]\s*["']?)[^\s"',;&]+/gi;
+
+/** The log's last lines for GET /dashboard/api/logs, with the secrets above and credential pairs masked. */
+export function dashboardLogs(lines: readonly LogEntry[], secrets: readonly string[]): LogEntry[] {
+  return lines.map((e) => {
+    let message = e.message;
+    for (const s of secrets) message = message.split(s).join('[redacted]');
+    message = message.replace(CREDENTIAL, '$1$2[redacted]');
+    return message === e.message ? e : { ...e, message };
+  });
 }

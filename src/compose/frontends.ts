@@ -27,7 +27,7 @@ import {
   type OpenAiServer,
 } from '../frontends/openai/index.js';
 import { RequestCounts } from '../frontends/request-counts.js';
-import { dashboardInfo } from './dashboard-info.js';
+import { dashboardInfo, dashboardLogs, logSecrets } from './dashboard-info.js';
 import type { ServerOptions } from './options.js';
 import type { EndpointTls } from './tls-endpoints.js';
 
@@ -173,6 +173,10 @@ function httpFrontendOptions(
       ? {
           info: () => dashboardInfo({ options, version: ctx.version, startedAt: ctx.startedAt }),
           metrics: options.allowMetrics ? metricsText : undefined,
+          logs: (
+            (secrets) => () =>
+              dashboardLogs(ctx.log.recent.lines(), secrets)
+          )(logSecrets(options)),
         }
       : undefined,
     ...(openaiMount !== undefined && { mount: openaiMount }),

@@ -54,6 +54,7 @@ const HTTP_PATHS: readonly [string, HttpRestrictedCategory][] = [
   ['/dashboard/vendor/uPlot.iife.min.js', 'dashboard'],
   ['/dashboard/api/server', 'dashboard'],
   ['/dashboard/api/metrics', 'dashboard'],
+  ['/dashboard/api/logs', 'dashboard'],
   // Nereid's API document (not in Triton): it describes the server, like the metadata routes.
   ['/openapi.yaml', 'metadata'],
 ];

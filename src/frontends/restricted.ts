@@ -101,6 +101,7 @@ export const HTTP_ROUTE_CATEGORY: Readonly<Record<RouteName, HttpRestrictedCateg
   dashboardPage: 'dashboard',
   dashboardServer: 'dashboard',
   dashboardMetrics: 'dashboard',
+  dashboardLogs: 'dashboard',
   // Nereid's own route (Triton has no API document): it describes the server, so it is metadata.
   openApi: 'metadata',
 };
@@ -114,6 +115,7 @@ export const HTTP_ROUTE_CATEGORY: Readonly<Record<RouteName, HttpRestrictedCateg
 export const HTTP_ROUTE_ALSO_CATEGORY: Readonly<Partial<Record<RouteName, HttpRestrictedCategory>>> = {
   dashboardServer: 'metadata',
   dashboardMetrics: 'statistics',
+  dashboardLogs: 'logging',
 };
 
 const SERVICE = '/inference.GRPCInferenceService/';

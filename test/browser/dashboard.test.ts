@@ -46,8 +46,65 @@ function awkwardRepository(): string {
   cpSync(path.join(ROOT, 'test/fixtures/javascript/faults_js'), path.join(repo, 'faults_js'), {
     recursive: true,
   });
+  // The same model with one instance and a queue of one: a burst is partly refused before it runs.
+  const queued = path.join(repo, 'queued_js');
+  cpSync(path.join(ROOT, 'test/fixtures/javascript/faults_js'), queued, { recursive: true });
+  const config = readFileSync(path.join(queued, 'config.pbtxt'), 'utf8')
+    .replace('name: "faults_js"', 'name: "queued_js"')
+    .replace('count: 2', 'count: 1');
+  writeFileSync(
+    path.join(queued, 'config.pbtxt'),
+    `${config}\ndynamic_batching { default_queue_policy { max_queue_size: 1 } }\n`,
+  );
   return repo;
 }
+
+/** Keeps `concurrency` request loops going until stopped (or for 3 minutes at most); counts statuses. */
+function keepSending(
+  url: string,
+  body: string,
+  concurrency = 2,
+): { stop: () => Promise<Map<number, number>> } {
+  const statuses = new Map<number, number>();
+  const end = Date.now() + 180_000;
+  let stopped = false;
+  const loop = async (): Promise<void> => {
+    while (!stopped && Date.now() < end) {
+      const r = await request(url, { body });
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    }
+  };
+  const loops = Array.from({ length: concurrency }, loop);
+  return {
+    stop: async () => {
+      stopped = true;
+      await Promise.all(loops);
+      return statuses;
+    },
+  };
+}
+
+const SIMPLE_BODY = JSON.stringify({
+  inputs: ['INPUT0', 'INPUT1'].map((name) => ({
+    name,
+    shape: [1, 16],
+    datatype: 'INT32',
+    data: Array.from({ length: 16 }, (_, i) => i),
+  })),
+});
+const modeBody = (mode: string): string =>
+  JSON.stringify({ inputs: [{ name: 'MODE', shape: [1], datatype: 'BYTES', data: [mode] }] });
+
+/** The models table's cells of one model's row, by column heading (the sort marks left out). */
+async function cellsOf(page: Page, model: string): Promise<Record<string, string>> {
+  const heads = (await page.locator('#models-table thead th').allTextContents()).map((h) =>
+    h.replace(/ [▲▼]$/, ''),
+  );
+  const cells = await row(page, model).first().locator('td').allTextContents();
+  return Object.fromEntries(heads.map((h, i) => [h, cells[i] ?? '']));
+}
+
+const num = (text: string | undefined): number => (text === undefined || text === '–' ? NaN : Number(text));
 
 /** Asks `check` again (every 100 ms, up to WAIT's cap) until it holds; for page state the page's CSP
  * keeps playwright's waitForFunction from reading (it evaluates strings, which script-src forbids). */
@@ -116,6 +173,8 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
       '--load-model=identity_fp32',
       '--load-model=broken_model',
       '--load-model=faults_js',
+      '--load-model=queued_js',
+      '--load-model=simple_ensemble',
       '--load-model=toy_llm',
       '--load-model=densenet_onnx',
       `--load-model=${HOSTILE}`,
@@ -425,6 +484,186 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
         .waitFor(WAIT);
     }
   });
+
+  it("shows each model's rate, p50/p99, failure share and queue time under load", async () => {
+    const load = keepSending(`${server.url}/v2/models/simple/infer`, SIMPLE_BODY);
+    const failing = keepSending(`${server.url}/v2/models/faults_js/infer`, modeBody('throw'), 1);
+    try {
+      await until('simple to show a rate, quantiles and a queue time', async () => {
+        const c = await cellsOf(page, 'simple');
+        return num(c['req/s']) > 0 && num(c['p99 ms']) >= 0 && num(c['queue ms']) >= 0;
+      });
+      await until(
+        'faults_js to show its failures',
+        async () => num((await cellsOf(page, 'faults_js'))['failed %']) > 0,
+      );
+    } finally {
+      const [ok, bad] = [await load.stop(), await failing.stop()];
+      assert.ok((ok.get(200) ?? 0) > 0, JSON.stringify([...ok]));
+      assert.ok((bad.get(400) ?? 0) > 0, JSON.stringify([...bad]));
+    }
+    const simple = await cellsOf(page, 'simple');
+    assert.ok(num(simple['p50 ms']) <= num(simple['p99 ms']), JSON.stringify(simple));
+    // The bad-shape requests an earlier test sent simple were refused before it: not failures of the model.
+    assert.equal(num(simple['failed %']), 0, JSON.stringify(simple));
+    // faults_js failed every request it was sent in the window.
+    assert.equal(num((await cellsOf(page, 'faults_js'))['failed %']), 100);
+    // No vLLM counters on this server: no tokens/s column at all.
+    assert.ok(!(await page.locator('#models-table thead').innerText()).includes('tokens/s'));
+  });
+
+  it('shows requests refused before they reach the model, labelled as such', async () => {
+    // One instance, a queue of one: of a burst of slow requests some are refused (REJECTED).
+    const burst = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        request(`${server.url}/v2/models/queued_js/infer`, { body: modeBody('burn:400') }),
+      ),
+    );
+    const refused = burst.filter((r) => r.status !== 200).length;
+    assert.ok(refused > 0, JSON.stringify(burst.map((r) => r.status)));
+    const metrics = (await request(`${server.url}/dashboard/api/metrics`)).body.toString();
+    assert.match(
+      metrics,
+      /^nv_inference_request_failure\{model="queued_js",reason="REJECTED",version="1"\} [1-9]/m,
+    );
+    await until(
+      'queued_js to show refused requests',
+      async () => num((await cellsOf(page, 'queued_js'))['refused/s']) > 0,
+    );
+    const title = await page.locator('#models-table thead button[data-sort="refused"]').getAttribute('title');
+    assert.match(title ?? '', /refused before they reached the model/);
+  });
+
+  it('sorts the models table by a column and filters it by name and state', async () => {
+    const sorted = async (): Promise<string[]> => (await shownRows(page)).map((r) => r[0]);
+    await page.locator('#models-table button[data-sort="name"]').click();
+    await until('names in descending order', async () => {
+      const names = await sorted();
+      return names.length > 1 && names.every((n, i) => i === 0 || names[i - 1] >= n);
+    });
+    assert.equal(
+      await page.locator('#models-table button[data-sort="name"]').getAttribute('aria-sort'),
+      'descending',
+    );
+    await page.locator('#models-table button[data-sort="state"]').click();
+    await until('states in ascending order', async () => {
+      const states = (await shownRows(page)).map((r) => r[2]);
+      return states.every((st, i) => i === 0 || states[i - 1] <= st);
+    });
+    // Sorting survives the next polls (the table is redrawn each one).
+    const polls = await attr(page, 'body', 'data-polls');
+    await until('two more polls', async () => (await attr(page, 'body', 'data-polls')) > polls + 1);
+    assert.equal(
+      await page.locator('#models-table button[data-sort="state"]').getAttribute('aria-sort'),
+      'ascending',
+    );
+
+    await page.locator('#models-filter').fill('simp');
+    await until('only names with "simp"', async () => {
+      const names = await sorted();
+      return names.length > 0 && names.every((n) => n.includes('simp'));
+    });
+    assert.ok((await sorted()).includes('simple_ensemble'));
+    await page.locator('#models-filter').fill('');
+    await page.locator('#models-state').selectOption('UNAVAILABLE');
+    await until('only UNAVAILABLE rows', async () => {
+      const rows = await shownRows(page);
+      return rows.length > 0 && rows.every((r) => r[2] === 'UNAVAILABLE');
+    });
+    assert.ok((await sorted()).includes('broken_model'));
+    assert.match(await page.locator('#models-hidden').innerText(), /hidden by the filter/);
+    await page.locator('#models-state').selectOption('');
+    await page.locator('#models-table button[data-sort="name"]').click();
+    const want = (await index(server)).length;
+    await until('every row back', async () => (await shownRows(page)).length === want);
+  });
+
+  it("shows each model's instances, busy under load and idle after", async () => {
+    const metrics = (await request(`${server.url}/dashboard/api/metrics`)).body.toString();
+    const instances = /^nereid_model_instances\{model="faults_js",version="1"\} (\d+)/m.exec(metrics);
+    assert.ok(instances !== null, metrics);
+    const health = row(page, 'faults_js').locator('.health');
+    const load = keepSending(`${server.url}/v2/models/faults_js/infer`, modeBody('burn:50'), 2);
+    try {
+      await until('faults_js to be busy', async () => (await health.getAttribute('data-busy')) === 'true');
+      assert.match(await health.innerText(), new RegExp(`^${instances[1]} busy`));
+    } finally {
+      await load.stop();
+    }
+    await until('faults_js to be idle', async () =>
+      (await health.innerText()).startsWith(`${instances[1]} idle`),
+    );
+  });
+
+  it("draws an ensemble's steps with each step's model, tensors and time", async () => {
+    const load = keepSending(`${server.url}/v2/models/simple_ensemble/infer`, SIMPLE_BODY);
+    try {
+      await page.getByRole('button', { name: 'simple_ensemble', exact: true }).click();
+      await page.locator('#ensemble-table').waitFor(WAIT);
+      const steps = page.locator('#ensemble-table tbody tr');
+      assert.equal(await steps.count(), 2);
+      const config = (await request(`${server.url}/v2/models/simple_ensemble/config`)).json<{
+        ensemble_scheduling: { step: { model_name: string }[] };
+      }>();
+      for (let i = 0; i < 2; i++) {
+        const cells = await steps.nth(i).locator('td').allTextContents();
+        assert.equal(cells[0], String(i + 1));
+        assert.ok(cells[1].startsWith(config.ensemble_scheduling.step[i].model_name), cells[1]);
+      }
+      // The second step reads what the first made.
+      assert.match(await steps.nth(1).locator('td').nth(2).innerText(), /sum → INPUT0 \(from step 1\)/);
+      await until("the steps' time per request", async () => {
+        const ms = await steps.nth(0).locator('td').nth(4).innerText();
+        return num(ms) > 0;
+      });
+    } finally {
+      const statuses = await load.stop();
+      assert.ok((statuses.get(200) ?? 0) > 0, JSON.stringify([...statuses]));
+    }
+    // A step's model is a button that selects it.
+    await page.locator('#ensemble-table button[data-model="simple"]').first().click();
+    await until(
+      'simple to be shown',
+      async () => (await page.locator('#chart-scope').innerText()) === 'simple',
+    );
+  });
+
+  it("shows the server's recent log lines as text, filterable by level and model", async () => {
+    const api = (await request(`${server.url}/dashboard/api/logs`)).json<{
+      lines: { level: string; message: string }[];
+    }>();
+    assert.ok(api.lines.length > 0 && api.lines.length <= 500);
+    // The markup model's name is in the log (it was loaded): shown as text, never run.
+    assert.ok(
+      api.lines.some((l) => l.message.includes(HOSTILE)),
+      'the log names the markup model',
+    );
+    await page.locator('#logs-table').waitFor(WAIT);
+    await page.locator('#logs-model').selectOption(HOSTILE);
+    await until(
+      'lines naming the markup model',
+      async () => (await attr(page, '#logs-table', 'data-lines')) > 0,
+    );
+    for (const m of await page.locator('#logs-table td .message').allTextContents())
+      assert.ok(m.includes(HOSTILE), m);
+    assert.equal(await page.locator('#logs img').count(), 0);
+    assert.equal(await page.evaluate('window.__pwned'), undefined);
+
+    // Errors only: broken_model's failed load is one, and every line shown is an error.
+    await page.locator('#logs-model').selectOption('broken_model');
+    await page.locator('#logs-level').selectOption('ERROR');
+    await until('broken_model errors', async () => (await attr(page, '#logs-table', 'data-lines')) > 0);
+    const levels = await page.locator('#logs-table td .level').allTextContents();
+    assert.ok(
+      levels.every((l) => l === 'ERROR'),
+      levels.join(),
+    );
+    const wanted = api.lines.filter((l) => l.level === 'ERROR' && l.message.includes('broken_model')).length;
+    assert.ok((await attr(page, '#logs-table', 'data-lines')) >= wanted);
+    await page.locator('#logs-model').selectOption('');
+    await page.locator('#logs-level').selectOption('INFO');
+    assert.deepEqual(pageErrors, []);
+  });
 });
 
 // The docs' whole-window pictures come from the example repository alone: no test fixture (a failing
@@ -440,9 +679,15 @@ describe(
       server = await spawnServer([
         `--model-repository=${EXAMPLES}`,
         '--model-control-mode=explicit',
-        ...['simple', 'identity_fp32', 'densenet_onnx', 'simple_string', 'toy_llm', 'add_sub_python'].map(
-          (m) => `--load-model=${m}`,
-        ),
+        ...[
+          'simple',
+          'identity_fp32',
+          'densenet_onnx',
+          'simple_string',
+          'toy_llm',
+          'add_sub_python',
+          'simple_ensemble',
+        ].map((m) => `--load-model=${m}`),
         '--allow-metrics=true',
         '--metrics-port=0',
         '--metrics-address=127.0.0.1',
@@ -472,6 +717,35 @@ describe(
       await page.locator('dialog#confirm').waitFor({ state: 'visible', ...WAIT });
       await shot(page, 'confirm');
       await page.locator('#confirm-cancel').click();
+    });
+
+    it('shows the models table, an ensemble and the log under load', async () => {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      page.setDefaultTimeout(WAIT.timeout);
+      await page.goto(`${server.url}/dashboard/`);
+      const loads = [
+        keepSending(`${server.url}/v2/models/simple_ensemble/infer`, SIMPLE_BODY),
+        keepSending(`${server.url}/v2/models/identity_fp32/infer`, 'not json', 1),
+      ];
+      try {
+        await until('simple and the ensemble to show their figures', async () => {
+          const [a, b] = [await cellsOf(page, 'simple'), await cellsOf(page, 'simple_ensemble')];
+          return num(a['req/s']) > 0 && num(b['p99 ms']) > 0;
+        });
+        await page.locator('#models-table button[data-sort="rate"]').click();
+        await page.locator('#models-table button[data-sort="rate"]').click();
+        await shot(page, 'models', '#models-table');
+        await page.getByRole('button', { name: 'simple_ensemble', exact: true }).click();
+        await until('the steps to show their time', async () => {
+          const ms = page.locator('#ensemble-table tbody tr td:nth-child(5)').first();
+          return (await ms.count()) > 0 && num(await ms.innerText()) > 0;
+        });
+        await shot(page, 'ensemble', '#ensemble-table');
+      } finally {
+        for (const l of loads) await l.stop();
+      }
+      await page.locator('#logs-table').waitFor(WAIT);
+      await shot(page, 'logs', '#logs');
     });
   },
 );
@@ -568,12 +842,11 @@ describe('the dashboard where model control is not allowed', { skip: setup.skip 
     await page.locator('#models-table').waitFor(WAIT);
     await page.locator('#models .note', { hasText: 'Model control is off' }).waitFor(WAIT);
     assert.equal(await page.locator('button.action').count(), 0);
-    assert.deepEqual(await page.locator('#models-table thead th').allTextContents(), [
-      'Model',
-      'Version',
-      'State',
-      'Reason',
-    ]);
+    const heads = (await page.locator('#models-table thead th').allTextContents()).map((h) =>
+      h.replace(/ [▲▼]$/, ''),
+    );
+    assert.deepEqual(heads.slice(0, 4), ['Model', 'Version', 'State', 'Reason']);
+    assert.ok(!heads.includes('Actions'), heads.join());
   });
 
   it('has no buttons where the repository API is restricted, and never shows a header value', async () => {

@@ -35,6 +35,7 @@ describe('the dashboard routes', () => {
       ...common,
       '--http-restricted-api=dashboard:Dash-Key=d1',
       '--http-restricted-api=metadata:Meta-Key=m1',
+      '--http-restricted-api=logging:Log-Key=l1',
     ]);
   });
 
@@ -108,6 +109,7 @@ describe('the dashboard routes', () => {
       '/dashboard/main.js',
       '/dashboard/api/server',
       '/dashboard/api/metrics',
+      '/dashboard/api/logs',
     ]) {
       assert.equal((await request(off.url + p)).status, 404, p);
     }
@@ -147,5 +149,30 @@ describe('the dashboard routes', () => {
       (await request(`${locked.url}/dashboard/api/metrics`, { headers: { 'Dash-Key': 'd1' } })).status,
       200,
     );
+  });
+
+  it('serves the last log lines as JSON fields, with no restriction value in them', async () => {
+    const r = await request(`${on.url}/dashboard/api/logs`);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+    const { lines } = r.json<{ lines: { seq: number; level: string; file: string; message: string }[] }>();
+    assert.ok(lines.length > 0 && lines.length <= 500);
+    // The server logged simple's load; lines come oldest first, numbered.
+    assert.ok(
+      lines.some((l) => l.level === 'INFO' && l.message.includes('simple')),
+      JSON.stringify(lines),
+    );
+    assert.ok(lines.every((l, i) => i === 0 || l.seq > lines[i - 1].seq));
+    assert.ok(!r.body.toString().includes('trace-secret'));
+  });
+
+  it('closes the log lines with the dashboard category and the logging one', async () => {
+    const onlyDash = await request(`${locked.url}/dashboard/api/logs`, { headers: { 'Dash-Key': 'd1' } });
+    assert.equal(onlyDash.status, 403);
+    assert.deepEqual(onlyDash.json(), { error: "This API is restricted, expecting header 'Log-Key'" });
+    const both = await request(`${locked.url}/dashboard/api/logs`, {
+      headers: { 'Dash-Key': 'd1', 'Log-Key': 'l1' },
+    });
+    assert.equal(both.status, 200);
   });
 });

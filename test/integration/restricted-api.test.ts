@@ -110,11 +110,12 @@ const HTTP_CASES: readonly HttpCase[] = [
     body: '{"key":"/nereid-no-such-region","byte_size":16}',
   },
   { route: 'systemSharedMemoryUnregister', method: 'POST', path: '/v2/systemsharedmemory/unregister' },
-  // Nereid's dashboard: the page, one of its files, and its two reads (which also need a second category).
+  // Nereid's dashboard: the page, one of its files, and its three reads (which also need a second category).
   { route: 'dashboardPage', method: 'GET', path: '/dashboard/' },
   { route: 'dashboardPage', method: 'GET', path: '/dashboard/vendor/uPlot.iife.min.js' },
   { route: 'dashboardServer', method: 'GET', path: '/dashboard/api/server', statusOnly: true },
   { route: 'dashboardMetrics', method: 'GET', path: '/dashboard/api/metrics', statusOnly: true },
+  { route: 'dashboardLogs', method: 'GET', path: '/dashboard/api/logs', statusOnly: true },
   { route: 'openApi', method: 'GET', path: '/openapi.yaml' },
 ];
 

@@ -1,9 +1,9 @@
 /**
  * The operator's dashboard on the HTTP port (docs/dashboard.md): the page's static files under
- * GET /dashboard/, and two read-only routes the page reads besides the public v2 API —
+ * GET /dashboard/, and three read-only routes the page reads besides the public v2 API —
  * /dashboard/api/server (identity, uptime, options in effect; the caller hands over a document already free
  * of secrets, see compose/dashboard-info.ts) and /dashboard/api/metrics (the metrics endpoint's text, for what
- * the statistics API lacks: failure reasons and latency quantiles).
+ * the statistics API lacks: failure reasons and latency quantiles), and /dashboard/api/logs (the last log lines).
  *
  * The files are read once, on first use, into a table keyed by exact name: a request names a key, never a
  * path, so nothing it sends can reach another file. Every reply carries a Content-Security-Policy that lets
@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NereidError, notFound, unavailable } from '../../common/errors.js';
+import type { LogEntry } from '../../common/log-ring.js';
 import { PACKAGE_NAME } from '../../common/product.js';
 import type { DashboardRoutes, Reply } from './route-context.js';
 
@@ -23,6 +24,8 @@ export interface DashboardOptions {
   readonly info: () => object;
   /** The metrics endpoint's text now; absent when metrics are off (`--allow-metrics=false`). */
   readonly metrics?: () => Promise<string>;
+  /** The server's last log lines, secrets masked (compose/dashboard-info.ts). */
+  readonly logs?: () => readonly LogEntry[];
   /** The package's root folder (tests); default: the folder of the package.json above this module. */
   readonly packageRoot?: string;
 }
@@ -130,6 +133,15 @@ export class Dashboard implements DashboardRoutes {
       status: 200,
       headers: { ...SECURITY_HEADERS, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
       body: JSON.stringify(this.options.info()),
+    };
+  }
+
+  /** GET /dashboard/api/logs: the last log lines, oldest first, as JSON fields (the page shows them as text). */
+  logs(): Reply {
+    return {
+      status: 200,
+      headers: { ...SECURITY_HEADERS, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
+      body: JSON.stringify({ lines: this.options.logs?.() ?? [] }),
     };
   }
 

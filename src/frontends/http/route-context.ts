@@ -49,9 +49,10 @@ export interface RouteContext {
   streamedBytes?: number;
 }
 
-/** What the dashboard's three routes ask of it (dashboard.ts implements it; declared here to keep no cycle). */
+/** What the dashboard's four routes ask of it (dashboard.ts implements it; declared here to keep no cycle). */
 export interface DashboardRoutes {
   page(file: string | undefined, ifNoneMatch: string | undefined): Reply;
   server(): Reply;
   metrics(): Promise<Reply>;
+  logs(): Reply;
 }

@@ -33,6 +33,7 @@ export type RouteName =
   | 'dashboardPage'
   | 'dashboardServer'
   | 'dashboardMetrics'
+  | 'dashboardLogs'
   | 'openApi';
 
 export interface RouteMatch {
@@ -189,6 +190,7 @@ function matchDashboard(path: string): RouteMatch | undefined {
   if (path === '/dashboard/') return { name: 'dashboardPage', method: 'GET', file: '' };
   if (path === '/dashboard/api/server') return { name: 'dashboardServer', method: 'GET' };
   if (path === '/dashboard/api/metrics') return { name: 'dashboardMetrics', method: 'GET' };
+  if (path === '/dashboard/api/logs') return { name: 'dashboardLogs', method: 'GET' };
   const segs = path.slice('/dashboard/'.length).split('/');
   if (segs.length > 2 || segs[0] === 'api' || !segs.every(isAssetName)) return undefined;
   return { name: 'dashboardPage', method: 'GET', file: segs.join('/') };

@@ -405,5 +405,6 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   dashboardPage: (ctx) => ctx.dashboard!.page(ctx.match.file, ctx.req.headers['if-none-match']),
   dashboardServer: (ctx) => ctx.dashboard!.server(),
   dashboardMetrics: (ctx) => ctx.dashboard!.metrics(),
+  dashboardLogs: (ctx) => ctx.dashboard!.logs(),
   openApi: async () => ({ status: 200, headers: YAML_TYPE, body: await openApiDocument() }),
 };

@@ -123,6 +123,7 @@ const DASHBOARD_ROUTES: ReadonlySet<RouteName> = new Set([
   'dashboardPage',
   'dashboardServer',
   'dashboardMetrics',
+  'dashboardLogs',
 ]);
 const NOT_FOUND_BODY = errorBody('Not Found');
 const METHOD_NOT_ALLOWED_BODY = errorBody('Method Not Allowed');

@@ -1,0 +1,110 @@
+// @ts-check
+/**
+ * Each model's figures for the models table, over a sliding window of the last polls: request rate,
+ * failure share, requests refused before they reached the model, queue and compute time per request, the
+ * p50/p99 of the request time, its instances and whether they are busy, and an LLM's tokens per second.
+ * Counters are cumulative on the server; a figure is the difference between the window's two ends.
+ */
+
+/** Seconds the models table's figures cover. */
+export const WINDOW_SECONDS = 30;
+
+/**
+ * @typedef {{t: number, success: number, fail: number, refused: number, queueNs: number,
+ *   computeNs: number, count: number, execs: number, tokens: number | null}} Snapshot
+ * @typedef {{rate: number | null, failPct: number | null, refusedRate: number | null,
+ *   queueMs: number | null, computeMs: number | null, p50: number | null, p99: number | null,
+ *   instances: number | null, pending: number | null, busy: boolean | null,
+ *   tokensPerSec: number | null}} Figures
+ * @typedef {import('./api.js').Sample} Sample
+ */
+
+/** Requests the server refused before a model ran them: Triton's REJECTED reason (queue full, timed out in the queue). */
+export const REFUSED_REASON = 'REJECTED';
+
+/**
+ * The per-model counters of the metrics text the statistics API does not have.
+ * @param {Sample[] | undefined} samples
+ * @param {string} model
+ */
+export function metricCounters(samples, model) {
+  let refused = 0;
+  let instances = null;
+  let pending = null;
+  /** @type {number | null} */
+  let tokens = null;
+  for (const s of samples ?? []) {
+    const mine = s.labels.model === model || s.labels.model_name === model;
+    if (!mine) continue;
+    if (s.name === 'nv_inference_request_failure' && s.labels.reason === REFUSED_REASON) refused += s.value;
+    else if (s.name === 'nereid_model_instances') instances = (instances ?? 0) + s.value;
+    else if (s.name === 'nv_inference_pending_request_count') pending = (pending ?? 0) + s.value;
+    // vLLM's own counter, when an LLM backend exports it (the colon is part of its name).
+    else if (s.name === 'vllm:generation_tokens_total' || s.name === 'vllm:generation_tokens')
+      tokens = (tokens ?? 0) + s.value;
+  }
+  return { refused, instances, pending, tokens };
+}
+
+export class ModelWindow {
+  constructor() {
+    /** @type {Snapshot[]} */
+    this.snaps = [];
+    /** @type {{p50: number | null, p99: number | null}} */
+    this.quantiles = { p50: null, p99: null };
+    /** @type {{instances: number | null, pending: number | null}} */
+    this.gauges = { instances: null, pending: null };
+  }
+
+  /** @param {Snapshot} s */
+  push(s) {
+    this.snaps.push(s);
+    while (this.snaps.length > 2 && s.t - this.snaps[1].t >= WINDOW_SECONDS) this.snaps.shift();
+  }
+
+  /** @returns {Figures} */
+  figures() {
+    const none = {
+      rate: null,
+      failPct: null,
+      refusedRate: null,
+      queueMs: null,
+      computeMs: null,
+      tokensPerSec: null,
+      busy: null,
+    };
+    const { p50, p99 } = this.quantiles;
+    const { instances, pending } = this.gauges;
+    if (this.snaps.length < 2) return { ...none, p50, p99, instances, pending };
+    const a = this.snaps[0];
+    const b = this.snaps[this.snaps.length - 1];
+    const last = this.snaps[this.snaps.length - 2];
+    const dt = b.t - a.t;
+    const ok = Math.max(0, b.success - a.success);
+    const bad = Math.max(0, b.fail - a.fail);
+    const n = b.count - a.count;
+    return {
+      rate: (ok + bad) / dt,
+      failPct: ok + bad > 0 ? (100 * bad) / (ok + bad) : null,
+      refusedRate: Math.max(0, b.refused - a.refused) / dt,
+      queueMs: n > 0 ? (b.queueNs - a.queueNs) / n / 1e6 : null,
+      computeMs: n > 0 ? (b.computeNs - a.computeNs) / n / 1e6 : null,
+      tokensPerSec: a.tokens !== null && b.tokens !== null ? Math.max(0, b.tokens - a.tokens) / dt : null,
+      // Busy: requests waiting now, or executions since the previous poll.
+      busy: (pending ?? 0) > 0 || b.execs > last.execs,
+      p50,
+      p99,
+      instances,
+      pending,
+    };
+  }
+}
+
+/**
+ * A figure as table text: '–' for none.
+ * @param {number | null} v
+ * @param {number} [digits]
+ */
+export function figure(v, digits = 1) {
+  return v === null || !Number.isFinite(v) ? '–' : v.toFixed(digits);
+}
