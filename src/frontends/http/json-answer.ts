@@ -71,17 +71,19 @@ function skipBytesElements(name: string, data: Buffer, offset: number, count: nu
 async function bytesAreUtf8(t: OutputTensor, count: number, turn: () => Promise<void>): Promise<boolean> {
   const data = t.data;
   let off = 0;
+  let utf8 = true;
   for (let i = 0; i < count; i++) {
     if (off + 4 > data.length) shapeMismatch(t.name);
     const len = data.readUInt32LE(off);
     off += 4;
     if (off + len > data.length) shapeMismatch(t.name);
-    if (!isUtf8(data.subarray(off, off + len))) return false;
+    // After a non-UTF-8 element only the framing is checked: a shape mismatch is refused either way.
+    if (utf8 && !isUtf8(data.subarray(off, off + len))) utf8 = false;
     off += len;
     if ((i + 1) % SLICE_ELEMENTS === 0) await turn();
   }
   if (off !== data.length) shapeMismatch(t.name);
-  return true;
+  return utf8;
 }
 
 /**
