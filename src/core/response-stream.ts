@@ -34,6 +34,8 @@ export interface ResponseSink<T> {
 export interface ResponseStreamOptions extends Partial<ResponseLimits> {
   /** The request's signal: when it aborts, queued responses are dropped and waiting producers released. */
   readonly signal?: AbortSignal;
+  /** Called once when the stream ends (final response, error or close): the model's in-flight count. */
+  readonly onEnd?: () => void;
 }
 
 export const idleMessage = (ms: number): string =>
@@ -51,8 +53,10 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
   private writers: (() => void)[] = [];
   private idleTimer: NodeJS.Timeout | undefined;
   private dropped = false;
+  private readonly onEnd: (() => void) | undefined;
 
   constructor(options: ResponseStreamOptions = {}) {
+    this.onEnd = options.onEnd;
     const limits = responseLimits();
     this.maxUndelivered = Math.max(1, options.maxUndelivered ?? limits.maxUndelivered);
     this.idleTimeoutMs = options.idleTimeoutMs ?? limits.idleTimeoutMs;
@@ -75,7 +79,10 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
 
   push(item: T, final: boolean): void {
     if (this.ended) return;
-    if (final) this.ended = true;
+    if (final) {
+      this.ended = true;
+      this.onEnd?.();
+    }
     const w = this.waiter;
     if (w) {
       this.waiter = undefined;
@@ -89,6 +96,7 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
   fail(error: NereidError): void {
     if (this.ended) return;
     this.ended = true;
+    this.onEnd?.();
     this.error = error;
     const w = this.waiter;
     if (w && this.items.length === 0) {
@@ -102,6 +110,7 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
   close(): void {
     if (this.ended) return;
     this.ended = true;
+    this.onEnd?.();
     const w = this.waiter;
     if (w) {
       this.waiter = undefined;

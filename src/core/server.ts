@@ -49,6 +49,8 @@ export interface RepositoryPort {
   index(readyOnly: boolean): RepositoryIndexEntry[];
   load(name: string, options?: LoadOptions): Promise<void>;
   unload(name: string, options: { unloadDependents: boolean }): Promise<void>;
+  /** On-demand mode: undefined when `name` serves now, else its load (ModelRepositoryManager). */
+  ensureServable?(name: string, caller?: string): Promise<bigint> | undefined;
 }
 
 export interface ServerIdentity {
@@ -150,12 +152,30 @@ export class InferenceServer implements InferenceServerApi {
     return modelConfigToJson(this.repository.getVersion(name, version).config);
   }
 
-  resolveModel(name: string, version?: string): ResolvedModel {
-    return new VersionHandle(name, this.version(name, version), this.sharedMemory);
+  resolveModel(name: string, version?: string, queuedSince?: bigint): ResolvedModel {
+    return new VersionHandle(name, this.version(name, version), this.sharedMemory, queuedSince);
+  }
+
+  whenServable(name: string, _version?: string, caller?: string): Promise<bigint> | undefined {
+    return this.repository.ensureServable?.(name, caller);
   }
 
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
-    const model = this.resolveModel(request.modelName, request.modelVersion);
+    const wait = this.whenServable(request.modelName, request.modelVersion, request.callerModel);
+    if (wait !== undefined) return this.inferAfter(wait, request);
+    return this.inferNow(request);
+  }
+
+  private async *inferAfter(
+    wait: Promise<bigint>,
+    request: InferenceRequest,
+  ): AsyncGenerator<InferenceResponse, void, undefined> {
+    const since = await wait;
+    yield* this.inferNow(request, since);
+  }
+
+  private inferNow(request: InferenceRequest, queuedSince?: bigint): AsyncIterable<InferenceResponse> {
+    const model = this.resolveModel(request.modelName, request.modelVersion, queuedSince);
     try {
       return model.stream(withChildTrace(request));
     } finally {
@@ -169,7 +189,9 @@ export class InferenceServer implements InferenceServerApi {
   }
 
   async inferOnce(request: InferenceRequest): Promise<InferenceResponse> {
-    const model = this.resolveModel(request.modelName, request.modelVersion);
+    const wait = this.whenServable(request.modelName, request.modelVersion, request.callerModel);
+    const since = wait === undefined ? undefined : await wait;
+    const model = this.resolveModel(request.modelName, request.modelVersion, since);
     try {
       return await model.infer(request);
     } finally {
