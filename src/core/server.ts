@@ -14,6 +14,7 @@ import {
 } from './model/custom-metrics.js';
 import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
+import type { OnDemandStatus } from './repository/index.js';
 import { VersionHandle, type ResolvedModel } from './model-handle.js';
 import type { InferenceServerApi } from './server-api.js';
 import { DEFAULT_TRACE_OPTIONS } from './trace/options.js';
@@ -51,6 +52,8 @@ export interface RepositoryPort {
   unload(name: string, options: { unloadDependents: boolean }): Promise<void>;
   /** On-demand mode: undefined when `name` serves now, else its load (ModelRepositoryManager). */
   ensureServable?(name: string, caller?: string): Promise<bigint> | undefined;
+  /** On-demand mode's limits, counters and measured memory; undefined in the other modes. */
+  onDemandStatus?(): OnDemandStatus | undefined;
 }
 
 export interface ServerIdentity {
@@ -262,6 +265,11 @@ export class InferenceServer implements InferenceServerApi {
       .loadedVersions()
       .filter((v): v is ModelVersion => v instanceof ModelVersion);
     return collectCustomMetrics(versions, timeoutMs);
+  }
+
+  /** On-demand mode's limits, counters and each model's measured memory (metrics); undefined otherwise. */
+  onDemandStatus(): OnDemandStatus | undefined {
+    return this.repository.onDemandStatus?.();
   }
 
   loadModel(name: string, options?: LoadOptions): Promise<void> {

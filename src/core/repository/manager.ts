@@ -64,6 +64,22 @@ export interface PollSummary {
   readonly failed: readonly ModelFailure[];
 }
 
+export interface OnDemandStatus {
+  readonly maxLoadedModels: number;
+  readonly budgetBytes: number;
+  /** Models with a loaded version now. */
+  readonly loaded: number;
+  readonly models: readonly {
+    readonly model: string;
+    readonly loads: number;
+    readonly loadFailures: number;
+    readonly evictions: number;
+    readonly loadSeconds: number;
+    /** Measured bytes; absent while the model is not loaded. */
+    readonly residentBytes?: number;
+  }[];
+}
+
 export interface VersionStatus {
   readonly version: number;
   readonly state: ModelVersionState;
@@ -418,6 +434,30 @@ export class ModelRepositoryManager {
       set.add(caller);
     }
     return od.ensure(name);
+  }
+
+  /** On-demand mode's limits, counters and each model's measured memory (the metrics); undefined otherwise. */
+  onDemandStatus(): OnDemandStatus | undefined {
+    const od = this.onDemand;
+    if (!od) return undefined;
+    const residents = new Map(this.residents().map((r) => [r.name, r.bytes]));
+    const names = new Set([...od.counters.keys(), ...residents.keys()]);
+    return {
+      maxLoadedModels: this.options.maxLoadedModels,
+      budgetBytes: this.options.memoryBudgetBytes,
+      loaded: residents.size,
+      models: [...names].sort().map((model) => {
+        const c = od.counters.get(model);
+        return {
+          model,
+          loads: c?.loads ?? 0,
+          loadFailures: c?.loadFailures ?? 0,
+          evictions: c?.evictions ?? 0,
+          loadSeconds: (c?.loadNs ?? 0) / 1e9,
+          ...(residents.has(model) && { residentBytes: residents.get(model) }),
+        };
+      }),
+    };
   }
 
   /** On-demand mode: a request's model must be in a repository (a rescan at most once a second). */
