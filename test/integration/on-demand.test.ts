@@ -130,11 +130,15 @@ describe(`on-demand mode: ${ONNX} ONNX + ${PYTHON} Python models, --max-loaded-m
     const busyModel = many.names.find((n) => many.backendOf.get(n) === 'python')!;
     assert.equal((await post(`${s.url}/v2/models/${busyModel}/infer`, inferBody(1))).status, 200);
     const evictionsBefore = evictionsOf(s, busyModel);
+    // Its model sleeps 4 s, so it is surely still running 3 s after it was sent: count evictions then.
     let evictionsWhileBusy = -1;
-    const long = post(`${s.url}/v2/models/${busyModel}/infer`, inferBody(-4000)).then((r) => {
-      evictionsWhileBusy = evictionsOf(s, busyModel) - evictionsBefore;
-      return r;
-    });
+    const long = post(`${s.url}/v2/models/${busyModel}/infer`, inferBody(-4000));
+    const probe = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        evictionsWhileBusy = evictionsOf(s, busyModel) - evictionsBefore;
+        resolve();
+      }, 3000),
+    );
     let next = 0;
     await Promise.all(
       Array.from({ length: CLIENTS }, async () => {
@@ -149,6 +153,7 @@ describe(`on-demand mode: ${ONNX} ONNX + ${PYTHON} Python models, --max-loaded-m
       }),
     );
     const longResult = await long;
+    await probe;
     sampling = false;
     await sampler;
     assert.equal(longResult.status, 200);
