@@ -112,12 +112,22 @@ async function main(): Promise<void> {
       `on-demand Zipf stream: ${N_ONNX} ONNX + ${N_PY} Python models, --max-loaded-models=${MAX}, ${CLIENTS} clients, Zipf s=${S}, ${TOTAL} requests in ${seconds.toFixed(1)} s`,
     );
     console.log(`  non-200 answers      ${bad}`);
-    console.log(`  hit rate             ${((100 * hits.length) / TOTAL).toFixed(1)} % (${hits.length} hits, ${colds.length} cold)`);
+    console.log(
+      `  hit rate             ${((100 * hits.length) / TOTAL).toFixed(1)} % (${hits.length} hits, ${colds.length} cold)`,
+    );
     console.log(`  hits   p50 / p99     ${ms(pct(hits, 50))} / ${ms(pct(hits, 99))}`);
-    console.log(`  cold   p50 / p99     ${ms(pct(colds, 50))} / ${ms(pct(colds, 99))}  (waited for a load, or for another request's load)`);
-    console.log(`  cold ONNX p50        ${ms(pct(coldBy.onnx, 50))}   cold Python p50 ${ms(pct(coldBy.python, 50))}`);
-    console.log(`  loads / minute       ${((loads / seconds) * 60).toFixed(0)} (${loads} loads, ${evictions} evictions)`);
-    console.log(`  peak RSS             ${(peak / 2 ** 20).toFixed(0)} MiB (server + stubs, sampled every 100 ms)`);
+    console.log(
+      `  cold   p50 / p99     ${ms(pct(colds, 50))} / ${ms(pct(colds, 99))}  (waited for a load, or for another request's load)`,
+    );
+    console.log(
+      `  cold ONNX p50        ${ms(pct(coldBy.onnx, 50))}   cold Python p50 ${ms(pct(coldBy.python, 50))}`,
+    );
+    console.log(
+      `  loads / minute       ${((loads / seconds) * 60).toFixed(0)} (${loads} loads, ${evictions} evictions)`,
+    );
+    console.log(
+      `  peak RSS             ${(peak / 2 ** 20).toFixed(0)} MiB (server + stubs, sampled every 100 ms)`,
+    );
 
     // Cold start per backend: unload, then time one request (its wait includes the eviction of another).
     for (const backend of ['onnx', 'python'] as const) {
@@ -130,7 +140,9 @@ async function main(): Promise<void> {
         times.push(performance.now() - start);
         if (r.status !== 200) bad++;
       }
-      console.log(`  cold start ${backend.padEnd(7)} median of ${COLD_RUNS}: ${ms(pct(times, 50))} (min ${ms(Math.min(...times))})`);
+      console.log(
+        `  cold start ${backend.padEnd(7)} median of ${COLD_RUNS}: ${ms(pct(times, 50))} (min ${ms(Math.min(...times))})`,
+      );
     }
   } finally {
     await s.stop();

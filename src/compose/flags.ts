@@ -179,7 +179,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'model-control-mode',
     kind: 'string',
     defaultText: 'none',
-    help: "none: load every model at start; poll: also rescan the repositories; explicit: load only --load-model and API requests; on-demand (Nereid only): load a model on its first request and unload the least recently used idle ones to stay within --max-loaded-models and --model-memory-budget (--load-model ones are pinned).",
+    help: 'none: load every model at start; poll: also rescan the repositories; explicit: load only --load-model and API requests; on-demand (Nereid only): load a model on its first request and unload the least recently used idle ones to stay within --max-loaded-models and --model-memory-budget (--load-model ones are pinned).',
     apply: (d, v) => {
       if (v !== 'none' && v !== 'poll' && v !== 'explicit' && v !== 'on-demand') {
         throw invalidArg(`--model-control-mode must be none, poll, explicit or on-demand, got '${v}'`);
@@ -229,7 +229,9 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => {
       const n = parseSize(v);
       if (n === undefined) {
-        throw invalidArg(`--model-memory-budget must be a size such as 512MB, 2GB or a number of bytes, got '${v}'`);
+        throw invalidArg(
+          `--model-memory-budget must be a size such as 512MB, 2GB or a number of bytes, got '${v}'`,
+        );
       }
       d.modelMemoryBudget = n;
     },
@@ -238,7 +240,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'model-load-wait-secs',
     kind: 'int',
     defaultText: '60',
-    help: 'On-demand mode: the longest a request waits for its model to load (or for room to load it); then it fails with UNAVAILABLE (HTTP 503) and the load goes on. The wait counts as the request\'s queue time. 0 = no limit. Nereid only.',
+    help: "On-demand mode: the longest a request waits for its model to load (or for room to load it); then it fails with UNAVAILABLE (HTTP 503) and the load goes on. The wait counts as the request's queue time. 0 = no limit. Nereid only.",
     apply: (d, v) => (d.modelLoadWaitSecs = parseInt10('model-load-wait-secs', v, 0, 86400)),
   },
   {
@@ -1465,7 +1467,9 @@ function validate(d: Draft, given: ReadonlyMap<string, string>): void {
     throw invalidArg('--max-loaded-models and --model-memory-budget need --model-control-mode=on-demand');
   }
   if (d.modelControlMode === 'on-demand' && d.loadModels.includes('*')) {
-    throw invalidArg("--load-model='*' cannot be used with --model-control-mode=on-demand: name the models to pin");
+    throw invalidArg(
+      "--load-model='*' cannot be used with --model-control-mode=on-demand: name the models to pin",
+    );
   }
   if (d.loadModels.includes('*') && d.loadModels.length > 1) {
     throw invalidArg("Wildcard model name '*' must be the ONLY startup model if specified at all.");

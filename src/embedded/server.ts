@@ -142,10 +142,7 @@ export class NereidServer {
    * The request's model handle, resolved once on first use (so a malformed request fails as it did before
    * any lookup) and held until released.
    */
-  private modelFor(
-    request: InferRequest,
-    since?: bigint,
-  ): { get(): ResolvedModel; release(): void } {
+  private modelFor(request: InferRequest, since?: bigint): { get(): ResolvedModel; release(): void } {
     let handle: ResolvedModel | undefined;
     const version = versionText(request.version);
     return {

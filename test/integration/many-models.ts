@@ -44,7 +44,11 @@ export interface ManyModels {
 }
 
 /** `onnx` ONNX models m000.. then `python` Python models; plus any `extra` folders (name → config). */
-export function makeManyModels(onnx: number, python: number, pinnedByConfig: readonly string[] = []): ManyModels {
+export function makeManyModels(
+  onnx: number,
+  python: number,
+  pinnedByConfig: readonly string[] = [],
+): ManyModels {
   const repo = mkdtempSync(path.join(os.tmpdir(), 'nereid-many-'));
   const names: string[] = [];
   const backendOf = new Map<string, 'onnx' | 'python'>();

@@ -43,7 +43,10 @@ describe('on-demand mode under --model-memory-budget', () => {
     const status = s.running.server.onDemandStatus()!;
     const python = status.models.filter((m) => many.backendOf.get(m.model) === 'python');
     const measured = python.map((m) => m.residentBytes).filter((b): b is number => b !== undefined);
-    assert.ok(measured.length > 0 && measured.every((b) => b > 5 * MB), `a stub's RSS was measured: ${measured}`);
+    assert.ok(
+      measured.length > 0 && measured.every((b) => b > 5 * MB),
+      `a stub's RSS was measured: ${measured.join(', ')}`,
+    );
     assert.ok(maxTotal <= BUDGET, `measured total ${maxTotal} stayed within ${BUDGET}`);
     assert.ok(evicted > 0, 'the budget made the server evict');
     const metrics = await (await fetch(`http://127.0.0.1:${s.running.metrics!.port}/metrics`)).text();
@@ -91,7 +94,9 @@ describe('unload gives the memory back', () => {
       for (let i = warm; i < total; i++) await cycle(name);
       await new Promise((r) => setTimeout(r, 200));
       const end = rss();
-      console.log(`# ${backend}: RSS after ${warm} cycles ${(base / MB).toFixed(1)} MiB, after ${total} ${(end / MB).toFixed(1)} MiB`);
+      console.log(
+        `# ${backend}: RSS after ${warm} cycles ${(base / MB).toFixed(1)} MiB, after ${total} ${(end / MB).toFixed(1)} MiB`,
+      );
       assert.ok(end - base < marginMb * MB, `RSS grew ${((end - base) / MB).toFixed(1)} MiB`);
       assert.deepEqual(stubPids(), [], 'no stub process is left');
     });

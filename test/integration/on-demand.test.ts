@@ -148,7 +148,8 @@ describe(`on-demand mode: ${ONNX} ONNX + ${PYTHON} Python models, --max-loaded-m
           const v = next;
           const r = await post(`${s.url}/v2/models/${name}/infer`, inferBody(v));
           statuses.push(r.status);
-          if (r.status === 200 && r.json<{ outputs: { data: number[] }[] }>().outputs[0].data[0] !== v) wrong++;
+          if (r.status === 200 && r.json<{ outputs: { data: number[] }[] }>().outputs[0].data[0] !== v)
+            wrong++;
         }
       }),
     );

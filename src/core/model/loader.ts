@@ -366,15 +366,36 @@ export class ModelLoader implements VersionLoader {
     if (backend.processPerInstance === true) {
       let instancesOf = (): readonly (number | undefined)[] => [];
       const memory = new VersionMemory(0, () => instancesOf());
-      const v = await this.loadOnBackend(config, location, signal, backend, folder, modelPath, labels, loadStart, memory, (i) => {
-        instancesOf = () => i.map((x) => x.pid);
-      });
+      const v = await this.loadOnBackend(
+        config,
+        location,
+        signal,
+        backend,
+        folder,
+        modelPath,
+        labels,
+        loadStart,
+        memory,
+        (i) => {
+          instancesOf = () => i.map((x) => x.pid);
+        },
+      );
       return v;
     }
     return this.measureLock.run(async () => {
       const memory = new VersionMemory(0, () => []);
       const before = residentBytesOf('self') ?? 0;
-      const v = await this.loadOnBackend(config, location, signal, backend, folder, modelPath, labels, loadStart, memory);
+      const v = await this.loadOnBackend(
+        config,
+        location,
+        signal,
+        backend,
+        folder,
+        modelPath,
+        labels,
+        loadStart,
+        memory,
+      );
       memory.inProcessBytes = Math.max(0, (residentBytesOf('self') ?? 0) - before);
       return v;
     });

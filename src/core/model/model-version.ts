@@ -197,11 +197,7 @@ export class ModelVersion implements LoadedVersion {
    * Validates and enqueues; validation errors throw synchronously (nothing was accepted). `held`: the
    * caller holds the version (hold()), so an unloading version still accepts the request.
    */
-  infer(
-    request: InferenceRequest,
-    held = false,
-    queuedSince?: bigint,
-  ): ResponseStream<InferenceResponse> {
+  infer(request: InferenceRequest, held = false, queuedSince?: bigint): ResponseStream<InferenceResponse> {
     if (this.state !== 'READY' && !(held && this.state === 'UNLOADING' && this.holds.honoured)) {
       throw this.notReady();
     }

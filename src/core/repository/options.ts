@@ -136,16 +136,15 @@ export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOp
   ) {
     throw invalidArg(`invalid model config name '${configName}'`);
   }
-  if (
-    mode !== 'on-demand' &&
-    ((options.maxLoadedModels ?? 0) > 0 || (options.memoryBudgetBytes ?? 0) > 0)
-  ) {
+  if (mode !== 'on-demand' && ((options.maxLoadedModels ?? 0) > 0 || (options.memoryBudgetBytes ?? 0) > 0)) {
     throw invalidArg(
       `--max-loaded-models and --model-memory-budget need --model-control-mode=on-demand, got '${mode}'`,
     );
   }
   if (mode === 'on-demand' && startup.includes('*')) {
-    throw invalidArg("--load-model='*' cannot be used with --model-control-mode=on-demand: name the models to pin");
+    throw invalidArg(
+      "--load-model='*' cannot be used with --model-control-mode=on-demand: name the models to pin",
+    );
   }
   const watch = options.watch === true;
   if (watch && mode !== 'poll') {

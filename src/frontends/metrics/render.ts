@@ -267,7 +267,10 @@ export function renderOperatorMetrics(v: OperatorValues): string {
 
 function renderOnDemand(d: OnDemandMetrics): string {
   let out = '';
-  const perModel = (family: (typeof FAMILIES)['onDemandLoads'], value: (m: OnDemandMetrics['models'][number]) => number | undefined): void => {
+  const perModel = (
+    family: (typeof FAMILIES)['onDemandLoads'],
+    value: (m: OnDemandMetrics['models'][number]) => number | undefined,
+  ): void => {
     const samples: string[] = [];
     for (const m of d.models) {
       const x = value(m);
