@@ -7,6 +7,7 @@ import path from 'node:path';
 import { FIXTURES, post, removeRepository, request, startServer, type TestServer } from './harness.js';
 import { inferBody, makeManyModels, rankOrder, zipfSampler, type ManyModels } from './many-models.js';
 import { pythonFlags } from './python-support.js';
+import { GrpcClient, InferInput } from '../../src/client/index.js';
 
 const MAX_LOADED = 6;
 const ONNX = 20;
@@ -172,6 +173,40 @@ describe(`on-demand mode: ${ONNX} ONNX + ${PYTHON} Python models, --max-loaded-m
     assert.equal(evictionsWhileBusy, 0, 'the busy model was not unloaded while its request ran');
     const evictions = s.logs.filter((l) => l.includes('unloading least recently used model')).length;
     assert.ok(evictions > 0, 'the stream made the server evict');
+  });
+
+  it('gRPC ModelInfer, a ModelStreamInfer stream (in request order) and the in-process API load on demand', async () => {
+    const grpc = new GrpcClient(`127.0.0.1:${s.running.grpc!.port}`);
+    const input = (v: number): InferInput[] => [
+      new InferInput('INPUT0', [1, 1], 'INT32').setData(Int32Array.of(v)),
+    ];
+    try {
+      const cold = ['m010', 'm021'];
+      // The Zipf stream may have left them loaded: unload them first.
+      for (const name of [...cold, 'm011']) await s.running.server.unloadModel(name);
+      for (const name of [...cold, 'm011']) assert.equal(s.running.server.isModelReady(name), false);
+      const unary = await grpc.infer('m010', input(41));
+      assert.deepEqual([...unary.asArray('OUTPUT0', 'INT32')], [41]);
+      // A stream whose first request needs a load (Python m021) and whose second is warm (m000): the
+      // answers come back in request order.
+      const stream = grpc.streamInfer();
+      stream.send({ model: 'm021', inputs: input(1) });
+      stream.send({ model: 'm000', inputs: input(2) });
+      stream.end();
+      const got: number[] = [];
+      for await (const r of stream.results()) got.push(r.asArray('OUTPUT0', 'INT32')[0]);
+      assert.deepEqual(got, [1, 2]);
+      const inProcess = await s.running.server.inferOnce({
+        modelName: 'm011',
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: Buffer.from(Int32Array.of(9).buffer) },
+        ],
+      });
+      assert.equal(inProcess.outputs[0].name, 'OUTPUT0');
+      assert.equal(s.running.server.isModelReady('m011'), true);
+    } finally {
+      grpc.close();
+    }
   });
 
   it('explicit unload and load still work in on-demand mode', async () => {
