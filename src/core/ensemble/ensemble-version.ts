@@ -129,11 +129,7 @@ export class EnsembleVersion implements ServableVersion {
     return this.active > 0 || this.holds.size > 0;
   }
 
-  infer(
-    request: InferenceRequest,
-    held = false,
-    queuedSince?: bigint,
-  ): ResponseStream<InferenceResponse> {
+  infer(request: InferenceRequest, held = false, queuedSince?: bigint): ResponseStream<InferenceResponse> {
     if (this.state !== 'READY' && !(held && this.state === 'UNLOADING' && this.holds.honoured)) {
       throw this.notReady();
     }
