@@ -190,6 +190,11 @@ export interface InstanceHandle {
    * replacement is started. close() follows as usual. Instances without it are waited for.
    */
   abort?(error: NereidError): void;
+  /**
+   * Optional: the id of the child process that runs this instance (a Python stub), when it runs outside
+   * the server's process; the core reads its memory from /proc for on-demand mode's budget.
+   */
+  readonly pid?: number;
 }
 
 // The model-defined metric types live in common/ (the model authors' SDK builds them too).
@@ -252,6 +257,8 @@ export interface ServerInferRequest {
   readonly signal?: AbortSignal;
   /** The calling request's trace (BackendRequest.trace): the call is traced as its child. */
   readonly parentTrace?: BackendTraceToken;
+  /** The model that sends the request (BLS): on-demand mode keeps the callee loaded while it is busy. */
+  readonly callerModel?: string;
 }
 
 /** One response of a ServerInferRequest; the last one has `final` set. */

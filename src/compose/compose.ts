@@ -171,6 +171,7 @@ function createLoader(
       processTotal: options.maxProcessInstances,
     }),
     unloadTimeoutMs: options.modelUnloadTimeoutSecs * 1000,
+    measureMemory: options.modelControlMode === 'on-demand',
   });
 }
 
@@ -228,6 +229,9 @@ function buildCore(
       watch: options.watch,
       watchMaxDirectories: options.watchMaxDirectories,
       startupModels: options.loadModels,
+      maxLoadedModels: options.maxLoadedModels,
+      memoryBudgetBytes: options.modelMemoryBudget,
+      loadWaitMs: options.modelLoadWaitSecs * 1000,
       modelConfigName: options.modelConfigName,
       modelLoadThreadCount: options.modelLoadThreadCount,
       loadErrorStatus: options.loadErrorStatus,

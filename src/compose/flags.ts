@@ -15,6 +15,7 @@ import { parseCompressionLevel } from '../frontends/grpc/compression.js';
 import { compileForwardPattern } from '../frontends/header-forward.js';
 import { defaultInstanceLimits } from '../core/model/instance-budget.js';
 import { isObjectStoreUrl } from '../core/storage/location.js';
+import { parseSize } from '../core/repository/eviction.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 import { parseRestrictedOption, restrictionWarnings, type RestrictionDraft } from './restricted-flags.js';
 import {
@@ -178,10 +179,10 @@ export const FLAGS: readonly Flag[] = [
     name: 'model-control-mode',
     kind: 'string',
     defaultText: 'none',
-    help: 'none: load every model at start; poll: also rescan the repositories; explicit: load only --load-model and API requests.',
+    help: 'none: load every model at start; poll: also rescan the repositories; explicit: load only --load-model and API requests; on-demand (Nereid only): load a model on its first request and unload the least recently used idle ones to stay within --max-loaded-models and --model-memory-budget (--load-model ones are pinned).',
     apply: (d, v) => {
-      if (v !== 'none' && v !== 'poll' && v !== 'explicit') {
-        throw invalidArg(`--model-control-mode must be none, poll or explicit, got '${v}'`);
+      if (v !== 'none' && v !== 'poll' && v !== 'explicit' && v !== 'on-demand') {
+        throw invalidArg(`--model-control-mode must be none, poll, explicit or on-demand, got '${v}'`);
       }
       d.modelControlMode = v;
     },
@@ -210,8 +211,37 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'load-model',
     kind: 'list',
-    help: "Model to load at start in explicit mode; repeat for several; '*' loads all.",
+    help: "Model to load at start in explicit mode (in on-demand mode: loaded at start and pinned, never unloaded to make room); repeat for several; '*' loads all (explicit mode).",
     apply: (d, v) => d.loadModels.push(v),
+  },
+  {
+    name: 'max-loaded-models',
+    kind: 'int',
+    defaultText: '0',
+    help: 'On-demand mode: the most models loaded at once (pinned ones count); a load beyond it first unloads the least recently used idle model. 0 = no limit. Nereid only.',
+    apply: (d, v) => (d.maxLoadedModels = parseInt10('max-loaded-models', v, 0)),
+  },
+  {
+    name: 'model-memory-budget',
+    kind: 'string',
+    defaultText: '0',
+    help: "On-demand mode: the most memory loaded models may hold, measured per model (its Python stubs' RSS, or the server's RSS growth across its load): bytes, or a size such as 512MB, 2GB, 1.5GiB. A load that would pass it first unloads the least recently used idle models. 0 = no budget. Nereid only.",
+    apply: (d, v) => {
+      const n = parseSize(v);
+      if (n === undefined) {
+        throw invalidArg(
+          `--model-memory-budget must be a size such as 512MB, 2GB or a number of bytes, got '${v}'`,
+        );
+      }
+      d.modelMemoryBudget = n;
+    },
+  },
+  {
+    name: 'model-load-wait-secs',
+    kind: 'int',
+    defaultText: '60',
+    help: "On-demand mode: the longest a request waits for its model to load (or for room to load it); then it fails with UNAVAILABLE (HTTP 503) and the load goes on. The wait counts as the request's queue time. 0 = no limit. Nereid only.",
+    apply: (d, v) => (d.modelLoadWaitSecs = parseInt10('model-load-wait-secs', v, 0, 86400)),
   },
   {
     name: 'model-config-name',
@@ -1155,6 +1185,9 @@ export function defaultDraft(): Draft {
     watch: false,
     watchMaxDirectories: 1024,
     loadModels: [],
+    maxLoadedModels: 0,
+    modelMemoryBudget: 0,
+    modelLoadWaitSecs: 60,
     modelConfigName: '',
     strictReadiness: true,
     modelReadinessPollMs: 5000,
@@ -1427,8 +1460,16 @@ function validate(d: Draft, given: ReadonlyMap<string, string>): void {
   for (const t of tlsDrafts(d)) validateTls(t);
   if (d.modelRepositories.length === 0) throw invalidArg('--model-repository must be specified');
   if (d.watch) validateWatch(d, given);
-  if (d.loadModels.length > 0 && d.modelControlMode !== 'explicit') {
-    throw invalidArg('--load-model can only be used with --model-control-mode=explicit');
+  if (d.loadModels.length > 0 && d.modelControlMode !== 'explicit' && d.modelControlMode !== 'on-demand') {
+    throw invalidArg('--load-model can only be used with --model-control-mode=explicit or on-demand');
+  }
+  if ((d.maxLoadedModels > 0 || d.modelMemoryBudget > 0) && d.modelControlMode !== 'on-demand') {
+    throw invalidArg('--max-loaded-models and --model-memory-budget need --model-control-mode=on-demand');
+  }
+  if (d.modelControlMode === 'on-demand' && d.loadModels.includes('*')) {
+    throw invalidArg(
+      "--load-model='*' cannot be used with --model-control-mode=on-demand: name the models to pin",
+    );
   }
   if (d.loadModels.includes('*') && d.loadModels.length > 1) {
     throw invalidArg("Wildcard model name '*' must be the ONLY startup model if specified at all.");

@@ -256,6 +256,7 @@ export async function startFrontends(ctx: FrontendContext, started: StartedFront
           state: e.state,
         })),
         instances: server.modelInstanceCounts(),
+        onDemand: server.onDemandStatus(),
         ...(requestCounts && { requests: requestCounts.snapshot() }),
       }),
     });

@@ -18,7 +18,7 @@ import type { StorageOptions } from '../core/storage/storage.js';
 export type CloudStorageSettings = Omit<StorageOptions, 'limits' | 'tempDirectory'>;
 import type { TraceOptions } from '../core/trace/options.js';
 
-export type ModelControlMode = 'none' | 'poll' | 'explicit';
+export type ModelControlMode = 'none' | 'poll' | 'explicit' | 'on-demand';
 
 /** One `--rate-limit-resource=<name>:<count>[:<device>]`; device -1 = every device. */
 export interface RateLimitResourceOption {
@@ -51,6 +51,12 @@ export interface ServerOptions {
   /** `--watch-max-directories` (Nereid only): the most folders `--watch` watches. */
   readonly watchMaxDirectories: number;
   readonly loadModels: readonly string[];
+  /** `--max-loaded-models` (on-demand mode, Nereid only): most models loaded at once; 0 = no limit. */
+  readonly maxLoadedModels: number;
+  /** `--model-memory-budget` in bytes (on-demand mode, Nereid only): 0 = no budget. */
+  readonly modelMemoryBudget: number;
+  /** `--model-load-wait-secs` (on-demand mode, Nereid only): longest a request waits for its model. */
+  readonly modelLoadWaitSecs: number;
   readonly modelConfigName: string;
   readonly strictReadiness: boolean;
   /** `--model-readiness-poll-ms`: pause between polls of a loaded model's own readiness (0 = never poll). */

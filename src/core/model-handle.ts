@@ -64,6 +64,8 @@ export class VersionHandle implements ResolvedModel {
     readonly name: string,
     private readonly v: ServableVersion,
     private readonly sharedMemory: SystemSharedMemoryManager,
+    /** When the request began waiting for this version (an on-demand load): its queue time starts then. */
+    private readonly queuedSince?: bigint,
   ) {
     this.version = String(v.version);
     this.decoupled = v.config.model_transaction_policy?.decoupled === true;
@@ -91,11 +93,12 @@ export class VersionHandle implements ResolvedModel {
   stream(request: InferenceRequest): AsyncIterable<InferenceResponse> {
     const v = this.v;
     const held = this.held;
-    if (!usesSharedMemory(request)) return v.infer(request, held);
+    const since = this.queuedSince;
+    if (!usesSharedMemory(request)) return v.infer(request, held, since);
     // Inputs are read from shared memory first (asynchronously): the run holds the version on its own
     // until the version has accepted it, so the caller may release the handle meanwhile.
     const releaseRun = held ? v.hold!(true) : NOTHING;
-    return inferWithSharedMemory(this.sharedMemory, request, (r) => v.infer(r, held), releaseRun);
+    return inferWithSharedMemory(this.sharedMemory, request, (r) => v.infer(r, held, since), releaseRun);
   }
 
   async infer(request: InferenceRequest): Promise<InferenceResponse> {

@@ -34,6 +34,8 @@ export interface ResponseSink<T> {
 export interface ResponseStreamOptions extends Partial<ResponseLimits> {
   /** The request's signal: when it aborts, queued responses are dropped and waiting producers released. */
   readonly signal?: AbortSignal;
+  /** Called once when the stream ends (final response, error or close): the model's in-flight count. */
+  readonly onEnd?: () => void;
 }
 
 export const idleMessage = (ms: number): string =>
@@ -54,8 +56,10 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
   /** The request's signal while its listener is on it: removed once nothing is left to drop. */
   private signal: AbortSignal | undefined;
   private readonly onAbort = (): void => this.drop();
+  private readonly onEnd: (() => void) | undefined;
 
   constructor(options: ResponseStreamOptions = {}) {
+    this.onEnd = options.onEnd;
     const limits = responseLimits();
     this.maxUndelivered = Math.max(1, options.maxUndelivered ?? limits.maxUndelivered);
     this.idleTimeoutMs = options.idleTimeoutMs ?? limits.idleTimeoutMs;
@@ -84,7 +88,10 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
 
   push(item: T, final: boolean): void {
     if (this.ended) return;
-    if (final) this.ended = true;
+    if (final) {
+      this.ended = true;
+      this.onEnd?.();
+    }
     const w = this.waiter;
     if (w) {
       this.waiter = undefined;
@@ -101,6 +108,7 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
   fail(error: NereidError): void {
     if (this.ended) return;
     this.ended = true;
+    this.onEnd?.();
     this.error = error;
     const w = this.waiter;
     if (w && this.items.length === 0) {
@@ -115,6 +123,7 @@ export class ResponseStream<T> implements AsyncIterable<T>, ResponseSink<T> {
   close(): void {
     if (this.ended) return;
     this.ended = true;
+    this.onEnd?.();
     const w = this.waiter;
     if (w) {
       this.waiter = undefined;

@@ -39,7 +39,15 @@ export interface InferenceServerApi {
    * config) and runs it on that version, which it holds until release() (model-handle.ts). Throws
    * NOT_FOUND / UNAVAILABLE as an inference request for the model would.
    */
-  resolveModel(name: string, version?: string): ResolvedModel;
+  resolveModel(name: string, version?: string, queuedSince?: bigint): ResolvedModel;
+  /**
+   * On-demand model control: undefined when resolveModel(name) can answer now, else a promise that
+   * resolves once the model is loaded (with the time the wait began: pass it to resolveModel as
+   * `queuedSince`, so the wait counts as the request's queue time) or rejects with why it cannot be (its
+   * load failed, no room within --model-load-wait-secs). Frontends await it before resolveModel. Optional:
+   * an API without on-demand loading never waits.
+   */
+  whenServable?(name: string, version?: string): Promise<bigint> | undefined;
 
   /**
    * Runs one request (resolveModel + stream + release). The stream yields 0..n responses; the last has

@@ -14,6 +14,7 @@ import {
 } from './model/custom-metrics.js';
 import { ModelVersion, modelMetadataOf } from './model/model-version.js';
 import type { LoadedVersion } from './repository/contract.js';
+import type { OnDemandStatus } from './repository/index.js';
 import { VersionHandle, type ResolvedModel } from './model-handle.js';
 import type { InferenceServerApi } from './server-api.js';
 import { DEFAULT_TRACE_OPTIONS } from './trace/options.js';
@@ -49,6 +50,10 @@ export interface RepositoryPort {
   index(readyOnly: boolean): RepositoryIndexEntry[];
   load(name: string, options?: LoadOptions): Promise<void>;
   unload(name: string, options: { unloadDependents: boolean }): Promise<void>;
+  /** On-demand mode: undefined when `name` serves now, else its load (ModelRepositoryManager). */
+  ensureServable?(name: string, caller?: string): Promise<bigint> | undefined;
+  /** On-demand mode's limits, counters and measured memory; undefined in the other modes. */
+  onDemandStatus?(): OnDemandStatus | undefined;
 }
 
 export interface ServerIdentity {
@@ -150,12 +155,30 @@ export class InferenceServer implements InferenceServerApi {
     return modelConfigToJson(this.repository.getVersion(name, version).config);
   }
 
-  resolveModel(name: string, version?: string): ResolvedModel {
-    return new VersionHandle(name, this.version(name, version), this.sharedMemory);
+  resolveModel(name: string, version?: string, queuedSince?: bigint): ResolvedModel {
+    return new VersionHandle(name, this.version(name, version), this.sharedMemory, queuedSince);
+  }
+
+  whenServable(name: string, _version?: string, caller?: string): Promise<bigint> | undefined {
+    return this.repository.ensureServable?.(name, caller);
   }
 
   infer(request: InferenceRequest): AsyncIterable<InferenceResponse> {
-    const model = this.resolveModel(request.modelName, request.modelVersion);
+    const wait = this.whenServable(request.modelName, request.modelVersion, request.callerModel);
+    if (wait !== undefined) return this.inferAfter(wait, request);
+    return this.inferNow(request);
+  }
+
+  private async *inferAfter(
+    wait: Promise<bigint>,
+    request: InferenceRequest,
+  ): AsyncGenerator<InferenceResponse, void, undefined> {
+    const since = await wait;
+    yield* this.inferNow(request, since);
+  }
+
+  private inferNow(request: InferenceRequest, queuedSince?: bigint): AsyncIterable<InferenceResponse> {
+    const model = this.resolveModel(request.modelName, request.modelVersion, queuedSince);
     try {
       return model.stream(withChildTrace(request));
     } finally {
@@ -169,7 +192,9 @@ export class InferenceServer implements InferenceServerApi {
   }
 
   async inferOnce(request: InferenceRequest): Promise<InferenceResponse> {
-    const model = this.resolveModel(request.modelName, request.modelVersion);
+    const wait = this.whenServable(request.modelName, request.modelVersion, request.callerModel);
+    const since = wait === undefined ? undefined : await wait;
+    const model = this.resolveModel(request.modelName, request.modelVersion, since);
     try {
       return await model.infer(request);
     } finally {
@@ -240,6 +265,11 @@ export class InferenceServer implements InferenceServerApi {
       .loadedVersions()
       .filter((v): v is ModelVersion => v instanceof ModelVersion);
     return collectCustomMetrics(versions, timeoutMs);
+  }
+
+  /** On-demand mode's limits, counters and each model's measured memory (metrics); undefined otherwise. */
+  onDemandStatus(): OnDemandStatus | undefined {
+    return this.repository.onDemandStatus?.();
   }
 
   loadModel(name: string, options?: LoadOptions): Promise<void> {

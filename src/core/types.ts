@@ -60,6 +60,8 @@ export interface InferenceRequest {
   readonly trace?: InferenceTrace;
   /** A model's own request's trace token (BLS): the request is traced as its child. */
   readonly parentTrace?: unknown;
+  /** The model that sends this request (BLS), for on-demand mode's eviction rules. */
+  readonly callerModel?: string;
   /** Filled in by the core when the request ends, for the access log: nanoseconds queued and computing. */
   readonly timings?: RequestTimings;
 }

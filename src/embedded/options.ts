@@ -39,7 +39,7 @@ export interface NereidStartOptions {
   /** Serve Prometheus /metrics right away (default: no). listenMetrics() attaches it later. */
   readonly metrics?: false | ListenOptions;
   /** 'none' (default) loads every model; 'explicit' only `loadModels` and what load() asks for. */
-  readonly modelControlMode?: 'none' | 'poll' | 'explicit';
+  readonly modelControlMode?: 'none' | 'poll' | 'explicit' | 'on-demand';
   /** With 'explicit': the models to load at start ('*' = all). */
   readonly loadModels?: readonly string[];
   /** Fail start() when a model fails to load (default true, as tritonserver). */

@@ -85,7 +85,10 @@ export class NereidServer {
    * is UNSUPPORTED here, as on HTTP /infer: inferStream() gives its responses.
    */
   async infer(request: InferRequest): Promise<InferenceResponse> {
-    const model = this.running.server.resolveModel(request.model, versionText(request.version));
+    const server = this.running.server;
+    const wait = server.whenServable(request.model, versionText(request.version));
+    const since = wait === undefined ? undefined : await wait;
+    const model = server.resolveModel(request.model, versionText(request.version), since);
     try {
       if (model.decoupled) {
         throw unsupported(
@@ -109,12 +112,15 @@ export class NereidServer {
    * loop has not taken yet wait in the request's response queue, as they do for HTTP and gRPC streams.
    */
   async *inferStream(request: InferRequest): AsyncGenerator<InferenceResponse, void, undefined> {
+    // On-demand mode: the model loads first (the wait is the request's queue time).
+    const wait = this.running.server.whenServable(request.model, versionText(request.version));
+    const since = wait === undefined ? undefined : await wait;
     const controller = new AbortController();
     const outer = request.signal;
     const forward = (): void => controller.abort(outer?.reason);
     if (outer?.aborted) forward();
     else outer?.addEventListener('abort', forward, { once: true });
-    const model = this.modelFor(request);
+    const model = this.modelFor(request, since);
     let ended = false;
     try {
       const core = toCoreRequest(request, () => model.get().metadata, controller.signal);
@@ -136,11 +142,11 @@ export class NereidServer {
    * The request's model handle, resolved once on first use (so a malformed request fails as it did before
    * any lookup) and held until released.
    */
-  private modelFor(request: InferRequest): { get(): ResolvedModel; release(): void } {
+  private modelFor(request: InferRequest, since?: bigint): { get(): ResolvedModel; release(): void } {
     let handle: ResolvedModel | undefined;
     const version = versionText(request.version);
     return {
-      get: () => (handle ??= this.running.server.resolveModel(request.model, version)),
+      get: () => (handle ??= this.running.server.resolveModel(request.model, version, since)),
       release: () => handle?.release(),
     };
   }

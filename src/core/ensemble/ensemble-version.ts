@@ -124,11 +124,16 @@ export class EnsembleVersion implements ServableVersion {
     return this.holds.add();
   }
 
-  infer(request: InferenceRequest, held = false): ResponseStream<InferenceResponse> {
+  /** Requests hold it or run its steps (on-demand mode does not unload it, nor its members, then). */
+  isBusy(): boolean {
+    return this.active > 0 || this.holds.size > 0;
+  }
+
+  infer(request: InferenceRequest, held = false, queuedSince?: bigint): ResponseStream<InferenceResponse> {
     if (this.state !== 'READY' && !(held && this.state === 'UNLOADING' && this.holds.honoured)) {
       throw this.notReady();
     }
-    const requestStart = process.hrtime.bigint();
+    const requestStart = queuedSince ?? process.hrtime.bigint();
     let prepared;
     try {
       prepared = prepareRequest(this.config, request);

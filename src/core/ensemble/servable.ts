@@ -19,8 +19,9 @@ export interface ServableVersion extends LoadedVersion {
   /**
    * Validates and accepts a request; validation errors throw synchronously (nothing was accepted).
    * `held`: the caller holds the version, so it is accepted although the version is unloading.
+   * `queuedSince`: when the request began waiting for the version (an on-demand load), default now.
    */
-  infer(request: InferenceRequest, held?: boolean): AsyncIterable<InferenceResponse>;
+  infer(request: InferenceRequest, held?: boolean, queuedSince?: bigint): AsyncIterable<InferenceResponse>;
 }
 
 /** Finds the version that serves a request (the repository manager): '' / undefined = the default one. */

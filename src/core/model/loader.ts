@@ -30,6 +30,7 @@ import type { ResponseCache } from '../cache/index.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import { InstanceBudget, instancesPerVersion, type InstanceLease } from './instance-budget.js';
 import { ModelFolder } from './model-paths.js';
+import { MeasureLock, VersionMemory, residentBytesOf } from './memory.js';
 import { ModelVersion } from './model-version.js';
 import { warmUpInstances, warmupFilePath } from './warmup.js';
 
@@ -70,6 +71,8 @@ export interface LoaderOptions {
    * its instances (--model-unload-timeout-secs, in ms); 0 or omitted = wait as long as they take.
    */
   readonly unloadTimeoutMs?: number;
+  /** Measure each loaded version's memory (on-demand mode with a budget; memory.ts). */
+  readonly measureMemory?: boolean;
 }
 
 const MAX_LABEL_FILE_BYTES = 64 * 1024 * 1024;
@@ -127,6 +130,7 @@ function servable(backends: readonly Backend[], more: readonly string[], asked: 
 
 export class ModelLoader implements VersionLoader {
   readonly instanceBudget: InstanceBudget;
+  private readonly measureLock = new MeasureLock();
 
   constructor(private readonly options: LoaderOptions) {
     this.instanceBudget = options.instanceBudget ?? new InstanceBudget();
@@ -363,6 +367,61 @@ export class ModelLoader implements VersionLoader {
     );
     const labels = await this.readLabels(config, folder);
     await this.checkWarmupFiles(config, folder);
+    if (this.options.measureMemory !== true) {
+      return this.loadOnBackend(config, location, signal, backend, folder, modelPath, labels, loadStart);
+    }
+    // Measured for on-demand mode's budget (memory.ts): a model in this process by the growth of its RSS
+    // across the load, one such load at a time; a model in child processes by their RSS.
+    if (backend.processPerInstance === true) {
+      let instancesOf = (): readonly (number | undefined)[] => [];
+      const memory = new VersionMemory(0, () => instancesOf());
+      const v = await this.loadOnBackend(
+        config,
+        location,
+        signal,
+        backend,
+        folder,
+        modelPath,
+        labels,
+        loadStart,
+        memory,
+        (i) => {
+          instancesOf = () => i.map((x) => x.pid);
+        },
+      );
+      return v;
+    }
+    return this.measureLock.run(async () => {
+      const memory = new VersionMemory(0, () => []);
+      const before = residentBytesOf('self') ?? 0;
+      const v = await this.loadOnBackend(
+        config,
+        location,
+        signal,
+        backend,
+        folder,
+        modelPath,
+        labels,
+        loadStart,
+        memory,
+      );
+      memory.inProcessBytes = Math.max(0, (residentBytesOf('self') ?? 0) - before);
+      return v;
+    });
+  }
+
+  private async loadOnBackend(
+    config: FrozenModelConfig,
+    location: VersionLocation,
+    signal: AbortSignal | undefined,
+    backend: Backend,
+    folder: ModelFolder,
+    modelPath: string,
+    labels: ReadonlyMap<string, readonly string[]>,
+    loadStart: bigint,
+    memory?: VersionMemory,
+    onInstances?: (instances: readonly InstanceHandle[]) => void,
+  ): Promise<ModelVersion> {
     // Reserved before the backend sees the model: a refused count starts nothing at all.
     const lease: InstanceLease = this.instanceBudget.reserve(
       location.modelName,
@@ -421,6 +480,7 @@ export class ModelLoader implements VersionLoader {
       // model_warmup runs on every instance before the version can turn READY (warmup.ts).
       await warmUpInstances(config, instances, { folder, log: this.options.log, signal });
       rateLimit = this.options.rateLimiter?.registerModel(config, instances.length);
+      onInstances?.(instances);
       // Inside the try: a scheduler that rejects its config must not leave instances (worker threads) behind.
       return new ModelVersion({
         config,
@@ -436,6 +496,7 @@ export class ModelLoader implements VersionLoader {
         responseCache: this.options.responseCache,
         unloadTimeoutMs: this.options.unloadTimeoutMs,
         onUnloaded: () => lease.release(),
+        memory,
       });
     } catch (err) {
       await Promise.allSettled(instances.map((i) => i.close()));

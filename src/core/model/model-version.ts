@@ -29,6 +29,7 @@ import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
 import { recordRequestStart, traceRefused } from '../trace/report.js';
 import { VersionHolds } from './holds.js';
+import type { VersionMemory } from './memory.js';
 import { JobSender, type OutputContext } from './job-sender.js';
 import { NEVER_ABORTED } from '../../common/never-aborted.js';
 
@@ -58,6 +59,8 @@ export interface ModelVersionParts {
   readonly onUnloaded?: () => void;
   /** The server's response cache; used when the config enables it (response_cache { enable: true }). */
   readonly responseCache?: ResponseCache;
+  /** What the version costs in memory, when the server measures it (on-demand mode's budget). */
+  readonly memory?: VersionMemory;
 }
 
 /**
@@ -111,6 +114,11 @@ export class ModelVersion implements LoadedVersion {
   private readonly health: ModelHealthMonitor | undefined;
   private readonly cache: VersionCache | undefined;
   private readonly holds = new VersionHolds();
+  /** Requests accepted whose response stream has not ended. */
+  private inFlight = 0;
+  private readonly requestEnded = (): void => {
+    this.inFlight--;
+  };
 
   constructor(private readonly parts: ModelVersionParts) {
     this.config = parts.config;
@@ -188,11 +196,12 @@ export class ModelVersion implements LoadedVersion {
    * Validates and enqueues; validation errors throw synchronously (nothing was accepted). `held`: the
    * caller holds the version (hold()), so an unloading version still accepts the request.
    */
-  infer(request: InferenceRequest, held = false): ResponseStream<InferenceResponse> {
+  infer(request: InferenceRequest, held = false, queuedSince?: bigint): ResponseStream<InferenceResponse> {
     if (this.state !== 'READY' && !(held && this.state === 'UNLOADING' && this.holds.honoured)) {
       throw this.notReady();
     }
-    const requestStart = process.hrtime.bigint();
+    // A request that waited for an on-demand load arrived then: the wait counts as its queue time.
+    const requestStart = queuedSince ?? process.hrtime.bigint();
     let prepared;
     try {
       prepared = prepareRequest(this.config, request);
@@ -200,10 +209,11 @@ export class ModelVersion implements LoadedVersion {
       if (request.trace) traceRefused(request.trace, this.modelName, this.version, request, requestStart);
       throw withRequestId(err, request.id);
     }
-    const record = this.stats.startRequest(requestStart, prepared.batchSize);
+    const record = this.stats.startRequest(requestStart, prepared.batchSize, queuedSince);
     recordRequestStart(record, request, this.modelName, this.version, requestStart);
     const signal = request.signal ?? NEVER_ABORTED;
-    const stream = new ResponseStream<InferenceResponse>({ signal });
+    const stream = new ResponseStream<InferenceResponse>({ signal, onEnd: this.requestEnded });
+    this.inFlight++;
     const run = (sink: ResponseSink<InferenceResponse>): void => {
       const sender = new JobSender(this.outputContext, prepared, sink, record, this.decoupled);
       this.scheduler.enqueue({ request: prepared, sender, signal, acceptedAt: record.queueStart });
@@ -221,6 +231,16 @@ export class ModelVersion implements LoadedVersion {
 
   get sharesInputMemory(): boolean {
     return this.parts.handle.sharesInputMemory === true;
+  }
+
+  /** Requests hold the version or are in flight (on-demand mode does not unload it to make room). */
+  isBusy(): boolean {
+    return this.inFlight > 0 || this.holds.size > 0;
+  }
+
+  /** Measured bytes the version holds (0 when the server does not measure). */
+  residentBytes(): number {
+    return this.parts.memory?.bytes() ?? 0;
   }
 
   get pendingRequests(): number {

@@ -29,6 +29,10 @@ export interface LoadedVersion {
   isReady(): boolean;
   /** Stops accepting new requests, waits for accepted ones to finish, then frees instances. */
   unload(): Promise<void>;
+  /** Optional: requests are held or in flight (on-demand mode never unloads it then). */
+  isBusy?(): boolean;
+  /** Optional: the memory the version holds, measured (core/model/memory.ts), in bytes. */
+  residentBytes?(): number;
 }
 
 export interface VersionLoader {

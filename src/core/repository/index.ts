@@ -3,6 +3,7 @@ export type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } fro
 export {
   ModelRepositoryManager,
   type ModelFailure,
+  type OnDemandStatus,
   type PollSummary,
   type VersionStatus,
 } from './manager.js';

@@ -48,6 +48,8 @@ export class ModelRecord {
   wanted = false;
   /** Asked for by name (API, --load-model, none/poll mode) rather than pulled in as an ensemble member. */
   explicit = false;
+  /** On-demand mode: loaded by --load-model at start, never unloaded to make room. */
+  pinned = false;
   /** Unloaded because a model it depends on went away; it comes back when that model does. */
   suspended = false;
   /** Why the model could not be loaded at all; shown while it has no version to show. */

@@ -1,6 +1,7 @@
 /**
  * ModelRepositoryManager: owns every model version the server can serve. It reads the repositories
- * (layout.ts, reader.ts), applies the model control mode (none / poll / explicit), orders loads and
+ * (layout.ts, reader.ts), applies the model control mode (none / poll / explicit / on-demand, whose
+ * decisions on-demand.ts makes), orders loads and
  * unloads along ensemble dependencies (dependencies.ts), and has versions.ts load, swap and unload each
  * model's versions with Triton's states (lifecycle.ts). The server asks it synchronous questions
  * (getVersion, index, allReady) that never wait for a load; state-changing operations are serialised per
@@ -32,6 +33,8 @@ import {
 } from './layout.js';
 import { ModelRecord, allReady, buildIndex, findServingVersion, type ModelSource } from './lifecycle.js';
 import { Limiter, NameLocks } from './locks.js';
+import type { Resident } from './eviction.js';
+import { OnDemandController } from './on-demand.js';
 import { msg } from './messages.js';
 import {
   resolveOptions,
@@ -64,6 +67,22 @@ export interface PollSummary {
   readonly removed: readonly string[];
   /** Models that could not be read or loaded, with the reason. */
   readonly failed: readonly ModelFailure[];
+}
+
+export interface OnDemandStatus {
+  readonly maxLoadedModels: number;
+  readonly budgetBytes: number;
+  /** Models with a loaded version now. */
+  readonly loaded: number;
+  readonly models: readonly {
+    readonly model: string;
+    readonly loads: number;
+    readonly loadFailures: number;
+    readonly evictions: number;
+    readonly loadSeconds: number;
+    /** Measured bytes; absent while the model is not loaded. */
+    readonly residentBytes?: number;
+  }[];
 }
 
 export interface VersionStatus {
@@ -112,6 +131,12 @@ export class ModelRepositoryManager {
   private readonly ownsStorage: boolean;
   private readonly roots: readonly RepositoryRoot[];
   private readonly remoteListings = new Map<string, RemoteListing>();
+  /** On-demand mode's decisions (undefined in the other modes). */
+  readonly onDemand: OnDemandController | undefined;
+  /** On-demand mode: the repository's model names as last scanned, for a request's quick check. */
+  private repositoryNames: { names: ReadonlySet<string>; at: number } = { names: new Set(), at: 0 };
+  /** On-demand mode: models that called a model through the server (BLS), by callee. */
+  private readonly callers = new Map<string, Set<string>>();
 
   constructor(
     options: RepositoryOptions,
@@ -137,6 +162,24 @@ export class ModelRepositoryManager {
       parseConfigText: this.options.parseConfigText,
       log: this.log,
     });
+    this.onDemand =
+      this.options.controlMode === 'on-demand'
+        ? new OnDemandController(
+            {
+              isServable: (name) => this.records.get(name)?.hasReady() === true,
+              assertInRepository: (name) => this.assertInRepository(name),
+              loadModel: (name) => this.loadByName(name, {}),
+              unloadModel: (name) => this.unloadByName(name, {}),
+              residents: () => this.residents(),
+            },
+            {
+              maxModels: this.options.maxLoadedModels,
+              budgetBytes: this.options.memoryBudgetBytes,
+              waitMs: this.options.loadWaitMs,
+              log: this.log,
+            },
+          )
+        : undefined;
   }
 
   get mode(): ModelControlMode {
@@ -166,6 +209,8 @@ export class ModelRepositoryManager {
 
   /** Strict readiness: every model a load was attempted for is READY (or deliberately unloaded). */
   allReady(): boolean {
+    // On-demand mode: only the pinned models must be READY; the others load when asked for.
+    if (this.onDemand) return allReady([...this.records.values()].filter((r) => r.pinned));
     return allReady(this.records.values());
   }
 
@@ -295,8 +340,9 @@ export class ModelRepositoryManager {
     }
     const { startupModels } = this.options;
     let failures: ModelFailure[];
-    if (this.mode !== 'explicit' || (startupModels.length === 1 && startupModels[0] === '*')) {
-      if (this.mode !== 'explicit' && startupModels.length > 0) {
+    const selective = this.mode === 'explicit' || this.mode === 'on-demand';
+    if (!selective || (startupModels.length === 1 && startupModels[0] === '*')) {
+      if (!selective && startupModels.length > 0) {
         this.log.warn('--load-model is ignored unless --model-control-mode=explicit');
       }
       failures = [...(await this.pollAll()).failed];
@@ -307,6 +353,8 @@ export class ModelRepositoryManager {
           Promise.resolve()
             .then(() => {
               validateModelName(name);
+              // On-demand mode: the startup models are pinned (never unloaded to make room).
+              if (this.onDemand) this.record(name).pinned = true;
               return this.loadByName(name, {});
             })
             .catch((err: unknown) => {
@@ -337,6 +385,7 @@ export class ModelRepositoryManager {
 
   private async doClose(): Promise<void> {
     this.watcher?.close();
+    this.onDemand?.close();
     // A load that is warming up would keep the lock below for as long as its warmup runs.
     this.versions.cancelLoads(null, msg.loadCancelled('the server is shutting down'));
     await this.poller?.stop();
@@ -371,9 +420,106 @@ export class ModelRepositoryManager {
   /** Explicit mode: load or reload a model (and the ensemble members it needs). */
   async load(name: string, options: LoadOptions = {}): Promise<void> {
     this.assertOpen();
-    if (this.mode !== 'explicit') throw msg.controlNotAllowed();
+    if (this.mode !== 'explicit' && this.mode !== 'on-demand') throw msg.controlNotAllowed();
     validateModelName(name);
-    await this.loadByName(name, options);
+    // On-demand mode: an explicit load is admitted under the limits like a request's (it may unload others).
+    if (this.onDemand) await this.onDemand.explicitLoad(name, () => this.loadByName(name, options));
+    else await this.loadByName(name, options);
+  }
+
+  /**
+   * On-demand mode, for a request: undefined when the model serves now (its use is recorded for the
+   * LRU order), else a promise of its load (see on-demand.ts) resolving with the time the wait began.
+   * `caller`: the model that sends the request (BLS); the callee stays loaded while the caller is busy.
+   * Undefined in the other modes.
+   */
+  ensureServable(name: string, caller?: string): Promise<bigint> | undefined {
+    const od = this.onDemand;
+    if (!od) return undefined;
+    if (caller !== undefined && caller !== name) {
+      let set = this.callers.get(name);
+      if (!set) this.callers.set(name, (set = new Set()));
+      set.add(caller);
+    }
+    return od.ensure(name);
+  }
+
+  /** On-demand mode's limits, counters and each model's measured memory (the metrics); undefined otherwise. */
+  onDemandStatus(): OnDemandStatus | undefined {
+    const od = this.onDemand;
+    if (!od) return undefined;
+    const residents = new Map(this.residents().map((r) => [r.name, r.bytes]));
+    const names = new Set([...od.counters.keys(), ...residents.keys()]);
+    return {
+      maxLoadedModels: this.options.maxLoadedModels,
+      budgetBytes: this.options.memoryBudgetBytes,
+      loaded: residents.size,
+      models: [...names].sort().map((model) => {
+        const c = od.counters.get(model);
+        return {
+          model,
+          loads: c?.loads ?? 0,
+          loadFailures: c?.loadFailures ?? 0,
+          evictions: c?.evictions ?? 0,
+          loadSeconds: (c?.loadNs ?? 0) / 1e9,
+          ...(residents.has(model) && { residentBytes: residents.get(model) }),
+        };
+      }),
+    };
+  }
+
+  /** On-demand mode: a request's model must be in a repository (a rescan at most once a second). */
+  private assertInRepository(name: string): void {
+    validateModelName(name);
+    if (this.repositoryNames.names.has(name)) return;
+    if (Date.now() - this.repositoryNames.at > REMOTE_INDEX_REFRESH_MS) {
+      try {
+        const scan = scanRepositoriesSync(this.roots, (root) => this.lastListing(root));
+        this.repositoryNames = {
+          names: new Set([...scan.models.keys(), ...scan.duplicates]),
+          at: Date.now(),
+        };
+      } catch (err) {
+        throw NereidError.from(err, 'INTERNAL');
+      }
+      if (this.repositoryNames.names.has(name)) return;
+    }
+    throw msg.unknownModel(name);
+  }
+
+  /**
+   * On-demand mode: every model with a loaded version, its measured cost, and whether it must stay: busy
+   * (requests in flight or held, unloading), used by a loaded ensemble, called (BLS) by a busy model,
+   * pinned (--load-model, or `nereid.pinned: "true"` in its config parameters).
+   */
+  private residents(): Resident[] {
+    const loaded = [...this.records.values()].filter((r) => [...r.slots.values()].some((s) => s.loaded));
+    const names = new Set(loaded.map((r) => r.name));
+    const ownBusy = new Map<string, boolean>();
+    for (const r of loaded) {
+      let busy = false;
+      for (const s of r.slots.values()) {
+        if (!s.loaded) continue;
+        if (s.state !== 'READY' || s.loaded.isBusy?.() === true) busy = true;
+      }
+      ownBusy.set(r.name, busy);
+    }
+    return loaded.map((r) => {
+      let bytes = 0;
+      for (const s of r.slots.values()) bytes += s.loaded?.residentBytes?.() ?? 0;
+      const usedByEnsemble = loaded.some((e) => e.name !== r.name && e.memberNames().includes(r.name));
+      const calledByBusy = [...(this.callers.get(r.name) ?? [])].some(
+        (c) => names.has(c) && ownBusy.get(c) === true,
+      );
+      const pinnedByConfig = r.config?.parameters?.['nereid.pinned']?.string_value === 'true';
+      return {
+        name: r.name,
+        bytes,
+        lastUsed: 0,
+        busy: ownBusy.get(r.name) === true || usedByEnsemble || calledByBusy,
+        pinned: r.pinned || pinnedByConfig,
+      };
+    });
   }
 
   /**
@@ -383,7 +529,11 @@ export class ModelRepositoryManager {
    */
   async unload(name: string, options: { unloadDependents?: boolean } = {}): Promise<void> {
     this.assertOpen();
-    if (this.mode !== 'explicit') throw msg.controlNotAllowed();
+    if (this.mode !== 'explicit' && this.mode !== 'on-demand') throw msg.controlNotAllowed();
+    await this.unloadByName(name, options);
+  }
+
+  private async unloadByName(name: string, options: { unloadDependents?: boolean }): Promise<void> {
     const cascade = options.unloadDependents === true;
     const lockSet = new Set([
       ...closure([name], (n) => (cascade ? (this.records.get(n)?.memberNames() ?? []) : [])),

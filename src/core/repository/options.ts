@@ -14,7 +14,7 @@ import { isObjectStoreUrl, parseLocation } from '../storage/location.js';
 import type { RepositoryStorage } from '../storage/storage.js';
 import { msg } from './messages.js';
 
-export type ModelControlMode = 'none' | 'poll' | 'explicit';
+export type ModelControlMode = 'none' | 'poll' | 'explicit' | 'on-demand';
 
 /**
  * The status of a load request the repository refuses before any version loads (a config override that is
@@ -43,8 +43,14 @@ export interface RepositoryOptions {
   readonly storage?: RepositoryStorage;
   /** `--model-control-mode`, default 'none'. */
   readonly controlMode?: ModelControlMode;
-  /** `--load-model` (explicit mode only); `['*']` loads every model. */
+  /** `--load-model` (explicit and on-demand modes); `['*']` loads every model. */
   readonly startupModels?: readonly string[];
+  /** `--max-loaded-models` (on-demand mode): most models loaded at once; 0 (default) = no limit. */
+  readonly maxLoadedModels?: number;
+  /** `--model-memory-budget` in bytes (on-demand mode): most resident bytes of loaded models; 0 = none. */
+  readonly memoryBudgetBytes?: number;
+  /** `--model-load-wait-secs` in ms (on-demand mode): longest a request waits for its model; default 60 s. */
+  readonly loadWaitMs?: number;
   /** `--model-config-name`: prefer `<model>/configs/<name>.pbtxt` when it exists. */
   readonly modelConfigName?: string;
   /** `--repository-poll-secs`, default 15 (poll mode only); 0 = no timer, rescans only on pollOnce(). */
@@ -77,6 +83,9 @@ export interface ResolvedRepositoryOptions {
   readonly repositorySources: ReadonlyMap<string, string>;
   readonly controlMode: ModelControlMode;
   readonly startupModels: readonly string[];
+  readonly maxLoadedModels: number;
+  readonly memoryBudgetBytes: number;
+  readonly loadWaitMs: number;
   readonly modelConfigName: string;
   readonly repositoryPollSecs: number;
   readonly watch: boolean;
@@ -94,6 +103,7 @@ export const DEFAULT_POLL_SECS = 15;
 export const DEFAULT_LOAD_THREADS = 4;
 export const DEFAULT_WATCH_MAX_DIRECTORIES = 1024;
 export const DEFAULT_MAX_CONFIG_BYTES = 1024 * 1024;
+export const DEFAULT_LOAD_WAIT_MS = 60_000;
 
 function intAtLeast(min: number, value: number | undefined, fallback: number, flag: string): number {
   if (value === undefined) return fallback;
@@ -105,7 +115,7 @@ function intAtLeast(min: number, value: number | undefined, fallback: number, fl
 
 export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOptions {
   const mode = options.controlMode ?? 'none';
-  if (mode !== 'none' && mode !== 'poll' && mode !== 'explicit') {
+  if (mode !== 'none' && mode !== 'poll' && mode !== 'explicit' && mode !== 'on-demand') {
     throw invalidArg(`unexpected model control mode '${String(mode)}'`);
   }
   const sources = new Map<string, string>();
@@ -126,6 +136,16 @@ export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOp
   ) {
     throw invalidArg(`invalid model config name '${configName}'`);
   }
+  if (mode !== 'on-demand' && ((options.maxLoadedModels ?? 0) > 0 || (options.memoryBudgetBytes ?? 0) > 0)) {
+    throw invalidArg(
+      `--max-loaded-models and --model-memory-budget need --model-control-mode=on-demand, got '${mode}'`,
+    );
+  }
+  if (mode === 'on-demand' && startup.includes('*')) {
+    throw invalidArg(
+      "--load-model='*' cannot be used with --model-control-mode=on-demand: name the models to pin",
+    );
+  }
   const watch = options.watch === true;
   if (watch && mode !== 'poll') {
     throw invalidArg(`--watch needs --model-control-mode=poll, got '${mode}'`);
@@ -141,6 +161,9 @@ export function resolveOptions(options: RepositoryOptions): ResolvedRepositoryOp
     repositorySources: sources,
     controlMode: mode,
     startupModels: Object.freeze(startup),
+    maxLoadedModels: intAtLeast(0, options.maxLoadedModels, 0, '--max-loaded-models'),
+    memoryBudgetBytes: intAtLeast(0, options.memoryBudgetBytes, 0, '--model-memory-budget'),
+    loadWaitMs: intAtLeast(0, options.loadWaitMs, DEFAULT_LOAD_WAIT_MS, '--model-load-wait-secs'),
     modelConfigName: configName,
     repositoryPollSecs: intAtLeast(
       0,

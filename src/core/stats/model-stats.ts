@@ -160,9 +160,12 @@ export class ModelStats {
     return this.pendingSource();
   }
 
-  /** The timeline of a request accepted now; `requestStart` is when the core first saw it. */
-  startRequest(requestStart: bigint, batchSize: number): RequestRecord {
-    return new RequestRecord(requestStart, process.hrtime.bigint(), batchSize);
+  /**
+   * The timeline of a request accepted now; `requestStart` is when the core first saw it; `queuedSince`
+   * when it began waiting (an on-demand load: the cold start counts as queue time), default now.
+   */
+  startRequest(requestStart: bigint, batchSize: number, queuedSince?: bigint): RequestRecord {
+    return new RequestRecord(requestStart, queuedSince ?? process.hrtime.bigint(), batchSize);
   }
 
   /** The first response (or error) of a request went out: time to first response. */

@@ -40,7 +40,11 @@ export async function modelInfer(
   const trace = api.startTrace?.(wire.modelName, carrier);
   if (trace) ctx.trace = trace;
   // One lookup for the whole request: the handle holds the version it resolved until released.
-  const model = api.resolveModel(wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion);
+  const version = wire.modelVersion === '' ? undefined : wire.modelVersion;
+  const wait = api.whenServable?.(wire.modelName, version);
+  // On-demand mode, the model is loading: the wait is the request's queue time.
+  const since = wait === undefined ? undefined : await wait;
+  const model = api.resolveModel(wire.modelName, version, since);
   ctx.version = model.version;
   try {
     if (model.decoupled) throw unsupported(DECOUPLED_UNARY_MESSAGE);

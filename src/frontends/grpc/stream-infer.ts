@@ -206,21 +206,37 @@ export class StreamInfer {
     // One lookup per request, on arrival: the handle holds the version it resolved until released.
     let model: ResolvedModel | undefined;
     let lookupError: unknown;
-    if (wire !== undefined) {
-      try {
-        model = this.api.resolveModel(
-          wire.modelName,
-          wire.modelVersion === '' ? undefined : wire.modelVersion,
-        );
-      } catch (err) {
-        lookupError = err; // unknown model: the request fails below, in order
-      }
-    }
-    // Still synchronous with the message's arrival, so slots are taken in request order.
+    const version = wire === undefined || wire.modelVersion === '' ? undefined : wire.modelVersion;
+    const wait = wire === undefined ? undefined : this.api.whenServable?.(wire.modelName, version);
     let slot: Slot | undefined;
-    if (model === undefined || !model.decoupled) {
+    if (wait !== undefined && wire !== undefined) {
+      // On-demand mode, the model is loading: its slot is taken now, in request order, then given back
+      // if the model turns out decoupled (whose responses are not ordered).
       slot = { pieces: undefined, sent: false, exchange };
       this.order.push(slot);
+      try {
+        model = this.api.resolveModel(wire.modelName, version, await wait);
+      } catch (err) {
+        lookupError = err;
+      }
+      if (model?.decoupled === true) {
+        this.order.splice(this.order.indexOf(slot), 1);
+        slot = undefined;
+        this.flushOrdered();
+      }
+    } else {
+      if (wire !== undefined) {
+        try {
+          model = this.api.resolveModel(wire.modelName, version);
+        } catch (err) {
+          lookupError = err; // unknown model: the request fails below, in order
+        }
+      }
+      // Still synchronous with the message's arrival, so slots are taken in request order.
+      if (model === undefined || !model.decoupled) {
+        slot = { pieces: undefined, sent: false, exchange };
+        this.order.push(slot);
+      }
     }
     if (wire !== undefined) {
       exchange.model = wire.modelName;
@@ -377,6 +393,11 @@ export class StreamInfer {
       return;
     }
     slot.pieces = pieces;
+    this.flushOrdered();
+  }
+
+  /** Sends the ordered responses that are ready, oldest request first. */
+  private flushOrdered(): void {
     while (this.order.length > 0 && this.order[0].pieces !== undefined) {
       const next = this.order.shift()!;
       this.send(next.pieces!, next.exchange);

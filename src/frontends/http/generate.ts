@@ -112,7 +112,9 @@ function startTrace(ctx: RouteContext, model: string): RequestTrace | undefined 
 
 export async function generate(ctx: RouteContext, streaming: boolean): Promise<Reply> {
   // One lookup for the whole request: the handle holds the version it resolved until released.
-  const handle = ctx.api.resolveModel(ctx.match.model!, ctx.match.version);
+  const wait = ctx.api.whenServable?.(ctx.match.model!, ctx.match.version);
+  const since = wait === undefined ? undefined : await wait;
+  const handle = ctx.api.resolveModel(ctx.match.model!, ctx.match.version, since);
   ctx.resolvedVersion = handle.version;
   try {
     return await generateOn(ctx, handle, streaming);

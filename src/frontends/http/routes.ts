@@ -91,6 +91,11 @@ function infer(ctx: RouteContext): Promise<Reply> {
   const version = ctx.match.version;
   // One lookup for the whole request: the handle holds the version it resolved until inferOn releases it.
   // (Not an async function of its own around inferOn: that would be one more promise and microtask turn.)
+  const wait = ctx.api.whenServable?.(model, version);
+  if (wait !== undefined) {
+    // On-demand mode, the model is loading: the wait is the request's queue time.
+    return wait.then((since) => inferOn(ctx, ctx.api.resolveModel(model, version, since), model, version));
+  }
   return inferOn(ctx, ctx.api.resolveModel(model, version), model, version);
 }
 

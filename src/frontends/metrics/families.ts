@@ -173,6 +173,42 @@ export const FAMILIES = Object.freeze({
     'gauge',
     'Instances of each READY model version (the instance_group counts in effect)',
   ),
+  onDemandLoads: f(
+    'nereid_model_on_demand_loads_total',
+    'counter',
+    'On-demand mode: loads of each model made by a request or the repository API, since the server started',
+  ),
+  onDemandLoadFailures: f(
+    'nereid_model_on_demand_load_failures_total',
+    'counter',
+    'On-demand mode: loads of each model that failed',
+  ),
+  onDemandLoadSeconds: f(
+    'nereid_model_on_demand_load_seconds_total',
+    'counter',
+    'On-demand mode: seconds spent loading each model (divide by the loads for the mean cold start)',
+  ),
+  onDemandEvictions: f(
+    'nereid_model_evictions_total',
+    'counter',
+    'On-demand mode: times each model was unloaded to make room (least recently used)',
+  ),
+  modelResidentBytes: f(
+    'nereid_model_resident_bytes',
+    'gauge',
+    "On-demand mode: measured memory of each loaded model (its Python stubs' RSS, or the server's RSS growth across its load)",
+  ),
+  modelsLoaded: f('nereid_models_loaded', 'gauge', 'On-demand mode: models holding a slot now'),
+  maxLoadedModels: f(
+    'nereid_max_loaded_models',
+    'gauge',
+    'On-demand mode: --max-loaded-models (0 = no limit)',
+  ),
+  modelMemoryBudget: f(
+    'nereid_model_memory_budget_bytes',
+    'gauge',
+    'On-demand mode: --model-memory-budget in bytes (0 = no budget)',
+  ),
   httpRequests: f(
     'nereid_http_requests_total',
     'counter',

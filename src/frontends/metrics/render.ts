@@ -61,6 +61,23 @@ export interface OperatorValues {
     readonly count: number;
   }[];
   readonly requests?: readonly CountedRequests[];
+  /** On-demand mode's counters and limits (absent in the other modes). */
+  readonly onDemand?: OnDemandMetrics;
+}
+
+export interface OnDemandMetrics {
+  readonly maxLoadedModels: number;
+  readonly budgetBytes: number;
+  readonly loaded: number;
+  readonly models: readonly {
+    readonly model: string;
+    readonly loads: number;
+    readonly loadFailures: number;
+    readonly evictions: number;
+    readonly loadSeconds: number;
+    /** Undefined while not loaded. */
+    readonly residentBytes?: number;
+  }[];
 }
 
 export function renderMetrics(input: RenderInput): string {
@@ -244,5 +261,30 @@ export function renderOperatorMetrics(v: OperatorValues): string {
       );
     }
   }
+  if (v.onDemand) out += renderOnDemand(v.onDemand);
+  return out;
+}
+
+function renderOnDemand(d: OnDemandMetrics): string {
+  let out = '';
+  const perModel = (
+    family: (typeof FAMILIES)['onDemandLoads'],
+    value: (m: OnDemandMetrics['models'][number]) => number | undefined,
+  ): void => {
+    const samples: string[] = [];
+    for (const m of d.models) {
+      const x = value(m);
+      if (x !== undefined) samples.push(sample(family.name, sortLabels([['model', m.model]]), x));
+    }
+    out += familyText(family, samples);
+  };
+  perModel(FAMILIES.onDemandLoads, (m) => m.loads);
+  perModel(FAMILIES.onDemandLoadFailures, (m) => m.loadFailures);
+  perModel(FAMILIES.onDemandLoadSeconds, (m) => m.loadSeconds);
+  perModel(FAMILIES.onDemandEvictions, (m) => m.evictions);
+  perModel(FAMILIES.modelResidentBytes, (m) => m.residentBytes);
+  out += familyText(FAMILIES.modelsLoaded, [sample(FAMILIES.modelsLoaded.name, [], d.loaded)]);
+  out += familyText(FAMILIES.maxLoadedModels, [sample(FAMILIES.maxLoadedModels.name, [], d.maxLoadedModels)]);
+  out += familyText(FAMILIES.modelMemoryBudget, [sample(FAMILIES.modelMemoryBudget.name, [], d.budgetBytes)]);
   return out;
 }

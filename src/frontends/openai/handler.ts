@@ -88,8 +88,11 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
    */
   const withModel = async <T>(model: string, use: (facts: ModelFacts) => Promise<T>): Promise<T> => {
     let handle: ResolvedModel | undefined;
+    // On-demand mode: a model of the repository that is not loaded loads now (its errors are the answer).
+    const wait = api.whenServable?.(model);
+    const since = wait === undefined ? undefined : await wait;
     try {
-      handle = api.resolveModel(model);
+      handle = api.resolveModel(model, undefined, since);
     } catch {
       handle = undefined;
     }
