@@ -533,3 +533,24 @@ def test_bdp_pings_while_a_large_response_streams_out_are_not_abuse(identity: Ne
     finally:
         client.close()
     assert "too_many_pings" not in identity.log_text(), "the client's BDP pings were taken for abuse"
+
+
+def test_reset_flood_with_no_error_codes_gets_enhance_your_calm(limited: NereidServer) -> None:
+    # h2's reset_stream sends NO_ERROR unless told otherwise; those resets count as well. Before, they
+    # went uncounted until nghttp2's own guard closed the connection at ~1,050 with INTERNAL_ERROR.
+    http_port, grpc_port = _ports(limited)
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.initiate_connection()
+    for _ in range(700):
+        stream_id = conn.get_next_available_stream_id()
+        conn.send_headers(stream_id, _headers("ServerLive"))
+        conn.reset_stream(stream_id, error_code=ErrorCodes.NO_ERROR)
+    sock = socket.create_connection(("127.0.0.1", grpc_port), timeout=60)
+    try:
+        with contextlib.suppress(OSError):
+            sock.sendall(conn.data_to_send())
+        received = _read_until_closed(sock)
+    finally:
+        sock.close()
+    assert (11, b"too_many_resets") in _goaway_codes(received), _goaway_codes(received)
+    assert _live(http_port)

@@ -211,7 +211,11 @@ export class GrpcConnection implements CallTransport {
     // and clearing a timer per call was measurable at one call at a time).
     stream.once('close', () => {
       this.activeStreams--;
-      if (stream.rstCode !== constants.NGHTTP2_NO_ERROR && stream.rstCode !== undefined) this.onReset();
+      // A reset counts whatever its code: h2 libraries send RST_STREAM NO_ERROR by default, and such a
+      // stream is `aborted` (closed before the server ended its side).
+      if (stream.aborted || (stream.rstCode !== constants.NGHTTP2_NO_ERROR && stream.rstCode !== undefined)) {
+        this.onReset();
+      }
       if (this.activeStreams > 0 || this.closed) return;
       if (this.closing) this.linger();
       else this.startIdleTimer();
