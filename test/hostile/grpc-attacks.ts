@@ -18,7 +18,7 @@
  *     [--nereid bin/nereid.js] [--attacks drip,resets,big] [--connections 20000] [--seconds 30])
  * Not part of `npm test`: it takes minutes and gigabytes.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect as h2connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
@@ -267,7 +267,7 @@ async function resets(port: number): Promise<Record<string, unknown>> {
   };
 }
 
-function big(grpcPort: number, mib: number): Record<string, unknown> {
+async function big(grpcPort: number, mib: number): Promise<Record<string, unknown>> {
   const script = [
     'import sys, time, numpy as np, tritonclient.grpc as g',
     `c = g.InferenceServerClient("127.0.0.1:${grpcPort}")`,
@@ -279,8 +279,14 @@ function big(grpcPort: number, mib: number): Record<string, unknown> {
     'except Exception as e:',
     '    print("error", str(e)[:200].replace(chr(10), " "))',
   ].join('\n');
-  const r = spawnSync('.venv/bin/python', ['-c', script], { encoding: 'utf8', timeout: 600_000 });
-  return { mib, result: (r.stdout.trim() || r.stderr.trim().split('\n').pop()) ?? '' };
+  // Asynchronous, so the health probes go on while the request runs.
+  const py = spawn('.venv/bin/python', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  py.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  py.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise((r) => py.once('exit', r));
+  const result = out.split('\n').find((l) => l.startsWith('ok') || l.startsWith('error')) ?? out.slice(-300);
+  return { mib, result };
 }
 
 async function main(): Promise<void> {
@@ -299,7 +305,7 @@ async function main(): Promise<void> {
       let detail: Record<string, unknown>;
       if (attack === 'drip') detail = await drip(grpcPort, Number(values.connections), attackSeconds);
       else if (attack === 'resets') detail = await resets(grpcPort);
-      else if (attack === 'big') detail = big(grpcPort, 300);
+      else if (attack === 'big') detail = await big(grpcPort, 300);
       else throw new Error(`unknown attack '${attack}'`);
       const during = await w.stop();
       const recoverMs = await recovery(port);
