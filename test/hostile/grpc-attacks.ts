@@ -83,12 +83,12 @@ async function startServer(repo: string): Promise<{ child: ChildProcess; port: n
       const g = /Started GRPCInferenceService at [^ ]*:(\d+)/.exec(log);
       if (h && g) resolve([Number(h[1]), Number(g[1])]);
     };
-    child.stdout!.on('data', look);
-    child.stderr!.on('data', look);
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
     child.on('exit', (code) => reject(new Error(`nereid exited (${code}) before listening:\n${log}`)));
   });
-  child.stdout!.resume();
-  child.stderr!.resume();
+  child.stdout.resume();
+  child.stderr.resume();
   return { child, port, grpcPort };
 }
 
@@ -173,7 +173,7 @@ function grpcLive(port: number): Promise<boolean> {
     req.on('error', () => done(false));
     req.on('trailers', (tr) => {
       clearTimeout(t);
-      done(tr['grpc-status'] === '0');
+      done((tr as Record<string, unknown>)['grpc-status'] === '0');
     });
     req.on('response', (h) => {
       if (h['grpc-status'] !== undefined) {
@@ -204,7 +204,7 @@ async function drip(port: number, count: number, seconds: number): Promise<Recor
       ended++;
       statuses[String(v)] = (statuses[String(v)] ?? 0) + 1;
     };
-    req.on('trailers', (tr) => status(tr['grpc-status']));
+    req.on('trailers', (tr) => status((tr as Record<string, unknown>)['grpc-status']));
     req.on('response', (h) => h['grpc-status'] !== undefined && status(h['grpc-status']));
     req.resume();
     req.write(Buffer.from([0, 0, 0, 0, 100])); // declares 100 bytes, sends them one at a time
@@ -241,7 +241,7 @@ async function resets(port: number): Promise<Record<string, unknown>> {
   let goaway: number | undefined;
   let goawayAt = 0;
   s.on('goaway', (code) => {
-    goaway = code;
+    goaway = code as number;
     goawayAt = performance.now();
   });
   const closed = new Promise<void>((r) => s.once('close', () => r()));
