@@ -488,3 +488,69 @@ def test_tritonclient_answers_keepalive_and_reads_compressed_responses(keepalive
         assert (out == 2 * np.arange(16)).all()
     finally:
         client.close()
+
+
+@pytest.fixture(scope="module")
+def identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NereidServer]:
+    """A server with identity_fp32 and Triton's ping-abuse defaults (300 s, 2 strikes)."""
+    if node_executable() is None:
+        pytest.skip("node is not installed")
+    server = start_server(
+        [
+            f"--model-repository={MODEL_REPOSITORY}",
+            "--model-control-mode=explicit",
+            "--load-model=identity_fp32",
+            "--http-port=0",
+            "--grpc-port=0",
+            "--allow-metrics=false",
+            "--log-verbose=1",  # a connection killed for its pings is logged at verbose level only
+        ],
+        tmp_path_factory.mktemp("identity") / "server.log",
+    )
+    try:
+        server.url("grpc")
+        yield server
+    finally:
+        code = server.stop()
+        assert code == 0, f"server exited with code {code}; log:\n{server.log_tail()}"
+
+
+def test_bdp_pings_while_a_large_response_streams_out_are_not_abuse(identity: NereidServer) -> None:
+    # grpcio pings (BDP estimation) while it reads a large message; the server is sending DATA the whole
+    # time, so those pings are not "without data". Before, a 256 MiB answer drew GOAWAY too_many_pings.
+    _, grpc_port = _ports(identity)
+    client = grpcclient.InferenceServerClient(f"localhost:{grpc_port}")
+    try:
+        n = 40 * 1024 * 1024  # 160 MiB of FP32 each way
+        data = np.ones((1, n), np.float32)
+        tensor = grpcclient.InferInput("INPUT0", [1, n], "FP32")
+        tensor.set_data_from_numpy(data)
+        for _ in range(2):
+            out = client.infer("identity_fp32", [tensor]).as_numpy("OUTPUT0")
+            assert out is not None
+            assert out.shape == (1, n)
+        assert client.is_server_live()
+    finally:
+        client.close()
+    assert "too_many_pings" not in identity.log_text(), "the client's BDP pings were taken for abuse"
+
+
+def test_reset_flood_with_no_error_codes_gets_enhance_your_calm(limited: NereidServer) -> None:
+    # h2's reset_stream sends NO_ERROR unless told otherwise; those resets count as well. Before, they
+    # went uncounted until nghttp2's own guard closed the connection at ~1,050 with INTERNAL_ERROR.
+    http_port, grpc_port = _ports(limited)
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.initiate_connection()
+    for _ in range(700):
+        stream_id = conn.get_next_available_stream_id()
+        conn.send_headers(stream_id, _headers("ServerLive"))
+        conn.reset_stream(stream_id, error_code=ErrorCodes.NO_ERROR)
+    sock = socket.create_connection(("127.0.0.1", grpc_port), timeout=60)
+    try:
+        with contextlib.suppress(OSError):
+            sock.sendall(conn.data_to_send())
+        received = _read_until_closed(sock)
+    finally:
+        sock.close()
+    assert (11, b"too_many_resets") in _goaway_codes(received), _goaway_codes(received)
+    assert _live(http_port)

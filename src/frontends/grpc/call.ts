@@ -259,13 +259,20 @@ export class ServerCall {
     if (this.stream.destroyed) return;
     this.guard(() => {
       this.respondHeaders();
-      this.transport?.dataSent();
+      const transport = this.transport;
+      transport?.dataSent();
+      // Each write tells the connection when it has left the stream (see CallTransport.writing).
+      const flushed = transport === undefined ? undefined : (): void => transport.writing(-1);
       if (pieces.length === 1) {
-        this.stream.write(pieces[0]);
+        transport?.writing(1);
+        this.stream.write(pieces[0], flushed);
         return;
       }
       this.stream.cork();
-      for (const p of pieces) this.stream.write(p);
+      for (const p of pieces) {
+        transport?.writing(1);
+        this.stream.write(p, flushed);
+      }
       this.stream.uncork();
     });
   }

@@ -109,6 +109,12 @@ export interface CallTransport {
   received(): void;
   /** The server wrote headers or data (clears ping strikes, re-allows keepalive pings). */
   dataSent(): void;
+  /**
+   * A response write was handed to the stream (`+1`) or has left it (`-1`). While one is still flowing
+   * out (a large message paced by the client's flow control), the server is sending DATA frames, so a
+   * ping received meanwhile (grpcio's BDP pings while it reads) is not one "without data".
+   */
+  writing(delta: 1 | -1): void;
 }
 
 export class GrpcConnection implements CallTransport {
@@ -125,6 +131,8 @@ export class GrpcConnection implements CallTransport {
   private pingsWithoutData = 0;
   private lastPingReceived = -Infinity;
   private pingStrikes = 0;
+  /** Response writes not yet flushed to nghttp2 (CallTransport.writing). */
+  private writesInFlight = 0;
   private resetTokens = RESET_BURST;
   private resetRefilled = performance.now();
   private idleTimer: NodeJS.Timeout | undefined;
@@ -203,7 +211,11 @@ export class GrpcConnection implements CallTransport {
     // and clearing a timer per call was measurable at one call at a time).
     stream.once('close', () => {
       this.activeStreams--;
-      if (stream.rstCode !== constants.NGHTTP2_NO_ERROR && stream.rstCode !== undefined) this.onReset();
+      // A reset counts whatever its code: h2 libraries send RST_STREAM NO_ERROR by default, and such a
+      // stream is `aborted` (closed before the server ended its side).
+      if (stream.aborted || (stream.rstCode !== constants.NGHTTP2_NO_ERROR && stream.rstCode !== undefined)) {
+        this.onReset();
+      }
       if (this.activeStreams > 0 || this.closed) return;
       if (this.closing) this.linger();
       else this.startIdleTimer();
@@ -212,6 +224,11 @@ export class GrpcConnection implements CallTransport {
 
   received(): void {
     this.heard = true;
+  }
+
+  writing(delta: 1 | -1): void {
+    this.writesInFlight += delta;
+    if (delta < 0) this.dataSent();
   }
 
   dataSent(): void {
@@ -358,6 +375,11 @@ export class GrpcConnection implements CallTransport {
 
   private onPingReceived(): void {
     this.heard = true;
+    if (this.writesInFlight > 0) {
+      // Data is going out between this ping and the last one, as in gRPC core (strikes reset per write).
+      this.dataSent();
+      return;
+    }
     const now = performance.now();
     const idle = !this.settings.keepalivePermitWithoutCalls && this.activeStreams === 0;
     const allowedAt =
