@@ -24,7 +24,14 @@ import type { ModelConfig } from '../../model-config/model-config.js';
 import { LlamaEngine } from './engine.js';
 import { generate, type GenerationHost } from './generation.js';
 import { readOptions } from './options.js';
+import { generateTrt } from './trtllm-generation.js';
+import { trtPlan, usesTrtInterface, type TrtPlan } from './trtllm-interface.js';
 import { completeVllmConfig, outputPlan } from './vllm-interface.js';
+
+/** A loaded model and the tensor interface its config chose. */
+type Host =
+  | ({ readonly kind: 'vllm' } & GenerationHost)
+  | { readonly kind: 'tensorrt_llm'; readonly engine: LlamaEngine; readonly plan: TrtPlan };
 
 export const MODEL_FILE = 'model.gguf';
 
@@ -38,9 +45,10 @@ export class LlamacppBackend implements Backend {
   }
 
   async loadModel(ctx: ModelLoadContext): Promise<ModelHandle> {
-    if (!ctx.config.input.some((i) => i.name === 'text_input')) {
+    const trt = usesTrtInterface(ctx.config);
+    if (!trt && !ctx.config.input.some((i) => i.name === 'text_input')) {
       throw invalidArg(
-        `failed to load model '${ctx.modelName}': a llamacpp model needs the input 'text_input'`,
+        `failed to load model '${ctx.modelName}': a llamacpp model needs the input 'text_input' (vLLM interface) or 'input_ids' (TensorRT-LLM interface)`,
       );
     }
     const options = await readOptions(ctx.versionDir, ctx.modelDir, ctx.files);
@@ -56,7 +64,9 @@ export class LlamacppBackend implements Backend {
       `llamacpp model '${ctx.modelName}' version ${ctx.version}: ${shown}, context ${engine.contextSize} tokens x ${options.parallelSequences} sequences, batch ${options.batchSize}`,
     );
     return new LlamacppModel(
-      { engine, plan: outputPlan(ctx.config) },
+      trt
+        ? { kind: 'tensorrt_llm', engine, plan: trtPlan(ctx.config) }
+        : { kind: 'vllm', engine, plan: outputPlan(ctx.config) },
       ctx.config.model_transaction_policy?.decoupled === true,
       { model: ctx.modelName, version: String(ctx.version) },
     );
@@ -65,7 +75,7 @@ export class LlamacppBackend implements Backend {
 
 class LlamacppModel implements ModelHandle {
   constructor(
-    private readonly host: GenerationHost,
+    private readonly host: Host,
     private readonly decoupled: boolean,
     private readonly labels: Readonly<Record<string, string>>,
   ) {}
@@ -87,8 +97,7 @@ class LlamacppModel implements ModelHandle {
         engine.active,
       ),
       family('vllm:num_requests_waiting', 'gauge', 'Requests waiting for a sequence', engine.waiting),
-      family('vllm:prompt_tokens_total', 'counter', 'Prompt tokens evaluated', engine.promptTokens),
-      family('vllm:generation_tokens_total', 'counter', 'Tokens generated', engine.generationTokens),
+      ...engine.meters.families(this.labels),
     ]);
   }
 
@@ -107,7 +116,7 @@ class LlamacppInstance implements InstanceHandle {
 
   constructor(
     readonly name: string,
-    private readonly host: GenerationHost,
+    private readonly host: Host,
     private readonly decoupled: boolean,
   ) {}
 
@@ -120,7 +129,9 @@ class LlamacppInstance implements InstanceHandle {
   private start(req: BackendRequest): Promise<void> {
     const run = this.stop.signal.aborted
       ? Promise.resolve(req.sender.fail(unavailable('the model instance is closed')))
-      : generate(req, this.host, this.stop.signal, this.decoupled);
+      : this.host.kind === 'tensorrt_llm'
+        ? generateTrt(req, this.host.engine, this.host.plan, this.stop.signal, this.decoupled)
+        : generate(req, this.host, this.stop.signal, this.decoupled);
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
     return run;

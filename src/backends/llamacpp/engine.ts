@@ -9,14 +9,25 @@
  * Its native binding (one per process, CPU build only) is shared by every model and released with the
  * last of them.
  */
-import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
+import type {
+  Llama,
+  LlamaContext,
+  LlamaContextSequence,
+  LlamaGrammarEvaluationState,
+  LlamaModel,
+  Token,
+  TokenBias,
+} from 'node-llama-cpp';
 import { invalidArg, NereidError, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { ggufProblem } from './gguf-check.js';
 import type { LlamacppOptions } from './options.js';
+import { EngineMeters, type RequestMeter } from './meter.js';
 import { SlotQueue } from './slot-queue.js';
 
-export type { Token };
+export type { Token, TokenBias, LlamaGrammarEvaluationState };
+
+type Library = typeof import('node-llama-cpp');
 
 interface SharedBinding {
   readonly llama: Promise<Llama>;
@@ -24,12 +35,15 @@ interface SharedBinding {
 }
 
 let binding: SharedBinding | undefined;
+/** node-llama-cpp's module, once a model loaded it (its classes build token biases and grammars). */
+let library: Library | undefined;
 
 /** The process's llama.cpp binding; each call must be paired with releaseBinding(). */
 async function acquireBinding(log: Logger): Promise<Llama> {
   if (binding === undefined) {
     const started = (async (): Promise<Llama> => {
-      const { getLlama, LlamaLogLevel } = await import('node-llama-cpp');
+      library = await import('node-llama-cpp');
+      const { getLlama, LlamaLogLevel } = library;
       return getLlama({
         gpu: false,
         build: 'never',
@@ -58,6 +72,11 @@ async function acquireBinding(log: Logger): Promise<Llama> {
   }
 }
 
+function loaded(): Library {
+  if (library === undefined) throw new NereidError('INTERNAL', 'node-llama-cpp is not loaded');
+  return library;
+}
+
 async function releaseBinding(): Promise<void> {
   const b = binding;
   if (b === undefined || --b.users > 0) return;
@@ -74,9 +93,8 @@ export interface SequenceLease {
 export class LlamaEngine {
   private readonly slots: SlotQueue<SequenceLease>;
   private closed = false;
-  /** Prompt tokens of the requests that got a sequence, and tokens generated, since the load. */
-  promptTokens = 0;
-  generationTokens = 0;
+  /** Token counts and latencies since the load (meter.ts). */
+  readonly meters: EngineMeters;
 
   private constructor(
     readonly model: LlamaModel,
@@ -85,6 +103,18 @@ export class LlamaEngine {
     readonly options: LlamacppOptions,
   ) {
     this.slots = new SlotQueue(leases, options.maxQueueSize);
+    this.meters = new EngineMeters(context.contextSize);
+  }
+
+  /** Starts one request's clock (its arrival at the engine) and counts its prompt. */
+  meter(promptTokens: number): RequestMeter {
+    return this.meters.start(promptTokens);
+  }
+
+  /** The model's end-of-generation tokens (EOS, EOT). */
+  get endTokens(): Token[] {
+    const t = this.model.tokens;
+    return [t.eos, t.eot].filter((x): x is Token => x !== null);
   }
 
   /** Loads `file`; a file llama.cpp cannot read is INVALID_ARG naming `shownName`. */
@@ -145,6 +175,38 @@ export class LlamaEngine {
   /** Sequences generating right now. */
   get active(): number {
     return this.options.parallelSequences - this.slots.available;
+  }
+
+  /** Tokens in the model's vocabulary: valid ids are 0 to vocabSize - 1. */
+  get vocabSize(): number {
+    const tokens = (
+      this.model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly unknown[] } } }
+    ).tokenizer?.ggml?.tokens;
+    return Array.isArray(tokens) ? tokens.length : 2 ** 31 - 1;
+  }
+
+  /** A token bias that forbids `tokens` (the sampler never picks them). */
+  forbid(tokens: readonly Token[]): TokenBias {
+    const bias = new (loaded().TokenBias)(this.model.tokenizer);
+    for (const t of tokens) bias.set(t, 'never');
+    return bias;
+  }
+
+  /** A fresh grammar state for one request: JSON matching `schema`, or any JSON object when undefined. */
+  async jsonGrammar(schema: object | undefined): Promise<LlamaGrammarEvaluationState> {
+    const lib = loaded();
+    const grammar =
+      schema === undefined
+        ? await this.model.llama.getGrammarFor('json')
+        : await this.model.llama.createGrammarForJsonSchema(schema as never);
+    return new lib.LlamaGrammarEvaluationState({ model: this.model, grammar });
+  }
+
+  /** A fresh grammar state for a GBNF grammar (llama.cpp's grammar language). */
+  async gbnfGrammar(text: string): Promise<LlamaGrammarEvaluationState> {
+    const lib = loaded();
+    const grammar = await this.model.llama.createGrammar({ grammar: text });
+    return new lib.LlamaGrammarEvaluationState({ model: this.model, grammar });
   }
 
   /** The prompt's tokens as the model reads them (with the BOS token when the model wants one). */

@@ -6,7 +6,8 @@
  */
 import type { BackendRequest } from '../../backend-api/backend.js';
 import { cancelled, invalidArg, NereidError } from '../../common/errors.js';
-import type { LlamaEngine, SequenceLease, Token } from './engine.js';
+import type { LlamaEngine, LlamaGrammarEvaluationState, SequenceLease, Token, TokenBias } from './engine.js';
+import type { RequestMeter } from './meter.js';
 import { parseSampling, type Sampling } from './sampling.js';
 import { StopText } from './stop-text.js';
 import { readVllmRequest, responseTensors, type OutputPlan, type VllmRequest } from './vllm-interface.js';
@@ -29,16 +30,41 @@ export function checkBudget(promptTokens: number, maxTokens: number, contextSize
   }
 }
 
-function evaluateOptions(s: Sampling, prompt: readonly Token[], generated: Token[]) {
+/** What llama.cpp's sampler takes from either interface's request. */
+export interface SamplerSettings {
+  readonly temperature: number;
+  readonly topK: number;
+  readonly topP: number;
+  readonly minP?: number;
+  readonly seed: number | undefined;
+  readonly presencePenalty: number;
+  readonly frequencyPenalty: number;
+  readonly repetitionPenalty: number;
+}
+
+/** Grammar and token bias for one request (structured output, min_length, bad words). */
+export interface Constraints {
+  readonly grammar?: LlamaGrammarEvaluationState;
+  readonly tokenBias?: () => TokenBias;
+}
+
+export function evaluateOptions(
+  s: SamplerSettings,
+  prompt: readonly Token[],
+  generated: Token[],
+  constraints: Constraints = {},
+) {
   const penalised = s.presencePenalty !== 0 || s.frequencyPenalty !== 0 || s.repetitionPenalty !== 1;
   return {
     temperature: s.temperature,
     topK: s.topK,
     topP: s.topP,
-    minP: s.minP,
+    minP: s.minP ?? 0,
     ...(s.seed !== undefined && { seed: s.seed }),
     // The EOS token is seen here, so ignore_eos can go on past it and the reason to stop is known.
     yieldEogToken: true,
+    ...(constraints.grammar !== undefined && { grammarEvaluationState: constraints.grammar }),
+    ...(constraints.tokenBias !== undefined && { tokenBias: constraints.tokenBias }),
     ...(penalised && {
       repeatPenalty: {
         // vLLM's repetition penalty covers the prompt too; presence and frequency only the output.
@@ -68,6 +94,7 @@ export async function generate(
   const { sender } = req;
   const signal = AbortSignal.any([req.signal, stopSignal]);
   let lease: SequenceLease | undefined;
+  let meter: RequestMeter | undefined;
   try {
     const request = readVllmRequest(req, host.plan);
     if (request.stream && !decoupled) {
@@ -76,9 +103,9 @@ export async function generate(
     const sampling = parseSampling(request.samplingJson, host.engine.options.defaultMaxTokens);
     const prompt = host.engine.tokenize(request.prompt);
     checkBudget(prompt.length, sampling.maxTokens, host.engine.contextSize);
+    meter = host.engine.meter(prompt.length);
     lease = await host.engine.acquire(signal);
-    host.engine.promptTokens += prompt.length;
-    await decode(req, host.engine, lease, request, sampling, prompt, signal);
+    await decode(req, host.engine, lease, request, sampling, prompt, signal, meter);
     // decode() ends the request unless it was cancelled or the instance stopped.
     if (!sender.done) throw stopSignal.aborted ? stopSignal.reason : cancelled('request was cancelled');
   } catch (err) {
@@ -87,6 +114,7 @@ export async function generate(
       sender.fail(NereidError.from(reason));
     }
   } finally {
+    meter?.end();
     if (lease !== undefined) await host.engine.release(lease).catch(() => {});
   }
 }
@@ -99,6 +127,7 @@ async function decode(
   sampling: Sampling,
   prompt: readonly Token[],
   signal: AbortSignal,
+  meter: RequestMeter,
 ): Promise<void> {
   const { sender } = req;
   const generated: Token[] = [];
@@ -120,7 +149,7 @@ async function decode(
       break;
     }
     generated.push(token);
-    engine.generationTokens++;
+    meter.token();
     unsentTokens++;
     const piece = stop.update(engine.detokenize(generated));
     text += piece;
