@@ -5,8 +5,12 @@
  */
 import type { RepositoryIndexEntry } from '../core/types.js';
 
-/** Widest a Status line gets before it wraps: a terminal's width, else a width log files read well at. */
-export const DEFAULT_TABLE_WIDTH = 120;
+/**
+ * Widest the table gets before the Status column wraps: a terminal's width when the log is one; in a log
+ * file no wrapping at all, so a one-line reason stays on one line as Triton prints it (log parsers and
+ * the differential suite read it there).
+ */
+export const DEFAULT_TABLE_WIDTH = Number.POSITIVE_INFINITY;
 const MIN_STATUS_WIDTH = 30;
 
 export function modelTable(entries: readonly RepositoryIndexEntry[], width = DEFAULT_TABLE_WIDTH): string {
