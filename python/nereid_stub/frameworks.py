@@ -221,3 +221,30 @@ def responses(
         tensors = [pb_utils.Tensor(name, array) for name, array in result.items()]
         out.append(pb_utils.InferenceResponse(output_tensors=tensors))
     return out
+
+
+def execute(
+    requests: Sequence[Any],
+    input_names: Iterable[str],
+    run: Callable[[dict[str, npt.NDArray[Any]]], dict[str, npt.NDArray[Any]]],
+    batching: bool,
+    framework: str,
+) -> list[Any]:
+    """A framework backend's execute(): each request's inputs by name (a request missing one is refused
+    with INVALID_ARG), one batched `run` over the others where the model batches, one response each."""
+    import triton_python_backend_utils as pb_utils  # the stub's module, imported when a model answers
+
+    wanted = list(input_names)
+    per_request: list[dict[str, npt.NDArray[Any]]] = []
+    failures: dict[int, str] = {}
+    for i, request in enumerate(requests):
+        inputs: dict[str, npt.NDArray[Any]] = {}
+        for name in wanted:
+            tensor = pb_utils.get_input_tensor_by_name(request, name)
+            if tensor is None:
+                failures[i] = f"expected input '{name}' in the request"
+                break
+            inputs[name] = tensor.as_numpy()
+        per_request.append(inputs)
+    runnable = [inputs for i, inputs in enumerate(per_request) if i not in failures]
+    return responses(len(requests), failures, run_batched(runnable, run, batching), framework)

@@ -369,17 +369,4 @@ class TritonPythonModel:
             return {name: self._from_torch(name, self._pick(results, name)) for name in self.outputs}
 
     def execute(self, requests: list[Any]) -> list[Any]:
-        per_request: list[dict[str, npt.NDArray[Any]]] = []
-        failures: dict[int, str] = {}
-        for i, request in enumerate(requests):
-            inputs: dict[str, npt.NDArray[Any]] = {}
-            for name in self.input_types:
-                tensor = pb_utils.get_input_tensor_by_name(request, name)
-                if tensor is None:
-                    failures[i] = f"expected input '{name}' in the request"
-                    break
-                inputs[name] = tensor.as_numpy()
-            per_request.append(inputs)
-        runnable = [inputs for i, inputs in enumerate(per_request) if i not in failures]
-        results = frameworks.run_batched(runnable, self._run, self.batching)
-        return frameworks.responses(len(requests), failures, results, "PyTorch")
+        return frameworks.execute(requests, self.input_types, self._run, self.batching, "PyTorch")

@@ -320,17 +320,4 @@ class TritonPythonModel:
         return out
 
     def execute(self, requests: list[Any]) -> list[Any]:
-        per_request: list[dict[str, npt.NDArray[Any]]] = []
-        failures: dict[int, str] = {}
-        for i, request in enumerate(requests):
-            inputs: dict[str, npt.NDArray[Any]] = {}
-            for name in self.inputs:
-                tensor = pb_utils.get_input_tensor_by_name(request, name)
-                if tensor is None:
-                    failures[i] = f"expected input '{name}' in the request"
-                    break
-                inputs[name] = tensor.as_numpy()
-            per_request.append(inputs)
-        runnable = [inputs for i, inputs in enumerate(per_request) if i not in failures]
-        results = frameworks.run_batched(runnable, self._run, self.max_batch > 0)
-        return frameworks.responses(len(requests), failures, results, "TensorFlow")
+        return frameworks.execute(requests, self.inputs, self._run, self.max_batch > 0, "TensorFlow")

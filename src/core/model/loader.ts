@@ -367,44 +367,36 @@ export class ModelLoader implements VersionLoader {
     );
     const labels = await this.readLabels(config, folder);
     await this.checkWarmupFiles(config, folder);
-    if (this.options.measureMemory !== true) {
-      return this.loadOnBackend(config, location, signal, backend, folder, modelPath, labels, loadStart);
-    }
+    const load = (
+      memory?: VersionMemory,
+      onInstances?: (instances: readonly InstanceHandle[]) => void,
+    ): Promise<ModelVersion> =>
+      this.loadOnBackend(
+        config,
+        location,
+        signal,
+        backend,
+        folder,
+        modelPath,
+        labels,
+        loadStart,
+        memory,
+        onInstances,
+      );
+    if (this.options.measureMemory !== true) return load();
     // Measured for on-demand mode's budget (memory.ts): a model in this process by the growth of its RSS
     // across the load, one such load at a time; a model in child processes by their RSS.
     if (backend.processPerInstance === true) {
       let instancesOf = (): readonly (number | undefined)[] => [];
       const memory = new VersionMemory(0, () => instancesOf());
-      const v = await this.loadOnBackend(
-        config,
-        location,
-        signal,
-        backend,
-        folder,
-        modelPath,
-        labels,
-        loadStart,
-        memory,
-        (i) => {
-          instancesOf = () => i.map((x) => x.pid);
-        },
-      );
-      return v;
+      return load(memory, (i) => {
+        instancesOf = () => i.map((x) => x.pid);
+      });
     }
     return this.measureLock.run(async () => {
       const memory = new VersionMemory(0, () => []);
       const before = residentBytesOf('self') ?? 0;
-      const v = await this.loadOnBackend(
-        config,
-        location,
-        signal,
-        backend,
-        folder,
-        modelPath,
-        labels,
-        loadStart,
-        memory,
-      );
+      const v = await load(memory);
       memory.inProcessBytes = Math.max(0, (residentBytesOf('self') ?? 0) - before);
       return v;
     });

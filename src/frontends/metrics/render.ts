@@ -5,6 +5,7 @@
  */
 import { FAILURE_REASONS } from '../../core/stats/model-stats.js';
 import type { CacheMetrics } from '../../core/cache/index.js';
+import type { OnDemandStatus } from '../../core/repository/index.js';
 import type { MetricSeries } from '../../core/stats/registry.js';
 import type { MetricsSettings } from './config.js';
 import {
@@ -65,20 +66,8 @@ export interface OperatorValues {
   readonly onDemand?: OnDemandMetrics;
 }
 
-export interface OnDemandMetrics {
-  readonly maxLoadedModels: number;
-  readonly budgetBytes: number;
-  readonly loaded: number;
-  readonly models: readonly {
-    readonly model: string;
-    readonly loads: number;
-    readonly loadFailures: number;
-    readonly evictions: number;
-    readonly loadSeconds: number;
-    /** Undefined while not loaded. */
-    readonly residentBytes?: number;
-  }[];
-}
+/** On-demand mode's counters and limits, as the repository reports them. */
+export type OnDemandMetrics = OnDemandStatus;
 
 export function renderMetrics(input: RenderInput): string {
   const { settings, latency } = input;
