@@ -43,10 +43,9 @@ def main() -> None:
     if sys.version_info < MIN_PYTHON:
         writer.send(
             messages.FATAL,
-            {
-                "message": "the Python stub needs Python >= 3.10, but "
-                f"{sys.executable} is {sys.version.split()[0]}"
-            },
+            messages.fatal(
+                f"the Python stub needs Python >= 3.10, but {sys.executable} is {sys.version.split()[0]}"
+            ),
         )
         os._exit(3)
     try:
@@ -54,12 +53,12 @@ def main() -> None:
     except ImportError as e:
         writer.send(
             messages.FATAL,
-            {
-                "message": f"the Python interpreter '{sys.executable}' cannot import numpy ({e}); "
+            messages.fatal(
+                f"the Python interpreter '{sys.executable}' cannot import numpy ({e}); "
                 "install numpy into it (pip install numpy), or pick an interpreter that has it with "
                 "the model config parameter EXECUTION_ENV_PATH or "
                 "--backend-config=python,python-executable=<path>"
-            },
+            ),
         )
         os._exit(3)
     from nereid_stub.runtime import Runtime

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import channel as _channel
+from . import messages as _messages
 from .dtypes import (
     CODE_TO_NAME,
     ITEM_SIZE,
@@ -697,7 +698,9 @@ class Logger:
 # --- model control from inside a model ---------------------------------------------------------------------
 
 
-def _control(what: str, header: dict[str, Any], blobs: Sequence[bytes | memoryview] = ()) -> dict[str, Any]:
+def _control(
+    what: str, op: _messages.ModelControlOp, blobs: Sequence[bytes | memoryview] = ()
+) -> dict[str, Any]:
     """Runs one repository operation on the server; its error becomes TritonModelException("<what>: ...")
     as Triton's stub words it."""
     ch = _channel.current()
@@ -705,7 +708,7 @@ def _control(what: str, header: dict[str, Any], blobs: Sequence[bytes | memoryvi
         raise TritonModelException(
             f"{what}: the model loading API needs a running Nereid Python backend stub"
         )
-    reply = ch.model_control(header, blobs)
+    reply = ch.model_control(op, blobs)
     err = reply.get("error")
     if err is not None:
         raise TritonModelException(f"{what}: {err.get('message', '')}")
@@ -741,7 +744,7 @@ def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None
             offset += data.nbytes
     _control(
         "Failed to load model",
-        {"op": "load", "model_name": name, "config": str(config), "files": descs},
+        _messages.load_op(name, str(config), descs),
         blobs,
     )
 
@@ -755,7 +758,7 @@ def unload_model(model_name: str, unload_dependents: bool = False) -> None:
         raise TypeError("unload_model(): unload_dependents must not be None")
     _control(
         "Failed to unload model",
-        {"op": "unload", "model_name": str(model_name), "unload_dependents": bool(unload_dependents)},
+        _messages.unload_op(str(model_name), bool(unload_dependents)),
     )
 
 
@@ -771,9 +774,7 @@ def is_model_ready(model_name: str, model_version: str = "") -> bool:
             "Failed to check model readiness: failed to get model version from specified version string "
             f"'{version}', version should be an integral value > 0"
         )
-    reply = _control(
-        "Failed to check model readiness", {"op": "ready", "model_name": str(model_name), "version": version}
-    )
+    reply = _control("Failed to check model readiness", _messages.ready_op(str(model_name), version))
     return bool(reply.get("ready"))
 
 

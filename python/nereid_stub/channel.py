@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .api import InferenceRequest, InferenceResponse, ResponseQueue
+    from .messages import ModelControlOp
 
 
 class Channel(Protocol):
@@ -25,9 +26,7 @@ class Channel(Protocol):
 
     def poll(self) -> None: ...
 
-    def model_control(
-        self, header: dict[str, Any], blobs: Sequence[bytes | memoryview]
-    ) -> dict[str, Any]: ...
+    def model_control(self, op: ModelControlOp, blobs: Sequence[bytes | memoryview]) -> dict[str, Any]: ...
 
 
 _current: Channel | None = None

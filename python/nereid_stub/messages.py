@@ -6,9 +6,10 @@ frame's blob, or the sender's /dev/shm file).
 
 The shapes are TypedDicts, so a decoded header is the dict json.loads made, with no object built per
 message; optional fields sit in a `total=False` part (NotRequired needs Python 3.11, stubs run on 3.10).
-The hot messages (EXECUTE_DONE, RESPONSE and their tensor descriptors) are assembled as JSON text by the
-encoders at the end rather than by json.dumps, which costs twice as much per response; protocol.test.ts
-checks that what they write is exactly these shapes.
+Every message the stub sends is built here, by the builders after the shapes: the runtime and the model
+API only call them. The hot messages (EXECUTE_DONE, RESPONSE, BLS_REQUEST and their tensor descriptors)
+are assembled as JSON text rather than by json.dumps, which costs twice as much per response;
+protocol.test.ts checks that what they write is exactly these shapes.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ METRICS = 31
 # --- the pieces messages are made of -----------------------------------------------------------------------
 
 
-class WireTensor(TypedDict):
+class StubTensor(TypedDict):
     name: str
     datatype: str
     shape: list[int]
@@ -55,19 +56,19 @@ class WireTensor(TypedDict):
     byte_size: int
 
 
-class _WireError(TypedDict):
+class _StubError(TypedDict):
     code: int  # TRITONSERVER_Error_Code
     message: str
 
 
-class WireError(_WireError, total=False):
+class StubError(_StubError, total=False):
     # The model answered with this error (an InferenceResponse carrying a TritonError).
     from_model: bool
     # What a decoupled `async def execute` raised after it returned, for the host to locate and log.
     info: ErrorInfo
 
 
-class _WireRequest(TypedDict):
+class _StubRequest(TypedDict):
     rid: int  # the request's number on this stub: responses, cancellations, reschedules name it
     request_id: str
     correlation_id: str  # as text; correlation_is_string False = an unsigned integer
@@ -75,10 +76,10 @@ class _WireRequest(TypedDict):
     flags: int
     parameters: str  # a JSON object as text (request.parameters())
     requested_outputs: list[str]
-    inputs: list[WireTensor]
+    inputs: list[StubTensor]
 
 
-class WireRequest(_WireRequest, total=False):
+class StubRequest(_StubRequest, total=False):
     """One request of an EXECUTE batch."""
 
     cancelled: bool  # already cancelled when dispatched
@@ -86,17 +87,17 @@ class WireRequest(_WireRequest, total=False):
     trace_context: str  # W3C trace context JSON (OpenTelemetry mode), request.trace().get_context()
 
 
-class _WireResponse(TypedDict):
+class _StubResponse(TypedDict):
     rid: int
     final: bool
 
 
-class WireResponse(_WireResponse, total=False):
+class StubResponse(_StubResponse, total=False):
     """One response: inside EXECUTE_DONE (default mode) or a RESPONSE message of its own."""
 
-    outputs: list[WireTensor]
+    outputs: list[StubTensor]
     parameters: str
-    error: WireError
+    error: StubError
     undeclared: list[str]  # outputs the model returned that its config does not declare (pruned)
 
 
@@ -131,7 +132,7 @@ class AutoComplete(TypedDict):
 
 class Execute(TypedDict):
     batch: int
-    requests: list[WireRequest]
+    requests: list[StubRequest]
 
 
 class Cancel(TypedDict):
@@ -144,9 +145,9 @@ class _BlsResponse(TypedDict):
 
 
 class BlsResponse(_BlsResponse, total=False):
-    outputs: list[WireTensor]
+    outputs: list[StubTensor]
     parameters: str
-    error: WireError
+    error: StubError
 
 
 class Free(TypedDict):
@@ -163,7 +164,7 @@ class _ModelControlDone(TypedDict):
 
 class ModelControlDone(_ModelControlDone, total=False):
     ready: bool
-    error: WireError
+    error: StubError
 
 
 class MetricsQuery(TypedDict):
@@ -207,7 +208,7 @@ class _ExecuteDone(TypedDict):
 class ExecuteDone(_ExecuteDone, total=False):
     error: str  # the whole batch failed
     error_info: ErrorInfo
-    responses: list[WireResponse]
+    responses: list[StubResponse]
     rescheduled: list[int]  # rids the model rescheduled
     started: int  # time.monotonic_ns() when the stub began the batch (the host's clock too)
     finished: int  # ... and when its answer was ready
@@ -224,7 +225,7 @@ class _BlsRequest(TypedDict):
     timeout_us: int  # 0 = none
     parameters: str
     requested_outputs: list[str]
-    inputs: list[WireTensor]
+    inputs: list[StubTensor]
 
 
 class BlsRequest(_BlsRequest, total=False):
@@ -250,18 +251,23 @@ class Fatal(TypedDict):
     message: str
 
 
-class _ModelControl(TypedDict):
-    call: int
+class _ModelControlOp(TypedDict):
     op: Literal["load", "unload", "ready"]
     model_name: str
 
 
-class ModelControl(_ModelControl, total=False):
+class ModelControlOp(_ModelControlOp, total=False):
+    """A ModelControl without its call number: what api.py asks for; the runtime numbers it."""
+
     config: str  # load: the config override JSON ('' = none)
     # load: the `file:` overrides as [name, offset, size] in the frame's blob
     files: list[tuple[str, int, int]]
     unload_dependents: bool
     version: str  # ready: '' = any
+
+
+class ModelControl(ModelControlOp):
+    call: int
 
 
 class Metrics(TypedDict):
@@ -283,7 +289,7 @@ SHAPES: dict[int, type] = {
     HELLO: Hello,
     INIT_DONE: InitDone,
     AUTOCOMPLETE_DONE: AutoCompleteDone,
-    RESPONSE: WireResponse,
+    RESPONSE: StubResponse,
     EXECUTE_DONE: ExecuteDone,
     BLS_REQUEST: BlsRequest,
     BLS_CANCEL: BlsCancel,
@@ -303,7 +309,7 @@ _TENSOR_HEAD: dict[tuple[Any, ...], str] = {}
 
 
 def tensor_json(name: str, datatype: str, shape: list[int], in_shm: bool, offset: int, size: int) -> str:
-    """A WireTensor as JSON text."""
+    """A StubTensor as JSON text."""
     key = (name, datatype, *shape)
     head = _TENSOR_HEAD.get(key)
     if head is None:
@@ -321,7 +327,7 @@ def response_json(
     parameters: str = "",
     undeclared: list[str] | None = None,
 ) -> str:
-    """A WireResponse as JSON text; `outputs` are tensor_json texts (None: a flag-only response);
+    """A StubResponse as JSON text; `outputs` are tensor_json texts (None: a flag-only response);
     `undeclared`: names of outputs the model returned that its config does not declare (pruned)."""
     head = f'{{"rid":{rid},"final":{"true" if final else "false"}'
     if outputs is None:
@@ -335,7 +341,7 @@ def response_json(
 def error_response_json(
     rid: int, message: str, code: int, from_model: bool = False, info: ErrorInfo | None = None
 ) -> str:
-    """A final WireResponse carrying an error, as JSON text (`info`: what the model raised)."""
+    """A final StubResponse carrying an error, as JSON text (`info`: what the model raised)."""
     mine = ',"from_model":true' if from_model else ""
     if info is not None:
         mine += f',"info":{json.dumps(info)}'
@@ -352,3 +358,116 @@ def execute_done_json(
     if rescheduled:
         text += f',"rescheduled":[{",".join(map(str, rescheduled))}]'
     return text + "}"
+
+
+def error_json(
+    rid: int,
+    message: str,
+    code: int,
+    from_model: bool = False,
+    info: ErrorInfo | None = None,
+    final: bool = True,
+) -> str:
+    """A StubResponse carrying an error as JSON text; not `final` only for a decoupled model's error response
+    that is not its last."""
+    if final:
+        return error_response_json(rid, message, code, from_model, info)
+    mine = ',"from_model":true' if from_model else ""
+    if info is not None:
+        mine += f',"info":{json.dumps(info)}'
+    return f'{{"rid":{rid},"final":false,"error":{{"code":{code},"message":{json.dumps(message)}{mine}}}}}'
+
+
+def bls_request_json(
+    call: int,
+    model_name: str,
+    model_version: int,
+    request_id: str,
+    correlation_id: str | int,
+    flags: int,
+    timeout_us: int,
+    parameters: str,
+    requested_outputs: list[str],
+    inputs: list[str],
+    trace_rid: int = 0,
+) -> str:
+    """A BlsRequest as JSON text; `inputs` are tensor_json texts; `trace_rid` 0 = not traced."""
+    header: dict[str, Any] = {
+        "call": call,
+        "model_name": model_name,
+        "model_version": model_version,
+        "request_id": request_id,
+        "correlation_id": str(correlation_id),
+        "correlation_is_string": isinstance(correlation_id, str),
+        "flags": flags,
+        "timeout_us": timeout_us,
+        "parameters": parameters,
+        "requested_outputs": requested_outputs,
+    }
+    if trace_rid:
+        header["trace_rid"] = trace_rid  # the host traces the call as that request's child
+    head = json.dumps(header, separators=(",", ":"))[:-1]
+    return f'{head},"inputs":[{",".join(inputs)}]}}'
+
+
+# --- builders for the other messages the stub sends ---------------------------------------------------------
+
+
+def hello(pid: int, python: str, numpy: str) -> Hello:
+    return {"pid": pid, "python": python, "numpy": numpy}
+
+
+def init_done() -> InitDone:
+    return {}
+
+
+def init_failed(error: str, info: ErrorInfo) -> InitDone:
+    return {"error": error, "error_info": info}
+
+
+def autocomplete_done(config: str) -> AutoCompleteDone:
+    return {"config": config}
+
+
+def autocomplete_failed(error: str) -> AutoCompleteDone:
+    return {"error": error}
+
+
+def execute_failed(batch: int, error: str, info: ErrorInfo, started: int, finished: int) -> ExecuteDone:
+    return {"batch": batch, "error": error, "error_info": info, "started": started, "finished": finished}
+
+
+def bls_cancel(call: int) -> BlsCancel:
+    return {"call": call}
+
+
+def log(level: int, message: str, file: str, line: int) -> Log:
+    return {"level": level, "message": message, "file": file, "line": line}
+
+
+def finalize_done() -> FinalizeDone:
+    return {}
+
+
+def fatal(message: str) -> Fatal:
+    return {"message": message}
+
+
+def load_op(model_name: str, config: str, files: list[tuple[str, int, int]]) -> ModelControlOp:
+    return {"op": "load", "model_name": model_name, "config": config, "files": files}
+
+
+def unload_op(model_name: str, unload_dependents: bool) -> ModelControlOp:
+    return {"op": "unload", "model_name": model_name, "unload_dependents": unload_dependents}
+
+
+def ready_op(model_name: str, version: str) -> ModelControlOp:
+    return {"op": "ready", "model_name": model_name, "version": version}
+
+
+def model_control(call: int, op: ModelControlOp) -> ModelControl:
+    return {**op, "call": call}
+
+
+def metrics_reply(query: int, families: list[dict[str, Any]]) -> Metrics:
+    return {"query": query, "families": families}

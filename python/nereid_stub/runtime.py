@@ -34,7 +34,7 @@ from .shm import InputArena, OutputArena
 
 _INTERNAL = int(api.TritonError.INTERNAL)
 _RESCHEDULE = api.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
-_error_json = messages.error_response_json
+_error_json = messages.error_json
 
 
 def format_exception(e: BaseException) -> str:
@@ -124,12 +124,7 @@ class Runtime:
         threading.Thread(target=self._janitor_loop, name="nereid-janitor", daemon=True).start()
         import numpy
 
-        hello: messages.Hello = {
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "numpy": numpy.__version__,
-        }
-        self.send(messages.HELLO, hello)
+        self.send(messages.HELLO, messages.hello(os.getpid(), sys.version.split()[0], numpy.__version__))
         while True:
             self._dispatch.wait_for(lambda: bool(self._commands))
             frame = self._commands.popleft()
@@ -166,8 +161,7 @@ class Runtime:
             if call is not None:
                 call.put(self._bls_response(h, frame.blob), bool(h.get("final")))  # type: ignore[arg-type]
         elif t == messages.METRICS_QUERY:
-            reply: messages.Metrics = {"query": int(h.get("query", 0)), "families": metrics.snapshot()}
-            self.send(messages.METRICS, reply)
+            self.send(messages.METRICS, messages.metrics_reply(int(h.get("query", 0)), metrics.snapshot()))
         elif t == messages.MODEL_CONTROL_DONE:
             q = int(h["call"])
             if q in self._controls:
@@ -197,8 +191,7 @@ class Runtime:
         self._dispatch.poll()
 
     def log(self, level: int, message: str, filename: str, line: int) -> None:
-        log: messages.Log = {"level": level, "message": message, "file": filename, "line": line}
-        self.send(messages.LOG, log)
+        self.send(messages.LOG, messages.log(level, message, filename, line))
 
     def send_response(self, rid: int, response: api.InferenceResponse | None, final: bool) -> None:
         state = self._request_state(rid)
@@ -227,26 +220,20 @@ class Runtime:
             call = api.ResponseQueue(call_id, self._dispatch.wait_for)
             self._bls[call_id] = call
         blobs: list[memoryview] = []
-        corr = request.correlation_id()
-        header: messages.BlsRequest = {  # type: ignore[typeddict-item]  # "inputs" is added last below
-            "call": call_id,
-            "model_name": request.model_name(),
-            "model_version": request.model_version(),
-            "request_id": request.request_id(),
-            "correlation_id": str(corr),
-            "correlation_is_string": isinstance(corr, str),
-            "flags": request.flags(),
-            "timeout_us": request.timeout(),
-            "parameters": request.parameters(),
-            "requested_outputs": request.requested_output_names(),
-        }
-        trace_rid = request.trace()._rid
-        if trace_rid:
-            header["trace_rid"] = trace_rid  # the host traces the call as that request's child
-        header["inputs"] = []  # last: the text below is cut right after it
-        tensors = ",".join(self._describe_tensors(request.inputs(), None, blobs))
         try:
-            text = json.dumps(header, separators=(",", ":"))[: -len("[]}")] + f"[{tensors}]}}"
+            text = messages.bls_request_json(
+                call_id,
+                request.model_name(),
+                request.model_version(),
+                request.request_id(),
+                request.correlation_id(),
+                request.flags(),
+                request.timeout(),
+                request.parameters(),
+                request.requested_output_names(),
+                self._describe_tensors(request.inputs(), None, blobs),
+                request.trace()._rid,
+            )
             self._writer.send_text(messages.BLS_REQUEST, text, blobs)
         except BaseException:
             with self._bls_lock:
@@ -255,10 +242,11 @@ class Runtime:
         return call
 
     def bls_cancel(self, call_id: int) -> None:
-        cancel: messages.BlsCancel = {"call": call_id}
-        self.send(messages.BLS_CANCEL, cancel)
+        self.send(messages.BLS_CANCEL, messages.bls_cancel(call_id))
 
-    def model_control(self, header: dict[str, Any], blobs: Sequence[bytes | memoryview]) -> dict[str, Any]:
+    def model_control(
+        self, op: messages.ModelControlOp, blobs: Sequence[bytes | memoryview]
+    ) -> dict[str, Any]:
         if self._phase in ("auto_complete_config", "finalize"):
             raise api.TritonModelException(
                 f"the model loading API is not supported in {self._phase}; use it in initialize or execute"
@@ -268,7 +256,7 @@ class Runtime:
             self._next_control += 1
             self._controls[q] = None
         try:
-            self.send(messages.MODEL_CONTROL, {**header, "call": q}, blobs)
+            self.send(messages.MODEL_CONTROL, messages.model_control(q, op), blobs)
             self._dispatch.wait_for(lambda: self._controls.get(q) is not None)
             with self._dispatch.lock:
                 reply = self._controls.pop(q)
@@ -280,7 +268,7 @@ class Runtime:
 
     # --- tensors -----------------------------------------------------------------------------------------
 
-    def _tensor_bytes(self, desc: messages.WireTensor, blob: memoryview) -> memoryview:
+    def _tensor_bytes(self, desc: messages.StubTensor, blob: memoryview) -> memoryview:
         offset, size = int(desc["offset"]), int(desc["byte_size"])
         if desc["in_shm"]:
             if self._inputs is None:
@@ -290,7 +278,7 @@ class Runtime:
             raise ValueError("inline tensor lies outside its frame")
         return blob[offset : offset + size]
 
-    def _read_tensors(self, descs: list[messages.WireTensor], blob: memoryview) -> list[api.Tensor]:
+    def _read_tensors(self, descs: list[messages.StubTensor], blob: memoryview) -> list[api.Tensor]:
         # The host is trusted (it checked the request); json.loads already made the types right.
         return [
             api.Tensor._wire(d["name"], d["datatype"], d["shape"], self._tensor_bytes(d, blob)) for d in descs
@@ -360,13 +348,7 @@ class Runtime:
         err = response._error
         if err is not None:
             # The model answered with this error: Triton counts the request as a success.
-            if not final:
-                # A decoupled model's error response that is not its last.
-                return (
-                    f'{{"rid":{rid},"final":false,"error":{{"code":{int(err.code())},'
-                    f'"message":{json.dumps(err.message())},"from_model":true}}}}'
-                )
-            return messages.error_response_json(rid, err.message(), int(err.code()), from_model=True)
+            return messages.error_json(rid, err.message(), int(err.code()), from_model=True, final=final)
         undeclared: list[str] = []
         tensors = self._describe_tensors(response._tensors, requested, blobs, undeclared, inline)
         return messages.response_json(rid, final, tensors, response._parameters, undeclared)
@@ -446,12 +428,10 @@ class Runtime:
         except BaseException as e:
             info = exception_info(e)
             info["phase"] = stage
-            failed: messages.InitDone = {"error": format_exception(e), "error_info": info}
-            self.send(messages.INIT_DONE, failed)
+            self.send(messages.INIT_DONE, messages.init_failed(format_exception(e), info))
             return False
         self._phase = "execute"
-        done: messages.InitDone = {}
-        self.send(messages.INIT_DONE, done)
+        self.send(messages.INIT_DONE, messages.init_done())
         return True
 
     def _auto_complete(self, h: messages.AutoComplete) -> None:
@@ -469,11 +449,9 @@ class Runtime:
                     f"auto_complete_config function in model '{h.get('name', '')}' must return a valid "
                     "pb.ModelConfig object."
                 )
-            done: messages.AutoCompleteDone = {"config": json.dumps(config.as_dict())}
-            self.send(messages.AUTOCOMPLETE_DONE, done)
+            self.send(messages.AUTOCOMPLETE_DONE, messages.autocomplete_done(json.dumps(config.as_dict())))
         except BaseException as e:
-            failed: messages.AutoCompleteDone = {"error": format_exception(e)}
-            self.send(messages.AUTOCOMPLETE_DONE, failed)
+            self.send(messages.AUTOCOMPLETE_DONE, messages.autocomplete_failed(format_exception(e)))
 
     def _finalize(self) -> None:
         self._phase = "finalize"
@@ -488,7 +466,7 @@ class Runtime:
             self.log(int(api.Logger.LogLevel.ERROR), f"finalize() failed: {whole}", "", 0)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
-        self.send(messages.FINALIZE_DONE, {})
+        self.send(messages.FINALIZE_DONE, messages.finalize_done())
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
@@ -580,13 +558,9 @@ class Runtime:
             for s in states:
                 s.closed = True
                 s.returned = True
-            failed: messages.ExecuteDone = {
-                "batch": batch,
-                "error": self._failure(e),
-                "error_info": exception_info(e),
-                "started": started,
-                "finished": time.monotonic_ns(),
-            }
+            failed = messages.execute_failed(
+                batch, self._failure(e), exception_info(e), started, time.monotonic_ns()
+            )
             self.send(messages.EXECUTE_DONE, failed)
             return
         for s in states:

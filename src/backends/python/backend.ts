@@ -101,20 +101,15 @@ export async function autoCompleteWithStub(
       }),
       config: JSON.stringify(modelConfigToJson(ctx.config)),
     };
-    const reply = await stub.call(
+    const h = await stub.call(
       MessageType.AutoComplete,
       header,
       MessageType.AutoCompleteDone,
       options.stubTimeoutMs,
       'auto_complete_config()',
     );
-    const h = reply.header as { error?: unknown; config?: unknown };
-    if (h.error !== undefined) {
-      throw internal(
-        `auto-complete of model '${name}' failed: ${typeof h.error === 'string' ? h.error : JSON.stringify(h.error)}`,
-      );
-    }
-    if (typeof h.config !== 'string') throw internal(`auto-complete of model '${name}' returned no config`);
+    if (h.error !== undefined) throw internal(`auto-complete of model '${name}' failed: ${h.error}`);
+    if (h.config === undefined) throw internal(`auto-complete of model '${name}' returned no config`);
     try {
       return parseModelConfigJson(h.config, `auto_complete_config of model '${name}'`);
     } catch (err) {

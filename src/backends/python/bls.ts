@@ -14,21 +14,21 @@ import type {
 import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
-import type { Frame } from './frames.js';
-import { MessageType, tritonErrorCode, type BlsRequestMessage } from './protocol.js';
+import { isJsonObject } from './frames.js';
+import { MessageType, tritonErrorCode, type BlsRequestIn } from './protocol.js';
 import type { StubProcess } from './stub-process.js';
 import { BlobBuilder, describeTensors, readTensors, type FreedRanges } from './tensors.js';
 
 export type ServerInfer = ServerApi['infer'];
 
-function parseParameters(text: unknown): Record<string, ParameterValue> {
-  if (typeof text !== 'string' || text === '') return {};
+function parseParameters(text: string): Record<string, ParameterValue> {
+  if (text === '') return {};
   const parsed: unknown = JSON.parse(text);
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+  if (!isJsonObject(parsed)) {
     throw internal('BLS request parameters must be a JSON object');
   }
   const out: Record<string, ParameterValue> = {};
-  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+  for (const [k, v] of Object.entries(parsed)) {
     if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) {
       out[k] = v;
     } else {
@@ -40,26 +40,24 @@ function parseParameters(text: unknown): Record<string, ParameterValue> {
 
 /** The core request for a BLS header: flags, correlation id and timeout become Triton's parameters. */
 export function blsRequest(
-  h: BlsRequestMessage,
+  h: BlsRequestIn,
   inputs: Tensor[],
   signal: AbortSignal,
   parentTrace?: BackendTraceToken,
 ): ServerInferRequest {
   const parameters = parseParameters(h.parameters);
-  const c = String(h.correlation_id);
-  const corr = h.correlation_is_string === true ? c : BigInt(/^\d+$/.test(c) ? c : '0');
+  const c = h.correlationId;
+  const corr = h.correlationIsString ? c : BigInt(/^\d+$/.test(c) ? c : '0');
   if (corr !== '' && corr !== 0n) parameters.sequence_id = corr;
   if ((h.flags & 1) !== 0) parameters.sequence_start = true;
   if ((h.flags & 2) !== 0) parameters.sequence_end = true;
-  if (typeof h.timeout_us === 'number' && h.timeout_us > 0) parameters.timeout = h.timeout_us;
+  if (h.timeoutUs > 0) parameters.timeout = h.timeoutUs;
   return {
-    modelName: String(h.model_name),
-    modelVersion: typeof h.model_version === 'number' && h.model_version >= 0 ? String(h.model_version) : '',
-    id: typeof h.request_id === 'string' ? h.request_id : '',
+    modelName: h.modelName,
+    modelVersion: h.modelVersion,
+    id: h.requestId,
     inputs,
-    outputs: Array.isArray(h.requested_outputs)
-      ? h.requested_outputs.map((name) => ({ name: String(name) }))
-      : [],
+    outputs: h.requestedOutputs.map((name) => ({ name })),
     parameters,
     signal,
     ...(parentTrace && { parentTrace }),
@@ -83,11 +81,14 @@ export class BlsService {
     return this.calls.size === 0;
   }
 
-  onFrame(frame: Frame): void {
-    const q = (frame.header as { call?: unknown }).call;
-    if (typeof q !== 'number') return;
-    if (frame.type === MessageType.BlsCancel) this.calls.get(q)?.abort();
-    else void this.run(q, frame);
+  /** A BLS_REQUEST: runs the call, its responses go back as BLS_RESPONSE frames. */
+  onRequest(h: BlsRequestIn, blob: Buffer): void {
+    if (h.call !== 0) void this.run(h, blob);
+  }
+
+  /** A BLS_CANCEL (ResponseIterator.cancel()). */
+  onCancel(call: number): void {
+    this.calls.get(call)?.abort();
   }
 
   abortAll(): void {
@@ -95,15 +96,15 @@ export class BlsService {
     this.calls.clear();
   }
 
-  private async run(q: number, frame: Frame): Promise<void> {
+  private async run(h: BlsRequestIn, blob: Buffer): Promise<void> {
+    const q = h.call;
     const ac = new AbortController();
     this.calls.set(q, ac);
-    const h = frame.header as BlsRequestMessage;
     try {
       const freed: FreedRanges = [];
       let inputs: Tensor[];
       try {
-        inputs = await readTensors(h.inputs, frame.blob, this.stub.files?.fromStub, freed);
+        inputs = await readTensors(h.inputs, blob, this.stub.files?.fromStub, freed);
       } finally {
         if (freed.length > 0) this.stub.send(MessageType.Free, { ranges: freed });
       }
@@ -113,7 +114,7 @@ export class BlsService {
         );
       }
       let final = false;
-      const parent = typeof h.trace_rid === 'number' ? this.traceOf(h.trace_rid) : undefined;
+      const parent = h.traceRid !== 0 ? this.traceOf(h.traceRid) : undefined;
       for await (const r of this.infer(blsRequest(h, inputs, ac.signal, parent))) {
         await this.reply(q, r.outputs, r.parameters, r.final);
         final ||= r.final;

@@ -21,6 +21,7 @@ import {
   type ModelIdentity,
   type ModelPhase,
 } from '../model-errors.js';
+import { isJsonObject } from './frames.js';
 
 export interface PythonFailureScope {
   readonly id: ModelIdentity;
@@ -41,8 +42,8 @@ export interface ErrorInfo {
 }
 
 export function errorInfoOf(raw: unknown): ErrorInfo | undefined {
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const r = raw as Record<string, unknown>;
+  if (!isJsonObject(raw)) return undefined;
+  const r = raw;
   if (typeof r.type !== 'string' || typeof r.message !== 'string') return undefined;
   return {
     type: capModelText(r.type, 256),

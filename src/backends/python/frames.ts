@@ -6,9 +6,22 @@
  */
 import { internal } from '../../common/errors.js';
 
+/** A decoded JSON object: a frame's header, and what nested objects in one are checked to be. */
+export type JsonObject = Readonly<Record<string, unknown>>;
+
+export function isJsonObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A JSON array's elements; anything else is an empty list. */
+export function listOf(v: unknown): readonly unknown[] {
+  return Array.isArray(v) ? v : [];
+}
+
 export interface Frame {
   readonly type: number;
-  readonly header: unknown;
+  /** The header's JSON object; its fields are read through protocol.ts's decoders. */
+  readonly header: JsonObject;
   /** Inline tensor bytes that follow the header. */
   readonly blob: Buffer;
 }
@@ -119,7 +132,7 @@ function parseBody(body: Buffer): Frame {
       throw internal('malformed frame from the Python stub: header is not JSON');
     }
   }
-  if (typeof header !== 'object' || header === null || Array.isArray(header)) {
+  if (!isJsonObject(header)) {
     throw internal('malformed frame from the Python stub: header is not an object');
   }
   return { type, header, blob: body.subarray(5 + headerLength) };

@@ -13,6 +13,7 @@
  */
 import type { CustomMetricFamily, CustomMetricKind, CustomMetricSample } from '../../backend-api/backend.js';
 import { mergeInstanceMetrics, sumSeries, type InstanceMetricFamily } from '../custom-metrics.js';
+import { isJsonObject, listOf } from './frames.js';
 
 /** One series as one stub holds it. */
 export interface StubSeries extends CustomMetricSample {
@@ -22,7 +23,8 @@ export interface StubSeries extends CustomMetricSample {
 
 export type StubFamily = InstanceMetricFamily<StubSeries>;
 
-const KINDS: ReadonlySet<string> = new Set(['counter', 'gauge', 'histogram']);
+const KINDS: ReadonlySet<unknown> = new Set<CustomMetricKind>(['counter', 'gauge', 'histogram']);
+const isKind = (k: unknown): k is CustomMetricKind => KINDS.has(k);
 /** How many families and series one stub may report (a runaway model must not flood a scrape). */
 const MAX_FAMILIES = 1000;
 const MAX_SERIES = 10_000;
@@ -48,9 +50,9 @@ function numbers(v: unknown): number[] | undefined {
 }
 
 function labelsOf(v: unknown): Record<string, string> | undefined {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  if (!isJsonObject(v)) return undefined;
   const out: Record<string, string> = {};
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+  for (const [k, x] of Object.entries(v)) {
     if (typeof x !== 'string') return undefined;
     out[k] = x;
   }
@@ -58,8 +60,9 @@ function labelsOf(v: unknown): Record<string, string> | undefined {
 }
 
 function seriesOf(v: unknown, histogram: boolean): StubSeries | undefined {
-  if (typeof v !== 'object' || v === null) return undefined;
-  const m = v as Record<string, unknown>;
+  // An array has none of the fields, so it is refused below like any malformed series.
+  const m = isJsonObject(v) ? v : Array.isArray(v) ? {} : undefined;
+  if (m === undefined) return undefined;
   const labels = labelsOf(m.l);
   const value = number(m.v);
   if (!labels || value === undefined) return undefined;
@@ -75,25 +78,24 @@ function seriesOf(v: unknown, histogram: boolean): StubSeries | undefined {
 
 /** The families of a METRICS frame header; whatever is malformed is left out. */
 export function parseMetricsReply(header: unknown): StubFamily[] {
-  const f = (header as { families?: unknown } | null)?.families;
+  const f = isJsonObject(header) ? header.families : undefined;
   if (!Array.isArray(f)) return [];
   const out: StubFamily[] = [];
   let total = 0;
-  for (const raw of f.slice(0, MAX_FAMILIES) as unknown[]) {
-    if (typeof raw !== 'object' || raw === null) continue;
-    const family = raw as Record<string, unknown>;
+  for (const family of listOf(f).slice(0, MAX_FAMILIES)) {
+    if (!isJsonObject(family)) continue;
     const { n: name, d: description, k: kind, m: metrics } = family;
-    if (typeof name !== 'string' || typeof description !== 'string' || typeof kind !== 'string') continue;
-    if (!KINDS.has(kind) || !Array.isArray(metrics)) continue;
+    if (typeof name !== 'string' || typeof description !== 'string' || !isKind(kind)) continue;
+    if (!Array.isArray(metrics)) continue;
     const series: StubSeries[] = [];
-    for (const m of metrics as unknown[]) {
+    for (const m of listOf(metrics)) {
       if (total >= MAX_SERIES) break;
       const s = seriesOf(m, kind === 'histogram');
       if (!s) continue;
       series.push(s);
       total++;
     }
-    out.push({ name, description, kind: kind as CustomMetricKind, metrics: series });
+    out.push({ name, description, kind, metrics: series });
   }
   return out;
 }

@@ -12,8 +12,8 @@
 import type { ServerApi } from '../../backend-api/backend.js';
 import { NereidError, invalidArg, unsupported } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import type { Frame } from './frames.js';
-import { MessageType, tritonErrorCode, type ModelControlMessage } from './protocol.js';
+import { listOf } from './frames.js';
+import { MessageType, tritonErrorCode, type ModelControlIn } from './protocol.js';
 import type { StubProcess } from './stub-process.js';
 
 /** How often an unload is checked for having begun (the model no longer ready). */
@@ -33,11 +33,11 @@ export interface ModelControlOptions {
 const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The `file:` overrides of a load, read from the frame's blob. */
-function overrideFiles(h: ModelControlMessage, blob: Buffer): Record<string, Buffer> | undefined {
-  if (!Array.isArray(h.files) || h.files.length === 0) return undefined;
+function overrideFiles(h: ModelControlIn, blob: Buffer): Record<string, Buffer> | undefined {
+  if (h.files.length === 0) return undefined;
   const files: Record<string, Buffer> = {};
-  for (const entry of h.files as readonly unknown[]) {
-    const [name, offset, size] = Array.isArray(entry) ? (entry as unknown[]) : [];
+  for (const entry of h.files) {
+    const [name, offset, size] = listOf(entry);
     if (
       typeof name !== 'string' ||
       typeof offset !== 'number' ||
@@ -66,13 +66,13 @@ export class ModelControlService {
     private readonly opts: ModelControlOptions,
   ) {}
 
-  onFrame(frame: Frame): void {
-    const h = frame.header as ModelControlMessage;
-    if (typeof h.call !== 'number') return;
-    void this.run(h, frame.blob);
+  /** A MODEL_CONTROL message; the answer goes back as MODEL_CONTROL_DONE. */
+  onRequest(h: ModelControlIn, blob: Buffer): void {
+    if (h.call === 0) return;
+    void this.run(h, blob);
   }
 
-  private async run(h: ModelControlMessage, blob: Buffer): Promise<void> {
+  private async run(h: ModelControlIn, blob: Buffer): Promise<void> {
     try {
       const ready = await this.perform(h, blob);
       this.stub.send(MessageType.ModelControlDone, {
@@ -82,7 +82,7 @@ export class ModelControlService {
     } catch (err) {
       const e = NereidError.from(err);
       this.opts.log.verbose(
-        `${h.op} of model '${String(h.model_name)}' from '${this.stub.name}' failed: ${e.message}`,
+        `${h.op} of model '${h.modelName}' from '${this.stub.name}' failed: ${e.message}`,
       );
       this.stub.send(MessageType.ModelControlDone, {
         call: h.call,
@@ -92,16 +92,15 @@ export class ModelControlService {
   }
 
   /** Runs the operation; `ready` answers is_model_ready. */
-  private async perform(h: ModelControlMessage, blob: Buffer): Promise<boolean | undefined> {
+  private async perform(h: ModelControlIn, blob: Buffer): Promise<boolean | undefined> {
     const api = this.opts.api;
-    const name = typeof h.model_name === 'string' ? h.model_name : '';
+    const name = h.modelName;
     if (h.op === 'ready') {
       if (!api?.isModelReady) throw this.unavailableApi();
-      const version = typeof h.version === 'string' && h.version !== '' ? h.version : undefined;
+      const version = h.version !== '' ? h.version : undefined;
       return api.isModelReady(name, version);
     }
-    if (h.op !== 'load' && h.op !== 'unload')
-      throw invalidArg(`unknown model control operation '${String(h.op)}'`);
+    if (h.op !== 'load' && h.op !== 'unload') throw invalidArg(`unknown model control operation '${h.op}'`);
     if (name === this.opts.modelName && this.opts.initializing()) {
       throw invalidArg(
         `model '${name}' cannot ${h.op} itself from initialize(): its own load is still in progress`,
@@ -110,12 +109,12 @@ export class ModelControlService {
     if (h.op === 'load') {
       if (!api?.loadModel) throw this.unavailableApi();
       const files = overrideFiles(h, blob);
-      const config = typeof h.config === 'string' && h.config !== '' ? h.config : undefined;
+      const config = h.config !== '' ? h.config : undefined;
       await api.loadModel(name, { ...(config !== undefined && { config }), ...(files && { files }) });
       return undefined;
     }
     if (!api?.unloadModel) throw this.unavailableApi();
-    await this.unload(api, name, h.unload_dependents === true);
+    await this.unload(api, name, h.unloadDependents);
     return undefined;
   }
 

@@ -10,11 +10,11 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { encodeFrame, FrameDecoder, type Frame } from './frames.js';
 import { PACKAGE_ROOT } from './interpreter.js';
-import { MessageType, type Messages, type WireError, type WireTensor } from './protocol.js';
+import { MessageType, type Messages, type StubError, type StubTensor } from './protocol.js';
 
 const PYTHON = path.join(PACKAGE_ROOT, '.venv/bin/python');
 
-const tensor = (name: string, inShm: boolean, offset: number): WireTensor => ({
+const tensor = (name: string, inShm: boolean, offset: number): StubTensor => ({
   name,
   datatype: 'INT32',
   shape: [2, 8],
@@ -29,7 +29,7 @@ const errorInfo = {
   traceback: 'Traceback (most recent call last): ...',
   phase: 'initialize',
 };
-const error: WireError = { code: 3, message: 'bad \u00e9 "input"', from_model: true, info: errorInfo };
+const error: StubError = { code: 3, message: 'bad \u00e9 "input"', from_model: true, info: errorInfo };
 
 const SAMPLES: { [T in MessageType]: Messages[T] } = {
   [MessageType.Init]: {
@@ -173,8 +173,8 @@ sys.path.insert(0, sys.argv[1])
 from nereid_stub import frames, messages
 
 NESTED = {
-    "inputs": messages.WireTensor, "outputs": messages.WireTensor, "requests": messages.WireRequest,
-    "responses": messages.WireResponse, "error": messages.WireError, "backend_package": messages.BackendPackage,
+    "inputs": messages.StubTensor, "outputs": messages.StubTensor, "requests": messages.StubRequest,
+    "responses": messages.StubResponse, "error": messages.StubError, "backend_package": messages.BackendPackage,
 }
 
 def check(value, shape, where):
@@ -184,13 +184,13 @@ def check(value, shape, where):
     fields = set(shape.__required_keys__) | set(shape.__optional_keys__)
     assert set(value) == fields, f"{where}: fields {sorted(value)} but the shape has {sorted(fields)}"
     for key, sub in NESTED.items():
-        v = value.get(key)  # "error" is a WireError in responses, a text in EXECUTE_DONE
+        v = value.get(key)  # "error" is a StubError in responses, a text in EXECUTE_DONE
         items = [v] if isinstance(v, dict) else v if isinstance(v, list) else []
         for i, item in enumerate(items):
             check(item, sub, f"{where}.{key}[{i}]")
 
 def fast_response(r):
-    """The stub's fast encoders for one WireResponse: outputs and error variants, compared to json."""
+    """The stub's fast encoders for one StubResponse: outputs and error variants, compared to json."""
     outs = [messages.tensor_json(t["name"], t["datatype"], t["shape"], t["in_shm"], t["offset"], t["byte_size"]) for t in r["outputs"]]
     with_outputs = json.loads(messages.response_json(r["rid"], r["final"], outs, r["parameters"], r.get("undeclared")))
     expect = {k: r[k] for k in ("rid", "final", "outputs", "undeclared") if k in r}

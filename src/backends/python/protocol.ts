@@ -4,10 +4,15 @@
  * message types and the shape of the JSON header each carries, with readable field names. Tensor bytes
  * never travel in these headers; a tensor descriptor says where its bytes are — inline in the frame's
  * blob, or in one of the instance's two /dev/shm files. Messages from the stub come from a process running
- * user code: whoever reads one checks each field before relying on it (tensors.ts the descriptors).
+ * user code: each stub->host header is read through its decoder at the end of this file (`decode`), which
+ * checks every field and gives its reader a typed message; tensor descriptors are checked one by one where
+ * their bytes are read (tensors.ts), so a bad one fails its own request while the others' /dev/shm ranges
+ * are still handed back.
  */
 import type { DataType } from '../../common/datatype.js';
 import type { ErrorCode } from '../../common/errors.js';
+import { isJsonObject, listOf, type JsonObject } from './frames.js';
+import { parseMetricsReply, type StubFamily } from './metrics.js';
 
 export const MessageType = {
   // host -> stub
@@ -39,7 +44,7 @@ export type MessageType = (typeof MessageType)[keyof typeof MessageType];
 // --- the pieces messages are made of ----------------------------------------------------------------------
 
 /** Where a tensor's bytes are: in the frame's blob, or in the sender's /dev/shm file. */
-export interface WireTensor {
+export interface StubTensor {
   readonly name: string;
   readonly datatype: DataType;
   readonly shape: readonly number[];
@@ -49,7 +54,7 @@ export interface WireTensor {
   readonly byte_size: number;
 }
 
-export interface WireError {
+export interface StubError {
   /** TRITONSERVER_Error_Code (see CODES below) */
   readonly code: number;
   readonly message: string;
@@ -60,7 +65,7 @@ export interface WireError {
 }
 
 /** One request of an EXECUTE batch. */
-export interface WireRequest {
+export interface StubRequest {
   /** The request's number on this stub (responses, cancellations and reschedules name it). */
   readonly rid: number;
   readonly request_id: string;
@@ -71,7 +76,7 @@ export interface WireRequest {
   /** request.parameters() in Python: a JSON object as text. */
   readonly parameters: string;
   readonly requested_outputs: readonly string[];
-  readonly inputs: readonly WireTensor[];
+  readonly inputs: readonly StubTensor[];
   /** Already cancelled when dispatched. */
   readonly cancelled?: boolean;
   /** The request is traced: a BLS call given its trace (`trace=request.trace()`) joins it. */
@@ -81,14 +86,14 @@ export interface WireRequest {
 }
 
 /** One response of a request: in EXECUTE_DONE (default mode) or a RESPONSE message of its own. */
-export interface WireResponse {
+export interface StubResponse {
   readonly rid: number;
   /** The request's last response (TRITONSERVER_RESPONSE_COMPLETE_FINAL). */
   readonly final: boolean;
-  readonly outputs?: readonly WireTensor[];
+  readonly outputs?: readonly StubTensor[];
   /** Response parameters as a JSON object text. */
   readonly parameters?: string;
-  readonly error?: WireError;
+  readonly error?: StubError;
   /** Outputs the model returned that its config does not declare (pruned by the stub; output-check.ts). */
   readonly undeclared?: readonly unknown[];
 }
@@ -128,7 +133,7 @@ export interface AutoCompleteMessage {
 export interface ExecuteMessage {
   /** The batch number EXECUTE_DONE answers with. */
   readonly batch: number;
-  readonly requests: readonly WireRequest[];
+  readonly requests: readonly StubRequest[];
 }
 
 export interface CancelMessage {
@@ -138,9 +143,9 @@ export interface CancelMessage {
 export interface BlsResponseMessage {
   readonly call: number;
   readonly final: boolean;
-  readonly outputs?: readonly WireTensor[];
+  readonly outputs?: readonly StubTensor[];
   readonly parameters?: string;
-  readonly error?: WireError;
+  readonly error?: StubError;
 }
 
 /** Ranges of the stub's /dev/shm file the host has read and the stub may reuse: [offset, size]. */
@@ -154,7 +159,7 @@ export interface ModelControlDoneMessage {
   readonly call: number;
   /** is_model_ready's answer. */
   readonly ready?: boolean;
-  readonly error?: WireError;
+  readonly error?: StubError;
 }
 
 export interface MetricsQueryMessage {
@@ -182,7 +187,7 @@ export interface AutoCompleteDoneMessage {
   readonly error?: string;
 }
 
-export type ResponseMessage = WireResponse;
+export type ResponseMessage = StubResponse;
 
 export interface ExecuteDoneMessage {
   readonly batch: number;
@@ -191,7 +196,7 @@ export interface ExecuteDoneMessage {
   /** What execute raised (messages.ErrorInfo): the host locates the user's frame (failures.ts). */
   readonly error_info?: unknown;
   /** Default-mode responses returned by execute. */
-  readonly responses?: readonly WireResponse[];
+  readonly responses?: readonly StubResponse[];
   /** Requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE), by rid. */
   readonly rescheduled?: readonly number[];
   /**
@@ -215,7 +220,7 @@ export interface BlsRequestMessage {
   readonly timeout_us: number;
   readonly parameters: string;
   readonly requested_outputs: readonly string[];
-  readonly inputs: readonly WireTensor[];
+  readonly inputs: readonly StubTensor[];
   /** The executing request (its rid) whose trace the call joins (`trace=request.trace()`). */
   readonly trace_rid?: number;
 }
@@ -315,3 +320,220 @@ export function errorCodeOf(code: unknown): ErrorCode {
 export function tritonErrorCode(code: ErrorCode): number {
   return CODES.indexOf(code);
 }
+
+// --- stub -> host, as the host reads it ----------------------------------------------------------------------
+//
+// What each reader may rely on once the header passed its decoder. A field the stub got wrong becomes what
+// the host does without it, written here once: an absent number is 0 (no request, batch or call has the
+// number 0), an absent text '', a list that is not one is empty.
+
+export type StubMessageType = Exclude<MessageType, HostMessageType>;
+
+const EMPTY: JsonObject = {};
+const objectOf = (v: unknown): JsonObject => (isJsonObject(v) ? v : EMPTY);
+const numberOr = (v: unknown, absent: number): number => (typeof v === 'number' ? v : absent);
+const stringOr = (v: unknown, absent: string): string => (typeof v === 'string' ? v : absent);
+const finiteOrUndefined = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+/** A model's text the host prints: a string as it is, anything else as its JSON. */
+const textOf = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
+/** An error a response carries, as the host reports it. */
+export interface ErrorIn {
+  readonly code: ErrorCode;
+  /** The model's text; when the stub sent no text, the whole error as JSON. */
+  readonly message: string;
+  readonly fromModel: boolean;
+  /** What a decoupled `async def execute` raised (messages.ErrorInfo), checked by failures.ts. */
+  readonly info: unknown;
+}
+
+export interface ResponseIn {
+  /** 0 = none (then the response answers no request; its tensors are still read and given back). */
+  readonly rid: number;
+  readonly final: boolean;
+  /** The tensor descriptors, checked one by one as they are read (tensors.ts). */
+  readonly outputs: unknown;
+  /** Response parameters as JSON object text ('' = none). */
+  readonly parameters: string;
+  readonly error: ErrorIn | undefined;
+  readonly undeclared: readonly unknown[] | undefined;
+}
+
+export interface ExecuteDoneIn {
+  readonly batch: number;
+  /** The whole batch failed: the stub's text (undefined: execute returned). */
+  readonly error: string | undefined;
+  readonly errorInfo: unknown;
+  readonly responses: readonly ResponseIn[];
+  /** Rescheduled requests' rids (what is not a number is left out). */
+  readonly rescheduled: readonly number[];
+  /** CLOCK_MONOTONIC ns as the stub stamped them; undefined when it sent none. */
+  readonly started: number | undefined;
+  readonly finished: number | undefined;
+}
+
+export interface InitDoneIn {
+  /** initialize() raised; `error` is its text when the stub sent one as text. */
+  readonly failed: boolean;
+  readonly error: string | undefined;
+  readonly errorInfo: unknown;
+}
+
+export interface AutoCompleteDoneIn {
+  /** The stub's error as text (JSON when it was not text); undefined: none. */
+  readonly error: string | undefined;
+  readonly config: string | undefined;
+}
+
+export interface BlsRequestIn {
+  readonly call: number;
+  readonly modelName: string;
+  /** '' = the default version. */
+  readonly modelVersion: string;
+  readonly requestId: string;
+  readonly correlationId: string;
+  readonly correlationIsString: boolean;
+  readonly flags: number;
+  /** Microseconds, 0 = none. */
+  readonly timeoutUs: number;
+  /** A JSON object as text ('' = none). */
+  readonly parameters: string;
+  readonly requestedOutputs: readonly string[];
+  /** Descriptors, checked where read (tensors.ts). */
+  readonly inputs: unknown;
+  /** The executing request whose trace the call joins (0 = none). */
+  readonly traceRid: number;
+}
+
+export interface ModelControlIn {
+  readonly call: number;
+  /** 'load' | 'unload' | 'ready' from a well-behaved stub; anything else is refused by its reader. */
+  readonly op: string;
+  readonly modelName: string;
+  /** load: the config override JSON ('' = none). */
+  readonly config: string;
+  /** load: `file:` overrides, checked entry by entry against the blob (model-control.ts). */
+  readonly files: readonly unknown[];
+  readonly unloadDependents: boolean;
+  /** ready: the version ('' = any). */
+  readonly version: string;
+}
+
+export interface LogIn {
+  readonly level: number;
+  readonly message: string;
+  readonly file: string;
+  readonly line: number;
+}
+
+/** What each stub->host message is once decoded. */
+export interface Incoming {
+  [MessageType.Hello]: { readonly pid: number };
+  [MessageType.InitDone]: InitDoneIn;
+  [MessageType.AutoCompleteDone]: AutoCompleteDoneIn;
+  [MessageType.Response]: ResponseIn;
+  [MessageType.ExecuteDone]: ExecuteDoneIn;
+  [MessageType.BlsRequest]: BlsRequestIn;
+  [MessageType.BlsCancel]: { readonly call: number };
+  [MessageType.Log]: LogIn;
+  [MessageType.FinalizeDone]: Readonly<Record<string, never>>;
+  [MessageType.Fatal]: { readonly message: string | undefined };
+  [MessageType.ModelControl]: ModelControlIn;
+  [MessageType.Metrics]: { readonly query: number; readonly families: StubFamily[] };
+}
+
+function decodeError(v: unknown): ErrorIn {
+  const e = objectOf(v);
+  return {
+    code: errorCodeOf(e.code),
+    message: typeof e.message === 'string' ? e.message : JSON.stringify(v),
+    fromModel: e.from_model === true,
+    info: e.info,
+  };
+}
+
+function decodeResponse(v: unknown): ResponseIn {
+  const h = objectOf(v);
+  return {
+    rid: numberOr(h.rid, 0),
+    final: h.final === true,
+    outputs: h.outputs,
+    parameters: stringOr(h.parameters, ''),
+    error: h.error === undefined ? undefined : decodeError(h.error),
+    undeclared: Array.isArray(h.undeclared) ? listOf(h.undeclared) : undefined,
+  };
+}
+
+function decodeExecuteDone(h: JsonObject): ExecuteDoneIn {
+  const responses = listOf(h.responses).map(decodeResponse);
+  const rescheduled: number[] = [];
+  for (const rid of listOf(h.rescheduled)) if (typeof rid === 'number') rescheduled.push(rid);
+  return {
+    batch: numberOr(h.batch, 0),
+    error: h.error === undefined ? undefined : textOf(h.error),
+    errorInfo: h.error_info,
+    responses,
+    rescheduled,
+    started: finiteOrUndefined(h.started),
+    finished: finiteOrUndefined(h.finished),
+  };
+}
+
+function decodeBlsRequest(h: JsonObject): BlsRequestIn {
+  const version = h.model_version;
+  return {
+    call: numberOr(h.call, 0),
+    modelName: String(h.model_name),
+    modelVersion: typeof version === 'number' && version >= 0 ? String(version) : '',
+    requestId: stringOr(h.request_id, ''),
+    correlationId: String(h.correlation_id),
+    correlationIsString: h.correlation_is_string === true,
+    flags: Number(h.flags) | 0,
+    timeoutUs: typeof h.timeout_us === 'number' && h.timeout_us > 0 ? h.timeout_us : 0,
+    parameters: stringOr(h.parameters, ''),
+    requestedOutputs: listOf(h.requested_outputs).map(String),
+    inputs: h.inputs,
+    traceRid: numberOr(h.trace_rid, 0),
+  };
+}
+
+function decodeModelControl(h: JsonObject): ModelControlIn {
+  return {
+    call: numberOr(h.call, 0),
+    op: String(h.op),
+    modelName: stringOr(h.model_name, ''),
+    config: stringOr(h.config, ''),
+    files: listOf(h.files),
+    unloadDependents: h.unload_dependents === true,
+    version: stringOr(h.version, ''),
+  };
+}
+
+/** The decoder of each stub->host message type: the one place their headers are read. */
+export const decode: { readonly [T in StubMessageType]: (header: JsonObject) => Incoming[T] } = {
+  [MessageType.Hello]: (h) => ({ pid: numberOr(h.pid, 0) }),
+  [MessageType.InitDone]: (h) => ({
+    failed: h.error !== undefined,
+    error: typeof h.error === 'string' ? h.error : undefined,
+    errorInfo: h.error_info,
+  }),
+  [MessageType.AutoCompleteDone]: (h) => ({
+    error: h.error === undefined ? undefined : textOf(h.error),
+    config: typeof h.config === 'string' ? h.config : undefined,
+  }),
+  [MessageType.Response]: decodeResponse,
+  [MessageType.ExecuteDone]: decodeExecuteDone,
+  [MessageType.BlsRequest]: decodeBlsRequest,
+  [MessageType.BlsCancel]: (h) => ({ call: numberOr(h.call, 0) }),
+  [MessageType.Log]: (h) => ({
+    level: numberOr(h.level, 0),
+    message: String(h.message),
+    file: stringOr(h.file, ''),
+    line: numberOr(h.line, 0),
+  }),
+  [MessageType.FinalizeDone]: () => ({}),
+  [MessageType.Fatal]: (h) => ({ message: typeof h.message === 'string' ? h.message : undefined }),
+  [MessageType.ModelControl]: decodeModelControl,
+  [MessageType.Metrics]: (h) => ({ query: numberOr(h.query, 0), families: parseMetricsReply(h) }),
+};

@@ -13,7 +13,14 @@ import type { Logger } from '../../common/logger.js';
 import { encodeFrame, FrameDecoder, type Frame } from './frames.js';
 import { STUB_SCRIPT, type Interpreter } from './interpreter.js';
 import { BoundedLineSplitter, LineRateLimit } from './output-lines.js';
-import { MessageType, type HostMessageType, type Messages } from './protocol.js';
+import {
+  MessageType,
+  decode,
+  type HostMessageType,
+  type Incoming,
+  type Messages,
+  type StubMessageType,
+} from './protocol.js';
 import { StubShmFiles, type ShmFileOptions } from './shm.js';
 
 /** Control frames bigger than this are refused (tensors that large belong in /dev/shm or are hostile). */
@@ -159,11 +166,25 @@ export class StubProcess {
     this.socket.uncork();
   };
 
-  /** Sends a command and waits for its reply frame (bounded by `timeoutMs`; the stub is killed on timeout). */
-  call<T extends HostMessageType>(
+  /**
+   * Sends a command and waits for its reply, decoded (bounded by `timeoutMs`; the stub is killed on
+   * timeout).
+   */
+  async call<T extends HostMessageType, R extends StubMessageType>(
     type: T,
     message: Messages[T],
-    replyType: MessageType,
+    replyType: R,
+    timeoutMs: number,
+    what: string,
+  ): Promise<Incoming[R]> {
+    const reply = await this.reply(type, message, replyType, timeoutMs, what);
+    return decode[replyType](reply.header);
+  }
+
+  private reply<T extends HostMessageType>(
+    type: T,
+    message: Messages[T],
+    replyType: StubMessageType,
     timeoutMs: number,
     what: string,
   ): Promise<Frame> {
@@ -284,8 +305,7 @@ export class StubProcess {
       }
       if (frame === undefined) return;
       if (frame.type === MessageType.Fatal) {
-        const m = (frame.header as { message?: unknown }).message;
-        this.fatal = typeof m === 'string' ? m : 'the stub reported a fatal error';
+        this.fatal = decode[MessageType.Fatal](frame.header).message ?? 'the stub reported a fatal error';
         continue;
       }
       const waiter = this.waiters.get(frame.type);

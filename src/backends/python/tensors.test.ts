@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Tensor } from '../../common/tensor.js';
-import type { WireTensor } from './protocol.js';
+import type { StubTensor } from './protocol.js';
 import type { HostToStubArena } from './shm.js';
 import { BlobBuilder, describeInline, readInlineTensors, readTensors } from './tensors.js';
 
@@ -43,8 +43,8 @@ void test('describeInline refuses a list with a tensor for /dev/shm and leaves t
 
 void test('readInlineTensors reads inline lists, defers shared-memory ones, and checks sizes', async () => {
   const blob = Buffer.alloc(24, 7);
-  const a: WireTensor = { name: 'A', datatype: 'INT32', shape: [4], in_shm: false, offset: 0, byte_size: 16 };
-  const b: WireTensor = { name: 'B', datatype: 'INT32', shape: [2], in_shm: false, offset: 16, byte_size: 8 };
+  const a: StubTensor = { name: 'A', datatype: 'INT32', shape: [4], in_shm: false, offset: 0, byte_size: 16 };
+  const b: StubTensor = { name: 'B', datatype: 'INT32', shape: [2], in_shm: false, offset: 16, byte_size: 8 };
   const read = readInlineTensors([a, b], blob);
   assert.deepEqual(
     read?.map((t) => [t.name, t.shape, t.data.length]),

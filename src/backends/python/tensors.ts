@@ -7,7 +7,8 @@
 import { byteSizeOf, isDataType } from '../../common/datatype.js';
 import { NereidError, internal } from '../../common/errors.js';
 import { countBytesElements, elementCount, type Tensor } from '../../common/tensor.js';
-import type { WireTensor } from './protocol.js';
+import { isJsonObject, listOf } from './frames.js';
+import type { StubTensor } from './protocol.js';
 import type { HostToStubArena, StubToHostReader } from './shm.js';
 
 /** Collects the inline bytes of one frame and the descriptors pointing into them. */
@@ -31,7 +32,7 @@ export interface TensorSink {
   readonly pin?: number;
 }
 
-export async function describeTensor(t: Tensor, sink: TensorSink, blob: BlobBuilder): Promise<WireTensor> {
+export async function describeTensor(t: Tensor, sink: TensorSink, blob: BlobBuilder): Promise<StubTensor> {
   if (t.data.length >= sink.threshold && sink.arena) {
     const offset = await sink.arena.write(t.data, sink.pin);
     if (offset !== undefined) {
@@ -60,8 +61,8 @@ export async function describeTensors(
   tensors: Iterable<Tensor>,
   sink: TensorSink,
   blob: BlobBuilder,
-): Promise<WireTensor[]> {
-  const out: WireTensor[] = [];
+): Promise<StubTensor[]> {
+  const out: StubTensor[] = [];
   for (const t of tensors) out.push(await describeTensor(t, sink, blob));
   return out;
 }
@@ -74,11 +75,11 @@ export function describeInline(
   tensors: Iterable<Tensor>,
   sink: TensorSink,
   blob: BlobBuilder,
-): WireTensor[] | undefined {
+): StubTensor[] | undefined {
   const list = [...tensors];
   // Checked first, so that nothing is added to the blob for a list that goes the slow way.
   if (sink.arena) for (const t of list) if (t.data.length >= sink.threshold) return undefined;
-  const out: WireTensor[] = [];
+  const out: StubTensor[] = [];
   for (const t of list) {
     out.push({
       name: t.name,
@@ -92,24 +93,24 @@ export function describeInline(
   return out;
 }
 
+/** A whole number >= 0 that is exact as a double (sizes, offsets, dimensions). */
+const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
 /** Shared-memory ranges read from the stub's file, to hand back to it with a FREE frame. */
 export type FreedRanges = [number, number][];
 
-function checkDescriptor(w: unknown): asserts w is WireTensor {
-  const d = w as Partial<WireTensor> | null;
+function checkDescriptor(w: unknown): asserts w is StubTensor {
+  const d = isJsonObject(w) ? w : undefined;
   const ok =
-    typeof d === 'object' &&
-    d !== null &&
+    d !== undefined &&
     typeof d.name === 'string' &&
     typeof d.datatype === 'string' &&
     isDataType(d.datatype) &&
     Array.isArray(d.shape) &&
-    d.shape.every((x) => Number.isSafeInteger(x) && x >= 0) &&
+    listOf(d.shape).every(isCount) &&
     typeof d.in_shm === 'boolean' &&
-    Number.isSafeInteger(d.offset) &&
-    Number.isSafeInteger(d.byte_size) &&
-    (d.offset ?? -1) >= 0 &&
-    (d.byte_size ?? -1) >= 0;
+    isCount(d.offset) &&
+    isCount(d.byte_size);
   if (!ok) throw internal('the Python stub sent a malformed tensor descriptor');
 }
 
@@ -130,12 +131,12 @@ export async function readTensor(
   return checkedTensor(w, await reader.read(w.offset, w.byte_size));
 }
 
-function inlineTensor(w: WireTensor, blob: Buffer): Tensor {
+function inlineTensor(w: StubTensor, blob: Buffer): Tensor {
   if (w.offset + w.byte_size > blob.length) throw internal('the Python stub sent a tensor outside its frame');
   return checkedTensor(w, blob.subarray(w.offset, w.offset + w.byte_size));
 }
 
-function checkedTensor(w: WireTensor, data: Buffer): Tensor {
+function checkedTensor(w: StubTensor, data: Buffer): Tensor {
   const count = elementCount(w.shape);
   const size = byteSizeOf(w.datatype);
   if (size === 0) {
@@ -160,7 +161,7 @@ function checkedTensor(w: WireTensor, data: Buffer): Tensor {
 export function readInlineTensors(list: unknown, blob: Buffer): Tensor[] | undefined {
   if (list === undefined) return [];
   if (!Array.isArray(list)) throw internal('the Python stub sent a malformed tensor list');
-  for (const w of list) if ((w as Partial<WireTensor> | null)?.in_shm !== false) return undefined;
+  for (const w of list) if (!isJsonObject(w) || w.in_shm !== false) return undefined;
   const out: Tensor[] = [];
   for (const w of list) {
     checkDescriptor(w);
