@@ -580,53 +580,10 @@ class Runtime:
     ) -> tuple[list[str], list[int]]:
         """What execute returned -> the response entries of EXECUTE_DONE (default mode answers in it) and
         the requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)."""
-        handed_back: list[int] = []
         if result is None:
-            errors = []
-            for request, s in zip(requests, states, strict=True):
-                if s.closed:
-                    continue  # ended already (a final response), so there is nothing to reschedule
-                if request._rescheduled():
-                    s.closed = True
-                    handed_back.append(s.rid)
-                # A request whose sender the model took may still be answered (from another thread).
-                elif not self._decoupled and not s.has_sender:
-                    s.closed = True
-                    errors.append(
-                        _error_json(
-                            s.rid,
-                            "Expected a list in the execute return, found type '<class 'NoneType'>'.",
-                            _INTERNAL,
-                        )
-                    )
-            return errors, handed_back
-        if self._decoupled:
-            raise api.TritonModelException(
-                f"Python model '{self._name}' is using the decoupled mode and the execute function must "
-                "return None."
-            )
-        if not isinstance(result, list):
-            raise api.TritonModelException(
-                f"Expected a list in the execute return, found type '{type(result)}'."
-            )
-        if len(result) != len(requests):
-            raise api.TritonModelException(
-                "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
-                f"InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) size is:{len(result)}"
-            )
-        for request, response in zip(requests, result, strict=True):
-            if response is None:
-                continue
-            if request._release_flags == _RESCHEDULE:
-                raise api.TritonModelException(
-                    "Expected a None object in the execute function return list for reschduled request, "
-                    f"found type '{type(response)}'."
-                )
-            if not isinstance(response, api.InferenceResponse):
-                raise api.TritonModelException(
-                    "Expected an 'InferenceResponse' object in the execute function return list, found type "
-                    f"'{type(response)}'."
-                )
+            return self._returned_none(requests, states)
+        self._check_returned(requests, result)
+        handed_back: list[int] = []
         out: list[str] = []
         inline = sum(map(len, blobs))  # the blobs' size, kept up to date as responses add theirs
         for request, state, response in zip(requests, states, result, strict=True):
@@ -655,6 +612,61 @@ class Runtime:
                     )
                 )
         return out, handed_back
+
+    def _returned_none(
+        self, requests: list[api.InferenceRequest], states: list[api._RequestState]
+    ) -> tuple[list[str], list[int]]:
+        """_returned for an execute that returned None (every decoupled model; a default-mode model only
+        when it answered or rescheduled each request itself)."""
+        errors: list[str] = []
+        handed_back: list[int] = []
+        for request, s in zip(requests, states, strict=True):
+            if s.closed:
+                continue  # ended already (a final response), so there is nothing to reschedule
+            if request._rescheduled():
+                s.closed = True
+                handed_back.append(s.rid)
+            # A request whose sender the model took may still be answered (from another thread).
+            elif not self._decoupled and not s.has_sender:
+                s.closed = True
+                errors.append(
+                    _error_json(
+                        s.rid,
+                        "Expected a list in the execute return, found type '<class 'NoneType'>'.",
+                        _INTERNAL,
+                    )
+                )
+        return errors, handed_back
+
+    def _check_returned(self, requests: list[api.InferenceRequest], result: Any) -> None:
+        """Raises Triton's error for a return value that is not one response (or None) per request."""
+        if self._decoupled:
+            raise api.TritonModelException(
+                f"Python model '{self._name}' is using the decoupled mode and the execute function must "
+                "return None."
+            )
+        if not isinstance(result, list):
+            raise api.TritonModelException(
+                f"Expected a list in the execute return, found type '{type(result)}'."
+            )
+        if len(result) != len(requests):
+            raise api.TritonModelException(
+                "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
+                f"InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) size is:{len(result)}"
+            )
+        for request, response in zip(requests, result, strict=True):
+            if response is None:
+                continue
+            if request._release_flags == _RESCHEDULE:
+                raise api.TritonModelException(
+                    "Expected a None object in the execute function return list for reschduled request, "
+                    f"found type '{type(response)}'."
+                )
+            if not isinstance(response, api.InferenceResponse):
+                raise api.TritonModelException(
+                    "Expected an 'InferenceResponse' object in the execute function return list, found type "
+                    f"'{type(response)}'."
+                )
 
     def _watch_background(self, future: Future[Any], states: list[api._RequestState]) -> None:
         """A decoupled `async def execute` runs on after execute returns; if it raises, every request of
