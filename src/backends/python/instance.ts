@@ -27,12 +27,10 @@ import type {
   BackendRequest,
   ExecuteResult,
   InstanceHandle,
-  InstanceSpec,
   ParameterValue,
   ServerApi,
 } from '../../backend-api/backend.js';
 import { NereidError, internal, invalidArg, unavailable } from '../../common/errors.js';
-import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import type { OutputCheck } from '../output-check.js';
 import { capModelText } from '../model-errors.js';
@@ -45,29 +43,15 @@ import type { StubFamily } from './metrics.js';
 import { ModelControlService } from './model-control.js';
 import { MessageType, decode, type ExecuteDoneIn, type LogIn, type ResponseIn } from './protocol.js';
 import { ResponseReader, nsBetween, type ResponseSink } from './response-reader.js';
-import type { StubLaunchOptions } from './stub-process.js';
 import type { StubProcess } from './stub-process.js';
-import { StubSupervisor, type InitTemplate } from './supervisor.js';
+import { StubSupervisor, type SupervisorOptions } from './supervisor.js';
 
 export type { InitTemplate } from './supervisor.js';
 
-export interface PythonInstanceOptions {
-  readonly spec: InstanceSpec;
-  readonly modelName: string;
-  readonly launch: StubLaunchOptions;
-  /** The INIT header without the instance's own fields. */
-  readonly init: InitTemplate;
-  readonly decoupled: boolean;
-  /** Bound on initialize() and finalize() (stub-timeout-seconds). */
-  readonly timeoutMs: number;
-  /** Longest a batch may go without progress (0 = none), counted from when the stub starts it. */
-  readonly executionTimeoutMs?: number;
+/** The supervisor's options (the stub, its INIT, its limits) and what the instance itself needs. */
+export interface PythonInstanceOptions extends SupervisorOptions {
   /** Batches the core may hand the instance at once (default 1); they wait in order in the stub's socket. */
   readonly pipelineDepth?: number;
-  /** Resident memory a stub may hold (bytes, 0 = no limit). */
-  readonly memoryLimitBytes?: number;
-  readonly shmThreshold: number;
-  readonly log: Logger;
   readonly serverInfer: ServerInfer | undefined;
   /** Repository control for pb_utils.load_model and friends (the ModelLoadContext's serverApi). */
   readonly serverApi?: ServerApi;
