@@ -253,3 +253,16 @@ def test_inputs_the_cpu_engine_cannot_honour_are_refused_through_the_ensemble(se
             reply = _generate(server, model, {"text_input": PROMPT, "max_tokens": 4, **extra})
             assert reply.get("status") == 400 or "error" in reply, (model, reply)
             assert reason in reply["error"], (model, reply)
+
+
+def test_seed_and_min_tokens_reach_the_engine_through_the_ensemble(server: NereidServer) -> None:
+    # TensorRT-LLM's newer names (seed, min_tokens) as the ensemble maps them; sampled, not greedy.
+    def sample(seed: int) -> str:
+        body = {"text_input": PROMPT, "max_tokens": 8, "top_k": 50, "temperature": 3.0, "seed": seed}
+        reply = _generate(server, "ensemble", {**body, "min_tokens": 4})
+        text: str = reply.get("text_output", "")
+        assert text, reply
+        return text
+
+    assert sample(7) == sample(7)
+    assert sample(7) != sample(8)
