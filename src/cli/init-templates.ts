@@ -4,9 +4,11 @@
  * in-process API). Every scaffold has the same contract, so the printed curl line and the test are the
  * same for all backends: INPUT0 FP32 [-1] in, OUTPUT0 FP32 out — doubled by the JavaScript and Python
  * models (streamed one element per response when decoupled), copied by the starter ONNX identity model.
+ * A llamacpp scaffold is a language model instead (docs/llm.md): a config, the engine settings
+ * (1/model.json) and a test that generates text from the GGUF file put at 1/model.gguf.
  */
 
-export type InitBackend = 'javascript' | 'python' | 'onnxruntime';
+export type InitBackend = 'javascript' | 'python' | 'onnxruntime' | 'llamacpp';
 
 export interface InitSpec {
   readonly name: string;
@@ -23,6 +25,7 @@ export interface ScaffoldFile {
 }
 
 function configText(s: InitSpec): string {
+  if (s.backend === 'llamacpp') return llamacppConfig(s);
   const header = {
     javascript: `# ${s.name}: a JavaScript/TypeScript model (docs/javascript-models.md), made by \`nereid init\`.`,
     python: `# ${s.name}: a Python model (docs/python-backend.md), made by \`nereid init\`.`,
@@ -30,6 +33,7 @@ function configText(s: InitSpec): string {
       `# ${s.name}: an ONNX model (docs/onnxruntime.md), made by \`nereid init\`. Put your model at\n` +
       `# ${s.name}/1/model.onnx (the starter file there is an identity model: OUTPUT0 = INPUT0), then make the\n` +
       '# inputs and outputs below match it, or delete them and let the server read them from the model.',
+    llamacpp: '',
   }[s.backend];
   const lines = [header, `name: "${s.name}"`];
   if (s.backend === 'onnxruntime') lines.push('platform: "onnxruntime_onnx"');
@@ -221,8 +225,101 @@ class TritonPythonModel:
 `;
 }
 
+/**
+ * A llamacpp model: decoupled, no tensors declared (the server fills in Triton's vLLM-backend interface,
+ * which generate, generate_stream, gRPC streaming and /v1 speak), one instance (the engine is shared).
+ */
+function llamacppConfig(s: InitSpec): string {
+  return `# ${s.name}: a GGUF language model on llama.cpp (docs/llm.md), made by \`nereid init\`. The model file is
+# ${s.name}/1/model.gguf and its engine settings (context, parallel sequences, threads) are in 1/model.json.
+# The inputs and outputs are left out: the server fills in Triton's vLLM-backend interface (text_input,
+# stream, sampling_parameters -> text_output). Declare input_ids instead for TensorRT-LLM's interface.
+name: "${s.name}"
+backend: "llamacpp"
+model_transaction_policy {
+  decoupled: true
+}
+instance_group [
+  {
+    count: 1
+    kind: KIND_CPU
+  }
+]
+`;
+}
+
+/** The engine settings with their defaults written out, so they can be edited (docs/llm.md lists them). */
+export function llamacppEngineSettings(): string {
+  return (
+    JSON.stringify(
+      {
+        context_size: 2048,
+        parallel_sequences: 4,
+        threads: 0,
+        batch_size: 512,
+        max_queue_size: 0,
+        default_max_tokens: 16,
+      },
+      null,
+      2,
+    ) + '\n'
+  );
+}
+
+/** The llamacpp model's test: generates greedily twice through the in-process API and compares. */
+function llamacppTestFile(s: InitSpec): string {
+  return `// A test for the language model '${s.name}', made by \`nereid init\`. Run it with
+//   node --test <repository>/${s.name}/test_${s.name}.mjs
+// It starts Nereid in this process (no ports), loads only this model from the repository this file lives
+// in, and asks it for 8 tokens twice, greedily: a text comes back, the same both times.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Nereid } from 'nereid-server';
+
+const MODEL = '${s.name}';
+const repository = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const gguf = path.join(repository, MODEL, '1', 'model.gguf');
+
+test(\`\${MODEL} generates the same greedy text twice\`, async () => {
+  assert.ok(existsSync(gguf), \`put a GGUF model at \${gguf} first (docs/llm.md suggests a small one)\`);
+  const server = await Nereid.start({
+    modelRepository: repository,
+    modelControlMode: 'explicit',
+    loadModels: [MODEL],
+  });
+  try {
+    const generate = async () => {
+      let text = '';
+      const request = {
+        model: MODEL,
+        inputs: {
+          text_input: ['The capital of France is'],
+          sampling_parameters: [JSON.stringify({ max_tokens: 8, temperature: 0 })],
+          exclude_input_in_output: [true],
+        },
+      };
+      for await (const part of server.inferStream(request)) {
+        const out = part.output('text_output');
+        if (out) text += out.strings().join('');
+      }
+      return text;
+    };
+    const first = await generate();
+    assert.ok(first.length > 0, 'some text was generated');
+    assert.equal(await generate(), first);
+  } finally {
+    await server.close();
+  }
+});
+`;
+}
+
 /** The test: node:test, the in-process API, the same call the printed curl line makes. */
 function testFile(s: InitSpec): string {
+  if (s.backend === 'llamacpp') return llamacppTestFile(s);
   const expected = s.backend === 'onnxruntime' ? '[1, 2, 3, 4]' : '[2, 4, 6, 8]';
   const what = s.backend === 'onnxruntime' ? 'copies INPUT0 (the starter identity model)' : 'doubles INPUT0';
   const call = s.decoupled
@@ -408,6 +505,12 @@ export function scaffoldFiles(s: InitSpec): ScaffoldFile[] {
       path: 'tsconfig.json',
       text: tsconfigFile(),
       role: "for editors: resolves the nereid-server package's types (serving does not need it)",
+    });
+  } else if (s.backend === 'llamacpp') {
+    files.push({
+      path: '1/model.json',
+      text: llamacppEngineSettings(),
+      role: 'the engine settings: context size, parallel sequences, threads, batch size, queue bound',
     });
   } else if (s.backend === 'python') {
     files.push({ path: '1/model.py', text: pythonModel(s), role: 'the model (version 1): edit execute()' });

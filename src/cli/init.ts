@@ -1,6 +1,6 @@
 /**
- * `nereid init <model_name> --backend javascript|python|onnxruntime [--repository DIR] [--decoupled]
- * [--force]`: scaffolds a model folder that loads and answers as written (config.pbtxt, the model, a test),
+ * `nereid init <model_name> --backend javascript|python|onnxruntime|llamacpp [--repository DIR]
+ * [--decoupled] [--gguf FILE] [--force]`: scaffolds a model folder that loads and answers as written (config.pbtxt, the model, a test),
  * then prints the commands to serve it and call it. The command line of the server itself is tritonserver's
  * and has no subcommands, so `init` is recognised only as the very first argument (main.ts).
  *
@@ -9,7 +9,7 @@
  * overwritten without --force. With --force only the scaffold's own files are replaced (other files in the
  * folder stay), each removed first so that a symlink in their place is replaced rather than written through.
  */
-import { copyFile, lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, open, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,10 +22,10 @@ export interface InitIo {
   readonly err: (text: string) => void;
 }
 
-const BACKENDS: readonly InitBackend[] = ['javascript', 'python', 'onnxruntime'];
+const BACKENDS: readonly InitBackend[] = ['javascript', 'python', 'onnxruntime', 'llamacpp'];
 const MAX_NAME_LENGTH = 128;
 
-export const INIT_HELP = `Usage: nereid init <model_name> --backend javascript|python|onnxruntime [options]
+export const INIT_HELP = `Usage: nereid init <model_name> --backend javascript|python|onnxruntime|llamacpp [options]
 
 Creates <repository>/<model_name>/ with a config.pbtxt, the model and a test, ready to serve:
   javascript   1/model.ts, a typed TypeScript model (no build step; docs/javascript-models.md), and a
@@ -33,7 +33,10 @@ Creates <repository>/<model_name>/ with a config.pbtxt, the model and a test, re
   python       1/model.py, a TritonPythonModel using triton_python_backend_utils (docs/python-backend.md),
                and test_<model_name>.py, a pytest test
   onnxruntime  a config and a starter 1/model.onnx (an identity model) to replace with yours
-Each model takes INPUT0 (FP32, any length) and answers OUTPUT0 (twice INPUT0; the ONNX starter copies it).
+  llamacpp     a GGUF language model (docs/llm.md): a config, 1/model.json (engine settings) and, with
+               --gguf, 1/model.gguf; it answers generate, generate_stream, gRPC streaming and /v1
+The javascript, python and onnxruntime models take INPUT0 (FP32, any length) and answer OUTPUT0 (twice
+INPUT0; the ONNX starter copies it); a llamacpp model takes text_input and answers text_output.
 test_<model_name>.mjs loads the model in-process and calls it: node --test <that file>.
 
 Options:
@@ -42,7 +45,8 @@ Options:
                          the current folder, created if missing; inside Nereid's own checkout it must
                          be named)
   --decoupled            a streaming model: one response per element of INPUT0, then the final flag
-                         (javascript and python)
+                         (javascript and python; a llamacpp model always streams)
+  --gguf=<file>          llamacpp: the GGUF model file to copy into 1/model.gguf
   --force                replace the scaffold's files in an existing model folder (other files stay)
   -h, --help             this text
 
@@ -57,6 +61,8 @@ interface InitArgs {
   readonly repositoryGiven: boolean;
   readonly decoupled: boolean;
   readonly force: boolean;
+  /** llamacpp: the GGUF file copied into 1/model.gguf. */
+  readonly gguf: string | undefined;
 }
 
 class UsageError extends Error {}
@@ -87,6 +93,7 @@ function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
   let repositoryGiven = false;
   let decoupled = false;
   let force = false;
+  let gguf: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--help' || arg === '-h') return 'help';
@@ -115,6 +122,7 @@ function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
       repositoryGiven = true;
     } else if (flag === 'decoupled') decoupled = bool();
     else if (flag === 'force') force = bool();
+    else if (flag === 'gguf') gguf = value();
     else throw new UsageError(`unknown option '--${flag}' (see nereid init --help)`);
   }
   if (name === undefined)
@@ -131,8 +139,15 @@ function parseInitArgs(argv: readonly string[]): InitArgs | 'help' {
       '--decoupled is for javascript and python models: an ONNX model answers each request once',
     );
   }
+  if (decoupled && backend === 'llamacpp') {
+    throw new UsageError('--decoupled is for javascript and python models: a llamacpp model always streams');
+  }
+  if (gguf !== undefined && backend !== 'llamacpp') {
+    throw new UsageError('--gguf is for llamacpp models');
+  }
+  if (gguf === '') throw new UsageError('--gguf is empty');
   if (repository === '') throw new UsageError('--repository is empty');
-  return { name, backend: backend as InitBackend, repository, repositoryGiven, decoupled, force };
+  return { name, backend: backend as InitBackend, repository, repositoryGiven, decoupled, force, gguf };
 }
 
 /**
@@ -185,6 +200,14 @@ async function writeScaffold(args: InitArgs, io: InitIo): Promise<number> {
     );
     return 2;
   }
+  const gguf = args.gguf === undefined ? undefined : path.resolve(io.cwd, args.gguf);
+  if (gguf !== undefined) {
+    const problem = await ggufFileProblem(gguf);
+    if (problem !== undefined) {
+      io.err(`error: --gguf '${args.gguf}' ${problem}; nothing was written\n`);
+      return 1;
+    }
+  }
   const modelDir = path.join(repoDir, args.name);
   const existing = await lstat(modelDir).catch(() => undefined);
   if (existing) {
@@ -224,6 +247,13 @@ async function writeScaffold(args: InitArgs, io: InitIo): Promise<number> {
     }
   }
 
+  if (args.backend === 'llamacpp') {
+    if (gguf !== undefined) {
+      await write('1/model.gguf', (t) => copyFile(gguf, t));
+      summary.splice(1, 0, ['1/model.gguf', `the model, copied from ${args.gguf}`]);
+    }
+  }
+
   const rel = path.relative(io.cwd, repoDir) || '.';
   const repoArg = shellQuote(rel.startsWith('..') || path.isAbsolute(rel) ? repoDir : `./${rel}`);
   const testPath = shellQuote(
@@ -244,15 +274,25 @@ async function writeScaffold(args: InitArgs, io: InitIo): Promise<number> {
     if (!starterOnnx())
       lines.push('(No starter model.onnx was found in this installation: add yours before serving.)');
   }
+  if (args.backend === 'llamacpp' && gguf === undefined) {
+    lines.push(
+      '',
+      `Put your GGUF model at ${path.join(rel, args.name, '1', 'model.gguf')} (or run again with --force --gguf=<file>);`,
+      'docs/llm.md names a small demo model and what its licence allows.',
+    );
+  }
   if (args.backend === 'python') {
     lines.push(
       '',
       'Python models need python3 with numpy (docs/python-backend.md says which interpreter is used).',
     );
   }
-  const infer = args.decoupled
-    ? `curl -N -X POST localhost:8000/v2/models/${args.name}/generate_stream -d '{"INPUT0": [1, 2, 3, 4]}'`
-    : `curl -X POST localhost:8000/v2/models/${args.name}/infer -d '{"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}'`;
+  const infer =
+    args.backend === 'llamacpp'
+      ? `curl -X POST localhost:8000/v2/models/${args.name}/generate -d '{"text_input": "The capital of France is", "sampling_parameters": "{\\"max_tokens\\": 16}"}'`
+      : args.decoupled
+        ? `curl -N -X POST localhost:8000/v2/models/${args.name}/generate_stream -d '{"INPUT0": [1, 2, 3, 4]}'`
+        : `curl -X POST localhost:8000/v2/models/${args.name}/infer -d '{"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}'`;
   lines.push('', 'Next:');
   const install = installCommand(io.cwd);
   if (install !== undefined) {
@@ -280,6 +320,22 @@ async function writeScaffold(args: InitArgs, io: InitIo): Promise<number> {
   }
   io.out(lines.join('\n') + '\n');
   return 0;
+}
+
+/** Why `file` cannot be a llamacpp model (missing, not a file, no GGUF magic), or undefined. */
+async function ggufFileProblem(file: string): Promise<string | undefined> {
+  const handle = await open(file, 'r').catch(() => undefined);
+  if (handle === undefined) return 'cannot be opened';
+  try {
+    if (!(await handle.stat()).isFile()) return 'is not a file';
+    const magic = Buffer.alloc(4);
+    await handle.read(magic, 0, 4, 0);
+    return magic.toString('latin1') === 'GGUF'
+      ? undefined
+      : 'is not a GGUF file (it does not start with GGUF)';
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Runs `nereid init` with the arguments after `init`; resolves with the exit code. */

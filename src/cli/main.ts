@@ -50,7 +50,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (parsed.help) {
     process.stdout.write(
       helpText() +
-        '\n\nTo start a new model: nereid init <model_name> --backend javascript|python|onnxruntime (nereid init --help)\n' +
+        '\n\nTo start a new model: nereid init <model_name> --backend javascript|python|onnxruntime|llamacpp (nereid init --help)\n' +
         'To install a Python-based backend (pytorch, openvino, fil, tensorflow): nereid backends install <name> (nereid backends --help)\n',
     );
     return 0;

@@ -351,3 +351,73 @@ void test("nereid init inside Nereid's own checkout writes nothing unless the fo
   assert.equal(existsSync(path.join(ROOT, 'examples/model_repository/stray_model')), false);
   assert.equal(existsSync(path.join(ROOT, 'examples/stray_model')), false);
 });
+
+void test('nereid init --backend llamacpp scaffolds a language model whose test and printed generate call answer', async () => {
+  const tiny = path.join(ROOT, '.cache/llm-models/current/tiny-llama.gguf');
+  assert.ok(existsSync(tiny), `${tiny} is missing: scripts/setup-llm-models.sh writes it`);
+  const dir = project();
+  try {
+    // Refused before anything is written: no such file, not a GGUF file, --decoupled, --gguf elsewhere.
+    const notGguf = path.join(dir, 'notes.txt');
+    writeFileSync(notGguf, 'not a model');
+    for (const [args, code, reason] of [
+      [['--gguf', path.join(dir, 'missing.gguf')], 1, /cannot be opened; nothing was written/],
+      [['--gguf', notGguf], 1, /is not a GGUF file/],
+      [['--decoupled'], 2, /a llamacpp model always streams/],
+    ] as const) {
+      const r = await nereid(dir, ['init', 'llm', '--backend=llamacpp', ...args]);
+      assert.equal(r.code, code, r.stderr);
+      assert.match(r.stderr, reason);
+    }
+    const jsGguf = await nereid(dir, ['init', 'm', '--backend=javascript', '--gguf', tiny]);
+    assert.equal(jsGguf.code, 2);
+    assert.match(jsGguf.stderr, /--gguf is for llamacpp models/);
+    assert.equal(existsSync(path.join(dir, 'model_repository')), false, 'nothing written');
+
+    // Without --gguf: the config and the settings, and where the model goes.
+    const bare = await nereid(dir, ['init', 'empty', '--backend=llamacpp']);
+    assert.equal(bare.code, 0, bare.stderr);
+    assert.match(bare.stdout, /Put your GGUF model at model_repository\/empty\/1\/model\.gguf/);
+    assert.equal(existsSync(path.join(dir, 'model_repository/empty/1/model.gguf')), false);
+
+    const r = await nereid(dir, ['init', 'llm', '--backend=llamacpp', `--gguf=${tiny}`]);
+    assert.equal(r.code, 0, r.stderr);
+    const modelDir = path.join(dir, 'model_repository', 'llm');
+    assert.deepEqual(readFileSync(path.join(modelDir, '1/model.gguf')), readFileSync(tiny));
+    assert.match(readFileSync(path.join(modelDir, 'config.pbtxt'), 'utf8'), /backend: "llamacpp"/);
+    const settings = JSON.parse(readFileSync(path.join(modelDir, '1/model.json'), 'utf8')) as Record<
+      string,
+      number
+    >;
+    assert.equal(settings.parallel_sequences, 4);
+    // Small and quick on a busy test machine; the edit is what a user would do.
+    writeFileSync(
+      path.join(modelDir, '1/model.json'),
+      JSON.stringify({ ...settings, context_size: 256, threads: 1 }),
+    );
+
+    const test = path.join('model_repository', 'llm', 'test_llm.mjs');
+    const ran = await run(process.execPath, ['--test', test], { cwd: dir, env: userEnv() }).catch(
+      (err: { stdout?: string; stderr?: string }) =>
+        assert.fail(`${test} failed:\n${err.stdout ?? ''}\n${err.stderr ?? ''}`),
+    );
+    assert.match(ran.stdout, /# pass 1/);
+
+    const server = await startServer([
+      `--model-repository=${path.join(dir, 'model_repository')}`,
+      '--model-control-mode=explicit',
+      '--load-model=llm',
+    ]);
+    try {
+      const call = printedCurl(r.stdout);
+      assert.equal(call.path, '/v2/models/llm/generate');
+      const res = await post(server.url + call.path, call.body);
+      assert.equal(res.status, 200, res.body.toString());
+      assert.ok(res.json<{ text_output: string }>().text_output.length > 'The capital of France is'.length);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

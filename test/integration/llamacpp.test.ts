@@ -2,7 +2,8 @@
 // (scripts/setup-llm-models.sh): generate and generate_stream agree, seeds repeat, stop strings end the
 // text, concurrent streams over fewer sequences all finish with their own text, a cancelled stream gives
 // its sequence back, the queue bound refuses, the real `openai` npm client chats; a corrupt or truncated
-// GGUF, a bad model.json, a prompt over the context and max_tokens over the limit are 4xx.
+// GGUF, a bad model.json, a context too large to allocate, a prompt over the context and max_tokens over
+// the limit are 4xx; 32 streams over 4 sequences are all answered in bounded memory.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -93,6 +94,15 @@ describe('llamacpp backend on a running server', () => {
     repo = makeRepository({
       tiny: engine({ context_size: 256, parallel_sequences: 2 }),
       one: engine({ context_size: 2048, parallel_sequences: 1, max_queue_size: 1 }),
+      four: engine({ context_size: 256, parallel_sequences: 4 }),
+      // A KV cache no machine has: 256 sequences of a million tokens.
+      huge: {
+        config: CONFIG,
+        files: {
+          '1/model.gguf': gguf,
+          '1/model.json': JSON.stringify({ threads: 1, context_size: 1 << 20, parallel_sequences: 256 }),
+        },
+      },
       garbage: {
         config: CONFIG,
         files: { '1/model.gguf': Buffer.from('GGUF\x03\x00\x00\x00not a model at all') },
@@ -105,6 +115,7 @@ describe('llamacpp backend on a running server', () => {
       '--model-control-mode=explicit',
       '--load-model=tiny',
       '--load-model=one',
+      '--load-model=four',
     ]);
   });
   after(async () => {
@@ -207,6 +218,56 @@ describe('llamacpp backend on a running server', () => {
     await waitFor(async () => (await metric(server, 'vllm:num_requests_running', 'tiny')) === 0);
   });
 
+  it('answers 32 concurrent streams over 4 sequences: none lost, at most 4 running, memory bounded', async () => {
+    const prompts = Array.from(
+      { length: 32 },
+      (_, i) => `the ${['blue', 'green', 'small', 'quiet'][i % 4]} stone ${i % 8}`,
+    );
+    const body = (p: string) => ({
+      text_input: p,
+      stream: true,
+      exclude_input_in_output: true,
+      return_num_output_tokens: true,
+      return_finish_reason: true,
+      sampling_parameters: sampling({ temperature: 0, max_tokens: 12 }),
+    });
+    const alone = new Map<string, string>();
+    for (const p of new Set(prompts)) {
+      alone.set(p, (await generate('four', p, { temperature: 0, max_tokens: 12 })).reply.text_output!);
+    }
+    const round = () =>
+      Promise.all(prompts.map((p) => readStream(`${server.url}/v2/models/four/generate_stream`, body(p))));
+    await round(); // warms the allocator: what is measured next is growth, not first use
+    const rssBefore = process.memoryUsage().rss;
+    let peakRunning = 0;
+    let sampling32 = true;
+    const sampler = (async () => {
+      while (sampling32) {
+        peakRunning = Math.max(peakRunning, await metric(server, 'vllm:num_requests_running', 'four'));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    const streams = await round();
+    sampling32 = false;
+    await sampler;
+    const grownMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
+    streams.forEach((r, i) => {
+      assert.equal(r.status, 200, `stream ${i}`);
+      assert.equal(
+        r.events.reduce((n, e) => n + (e.num_output_tokens ?? 0), 0),
+        12,
+        `stream ${i}`,
+      );
+      assert.equal(r.events.at(-1)?.finish_reason, 'length', `stream ${i} ended`);
+      assert.equal(r.events.map((e) => e.text_output ?? '').join(''), alone.get(prompts[i]), `stream ${i}`);
+    });
+    assert.ok(peakRunning <= 4, `${peakRunning} requests held a sequence at once`);
+    // The context (4 sequences) is allocated at load; 28 waiting requests cost only their queue entries.
+    assert.ok(grownMb < 64, `RSS grew by ${grownMb.toFixed(1)} MB over 32 streams`);
+    await waitFor(async () => (await metric(server, 'vllm:num_requests_running', 'four')) === 0);
+    assert.equal(await metric(server, 'vllm:num_requests_waiting', 'four'), 0);
+  });
+
   it('gives a cancelled stream its sequence back; past the queue bound a request is refused', async () => {
     const long = { text_input: 'the light', stream: true, exclude_input_in_output: true };
     const before = await metric(server, 'vllm:generation_tokens_total', 'one');
@@ -253,6 +314,7 @@ describe('llamacpp backend on a running server', () => {
       ['garbage', /not a GGUF model llama.cpp can load/],
       ['truncated', /not a GGUF model llama.cpp can load/],
       ['typo', /unknown key 'context_sise'/],
+      ['huge', /context_size 1048576 x parallel_sequences 256 needs a KV cache of about 64\.0 GiB/],
     ] as const) {
       const res = await post(`${server.url}/v2/repository/models/${model}/load`, {});
       assert.equal(res.status, 400, `${model}: ${res.body.toString()}`);

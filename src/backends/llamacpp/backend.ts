@@ -8,6 +8,7 @@
  * model, returns at once, so the next requests reach the engine while earlier ones still decode: they
  * join the running batch at its next step, or wait in the engine's bounded queue for a sequence.
  */
+import os from 'node:os';
 import path from 'node:path';
 import type {
   AutoCompleteContext,
@@ -22,8 +23,9 @@ import type {
 import { invalidArg, NereidError, unavailable } from '../../common/errors.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import { LlamaEngine } from './engine.js';
+import { ggufHeader, kvCacheBytes } from './gguf-check.js';
 import { generate, type GenerationHost } from './generation.js';
-import { readOptions } from './options.js';
+import { readOptions, type LlamacppOptions } from './options.js';
 import { generateTrt } from './trtllm-generation.js';
 import { trtPlan, usesTrtInterface, type TrtPlan } from './trtllm-interface.js';
 import { completeVllmConfig, outputPlan } from './vllm-interface.js';
@@ -55,6 +57,7 @@ export class LlamacppBackend implements Backend {
     const shown = `${ctx.version}/${path.basename(ctx.modelPath)}`;
     let engine: LlamaEngine;
     try {
+      await checkMemory(ctx.modelPath, options);
       engine = await LlamaEngine.load(ctx.modelPath, shown, options, ctx.log);
     } catch (err) {
       const e = NereidError.from(err);
@@ -69,6 +72,32 @@ export class LlamacppBackend implements Backend {
         : { kind: 'vllm', engine, plan: outputPlan(ctx.config) },
       ctx.config.model_transaction_policy?.decoupled === true,
       { model: ctx.modelName, version: String(ctx.version) },
+    );
+  }
+}
+
+const GIB = 2 ** 30;
+
+/** The memory this process may use: the machine's, or a smaller cgroup limit (a container's). */
+function memoryLimit(): number {
+  const constrained = process.constrainedMemory();
+  return constrained > 0 ? Math.min(constrained, os.totalmem()) : os.totalmem();
+}
+
+/**
+ * Refuses, before llama.cpp allocates anything, a context whose KV cache and weights cannot fit in this
+ * machine's memory (gguf-check.ts says why node-llama-cpp's own check is not relied on).
+ */
+async function checkMemory(file: string, options: LlamacppOptions): Promise<void> {
+  const header = await ggufHeader(file).catch(() => undefined);
+  if (header === undefined || 'problem' in header) return; // LlamaEngine.load reports the file's problem
+  const tokens = options.contextSize * options.parallelSequences;
+  const kv = kvCacheBytes(header.metadata, tokens);
+  if (kv === undefined) return;
+  const limit = memoryLimit();
+  if (kv + header.size > limit) {
+    throw invalidArg(
+      `context_size ${options.contextSize} x parallel_sequences ${options.parallelSequences} needs a KV cache of about ${(kv / GIB).toFixed(1)} GiB (and ${(header.size / GIB).toFixed(1)} GiB of weights), more than the ${(limit / GIB).toFixed(1)} GiB of memory here: lower context_size or parallel_sequences in model.json`,
     );
   }
 }

@@ -4,6 +4,11 @@
  * can hold. A model file is hostile input, and a header whose counts point past the end of the file
  * (corrupt, or truncated inside its metadata) can otherwise keep the loader reading for ever. What this
  * returns is a reason the file is unusable, or undefined; llama.cpp still checks the tensor data itself.
+ *
+ * The walk also keeps the scalar metadata (architecture, layer and head counts), from which
+ * kvCacheBytes() estimates what a context of N tokens x S sequences costs before llama.cpp allocates it:
+ * node-llama-cpp's own estimate is slow for large requests and did not stop one that the kernel's OOM
+ * killer then ended (a model.json with a 16M-token context), so an impossible context is refused first.
  */
 import { open } from 'node:fs/promises';
 
@@ -31,6 +36,9 @@ const SCALAR_SIZE: Readonly<Record<number, number>> = {
 
 class NeedMore extends Error {}
 class Corrupt extends Error {}
+
+/** Scalar metadata values by key (numbers, bools as 0/1, strings); arrays are left out. */
+export type GgufMetadata = ReadonlyMap<string, number | string>;
 
 class Cursor {
   pos = 0;
@@ -75,6 +83,52 @@ class Cursor {
     this.fits(len, 1, 'a string length');
     this.skip(len);
   }
+
+  text(): string {
+    const start = this.pos + 8;
+    this.string();
+    return this.buf.toString('utf8', start, this.pos);
+  }
+
+  /** A scalar of metadata type `type` (0..7, 10..12) as a number. */
+  scalar(type: number): number {
+    const size = SCALAR_SIZE[type];
+    this.need(size);
+    const b = this.buf;
+    const at = this.pos;
+    this.pos += size;
+    switch (type) {
+      case 0:
+      case 7:
+        return b.readUInt8(at);
+      case 1:
+        return b.readInt8(at);
+      case 2:
+        return b.readUInt16LE(at);
+      case 3:
+        return b.readInt16LE(at);
+      case 4:
+        return b.readUInt32LE(at);
+      case 5:
+        return b.readInt32LE(at);
+      case 6:
+        return b.readFloatLE(at);
+      case 10:
+        return Number(b.readBigUInt64LE(at));
+      case 11:
+        return Number(b.readBigInt64LE(at));
+      default:
+        return b.readDoubleLE(at);
+    }
+  }
+}
+
+/** One top-level metadata value: scalars and strings are returned, arrays skipped. */
+function topValue(c: Cursor, type: number): number | string | undefined {
+  if (SCALAR_SIZE[type] !== undefined) return c.scalar(type);
+  if (type === 8) return c.text();
+  value(c, type, 0);
+  return undefined;
 }
 
 function value(c: Cursor, type: number, depth: number): void {
@@ -94,8 +148,9 @@ function value(c: Cursor, type: number, depth: number): void {
   for (let i = 0; i < count; i++) value(c, itemType, depth + 1);
 }
 
-function walk(buf: Buffer, fileSize: number): void {
+function walk(buf: Buffer, fileSize: number): Map<string, number | string> {
   const c = new Cursor(buf, fileSize);
+  const metadata = new Map<string, number | string>();
   c.need(4);
   if (buf.toString('latin1', 0, 4) !== 'GGUF') throw new Corrupt('it does not start with the GGUF magic');
   c.skip(4);
@@ -107,8 +162,9 @@ function walk(buf: Buffer, fileSize: number): void {
   if (kvs > MAX_KV) throw new Corrupt(`it claims ${kvs} metadata entries`);
   c.fits(kvs, 13, 'the metadata entry count');
   for (let i = 0; i < kvs; i++) {
-    c.string();
-    value(c, c.u32(), 0);
+    const key = c.text();
+    const v = topValue(c, c.u32());
+    if (v !== undefined) metadata.set(key, v);
   }
   c.fits(tensors, 32, 'the tensor count');
   for (let i = 0; i < tensors; i++) {
@@ -118,10 +174,41 @@ function walk(buf: Buffer, fileSize: number): void {
     c.skip(8 * dims + 4);
     if (c.u64() > fileSize) throw new Corrupt('a tensor starts past the end of the file');
   }
+  return metadata;
 }
 
 /** Why `file` is not a usable GGUF file, or undefined when its header is sound. */
 export async function ggufProblem(file: string): Promise<string | undefined> {
+  const header = await ggufHeader(file);
+  return 'problem' in header ? header.problem : undefined;
+}
+
+/**
+ * Bytes of the KV cache llama.cpp allocates for `tokens` tokens in all (context x sequences) at its
+ * default F16 cache type: per layer and token, the keys and values of every KV head. Undefined when the
+ * metadata lacks the counts (an architecture without attention layers of this shape).
+ */
+export function kvCacheBytes(metadata: GgufMetadata, tokens: number): number | undefined {
+  const arch = metadata.get('general.architecture');
+  if (typeof arch !== 'string') return undefined;
+  const num = (key: string): number | undefined => {
+    const v = metadata.get(`${arch}.${key}`);
+    return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined;
+  };
+  const layers = num('block_count');
+  const width = num('embedding_length');
+  const heads = num('attention.head_count');
+  if (layers === undefined || width === undefined || heads === undefined) return undefined;
+  const kvHeads = num('attention.head_count_kv') ?? heads;
+  const keyLength = num('attention.key_length') ?? width / heads;
+  const valueLength = num('attention.value_length') ?? width / heads;
+  return layers * tokens * kvHeads * (keyLength + valueLength) * 2;
+}
+
+/** The file's scalar metadata, or why it is not a usable GGUF file. */
+export async function ggufHeader(
+  file: string,
+): Promise<{ readonly metadata: GgufMetadata; readonly size: number } | { readonly problem: string }> {
   const handle = await open(file, 'r');
   try {
     const { size } = await handle.stat();
@@ -130,13 +217,12 @@ export async function ggufProblem(file: string): Promise<string | undefined> {
       const buf = Buffer.alloc(length);
       const { bytesRead } = await handle.read(buf, 0, length, 0);
       try {
-        walk(buf.subarray(0, bytesRead), size);
-        return undefined;
+        return { metadata: walk(buf.subarray(0, bytesRead), size), size };
       } catch (err) {
-        if (err instanceof Corrupt) return err.message;
+        if (err instanceof Corrupt) return { problem: err.message };
         if (!(err instanceof NeedMore)) throw err;
         if (length >= Math.min(size, MAX_HEADER_BYTES))
-          return `its header is larger than ${MAX_HEADER_BYTES} bytes`;
+          return { problem: `its header is larger than ${MAX_HEADER_BYTES} bytes` };
         length = Math.min(size, MAX_HEADER_BYTES, length * 4);
       }
     }

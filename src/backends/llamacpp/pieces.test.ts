@@ -222,4 +222,19 @@ describe('GGUF header check', () => {
       assert.match((await ggufProblem(file('f', bytes.subarray(0, 2000)))) ?? '', /cannot fit|past the end/);
     }
   });
+
+  it('reads the metadata and estimates the KV cache: 2 layers x 2 KV heads x (16 + 16) x 2 bytes a token', async () => {
+    const { existsSync } = await import('node:fs');
+    const path = await import('node:path');
+    const { ggufHeader, kvCacheBytes } = await import('./gguf-check.js');
+    const tiny = path.resolve(import.meta.dirname, '../../../../.cache/llm-models/current/tiny-llama.gguf');
+    assert.ok(existsSync(tiny), `${tiny} is missing: scripts/setup-llm-models.sh writes it`);
+    const header = await ggufHeader(tiny);
+    assert.ok(!('problem' in header));
+    assert.equal(header.metadata.get('general.architecture'), 'llama');
+    assert.equal(header.metadata.get('llama.block_count'), 2);
+    assert.equal(header.metadata.get('llama.context_length'), 512);
+    assert.equal(kvCacheBytes(header.metadata, 1000), 256 * 1000);
+    assert.equal(kvCacheBytes(new Map([['general.architecture', 'llama']]), 1000), undefined);
+  });
 });

@@ -4,7 +4,8 @@
  * `tensorrt_llm_bls` model) runs with only this model's backend changed to `llamacpp`. Token ids in,
  * token ids out: `input_ids` (INT32 [-1]), `input_lengths`, `request_output_len`, `end_id`, `pad_id`,
  * `streaming`, the sampling inputs (`temperature`, `runtime_top_k`, `runtime_top_p`, `random_seed`,
- * `repetition_penalty`, `presence_penalty`, `frequency_penalty`, `min_length`), `stop_words_list` /
+ * `repetition_penalty`, `presence_penalty`, `frequency_penalty`, `min_length`; newer TensorRT-LLM's names
+ * `seed` and `min_tokens` too), `stop_words_list` /
  * `bad_words_list` (TensorRT-LLM's [2, -1] layout: the ids of every word one after another, then each
  * word's end offset, padded with -1), `return_log_probs`, `num_return_sequences` → `output_ids`,
  * `sequence_length`, `cum_log_probs`, `output_log_probs`.
@@ -133,6 +134,8 @@ const HONOURED = new Set([
   'presence_penalty',
   'frequency_penalty',
   'min_length',
+  'min_tokens',
+  'seed',
   'stop_words_list',
   'bad_words_list',
   'return_log_probs',
@@ -166,13 +169,24 @@ const REFUSED: Readonly<Record<string, { neutral: (v: number[]) => boolean; why:
     draft_input_ids: draft,
     draft_logits: draft,
     draft_acceptance_threshold: draft,
-    decoder_input_ids: { neutral: empty, why: 'encoder-decoder models are not supported' },
-    decoder_input_lengths: { neutral: allZero, why: 'encoder-decoder models are not supported' },
+    // inflight_batcher_llm's preprocessing sends a decoder-only model one pad token of length 1 here.
+    decoder_input_ids: { neutral: (v) => v.length <= 1, why: 'encoder-decoder models are not supported' },
+    decoder_input_lengths: { neutral: oneOrLess, why: 'encoder-decoder models are not supported' },
     encoder_input_features: { neutral: empty, why: 'encoder-decoder models are not supported' },
     encoder_output_lengths: { neutral: empty, why: 'encoder-decoder models are not supported' },
     prompt_embedding_table: { neutral: empty, why: 'p-tuning prompt tables are not supported' },
     prompt_vocab_size: { neutral: allZero, why: 'p-tuning prompt tables are not supported' },
-    embedding_bias: { neutral: empty, why: 'embedding_bias is not supported' },
+    embedding_bias: { neutral: allZero, why: 'embedding_bias is not supported' },
+    prompt_table_extra_ids: { neutral: empty, why: 'p-tuning prompt tables are not supported' },
+    return_perf_metrics: { neutral: allZero, why: 'perf metrics outputs are not reported' },
+    guided_decoding_guide_type: {
+      neutral: empty,
+      why: 'guided decoding through this interface is not supported (the vLLM interface and /v1 take a JSON schema)',
+    },
+    guided_decoding_guide: {
+      neutral: empty,
+      why: 'guided decoding through this interface is not supported (the vLLM interface and /v1 take a JSON schema)',
+    },
     beam_width: {
       neutral: oneOrLess,
       why: 'beam_width > 1 (beam search) is not supported by the llamacpp backend',
@@ -281,7 +295,9 @@ export function readTrtRequest(req: BackendRequest, plan: TrtPlan, vocabSize: nu
   const topK = ranged(req, 'runtime_top_k', 0, 1 << 20, true) ?? 0;
   const topP = ranged(req, 'runtime_top_p', 0, 1) ?? 0;
   const temperature = ranged(req, 'temperature', 0, 100) ?? 1;
-  const seed = ranged(req, 'random_seed', 0, Number.MAX_SAFE_INTEGER, true);
+  const seed =
+    ranged(req, 'random_seed', 0, Number.MAX_SAFE_INTEGER, true) ??
+    ranged(req, 'seed', 0, Number.MAX_SAFE_INTEGER, true);
   const exclude = single(req, 'exclude_input_in_output');
   return {
     inputIds: inputIds as Token[],
@@ -297,7 +313,8 @@ export function readTrtRequest(req: BackendRequest, plan: TrtPlan, vocabSize: nu
     repetitionPenalty: ranged(req, 'repetition_penalty', 0.01, 10) ?? 1,
     presencePenalty: ranged(req, 'presence_penalty', -2, 2) ?? 0,
     frequencyPenalty: ranged(req, 'frequency_penalty', -2, 2) ?? 0,
-    minLength: ranged(req, 'min_length', 0, 1 << 24, true) ?? 0,
+    minLength:
+      ranged(req, 'min_length', 0, 1 << 24, true) ?? ranged(req, 'min_tokens', 0, 1 << 24, true) ?? 0,
     stopWords: wordList(req.inputs.get('stop_words_list'), 'stop_words_list', vocabSize),
     badWords: wordList(req.inputs.get('bad_words_list'), 'bad_words_list', vocabSize),
     returnLogProbs: (single(req, 'return_log_probs') ?? 0) !== 0,
