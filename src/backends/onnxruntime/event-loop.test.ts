@@ -197,9 +197,7 @@ void describe('event-loop instances', () => {
   void test('--backend-config=onnxruntime,execution_thread=event_loop moves models that name no thread', async () => {
     const everywhere = { execution_thread: 'event_loop' };
     const threadOf = async (config: ReturnType<typeof identityConfig>): Promise<string> => {
-      const model = await backend.loadModel(
-        loadContext(config, fixture('identity_fp32.onnx'), everywhere),
-      );
+      const model = await backend.loadModel(loadContext(config, fixture('identity_fp32.onnx'), everywhere));
       const inst = await model.createInstance(instanceSpec('identity_FP32'));
       try {
         assert.ok(inst instanceof OrtInstance);
