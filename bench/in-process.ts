@@ -14,8 +14,13 @@
  *
  * Targets: in-process infer() c1 ≥ 5× HTTP c1 requests/s; in-process p50 (c1) ≤ 2× bare p50 (c1).
  *
+ * `--event-loop` adds, for every build, a second server whose `simple` runs on the event loop
+ * (`execution_thread: "event_loop"`, what `backendConfig: { onnxruntime: { execution_thread: 'event_loop' } }`
+ * gives every model of an embedding), measured the same way, HTTP included.
+ *
  * Usage: node dist/bench/in-process.js [--builds .] [--rounds 7] [--requests 3000] [--http-seconds 4]
- *          [--no-http] [--model-config-extra <pbtxt text appended to simple's config>] [--out <file.json>]
+ *          [--no-http] [--event-loop] [--model-config-extra <pbtxt text appended to simple's config>]
+ *          [--out <file.json>]
  */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -117,7 +122,9 @@ async function bareSession(): Promise<() => Promise<void>> {
   };
 }
 
-async function startBuild(checkout: string, repo: string): Promise<Build> {
+const EVENT_LOOP_PARAMETER = 'parameters { key: "execution_thread" value: { string_value: "event_loop" } }';
+
+async function startBuild(checkout: string, repo: string, suffix = ''): Promise<Build> {
   const dir = path.resolve(checkout);
   const mod = (await import(pathToFileURL(path.join(dir, 'dist/src/index.js')).href)) as {
     Nereid: { start(o: { modelRepository: string; log: boolean }): Promise<EmbeddedServer> };
@@ -136,7 +143,7 @@ async function startBuild(checkout: string, repo: string): Promise<Build> {
       { shape: [1, ELEMENTS] },
     ),
   ];
-  return { label: checkout === '.' ? 'this' : path.basename(dir), server, inputs };
+  return { label: (checkout === '.' ? 'this' : path.basename(dir)) + suffix, server, inputs };
 }
 
 function nereidCall(b: Build): () => Promise<void> {
@@ -248,6 +255,7 @@ async function main(): Promise<void> {
       requests: { type: 'string', default: '3000' },
       'http-seconds': { type: 'string', default: '4' },
       'no-http': { type: 'boolean', default: false },
+      'event-loop': { type: 'boolean', default: false },
       'model-config-extra': { type: 'string', default: '' },
       out: { type: 'string' },
     },
@@ -260,10 +268,20 @@ async function main(): Promise<void> {
     const cfg = path.join(repo, 'simple', 'config.pbtxt');
     writeFileSync(cfg, readFileSync(cfg, 'utf8') + '\n' + values['model-config-extra'] + '\n');
   }
+  const repos = [{ dir: repo, suffix: '' }];
+  if (values['event-loop']) {
+    const elRepo = mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-inproc-el-'));
+    cpSync(path.join(repo, 'simple'), path.join(elRepo, 'simple'), { recursive: true });
+    const cfg = path.join(elRepo, 'simple', 'config.pbtxt');
+    writeFileSync(cfg, readFileSync(cfg, 'utf8') + '\n' + EVENT_LOOP_PARAMETER + '\n');
+    repos.push({ dir: elRepo, suffix: ', event loop' });
+  }
   const builds: Build[] = [];
-  for (const b of values.builds.split(',')) {
-    process.stderr.write(`bench/in-process: starting ${b}\n`);
-    builds.push(await startBuild(b, repo));
+  for (const r of repos) {
+    for (const b of values.builds.split(',')) {
+      process.stderr.write(`bench/in-process: starting ${b}${r.suffix}\n`);
+      builds.push(await startBuild(b, r.dir, r.suffix));
+    }
   }
   const sides: { label: string; call: () => Promise<void> }[] = [
     { label: 'bare onnxruntime', call: await bareSession() },
@@ -355,7 +373,7 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const b of builds) await b.server.close();
-    rmSync(repo, { recursive: true, force: true });
+    for (const r of repos) rmSync(r.dir, { recursive: true, force: true });
   }
 }
 

@@ -193,4 +193,26 @@ void describe('event-loop instances', () => {
       await model.unload();
     }
   });
+
+  void test('--backend-config=onnxruntime,execution_thread=event_loop moves models that name no thread', async () => {
+    const everywhere = { execution_thread: 'event_loop' };
+    const threadOf = async (config: ReturnType<typeof identityConfig>): Promise<string> => {
+      const model = await backend.loadModel(loadContext(config, fixture('identity_fp32.onnx'), everywhere));
+      const inst = await model.createInstance(instanceSpec('identity_FP32'));
+      try {
+        assert.ok(inst instanceof OrtInstance);
+        const input = sample('FP32', 2);
+        const r = request('r', [input], ['OUTPUT0'], 2);
+        await inst.execute([r]);
+        assert.ok(r.sender.outputs().get('OUTPUT0')!.data.equals(input.data));
+        return inst.thread;
+      } finally {
+        await inst.close();
+        await model.unload();
+      }
+    };
+    assert.equal(await threadOf(identityConfig('FP32')), 'event_loop');
+    const ownChoice = { parameters: { execution_thread: { string_value: 'worker' } } };
+    assert.equal(await threadOf(identityConfig('FP32', ownChoice)), 'worker', "the model's own choice wins");
+  });
 });

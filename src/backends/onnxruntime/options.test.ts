@@ -91,6 +91,19 @@ void test('execution_thread: worker threads unless the model asks for the event 
   assert.equal(thread({ execution_thread: ' event_loop ' }), 'event_loop');
 });
 
+void test('--backend-config=onnxruntime,execution_thread sets the thread of models that name none', () => {
+  const thread = (p: Record<string, string>, backend: Record<string, string>): string =>
+    sessionSettings(modelConfig({ name: 'm', parameters: params(p) }), backend, env).executionThread;
+  assert.equal(thread({}, { execution_thread: 'event_loop' }), 'event_loop');
+  assert.equal(thread({ execution_thread: 'worker' }, { execution_thread: 'event_loop' }), 'worker');
+  assert.equal(thread({ execution_thread: 'event_loop' }, { execution_thread: 'worker' }), 'event_loop');
+  assert.throws(
+    () => sessionSettings(modelConfig({ name: 'm' }), { execution_thread: 'main' }, env),
+    (e: NereidError) =>
+      e.code === 'INVALID_ARG' && e.message.includes('--backend-config') && e.message.includes("'main'"),
+  );
+});
+
 void test('accepted-but-ignored settings come back as warnings', () => {
   const { warnings } = sessionSettings(modelConfig({ name: 'm' }), { 'enable-global-threadpool': '1' }, env);
   assert.equal(warnings.length, 1);

@@ -2,7 +2,7 @@
  * Session options for a model, read the way Triton's onnxruntime backend reads them: config `parameters`
  * (intra_op_thread_count, inter_op_thread_count, execution_mode, enable_mem_arena, enable_mem_pattern,
  * session.use_device_allocator_for_initializers), `optimization.graph.level`, Nereid's own
- * `execution_thread`, and the thread counts from
+ * `execution_thread`, and the thread counts and `execution_thread` from
  * `--backend-config=onnxruntime,...` as a fallback. Pure: the caller passes the CPU count.
  */
 import { invalidArg } from '../../common/errors.js';
@@ -110,10 +110,15 @@ export function sessionSettings(
   };
   if (inter !== undefined && inter > 0) settings.interOpNumThreads = inter;
 
-  const threadText = (parameter(config, 'execution_thread') ?? 'worker').trim();
+  // The model's own choice first; `--backend-config=onnxruntime,execution_thread=event_loop` (or an
+  // embedding's backendConfig) sets it for every model that names none: an application whose models are
+  // all tiny opts in once, without editing their configs.
+  const fromModel = parameter(config, 'execution_thread');
+  const threadText = (fromModel ?? backendConfig['execution_thread'] ?? 'worker').trim();
   if (threadText !== 'worker' && threadText !== 'event_loop') {
+    const where = fromModel === undefined ? ' (from --backend-config=onnxruntime)' : '';
     throw invalidArg(
-      `unable to load model '${name}': 'execution_thread' must be 'worker' or 'event_loop', got '${threadText}'`,
+      `unable to load model '${name}': 'execution_thread'${where} must be 'worker' or 'event_loop', got '${threadText}'`,
     );
   }
   const executionThread: ExecutionThread = threadText;

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { test } from 'node:test';
 import { residentBytes, watchMemory } from './memory-watch.js';
 
@@ -31,4 +33,17 @@ void test('the watch reports a process over its limit once, and never with a lim
   await new Promise((r) => setTimeout(r, 50));
   stop();
   clearInterval(keepAlive);
+});
+
+void test('the watch holds one descriptor, and gives it back when its process is gone', async () => {
+  const openFds = (): number => readdirSync('/proc/self/fd').length;
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 200)'], { stdio: 'ignore' });
+  const exited = new Promise((r) => child.once('exit', r));
+  const before = openFds();
+  watchMemory(child.pid, 1024 ** 4, () => assert.fail('far under its limit'), 10);
+  assert.equal(openFds(), before + 1, 'one descriptor for the whole watch');
+  await exited;
+  // The next reads after the exit fail; the watch ends and closes it (waited for, not timed).
+  for (let i = 0; i < 200 && openFds() > before; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(openFds(), before);
 });

@@ -9,22 +9,54 @@
  * At one read a second a stub with a 300 MB limit was killed at 543 MiB (issue 33); ten reads a second
  * cut the overshoot of a steadily allocating model tenfold, at ten small /proc reads a second per stub.
  * Memory of processes the model starts itself is not counted. Where /proc cannot be read the watch ends.
+ *
+ * Each read is one pread() of a descriptor opened when the watch starts, on the event loop: a /proc read
+ * never waits for a disk, and takes microseconds. fs/promises' readFile took four thread-pool trips (open,
+ * fstat, read, close), so with five stubs the watch woke an idle server 200 times a second and cost its
+ * thread pool ~4 % of a core on the 2-core test VM (issue 29 item 1, bench/README.md). The descriptor also
+ * keeps naming the stub it was opened for, whatever process later reuses its pid.
  */
-import { readFile } from 'node:fs/promises';
+import { closeSync, openSync, readSync } from 'node:fs';
 
 /** How often a stub's resident memory is read (one small /proc read). */
 export const WATCH_INTERVAL_MS = 100;
 
-/** Resident memory of a process in bytes, or undefined when it cannot be read (gone, not Linux). */
-export async function residentBytes(pid: number): Promise<number | undefined> {
-  let text: string;
+/** VmRSS of a /proc/<pid>/status text, in bytes. */
+function vmRss(text: string): number | undefined {
+  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(text);
+  return m ? Number(m[1]) * 1024 : undefined;
+}
+
+/** /proc/<pid>/status is about 1.5 KB; VmRSS sits in its first kilobyte. */
+const STATUS_BYTES = 4096;
+
+/** Reads the status file behind `fd` from its start (procfs regenerates it); undefined on any failure. */
+function readRss(fd: number, buf: Buffer): number | undefined {
   try {
-    text = await readFile(`/proc/${pid}/status`, 'utf8');
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return vmRss(buf.toString('latin1', 0, n));
   } catch {
     return undefined;
   }
-  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(text);
-  return m ? Number(m[1]) * 1024 : undefined;
+}
+
+function openStatus(pid: number): number | undefined {
+  try {
+    return openSync(`/proc/${pid}/status`, 'r');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resident memory of a process in bytes, or undefined when it cannot be read (gone, not Linux). */
+export function residentBytes(pid: number): Promise<number | undefined> {
+  const fd = openStatus(pid);
+  if (fd === undefined) return Promise.resolve(undefined);
+  try {
+    return Promise.resolve(readRss(fd, Buffer.allocUnsafe(STATUS_BYTES)));
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -38,29 +70,27 @@ export function watchMemory(
   intervalMs = WATCH_INTERVAL_MS,
 ): () => void {
   if (pid === undefined || limitBytes <= 0) return () => undefined;
-  let stopped = false;
-  let reading = false;
+  let fd = openStatus(pid);
+  if (fd === undefined) return () => undefined;
+  const buf = Buffer.allocUnsafe(STATUS_BYTES);
   const timer = setInterval(() => {
-    if (reading || stopped) return;
-    reading = true;
-    void residentBytes(pid).then((rss) => {
-      reading = false;
-      if (stopped) return;
-      if (rss === undefined) {
-        stop();
-        return;
-      }
-      if (rss > limitBytes) {
-        stop();
-        onExceeded(rss);
-      }
-    });
+    if (fd === undefined) return;
+    const rss = readRss(fd, buf);
+    if (rss === undefined) {
+      stop();
+      return;
+    }
+    if (rss > limitBytes) {
+      stop();
+      onExceeded(rss);
+    }
   }, intervalMs);
   // The watch must not keep a server (or a test) alive on its own.
   timer.unref();
   const stop = (): void => {
-    stopped = true;
     clearInterval(timer);
+    if (fd !== undefined) closeSync(fd);
+    fd = undefined;
   };
   return stop;
 }
