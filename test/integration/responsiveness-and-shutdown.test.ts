@@ -72,15 +72,18 @@ describe('the nereid command', () => {
         '--http-address=127.0.0.1',
         '--metrics-port=0',
         '--grpc-port=0',
+        '--log-verbose=1',
       ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
     let log = '';
+    let onLog = (): void => {};
     const port = await new Promise<number>((resolve, reject) => {
       const onData = (c: Buffer): void => {
         log += c.toString();
+        onLog();
         const m = /Started HTTPService at [^:]+:(\d+)/.exec(log);
         if (m) resolve(Number(m[1]));
       };
@@ -90,8 +93,15 @@ describe('the nereid command', () => {
     });
     assert.match(log, /\| slow +\| 1 +\| READY +\|/);
     const url = `http://127.0.0.1:${port}`;
+    // SIGTERM only once the server has taken the request in (its verbose log names it): a fixed pause
+    // raced the request's arrival on a loaded machine, and a request never read is not owed an answer.
+    const received = new Promise<void>((resolve) => {
+      onLog = () => {
+        if (log.includes('HTTP request: POST /v2/models/slow/infer')) resolve();
+      };
+    });
     const inflight = post(`${url}/v2/models/slow/infer`, slowBody);
-    await new Promise((r) => setTimeout(r, 150));
+    await received;
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     const res = await inflight;
