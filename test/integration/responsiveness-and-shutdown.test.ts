@@ -73,6 +73,9 @@ describe('the nereid command', () => {
         '--metrics-port=0',
         '--grpc-port=0',
         '--log-verbose=1',
+        // The slow model's second of work took 60 s at load 15: the default 30 s exit timeout would end the
+        // drain this test is about.
+        '--exit-timeout-secs=900',
       ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
