@@ -55,7 +55,8 @@ export class LlamacppBackend implements Backend {
     const shown = `${ctx.version}/${path.basename(ctx.modelPath)}`;
     let engine: LlamaEngine;
     try {
-      engine = await LlamaEngine.load(ctx.modelPath, shown, options, ctx.log);
+      const kind = outputPlan(ctx.config).embedding !== undefined ? 'embedding' : 'generation';
+      engine = await LlamaEngine.load(ctx.modelPath, shown, options, ctx.log, kind);
     } catch (err) {
       const e = NereidError.from(err);
       throw new NereidError(e.code, `failed to load model '${ctx.modelName}': ${e.message}`, { cause: err });
