@@ -275,7 +275,12 @@ function logprobEntry(
       top.push({ id: t, token: engine.tokenText(t, previous), logprob: logOf(p) });
     }
   }
-  return { id: token, token: engine.tokenText(token, previous), logprob: logOf(probabilities?.get(token)), top };
+  return {
+    id: token,
+    token: engine.tokenText(token, previous),
+    logprob: logOf(probabilities?.get(token)),
+    top,
+  };
 }
 
 /** An embedding model's request: the prompt's pooled vector, in one response. */
