@@ -52,6 +52,8 @@ async function acquireBinding(log: Logger): Promise<Llama> {
         logLevel: LlamaLogLevel.warn,
         logger: (level, message) => {
           const text = message.trim();
+          // Said on every embedding of a model without its own output flags: expected, not a problem.
+          if (text.startsWith('init: embeddings required but some input tokens were not marked')) return;
           if (text !== '') log.warn(`llama.cpp (${level}): ${text}`);
         },
       });
