@@ -7,8 +7,11 @@ the control and byte tokens are zero while the others are random and large, so g
 but surely, sampling) emits printable ASCII and never the end-of-sequence token: a generation runs until
 max_tokens or a stop string, which is what the tests count on.
 
+`--chat-template TEXT` writes `tokenizer.chat_template` into the metadata (the OpenAI frontend's chat
+template from the GGUF); `--pooling mean` makes it an embedding model (`llama.pooling_type`), same weights.
+
 Run with the interpreter of the cached venv scripts/setup-llm-models.sh makes (it has `gguf`):
-    python scripts/make_tiny_gguf.py OUT.gguf [--seed N] [--context N]
+    python scripts/make_tiny_gguf.py OUT.gguf [--seed N] [--context N] [--chat-template T] [--pooling mean]
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import argparse
 import sys
 
 import numpy as np
-from gguf import GGUFWriter, TokenType
+from gguf import GGUFWriter, PoolingType, TokenType
 
 N_EMBD = 64
 N_LAYER = 2
@@ -62,7 +65,9 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def write(path: str, seed: int, context: int) -> None:
+def write(
+    path: str, seed: int, context: int, chat_template: str | None = None, pooling: str | None = None
+) -> None:
     rng = np.random.default_rng(seed)
     tokens, scores, types = vocabulary()
     n_vocab = len(tokens)
@@ -92,6 +97,10 @@ def write(path: str, seed: int, context: int) -> None:
     w.add_eos_token_id(2)
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
+    if pooling == "mean":
+        w.add_pooling_type(PoolingType.MEAN)
 
     w.add_tensor("token_embd.weight", mat(n_vocab, N_EMBD, 0.5))
     w.add_tensor("output_norm.weight", np.ones(N_EMBD, dtype=np.float32))
@@ -121,8 +130,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("out")
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument("--context", type=int, default=512, help="the model's trained context length")
+    parser.add_argument("--chat-template", default=None, help="tokenizer.chat_template (Jinja)")
+    parser.add_argument("--pooling", choices=["mean"], default=None, help="an embedding model's pooling")
     args = parser.parse_args(argv)
-    write(args.out, args.seed, args.context)
+    write(args.out, args.seed, args.context, args.chat_template, args.pooling)
     return 0
 
 

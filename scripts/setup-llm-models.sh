@@ -4,7 +4,9 @@
 # model with random weights from a fixed seed. Everything lives in .cache/llm-models/<key>/, keyed by the
 # pins, the generator and this script, so a repeat run returns at once and a change makes a new folder.
 # Prints nothing else on success but its progress lines; the model's path is
-# .cache/llm-models/current/tiny-llama.gguf (a symbolic link to the keyed folder).
+# .cache/llm-models/current/tiny-llama.gguf (a symbolic link to the keyed folder). Beside it, from the same
+# weights: tiny-llama-chat.gguf (a chat template in its metadata, CHAT_TEMPLATE below) and tiny-embed.gguf
+# (mean pooling: an embedding model), for the OpenAI frontend's tests.
 #
 # Env: PYTHON (interpreter for the venv, default python3).
 set -euo pipefail
@@ -21,7 +23,11 @@ say() { echo "setup-llm-models: $*"; }
 
 key=$( (printf '%s\n' "${pins[@]}" && cat "$generator" "$self") | sha256sum | cut -c1-16)
 dir=$root/$key
-if [[ -f $dir/tiny-llama.gguf && -f $dir/.done ]]; then
+# A ChatML-like template that also renders tool calls and tool results (test/compat/test_llamacpp_openai.py);
+# the newline is written as a string because chat templates render with trim_blocks.
+CHAT_TEMPLATE='{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}{% endif %}{{ "\n" }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}'
+
+if [[ -f $dir/tiny-llama.gguf && -f $dir/tiny-llama-chat.gguf && -f $dir/tiny-embed.gguf && -f $dir/.done ]]; then
   ln -sfn "$key" "$root/current"
   say "$dir is up to date"
   exit 0
@@ -34,6 +40,9 @@ say "creating the gguf venv in $dir/venv"
 "$dir/venv/bin/python" -m pip install -q --disable-pip-version-check "${pins[@]}"
 say "writing $dir/tiny-llama.gguf"
 "$dir/venv/bin/python" "$generator" "$dir/tiny-llama.gguf"
+say "writing $dir/tiny-llama-chat.gguf and $dir/tiny-embed.gguf"
+"$dir/venv/bin/python" "$generator" "$dir/tiny-llama-chat.gguf" --chat-template "$CHAT_TEMPLATE"
+"$dir/venv/bin/python" "$generator" "$dir/tiny-embed.gguf" --pooling mean
 touch "$dir/.done"
 ln -sfn "$key" "$root/current"
 say "ready: $root/current/tiny-llama.gguf"

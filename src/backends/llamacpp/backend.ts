@@ -58,7 +58,8 @@ export class LlamacppBackend implements Backend {
     let engine: LlamaEngine;
     try {
       await checkMemory(ctx.modelPath, options);
-      engine = await LlamaEngine.load(ctx.modelPath, shown, options, ctx.log);
+      const kind = outputPlan(ctx.config).embedding !== undefined ? 'embedding' : 'generation';
+      engine = await LlamaEngine.load(ctx.modelPath, shown, options, ctx.log, kind);
     } catch (err) {
       const e = NereidError.from(err);
       throw new NereidError(e.code, `failed to load model '${ctx.modelName}': ${e.message}`, { cause: err });

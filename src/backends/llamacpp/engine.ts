@@ -12,6 +12,7 @@
 import type {
   Llama,
   LlamaContext,
+  LlamaEmbeddingContext,
   LlamaContextSequence,
   LlamaGrammarEvaluationState,
   LlamaModel,
@@ -51,6 +52,8 @@ async function acquireBinding(log: Logger): Promise<Llama> {
         logLevel: LlamaLogLevel.warn,
         logger: (level, message) => {
           const text = message.trim();
+          // Said on every embedding of a model without its own output flags: expected, not a problem.
+          if (text.startsWith('init: embeddings required but some input tokens were not marked')) return;
           if (text !== '') log.warn(`llama.cpp (${level}): ${text}`);
         },
       });
@@ -93,17 +96,21 @@ export interface SequenceLease {
 export class LlamaEngine {
   private readonly slots: SlotQueue<SequenceLease>;
   private closed = false;
+  /** An embedding model's context (load(..., 'embedding')); undefined for a generation model. */
+  private embeddingContext: LlamaEmbeddingContext | undefined;
+  /** Embeddings run one at a time on that context. */
+  private embeddingTail: Promise<unknown> = Promise.resolve();
   /** Token counts and latencies since the load (meter.ts). */
   readonly meters: EngineMeters;
 
   private constructor(
     readonly model: LlamaModel,
-    private readonly context: LlamaContext,
+    private readonly context: LlamaContext | LlamaEmbeddingContext,
     leases: readonly SequenceLease[],
     readonly options: LlamacppOptions,
   ) {
     this.slots = new SlotQueue(leases, options.maxQueueSize);
-    this.meters = new EngineMeters(context.contextSize);
+    this.meters = new EngineMeters(this.contextSize);
   }
 
   /** Starts one request's clock (its arrival at the engine) and counts its prompt. */
@@ -117,12 +124,16 @@ export class LlamaEngine {
     return [t.eos, t.eot].filter((x): x is Token => x !== null);
   }
 
-  /** Loads `file`; a file llama.cpp cannot read is INVALID_ARG naming `shownName`. */
+  /**
+   * Loads `file`; a file llama.cpp cannot read is INVALID_ARG naming `shownName`. `kind` 'embedding' makes
+   * one embedding context instead of the generation context and its sequences.
+   */
   static async load(
     file: string,
     shownName: string,
     options: LlamacppOptions,
     log: Logger,
+    kind: 'generation' | 'embedding' = 'generation',
   ): Promise<LlamaEngine> {
     const problem = await ggufProblem(file).catch((err: unknown) =>
       err instanceof Error ? err.message : String(err),
@@ -139,6 +150,7 @@ export class LlamaEngine {
           `'${shownName}' is not a GGUF model llama.cpp can load: ${err instanceof Error ? err.message : String(err)}`,
         );
       }
+      if (kind === 'embedding') return await LlamaEngine.embeddingEngine(model, shownName, options);
       let context: LlamaContext;
       try {
         context = await model.createContext({
@@ -162,9 +174,53 @@ export class LlamaEngine {
     }
   }
 
+  private static async embeddingEngine(
+    model: LlamaModel,
+    shownName: string,
+    options: LlamacppOptions,
+  ): Promise<LlamaEngine> {
+    let embedding: LlamaEmbeddingContext;
+    try {
+      embedding = await model.createEmbeddingContext({
+        contextSize: options.contextSize,
+        batchSize: options.batchSize,
+        ...(options.threads > 0 && { threads: options.threads }),
+      });
+    } catch (err) {
+      throw invalidArg(
+        `cannot create an embedding context of ${options.contextSize} tokens for '${shownName}': ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    // No generation sequences: an embedding model's requests never ask for one.
+    const engine = new LlamaEngine(model, embedding, [], options);
+    engine.embeddingContext = embedding;
+    return engine;
+  }
+
+  /** The pooled embedding of `tokens` (an embedding model only); one at a time, in arrival order. */
+  embed(tokens: readonly Token[]): Promise<readonly number[]> {
+    const ctx = this.embeddingContext;
+    if (ctx === undefined) return Promise.reject(invalidArg('this model is not an embedding model'));
+    if (this.closed) return Promise.reject(unavailable('the model is unloading'));
+    const run = this.embeddingTail.then(async () => (await ctx.getEmbeddingFor([...tokens])).vector);
+    this.embeddingTail = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * One token's text as it reads after `previous` (for log probs: SentencePiece's leading space shows only
+   * after another token; a piece of a multi-byte character reads as U+FFFD).
+   */
+  tokenText(token: Token, previous?: Token): string {
+    if (previous === undefined) return this.model.detokenize([token], true);
+    const before = this.model.detokenize([previous], true);
+    return this.model.detokenize([previous, token], true).slice(before.length);
+  }
+
   /** Tokens each sequence holds, prompt and generated text together (llama.cpp may round it up). */
   get contextSize(): number {
-    return this.context.contextSize;
+    // An embedding context was made with exactly the size asked.
+    return 'contextSize' in this.context ? this.context.contextSize : this.options.contextSize;
   }
 
   /** Requests waiting for a sequence. */
@@ -209,9 +265,13 @@ export class LlamaEngine {
     return new lib.LlamaGrammarEvaluationState({ model: this.model, grammar });
   }
 
-  /** The prompt's tokens as the model reads them (with the BOS token when the model wants one). */
+  /**
+   * The prompt's tokens as the model reads them (with the BOS token when the model wants one). Special
+   * tokens written as text (a chat template's `<|im_start|>`, its `{{ bos_token }}`) read as those tokens,
+   * as Hugging Face tokenizers and llama.cpp's server read a rendered prompt.
+   */
   tokenize(text: string): Token[] {
-    const tokens = this.model.tokenize(text);
+    const tokens = this.model.tokenize(text, true);
     const bos = this.model.tokens.bos;
     if (this.model.tokens.shouldPrependBosToken && bos !== null && tokens[0] !== bos) tokens.unshift(bos);
     return tokens;
@@ -246,6 +306,7 @@ export class LlamaEngine {
     this.closed = true;
     this.slots.close(unavailable('the model was unloaded'));
     try {
+      await this.embeddingTail;
       await this.context.dispose();
       await this.model.dispose();
     } finally {

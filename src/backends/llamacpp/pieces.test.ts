@@ -61,8 +61,21 @@ describe('sampling_parameters', () => {
       /beam search/,
     );
     assert.match(
-      code(() => parseSampling('{"logprobs": 2}', 16)),
-      /logprobs/,
+      code(() => parseSampling('{"logprobs": 21}', 16)),
+      /'logprobs' must be an integer from 0 to 20/,
+    );
+    assert.equal(parseSampling('{"logprobs": 2}', 16).logprobs, 2);
+    assert.match(
+      code(() => parseSampling('{"prompt_logprobs": 1}', 16)),
+      /prompt logprobs/,
+    );
+    assert.match(
+      code(() => parseSampling('{"guided_decoding": {"json": {"type": "text"}}}', 16)),
+      /must name JSON types/,
+    );
+    assert.deepEqual(
+      parseSampling('{"guided_decoding": {"json": {"anyOf": [{"type": "null"}]}}}', 16).guided,
+      { kind: 'json', schema: { oneOf: [{ type: 'null' }] } },
     );
     assert.match(
       code(() => parseSampling('{"colour": 1}', 16)),

@@ -3,7 +3,8 @@
  * sampler takes. Defaults are vLLM's (temperature 1, top_p 1, top_k off, min_p 0, max_tokens 16 unless the
  * model.json says otherwise). A key Nereid does not know, a wrong type or a value out of range is a client
  * error naming the key: a request never runs with a parameter silently dropped. vLLM options that the
- * llama.cpp engine cannot honour (n > 1, best_of, beam search, logprobs) are refused the same way.
+ * llama.cpp engine cannot honour (n > 1, best_of, beam search, prompt logprobs, regex-guided decoding)
+ * are refused the same way.
  */
 import { invalidArg } from '../../common/errors.js';
 
@@ -20,7 +21,23 @@ export interface Sampling {
   readonly frequencyPenalty: number;
   readonly repetitionPenalty: number;
   readonly ignoreEos: boolean;
+  /** Structured output (vLLM's `guided_decoding`), or undefined for free text. */
+  readonly guided: Guided | undefined;
+  /** vLLM's `logprobs`: undefined = none; n = the sampled token's log prob and the n most likely. */
+  readonly logprobs: number | undefined;
 }
+
+/**
+ * vLLM's `guided_decoding` (its GuidedDecodingParams) as llama.cpp grammars honour it: `json` (a JSON
+ * schema, object or text), `json_object: true` (any JSON object), `choice` (exactly one of a list of
+ * strings), `grammar` (GBNF, llama.cpp's grammar language). `regex` is refused.
+ */
+export type Guided =
+  | { readonly kind: 'json'; readonly schema: object | undefined }
+  | { readonly kind: 'grammar'; readonly text: string };
+
+/** Most top log probs one token may carry (vLLM's and OpenAI's bound is 20). */
+export const MAX_LOGPROBS = 20;
 
 /** Most stop strings one request may give, and their longest length. */
 const MAX_STOP = 16;
@@ -31,7 +48,6 @@ const REFUSED: Readonly<Record<string, (v: unknown) => string | undefined>> = {
   n: (v) => (v === 1 ? undefined : 'only one sequence per request (n=1) is supported'),
   best_of: (v) => (v === 1 ? undefined : 'best_of > 1 is not supported'),
   use_beam_search: (v) => (v === false ? undefined : 'beam search is not supported'),
-  logprobs: (v) => (v === 0 || v === false ? undefined : 'logprobs are not supported yet'),
   prompt_logprobs: (v) => (v === 0 || v === false ? undefined : 'prompt logprobs are not supported'),
 };
 
@@ -78,6 +94,8 @@ const KNOWN = new Set([
   'frequency_penalty',
   'repetition_penalty',
   'ignore_eos',
+  'guided_decoding',
+  'logprobs',
   ...Object.keys(REFUSED),
 ]);
 
@@ -120,5 +138,121 @@ export function parseSampling(json: string | undefined, defaultMaxTokens: number
     frequencyPenalty: number(p, 'frequency_penalty', -2, 2) ?? 0,
     repetitionPenalty: number(p, 'repetition_penalty', 0.01, 10) ?? 1,
     ignoreEos: ignoreEos === true,
+    guided: guidedOf(p.guided_decoding),
+    logprobs: logprobsOf(p.logprobs),
   };
+}
+
+const JSON_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
+/** Keywords node-llama-cpp's grammar would drop silently: refused so no answer breaks them unnoticed. */
+const UNHONOURED = ['pattern', 'allOf', 'not', 'if', 'patternProperties', 'dependentSchemas'];
+const MAX_SCHEMA_DEPTH = 64;
+
+/**
+ * A JSON schema in the form node-llama-cpp's grammar reads: `anyOf` as `oneOf` (for a grammar they are
+ * the same language), an unknown `type` or a keyword it would ignore refused with the path to it.
+ */
+function llamaSchema(v: unknown, path: string, depth = 0): unknown {
+  if (depth > MAX_SCHEMA_DEPTH) throw invalidArg(`guided_decoding: the JSON schema is nested too deeply`);
+  if (Array.isArray(v)) return v.map((x, i) => llamaSchema(x, `${path}[${i}]`, depth + 1));
+  if (typeof v !== 'object' || v === null) return v;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(v as Record<string, unknown>)) {
+    const where = `${path}.${key}`;
+    if (UNHONOURED.includes(key)) {
+      throw invalidArg(
+        `guided_decoding: '${where}': '${key}' is not supported by llama.cpp's JSON-schema grammar`,
+      );
+    }
+    if (key === 'type') {
+      const types = Array.isArray(value) ? value : [value];
+      if (!types.every((t) => typeof t === 'string' && JSON_TYPES.has(t))) {
+        throw invalidArg(`guided_decoding: '${where}' must name JSON types (${[...JSON_TYPES].join(', ')})`);
+      }
+    }
+    // Inside `properties` and `$defs` the keys are names, not keywords.
+    const named = key === 'properties' || key === '$defs' || key === 'definitions';
+    out[key === 'anyOf' ? 'oneOf' : key] =
+      named && typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? Object.fromEntries(
+            Object.entries(value as Record<string, unknown>).map(([k, x]) => [
+              k,
+              llamaSchema(x, `${where}.${k}`, depth + 1),
+            ]),
+          )
+        : llamaSchema(value, where, depth + 1);
+  }
+  return out;
+}
+
+function logprobsOf(v: unknown): number | undefined {
+  if (v === undefined || v === null || v === false) return undefined;
+  if (v === true) return 0;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_LOGPROBS) {
+    throw invalidArg(`sampling_parameters: 'logprobs' must be an integer from 0 to ${MAX_LOGPROBS}`);
+  }
+  return v;
+}
+
+const GUIDED_KEYS = new Set([
+  'json',
+  'json_object',
+  'choice',
+  'grammar',
+  'regex',
+  'backend',
+  'whitespace_pattern',
+]);
+
+function guidedOf(v: unknown): Guided | undefined {
+  if (v === undefined || v === null) return undefined;
+  const where = "sampling_parameters: 'guided_decoding'";
+  if (typeof v !== 'object' || Array.isArray(v)) throw invalidArg(`${where} must be an object`);
+  const g = v as Record<string, unknown>;
+  for (const key of Object.keys(g)) {
+    if (!GUIDED_KEYS.has(key)) throw invalidArg(`${where}: unsupported key '${key}'`);
+  }
+  if (g.regex !== undefined && g.regex !== null) {
+    throw invalidArg(`${where}: 'regex' is not supported by llama.cpp grammars (use 'json' or 'grammar')`);
+  }
+  if (g.whitespace_pattern !== undefined && g.whitespace_pattern !== null) {
+    throw invalidArg(`${where}: 'whitespace_pattern' is not supported`);
+  }
+  const given = ['json', 'json_object', 'choice', 'grammar'].filter(
+    (k) => g[k] !== undefined && g[k] !== null && g[k] !== false,
+  );
+  if (given.length === 0) return undefined;
+  if (given.length > 1) throw invalidArg(`${where}: give only one of ${given.join(', ')}`);
+  switch (given[0]) {
+    case 'json': {
+      let schema = g.json;
+      if (typeof schema === 'string') {
+        try {
+          schema = JSON.parse(schema);
+        } catch {
+          throw invalidArg(`${where}: 'json' is not a valid JSON schema text`);
+        }
+      }
+      if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+        throw invalidArg(`${where}: 'json' must be a JSON schema object`);
+      }
+      return { kind: 'json', schema: llamaSchema(schema, 'json') as object };
+    }
+    case 'json_object':
+      if (g.json_object !== true) throw invalidArg(`${where}: 'json_object' must be true`);
+      return { kind: 'json', schema: undefined };
+    case 'choice': {
+      const c = g.choice;
+      if (!Array.isArray(c) || c.length === 0 || !c.every((x): x is string => typeof x === 'string')) {
+        throw invalidArg(`${where}: 'choice' must be a non-empty list of strings`);
+      }
+      // GBNF string literals escape like JSON's (quote, backslash, \n, \t).
+      return { kind: 'grammar', text: `root ::= ${c.map((x) => JSON.stringify(x)).join(' | ')}` };
+    }
+    default:
+      if (typeof g.grammar !== 'string' || g.grammar.trim() === '') {
+        throw invalidArg(`${where}: 'grammar' must be GBNF text`);
+      }
+      return { kind: 'grammar', text: g.grammar };
+  }
 }

@@ -5,7 +5,12 @@
  * `return_num_output_tokens`, `return_finish_reason`; answered with BYTES `text_output` and, when asked,
  * UINT32 `num_input_tokens` / `num_output_tokens` and BYTES `finish_reason`. An additional output that
  * the config declares without its switch input is always sent (the toy_llm convention); one it does not
- * declare is never sent. autoCompleteConfig() fills this interface into a config that has no tensors.
+ * declare is never sent. A BYTES `logprobs` output carries, when `sampling_parameters` asks for
+ * `logprobs`, a JSON list with one entry per token of that response (LogprobEntry). autoCompleteConfig()
+ * fills this interface into a config that has no tensors.
+ *
+ * An embedding model (a config whose output is an FP32 `embedding`, docs/llm.md) takes `text_input` and
+ * answers `embedding` (the pooled vector) and `num_input_tokens`.
  */
 import type { BackendRequest } from '../../backend-api/backend.js';
 import { invalidArg } from '../../common/errors.js';
@@ -27,6 +32,18 @@ export interface OutputPlan {
   readonly inputTokens: 'never' | 'always' | 'switch';
   readonly outputTokens: 'never' | 'always' | 'switch';
   readonly finishReason: 'never' | 'always' | 'switch';
+  /** The config declares a BYTES `logprobs` output. */
+  readonly logprobs: boolean;
+  /** The config's FP32 embedding output: the model serves embeddings, not generation. */
+  readonly embedding: string | undefined;
+}
+
+/** One generated token's log probability, and the most likely alternatives when asked. */
+export interface LogprobEntry {
+  readonly id: number;
+  readonly token: string;
+  readonly logprob: number;
+  readonly top: readonly { readonly id: number; readonly token: string; readonly logprob: number }[];
 }
 
 export function outputPlan(config: FrozenModelConfig): OutputPlan {
@@ -38,6 +55,8 @@ export function outputPlan(config: FrozenModelConfig): OutputPlan {
     inputTokens: plan('num_input_tokens', 'return_num_input_tokens'),
     outputTokens: plan('num_output_tokens', 'return_num_output_tokens'),
     finishReason: plan('finish_reason', 'return_finish_reason'),
+    logprobs: config.output.some((o) => o.name === 'logprobs' && o.data_type === 'TYPE_STRING'),
+    embedding: config.output.find((o) => o.name === 'embedding' && o.data_type === 'TYPE_FP32')?.name,
   };
 }
 
@@ -90,13 +109,22 @@ export function responseTensors(
   text: string,
   counts: { readonly inputTokens: number; readonly outputTokens: number },
   finishReason: string | undefined,
+  logprobs?: readonly LogprobEntry[],
 ): Tensor[] {
   const out: Tensor[] = [bytes('text_output', text)];
+  if (logprobs !== undefined) out.push(bytes('logprobs', JSON.stringify(logprobs)));
   if (request.returnInputTokens) out.push(uint32('num_input_tokens', counts.inputTokens));
   if (request.returnOutputTokens) out.push(uint32('num_output_tokens', counts.outputTokens));
   if (request.returnFinishReason && finishReason !== undefined)
     out.push(bytes('finish_reason', finishReason));
   return out;
+}
+
+/** An embedding response: the vector as FP32 and the prompt's token count. */
+export function embeddingTensors(name: string, vector: readonly number[], inputTokens: number): Tensor[] {
+  const data = Buffer.allocUnsafe(4 * vector.length);
+  vector.forEach((v, i) => data.writeFloatLE(v, 4 * i));
+  return [{ name, datatype: 'FP32', shape: [vector.length], data }, uint32('num_input_tokens', inputTokens)];
 }
 
 /** The vLLM interface for a config that declares no tensors (Triton's vLLM backend does the same). */
@@ -126,6 +154,7 @@ export function completeVllmConfig(config: ModelConfig): ModelConfig {
       { name: 'num_input_tokens', data_type: 'TYPE_UINT32', dims: [1] },
       { name: 'num_output_tokens', data_type: 'TYPE_UINT32', dims: [1] },
       { name: 'finish_reason', data_type: 'TYPE_STRING', dims: [-1] },
+      { name: 'logprobs', data_type: 'TYPE_STRING', dims: [-1] },
     ],
   };
 }

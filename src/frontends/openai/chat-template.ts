@@ -1,13 +1,18 @@
 /**
  * Chat messages → one prompt, through the model's chat template: Jinja as Hugging Face tokenizers store
  * it, rendered by @huggingface/jinja with `messages`, `add_generation_prompt` (true), `bos_token` and
- * `eos_token` (from tokenizer_config.json when it has them, else empty). Where the template comes from,
- * first found wins:
+ * `eos_token` (from tokenizer_config.json or the GGUF when they have them, else empty), and `tools` (the
+ * request's tools as OpenAI sends them) when the model may call any. An assistant message's `tool_calls`
+ * reach the template with their `arguments` parsed into objects (what Hugging Face templates expect), a
+ * `tool` message with its `tool_call_id`. Where the template comes from, first found wins:
  *   1. the model config's parameter `chat_template` (the template text itself);
  *   2. `chat_template.jinja` in the model's folder (in one of the --model-repository folders);
  *   3. `tokenizer_config.json` in the model's folder, its `chat_template` (a string, or Hugging Face's
  *      list of named templates, of which `default`);
- *   4. the fallback: one `<role>: <content>` line per message, then `assistant:` (docs/openai.md).
+ *   4. the metadata of the version's GGUF file (`<version>/model.gguf`, or the config's
+ *      default_model_filename): its `tokenizer.chat_template` (gguf-template.ts);
+ *   5. the fallback: one `<role>: <content>` line per message, then `assistant:` (docs/openai.md); with
+ *      tools, a first `system:` line lists them and asks for tools.ts's `<tool_call>` form.
  * Repository files are hostile: only a model name that is one plain path segment is looked up, a file
  * over MAX_TEMPLATE_BYTES is refused, templates render in a thread with a time and a memory limit
  * (template-sandbox.ts), and a template that does not parse, render or keep within the limits is a 500
@@ -16,8 +21,10 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { internal } from '../../common/errors.js';
+import { ggufChatTemplate } from './gguf-template.js';
 import type { ChatMessage } from './request.js';
 import { TemplateSandbox } from './template-sandbox.js';
+import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN, type ToolSpec } from './tools.js';
 
 /** Largest template (or tokenizer_config.json) read from a model folder. */
 export const MAX_TEMPLATE_BYTES = 1 << 20;
@@ -29,9 +36,51 @@ export interface ChatTemplateSource {
   readonly eosToken: string;
 }
 
+/** Which model a template is for: its name, the version resolved, its config's template parameter. */
+export interface TemplateTarget {
+  readonly model: string;
+  readonly version?: string;
+  readonly configParameter?: string | undefined;
+  /** The version folder's model file (default model.gguf). */
+  readonly modelFile?: string;
+}
+
 /** The fallback prompt for a model without a chat template. */
-export function fallbackPrompt(messages: readonly ChatMessage[]): string {
-  return messages.map((m) => `${m.role}: ${m.content}\n`).join('') + 'assistant:';
+export function fallbackPrompt(messages: readonly ChatMessage[], tools: readonly ToolSpec[] = []): string {
+  const lines: string[] = [];
+  if (tools.length > 0) {
+    const list = JSON.stringify(tools.map((t) => t.raw.function));
+    lines.push(
+      `system: You can call these functions: ${list}. To call one, answer ${TOOL_CALL_OPEN}{"name": <function name>, "arguments": <arguments object>}${TOOL_CALL_CLOSE}\n`,
+    );
+  }
+  for (const m of messages) {
+    const calls = (m.tool_calls ?? [])
+      .map(
+        (c) =>
+          `${TOOL_CALL_OPEN}{"name": ${JSON.stringify(c.function.name)}, "arguments": ${c.function.arguments}}${TOOL_CALL_CLOSE}`,
+      )
+      .join('');
+    lines.push(`${m.role}: ${m.content}${calls}\n`);
+  }
+  return lines.join('') + 'assistant:';
+}
+
+/** A message as templates read it: tool-call arguments as objects when they parse. */
+function templateMessage(m: ChatMessage): Record<string, unknown> {
+  if (m.tool_calls === undefined) return { ...m };
+  return {
+    ...m,
+    tool_calls: m.tool_calls.map((c) => {
+      let args: unknown = c.function.arguments;
+      try {
+        args = JSON.parse(c.function.arguments);
+      } catch {
+        // a template gets the text as it came
+      }
+      return { id: c.id, type: c.type, function: { name: c.function.name, arguments: args } };
+    }),
+  };
 }
 
 function readSmall(file: string): string | undefined {
@@ -63,7 +112,8 @@ export class ChatTemplates {
   constructor(private readonly repositories: readonly string[]) {}
 
   /** Where the model's template comes from, or undefined for the fallback. */
-  find(model: string, configParameter: string | undefined): ChatTemplateSource | undefined {
+  find(target: TemplateTarget): ChatTemplateSource | undefined {
+    const { model, configParameter } = target;
     if (configParameter !== undefined && configParameter !== '') {
       return { text: configParameter, origin: 'config parameter chat_template', bosToken: '', eosToken: '' };
     }
@@ -96,6 +146,19 @@ export class ChatTemplates {
         }
       }
       if (jinja === undefined && tokenizer === undefined && !exists(dir)) continue;
+      const version = target.version ?? '';
+      const file = target.modelFile ?? 'model.gguf';
+      if (/^[0-9]+$/.test(version) && !file.includes('/') && !file.includes('\\') && !file.startsWith('.')) {
+        const gguf = ggufChatTemplate(path.join(dir, version, file));
+        if (gguf !== undefined) {
+          return {
+            text: gguf.text,
+            origin: `${version}/${file} metadata`,
+            bosToken: bosToken === '' ? gguf.bosToken : bosToken,
+            eosToken: eosToken === '' ? gguf.eosToken : eosToken,
+          };
+        }
+      }
       return undefined;
     }
     return undefined;
@@ -103,18 +166,20 @@ export class ChatTemplates {
 
   /** The prompt for `messages` with the model's template (or the fallback). */
   async render(
-    model: string,
-    configParameter: string | undefined,
+    target: TemplateTarget,
     messages: readonly ChatMessage[],
+    tools: readonly ToolSpec[] = [],
   ): Promise<string> {
-    const source = this.find(model, configParameter);
-    if (source === undefined) return fallbackPrompt(messages);
+    const { model } = target;
+    const source = this.find(target);
+    if (source === undefined) return fallbackPrompt(messages, tools);
     try {
       return await this.sandbox.render(source.text, {
-        messages: messages.map((m) => ({ ...m })),
+        messages: messages.map(templateMessage),
         add_generation_prompt: true,
         bos_token: source.bosToken,
         eos_token: source.eosToken,
+        ...(tools.length > 0 && { tools: tools.map((t) => t.raw) }),
       });
     } catch (err) {
       throw internal(

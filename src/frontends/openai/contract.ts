@@ -10,6 +10,11 @@
  * this contract cannot fill is a 400 naming it. It answers a BYTES `text_output` and optionally
  * `num_input_tokens` / `num_output_tokens` (integers), which make the `usage` counts.
  *
+ * Structured output (`response_format`, tool_choice `required` / a named function) travels as vLLM's
+ * `guided_decoding` in `sampling_parameters`, log probs as vLLM's `logprobs` there with a BYTES `logprobs`
+ * output coming back: only a model on a backend that honours them (GUIDED_BACKENDS; today `llamacpp`)
+ * is sent them, any other model gets a 400 saying so rather than an answer that ignores them.
+ *
  * An embedding model takes one BYTES input and answers an FP32 output: the embedding of that string.
  */
 import type { DataType } from '../../common/datatype.js';
@@ -27,6 +32,8 @@ export interface ModelFacts {
   /** Inputs the config marks `optional: true`. */
   readonly optionalInputs: ReadonlySet<string>;
   readonly decoupled: boolean;
+  /** The config's `backend` ('' when it names a platform instead). */
+  readonly backend: string;
   /** The request's handle on the model (resolved once): runs the request on that version. */
   readonly model: ResolvedModel;
 }
@@ -116,6 +123,29 @@ export function generationProblem(facts: ModelFacts): string | undefined {
   return undefined;
 }
 
+/** Backends that read `guided_decoding` and `logprobs` from `sampling_parameters`. */
+export const GUIDED_BACKENDS: ReadonlySet<string> = new Set(['llamacpp']);
+
+/** A 400 when the request asks for structured output or log probs the model cannot give. */
+export function checkFeatures(facts: ModelFacts, options: GenerationOptions, what: string): void {
+  if (options.guided === undefined && options.logprobs === undefined) return;
+  const param = options.guided !== undefined ? what : 'logprobs';
+  const asked = options.guided !== undefined ? what : 'logprobs';
+  const on = facts.backend === '' ? 'its platform' : `backend '${facts.backend}'`;
+  if (!GUIDED_BACKENDS.has(facts.backend) || !facts.inputs.some((i) => i.name === 'sampling_parameters')) {
+    throw badRequest(
+      `model '${facts.name}' (${on}) cannot honour ${asked}: it needs a llamacpp model (docs/openai.md)`,
+      param,
+    );
+  }
+  if (options.logprobs !== undefined && !facts.outputs.some((o) => o.name === 'logprobs')) {
+    throw badRequest(
+      `model '${facts.name}' declares no 'logprobs' output, so it cannot return logprobs`,
+      'logprobs',
+    );
+  }
+}
+
 /** The inference inputs for one generation request. */
 export function generationInputs(
   facts: ModelFacts,
@@ -147,6 +177,8 @@ export function generationInputs(
     if (options.frequencyPenalty !== undefined) sampling.frequency_penalty = options.frequencyPenalty;
     if (options.presencePenalty !== undefined) sampling.presence_penalty = options.presencePenalty;
     if (options.stop.length > 0) sampling.stop = options.stop;
+    if (options.guided !== undefined) sampling.guided_decoding = options.guided;
+    if (options.logprobs !== undefined) sampling.logprobs = options.logprobs;
     put('sampling_parameters', [JSON.stringify(sampling)]);
   }
   put('max_tokens', [maxTokens]);
@@ -187,6 +219,8 @@ export interface GenerationPiece {
   readonly bytes: Buffer;
   readonly inputTokens?: number;
   readonly outputTokens?: number;
+  /** The `logprobs` output's JSON text, when the model sent one. */
+  readonly logprobs?: string;
 }
 
 function firstInteger(r: InferenceResponse, name: string): number | undefined {
@@ -214,8 +248,14 @@ export function readGeneration(r: InferenceResponse): GenerationPiece {
       : Buffer.concat(splitBytesElements(out.data));
   const inputTokens = firstInteger(r, 'num_input_tokens');
   const outputTokens = firstInteger(r, 'num_output_tokens');
+  const lp = r.outputs.find((o) => o.name === 'logprobs');
+  const logprobs =
+    lp !== undefined && lp.datatype === 'BYTES'
+      ? Buffer.concat(splitBytesElements(lp.data)).toString('utf8')
+      : undefined;
   return {
     bytes,
+    ...(logprobs !== undefined && { logprobs }),
     ...(inputTokens !== undefined && { inputTokens }),
     ...(outputTokens !== undefined && { outputTokens }),
   };

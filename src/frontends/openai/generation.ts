@@ -5,17 +5,28 @@
  * here (stop.ts) and end the model's work when they match, `usage` is summed from the model's token
  * counts, and `finish_reason` is `length` when the model reports as many tokens as max_tokens allowed.
  * A client that goes away, or falls too far behind (sse.ts), cancels the request through its signal.
+ * Log probs ride with the text they belong to (logprobs.ts); a chat with tools reads its answer into
+ * `tool_calls` (tools.ts): whole at the end, or, streaming, content as it comes and the calls as one delta
+ * each before the last chunk, whose finish_reason is then `tool_calls`.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { InferenceResponse } from '../../core/types.js';
-import { generationInputs, modelHandlesEcho, readGeneration, type ModelFacts } from './contract.js';
-import { toOpenAiError } from './errors.js';
+import {
+  checkFeatures,
+  generationInputs,
+  modelHandlesEcho,
+  readGeneration,
+  type ModelFacts,
+} from './contract.js';
+import { badRequest, toOpenAiError } from './errors.js';
+import { chatLogprobs, completionLogprobs, parseModelLogprobs, type ModelLogprob } from './logprobs.js';
 import type { GenerationOptions } from './request.js';
 import { SseWriter } from './sse.js';
 import { StopMatcher } from './stop.js';
+import { toolGrammar, ToolStream, type ToolCall, type ToolChoice, type ToolSpec } from './tools.js';
 
 export type Kind = 'chat' | 'completion';
 
@@ -66,6 +77,15 @@ class UsageCounter {
   }
 }
 
+/** A chat's tools (none for a completion). */
+export interface ToolOptions {
+  readonly tools: readonly ToolSpec[];
+  readonly toolChoice: ToolChoice;
+  readonly parallelToolCalls: boolean;
+}
+
+const NO_TOOLS: ToolOptions = { tools: [], toolChoice: { kind: 'none' }, parallelToolCalls: true };
+
 /** A decoupled model's flag-only final response carries nothing. */
 const isEmptyFinal = (r: InferenceResponse): boolean => r.final && r.outputs.length === 0;
 
@@ -74,12 +94,25 @@ export async function runGeneration(
   kind: Kind,
   facts: ModelFacts,
   prompt: string,
-  options: GenerationOptions,
+  asked: GenerationOptions,
   echo: boolean,
+  toolOptions: ToolOptions = NO_TOOLS,
 ): Promise<JsonReply | undefined> {
   const { res } = ctx;
+  const { tools, toolChoice } = toolOptions;
+  // tool_choice required / a named function constrain the answer the way response_format does.
+  const toolGuided = toolGrammar(tools, toolChoice, toolOptions.parallelToolCalls);
+  if (toolGuided !== undefined && asked.guided !== undefined) {
+    throw badRequest(
+      "'response_format' cannot be combined with tool_choice 'required' or a named function",
+      'response_format',
+    );
+  }
+  const options: GenerationOptions = toolGuided === undefined ? asked : { ...asked, guided: toolGuided };
+  checkFeatures(facts, options, toolGuided !== undefined ? 'tool_choice' : 'response_format');
   const maxTokens = options.maxTokens ?? ctx.defaultMaxTokens;
   const modelEchoes = kind === 'completion' && modelHandlesEcho(facts);
+  const topLogprobs = options.logprobs;
   const inputs = generationInputs(facts, prompt, options, {
     maxTokens: ctx.defaultMaxTokens,
     // As Triton's frontend: the prompt is left out of the output unless a completion asks for echo.
@@ -104,14 +137,27 @@ export async function runGeneration(
     !stop.done && usage.usage() !== undefined && usage.completionTokens >= maxTokens ? 'length' : 'stop';
 
   const responses = facts.model.stream({ modelName: facts.name, inputs, signal: controller.signal });
+  // Where the next log-prob token starts in the choice's text (completions' text_offset).
+  let offset = kind === 'completion' && echo ? prompt.length : 0;
+  const logprobsOf = (entries: readonly ModelLogprob[]): Record<string, unknown> | null => {
+    if (topLogprobs === undefined) return null;
+    if (kind === 'chat') return chatLogprobs(entries, topLogprobs);
+    const out = completionLogprobs(entries, topLogprobs, offset);
+    for (const e of entries) offset += e.token.length;
+    return out;
+  };
+  const entriesOf = (text: string | undefined): ModelLogprob[] =>
+    topLogprobs === undefined || text === undefined ? [] : parseModelLogprobs(text);
 
   try {
     if (!options.stream) {
       let text = lead;
+      const entries: ModelLogprob[] = [];
       for await (const r of responses) {
         if (isEmptyFinal(r)) continue;
         const piece = readGeneration(r);
         usage.add(piece.inputTokens, piece.outputTokens);
+        entries.push(...entriesOf(piece.logprobs));
         text += stop.push(decoder.write(piece.bytes));
         if (stop.done) {
           controller.abort(); // the rest is not wanted: stop the model's work
@@ -119,17 +165,39 @@ export async function runGeneration(
         }
       }
       text += stop.push(decoder.end()) + stop.flush();
+      const answer = new ToolStream(tools, toolChoice);
+      const before = answer.push(text);
+      const parsed = answer.finish();
+      const content = before + (parsed.content ?? '');
+      const calls = parsed.calls;
       return {
         status: 200,
         body: JSON.stringify(
-          completeBody(kind, id, created, options.model, text, finishReason(), usage.usage()),
+          completeBody(kind, id, created, options.model, {
+            text: calls.length > 0 && content.trim() === '' ? null : content,
+            calls,
+            finish: calls.length > 0 ? 'tool_calls' : finishReason(),
+            logprobs: logprobsOf(entries),
+            usage: usage.usage(),
+          }),
         ),
       };
     }
 
     const sse = new SseWriter(res, ctx.maxBufferedBytes, () => controller.abort());
-    const chunk = (delta: string | undefined, finish: string | null): string =>
-      JSON.stringify(chunkBody(kind, id, created, options.model, delta, finish, options.includeUsage));
+    const toolStream = new ToolStream(tools, toolChoice);
+    const chunk = (
+      delta: string | undefined,
+      finish: string | null,
+      entries: readonly ModelLogprob[] = [],
+      calls?: readonly ToolCall[],
+    ): string =>
+      JSON.stringify(
+        chunkBody(kind, id, created, options.model, delta, finish, options.includeUsage, {
+          logprobs: entries.length > 0 ? logprobsOf(entries) : null,
+          ...(calls !== undefined && { calls }),
+        }),
+      );
     const it = responses[Symbol.asyncIterator]();
     let first = true;
     const begin = (): boolean => {
@@ -150,8 +218,9 @@ export async function runGeneration(
         if (isEmptyFinal(r)) continue;
         const piece = readGeneration(r);
         usage.add(piece.inputTokens, piece.outputTokens);
-        const text = stop.push(decoder.write(piece.bytes));
-        if (text !== '' && !sse.send(chunk(text, null))) return undefined;
+        const entries = entriesOf(piece.logprobs);
+        const text = toolStream.push(stop.push(decoder.write(piece.bytes)));
+        if ((text !== '' || entries.length > 0) && !sse.send(chunk(text, null, entries))) return undefined;
         await sse.drained(); // back-pressure: the next response is taken once the client has read this one
         if (stop.done) {
           controller.abort();
@@ -166,8 +235,16 @@ export async function runGeneration(
       return undefined;
     }
     if (!begin()) return undefined;
-    const rest = stop.push(decoder.end()) + stop.flush();
-    if (!sse.send(chunk(rest === '' ? undefined : rest, finishReason()))) return undefined;
+    const tail = toolStream.push(stop.push(decoder.end()) + stop.flush());
+    const parsed = toolStream.finish();
+    const rest = tail + (parsed.content ?? '');
+    let finish: string = finishReason();
+    if (parsed.calls.length > 0) {
+      finish = 'tool_calls';
+      if (rest !== '' && !sse.send(chunk(rest, null))) return undefined;
+      if (!sse.send(chunk(undefined, null, [], parsed.calls))) return undefined;
+      if (!sse.send(chunk(undefined, finish))) return undefined;
+    } else if (!sse.send(chunk(rest === '' ? undefined : rest, finish))) return undefined;
     const total = usage.usage();
     if (options.includeUsage && total !== undefined) {
       if (!sse.send(JSON.stringify(usageChunk(kind, id, created, options.model, total)))) return undefined;
@@ -179,19 +256,32 @@ export async function runGeneration(
   }
 }
 
+interface Answer {
+  /** null: a chat answer that is only tool calls. */
+  readonly text: string | null;
+  readonly calls: readonly ToolCall[];
+  readonly finish: string;
+  readonly logprobs: Record<string, unknown> | null;
+  readonly usage: Usage | undefined;
+}
+
 function completeBody(
   kind: Kind,
   id: string,
   created: number,
   model: string,
-  text: string,
-  finish: string,
-  usage: Usage | undefined,
+  answer: Answer,
 ): Record<string, unknown> {
+  const { text, calls, finish, logprobs, usage } = answer;
+  const message = {
+    role: 'assistant',
+    content: text,
+    ...(calls.length > 0 && { tool_calls: calls }),
+  };
   const choice =
     kind === 'chat'
-      ? { index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }
-      : { index: 0, text, logprobs: null, finish_reason: finish };
+      ? { index: 0, message, logprobs, finish_reason: finish }
+      : { index: 0, text: text ?? '', logprobs, finish_reason: finish };
   return {
     id,
     object: kind === 'chat' ? 'chat.completion' : 'text_completion',
@@ -211,16 +301,19 @@ function chunkBody(
   text: string | undefined,
   finish: string | null,
   includeUsage: boolean,
+  extra: { readonly logprobs: Record<string, unknown> | null; readonly calls?: readonly ToolCall[] },
 ): Record<string, unknown> {
+  const { logprobs, calls } = extra;
+  const delta =
+    calls !== undefined
+      ? { tool_calls: calls.map((c, index) => ({ index, ...c })) }
+      : text === undefined
+        ? {}
+        : { content: text };
   const choice =
     kind === 'chat'
-      ? {
-          index: 0,
-          delta: text === undefined ? {} : { content: text },
-          logprobs: null,
-          finish_reason: finish,
-        }
-      : { index: 0, text: text ?? '', logprobs: null, finish_reason: finish };
+      ? { index: 0, delta, logprobs, finish_reason: finish }
+      : { index: 0, text: text ?? '', logprobs, finish_reason: finish };
   return {
     id,
     object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',

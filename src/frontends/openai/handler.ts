@@ -123,6 +123,7 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
       outputs: meta.outputs,
       optionalInputs,
       decoupled: handle.decoupled,
+      backend: typeof config.backend === 'string' ? config.backend : '',
       model: handle,
     };
   };
@@ -132,6 +133,11 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
       Record<string, { string_value?: unknown }> | undefined;
     const v = params?.chat_template?.string_value;
     return typeof v === 'string' ? v : undefined;
+  };
+
+  const modelFileOf = (facts: ModelFacts): { modelFile?: string } => {
+    const f = facts.model.configJson().default_model_filename;
+    return typeof f === 'string' && f !== '' ? { modelFile: f } : {};
   };
 
   const readJson = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
@@ -185,8 +191,19 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
       } else {
         const r = parseChatRequest(doc);
         reply = await withModel(r.model, async (facts) => {
-          const prompt = await templates.render(r.model, chatTemplateParameter(facts), r.messages);
-          return runGeneration(ctx, 'chat', facts, prompt, r, false);
+          // The tools are shown to the model unless tool_choice is 'none' (tools.ts).
+          const shown = r.toolChoice.kind === 'none' ? [] : r.tools;
+          const prompt = await templates.render(
+            {
+              model: r.model,
+              version: facts.model.version,
+              configParameter: chatTemplateParameter(facts),
+              ...modelFileOf(facts),
+            },
+            r.messages,
+            shown,
+          );
+          return runGeneration(ctx, 'chat', facts, prompt, r, false, r);
         });
       }
       if (reply !== undefined) send(res, reply.status, reply.body);

@@ -1,11 +1,13 @@
 /**
  * The OpenAI request bodies, checked and reduced to what the frontend uses. A body is hostile JSON: every
  * field is type- and range-checked here, a wrong one is a 400 naming it (OpenAI's `param`), and options
- * this server cannot honour (n > 1, logit_bias, logprobs, tools, suffix) are refused rather than ignored,
- * as Triton's OpenAI frontend refuses them. Unknown keys with scalar values (vLLM's `ignore_eos`, a
+ * this server cannot honour (n > 1, logit_bias, suffix, the legacy `functions`) are refused rather than
+ * ignored, as Triton's OpenAI frontend refuses them. `response_format`, `logprobs` / `top_logprobs` and
+ * `tools` / `tool_choice` are read here; whether the model can honour them is contract.ts's question. Unknown keys with scalar values (vLLM's `ignore_eos`, a
  * model's own knobs, sent with the clients' `extra_body`) travel on to the model's sampling parameters.
  */
 import { badRequest } from './errors.js';
+import { parseToolCalls, parseTools, type ToolCall, type ToolChoice, type ToolSpec } from './tools.js';
 
 export type SamplingValue = string | number | boolean | readonly (string | number | boolean)[];
 
@@ -23,7 +25,17 @@ export interface GenerationOptions {
   readonly stop: readonly string[];
   /** Other scalar keys, passed to the model's sampling parameters as they are. */
   readonly extra: Readonly<Record<string, SamplingValue>>;
+  /**
+   * Structured output as vLLM's `guided_decoding` object (`{json: schema}` or `{json_object: true}`),
+   * from `response_format`; undefined = free text.
+   */
+  readonly guided?: Readonly<Record<string, unknown>>;
+  /** Log probs asked for: how many alternatives per token (0 = the sampled token's only). */
+  readonly logprobs?: number;
 }
+
+/** Most alternatives per token: OpenAI's top_logprobs bound (20); completions' logprobs takes as many. */
+export const MAX_TOP_LOGPROBS = 20;
 
 export interface CompletionRequest extends GenerationOptions {
   readonly prompt: string;
@@ -34,10 +46,18 @@ export interface ChatMessage {
   readonly role: string;
   readonly content: string;
   readonly name?: string;
+  /** An assistant message's tool calls (a round trip). */
+  readonly tool_calls?: readonly ToolCall[];
+  /** A `tool` message: the call it answers. */
+  readonly tool_call_id?: string;
 }
 
 export interface ChatRequest extends GenerationOptions {
   readonly messages: readonly ChatMessage[];
+  /** The functions the model may call (tools.ts); empty = none. */
+  readonly tools: readonly ToolSpec[];
+  readonly toolChoice: ToolChoice;
+  readonly parallelToolCalls: boolean;
 }
 
 export interface EmbeddingRequest {
@@ -178,16 +198,63 @@ function refuseUnsupported(doc: Doc): void {
     );
   }
   if (present(doc, 'logit_bias')) throw badRequest('logit bias is not currently supported', 'logit_bias');
-  const logprobs = doc.logprobs;
-  if (logprobs === true || (typeof logprobs === 'number' && logprobs > 0) || present(doc, 'top_logprobs')) {
-    throw badRequest('logprobs are not supported by this server', 'logprobs');
-  }
   if (present(doc, 'suffix')) throw badRequest('suffix is not currently supported', 'suffix');
-  for (const key of ['tools', 'functions']) {
+  for (const key of ['functions', 'function_call']) {
     if (present(doc, key) && !(Array.isArray(doc[key]) && doc[key].length === 0)) {
-      throw badRequest('tool and function calling are not supported by this server', key);
+      throw badRequest(`the deprecated '${key}' is not supported: use 'tools' and 'tool_choice'`, key);
     }
   }
+}
+
+/** `response_format` as vLLM's guided_decoding object, or undefined for plain text. */
+function guidedOf(doc: Doc): Record<string, unknown> | undefined {
+  if (!present(doc, 'response_format')) return undefined;
+  const rf = doc.response_format;
+  if (typeof rf !== 'object' || rf === null || Array.isArray(rf)) {
+    throw badRequest("'response_format' must be an object", 'response_format');
+  }
+  const f = rf as Doc;
+  switch (f.type) {
+    case 'text':
+      return undefined;
+    case 'json_object':
+      return { json_object: true };
+    case 'json_schema': {
+      const js = f.json_schema;
+      if (typeof js !== 'object' || js === null || Array.isArray(js)) {
+        throw badRequest("'response_format.json_schema' must be an object", 'response_format');
+      }
+      const schema = (js as Doc).schema;
+      if (schema === undefined || schema === null) return { json_object: true };
+      if (typeof schema !== 'object' || Array.isArray(schema)) {
+        throw badRequest(
+          "'response_format.json_schema.schema' must be a JSON schema object",
+          'response_format',
+        );
+      }
+      return { json: schema };
+    }
+    default:
+      throw badRequest(
+        "'response_format.type' must be 'text', 'json_object' or 'json_schema'",
+        'response_format',
+      );
+  }
+}
+
+/** Chat's `logprobs` (a boolean) and `top_logprobs`; completions' `logprobs` (how many; 0 = none). */
+function logprobsOf(doc: Doc, chat: boolean): number | undefined {
+  if (!chat) {
+    const n = num(doc, 'logprobs', 0, MAX_TOP_LOGPROBS, true);
+    if (present(doc, 'top_logprobs')) throw badRequest("'top_logprobs' is a chat option", 'top_logprobs');
+    return n === undefined || n === 0 ? undefined : n;
+  }
+  const on = bool(doc, 'logprobs') ?? false;
+  const top = num(doc, 'top_logprobs', 0, MAX_TOP_LOGPROBS, true);
+  if (top !== undefined && !on) {
+    throw badRequest("'top_logprobs' needs 'logprobs' set to true", 'top_logprobs');
+  }
+  return on ? (top ?? 0) : undefined;
 }
 
 function generationOptions(
@@ -207,6 +274,8 @@ function generationOptions(
       throw badRequest('`stream_options` can only be used when `stream` is True', 'stream_options');
     includeUsage = bool(so as Doc, 'include_usage') ?? false;
   }
+  const guided = guidedOf(doc);
+  const logprobs = logprobsOf(doc, maxTokensKey === 'max_completion_tokens');
   const maxTokens =
     num(doc, maxTokensKey, 1, 2 ** 31 - 1, true) ??
     (maxTokensKey === 'max_completion_tokens' ? num(doc, 'max_tokens', 1, 2 ** 31 - 1, true) : undefined);
@@ -222,6 +291,8 @@ function generationOptions(
     ...optional('presencePenalty', num(doc, 'presence_penalty', -2, 2)),
     stop: stopOf(doc),
     extra: extraOf(doc),
+    ...(guided !== undefined && { guided }),
+    ...(logprobs !== undefined && { logprobs }),
   };
 }
 
@@ -231,6 +302,9 @@ function optional<K extends string>(key: K, v: number | undefined): Partial<Reco
 
 export function parseCompletionRequest(doc: Doc): CompletionRequest {
   const options = generationOptions(doc, 'max_tokens');
+  for (const key of ['tools', 'tool_choice']) {
+    if (present(doc, key)) throw badRequest(`'${key}' is a chat option (/v1/chat/completions)`, key);
+  }
   let prompt = doc.prompt;
   // A list holding one string is the same request; more than one would need n choices.
   if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
@@ -284,16 +358,33 @@ export function parseChatRequest(doc: Doc): ChatRequest {
       throw badRequest(`messages[${i}].role must be a string`, 'messages');
     const name = typeof d.name === 'string' ? d.name : undefined;
     const content = contentOf(d.content, i);
+    const toolCalls =
+      d.role === 'assistant' && present(d, 'tool_calls') ? parseToolCalls(d.tool_calls, i) : undefined;
+    let toolCallId: string | undefined;
+    if (d.role === 'tool') {
+      if (typeof d.tool_call_id !== 'string' || d.tool_call_id === '') {
+        throw badRequest(`messages[${i}]: a 'tool' message needs its 'tool_call_id'`, 'messages');
+      }
+      toolCallId = d.tool_call_id;
+    }
     characters += content.length + d.role.length + (name?.length ?? 0);
+    for (const c of toolCalls ?? []) characters += c.function.name.length + c.function.arguments.length;
     if (characters > MAX_CHAT_CHARACTERS) {
       throw badRequest(
         `'messages' hold more than the ${MAX_CHAT_CHARACTERS} characters a request may hold`,
         'messages',
       );
     }
-    return { role: d.role, content, ...(name !== undefined && { name }) };
+    return {
+      role: d.role,
+      content,
+      ...(name !== undefined && { name }),
+      ...(toolCalls !== undefined && { tool_calls: toolCalls }),
+      ...(toolCallId !== undefined && { tool_call_id: toolCallId }),
+    };
   });
-  return { ...options, messages };
+  const tools = parseTools(doc);
+  return { ...options, messages, ...tools };
 }
 
 export function parseEmbeddingRequest(doc: Doc): EmbeddingRequest {
