@@ -16,8 +16,13 @@ splitting over dim 0.
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import inspect
+import os
 import re
 import sys
+import textwrap
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +34,8 @@ import numpy.typing as npt
 # Rows per request: sent at once, the batcher joins some of them (max_batch_size 8).
 REQUEST_ROWS = (1, 3, 2, 4, 1, 2)
 FEATURES = 4
+# Compiled AOTInductor packages, kept across runs (gitignored): compiling one takes minutes.
+AOTI_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "aoti-packages"
 
 
 def _rng_inputs(seed: int, names: list[str], dtype: Any = np.float32) -> list[dict[str, npt.NDArray[Any]]]:
@@ -78,6 +85,8 @@ def _io(kind: str, name: str, dtype: str, dims: str) -> str:
 
 
 def pytorch_models(out: Path) -> None:
+    import shutil
+
     import torch
 
     torch.manual_seed(0)
@@ -214,6 +223,69 @@ def pytorch_models(out: Path) -> None:
         _rng_inputs(4, ["ARGS[0]", "y"]),
         exported_answer,
     )
+
+    # An AOTInductor package (compiled, cached in AOTI_CACHE), answered by torch's own loader of it.
+    package, eager = _aoti_package(torch, AOTI_CACHE)
+    (out / "models" / "aoti_package" / "1").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(package, out / "models" / "aoti_package" / "1" / "model.pt2")
+    runner = torch._inductor.aoti_load_package(str(package))
+
+    def aoti_answer(inputs: dict[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
+        with torch.no_grad():
+            args = (torch.from_numpy(inputs["ARGS[0]"]), torch.from_numpy(inputs["INPUT__1"]))
+            first, second = runner(*args)
+            # The compiled code computes what the module does (a stale or wrong package fails here).
+            for compiled, reference in zip((first, second), eager(*args), strict=True):
+                np.testing.assert_allclose(compiled.numpy(), reference.numpy(), rtol=1e-5, atol=1e-6)
+        return {"RESULT[0]": first.numpy(), "OUTPUT__1": second.numpy()}
+
+    # Names by Triton's PT2 rules: call-spec paths (ARGS[0], RESULT[0]) and ordinals (INPUT__1, OUTPUT__1).
+    _write(
+        out,
+        "aoti_package",
+        'platform: "torch_aoti"\n'
+        + _batched()
+        + _io("input", "ARGS[0]", "TYPE_FP32", str(FEATURES))
+        + _io("input", "INPUT__1", "TYPE_FP32", str(FEATURES))
+        + _io("output", "RESULT[0]", "TYPE_FP32", str(FEATURES))
+        + _io("output", "OUTPUT__1", "TYPE_FP32", "3"),
+        _rng_inputs(8, ["ARGS[0]", "INPUT__1"]),
+        aoti_answer,
+    )
+
+
+def _aoti_package(torch: Any, cache: Path) -> tuple[Path, Any]:
+    """An AOTInductor package of a two-input, tuple-output module with a dynamic batch dim, compiled once per
+    torch version and source of this function (the cache key), then reused: compiling takes minutes.
+    Returns the package and the eager module it was compiled from."""
+
+    class AotiTuple(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            weight = (torch.arange(FEATURES * 3, dtype=torch.float32).reshape(FEATURES, 3) - 5.0) / 7.0
+            self.register_buffer("weight", weight)
+
+        def forward(self, x: Any, y: Any) -> tuple[Any, Any]:
+            return x * y + 1.0, torch.relu((x - y) @ self.weight)
+
+    # The key is the syntax tree of this function, so comments and formatting do not force a new compile.
+    source = ast.dump(ast.parse(textwrap.dedent(inspect.getsource(_aoti_package)))).encode("utf-8")
+    key = f"{torch.__version__}-{hashlib.sha256(source).hexdigest()[:16]}"
+    package = cache / key / "model.pt2"
+    module = AotiTuple().eval()
+    if package.is_file():
+        return package, module
+    package.parent.mkdir(parents=True, exist_ok=True)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    program = torch.export.export(
+        module,
+        (torch.zeros(2, FEATURES), torch.zeros(2, FEATURES)),
+        dynamic_shapes=({0: batch}, {0: batch}),
+    )
+    partial = package.with_name(f"model.{os.getpid()}.pt2")
+    torch._inductor.aoti_compile_and_package(program, package_path=str(partial))
+    os.replace(partial, package)  # whole or absent: a run stopped mid-compile leaves no broken cache entry
+    return package, module
 
 
 def openvino_models(out: Path) -> None:

@@ -2,9 +2,15 @@
 over HTTP and gRPC, on models PyTorch itself makes in the test setup (framework_models.py): a scripted
 TorchScript module with a dict output and forward-argument input names, a traced one with a tuple output
 and Triton's INPUT__0/OUTPUT__<i> names (listed out of order), a scripted one taking a Dict[str, Tensor],
-and an exported program (`platform: "torch_aoti"`, model.pt2) named by Triton's PT2 rules. Every model
-batches (max_batch_size 8, dynamic batching); the requests of one test are sent at once with different batch
-sizes and every answer is compared element-wise with PyTorch's own on the same inputs.
+an exported program (`platform: "torch_aoti"`, model.pt2) named by Triton's PT2 rules, and an AOTInductor
+package (`torch._inductor.aoti_compile_and_package`, also `torch_aoti` model.pt2) with two inputs, a tuple
+output and a dynamic batch dim. Every model batches (max_batch_size 8, dynamic batching); the requests of one
+test are sent at once with different batch sizes and every answer is compared element-wise with PyTorch's own
+on the same inputs (the AOTInductor package's with torch's own loader of that package).
+
+The AOTInductor package is compiled with the backend's torch (C++ codegen and build of a 2-op module) and
+cached in .cache/aoti-packages/<torch version>-<hash of the module's source>/model.pt2: the first run of this
+file costs about 130 s more on a loaded 2-core machine, later runs reuse the package and skip the compile.
 
 Needs the backend's venv (`npx nereid backends install pytorch`, which scripts/test.sh runs); without it
 the tests skip and say so.
@@ -31,7 +37,7 @@ from framework_backends import (
 )
 from nereid_stub.frameworks import usable_cores
 
-MODELS = ["ts_scripted_dict", "ts_traced_tuple", "ts_dict_input", "exported_program"]
+MODELS = ["ts_scripted_dict", "ts_traced_tuple", "ts_dict_input", "exported_program", "aoti_package"]
 
 
 @pytest.fixture(scope="module")
@@ -58,15 +64,17 @@ def test_answers_equal_pytorch(torch_served: Served, protocol: str, model: str) 
     assert_matches_framework(torch_served, model, answers)
 
 
-def test_dynamic_batcher_joins_requests(torch_served: Served) -> None:
+@pytest.mark.parametrize("model", ["ts_scripted_dict", "aoti_package"])
+def test_dynamic_batcher_joins_requests(torch_served: Served, model: str) -> None:
     # Six requests sent at once with a 20 ms queue delay: the batcher hands some of them to one execute,
     # which runs them as one batch over dim 0 and splits the rows back (the answers above prove the split).
-    before = counts(torch_served, "ts_scripted_dict")
-    answers = infer_all(torch_served, "grpc", "ts_scripted_dict")
-    assert_matches_framework(torch_served, "ts_scripted_dict", answers)
-    after = counts(torch_served, "ts_scripted_dict")
-    requests = request_count(torch_served.expected("ts_scripted_dict"))
-    rows = sum(int(a["sum"].shape[0]) for a in answers)
+    # For the AOTInductor package this is its dynamic batch dim taking the joined sizes.
+    before = counts(torch_served, model)
+    answers = infer_all(torch_served, "grpc", model)
+    assert_matches_framework(torch_served, model, answers)
+    after = counts(torch_served, model)
+    requests = request_count(torch_served.expected(model))
+    rows = sum(int(next(iter(a.values())).shape[0]) for a in answers)
     assert after[0] - before[0] == rows
     assert after[1] - before[1] < requests, f"no two of {requests} requests were executed together"
 
@@ -77,6 +85,12 @@ def test_platform_and_names_in_config(torch_served: Served) -> None:
     exported = torch_served.http.get_model_config("exported_program")
     assert exported["platform"] == "torch_aoti"
     assert [i["name"] for i in exported["input"]] == ["ARGS[0]", "y"]
+    package = torch_served.http.get_model_config("aoti_package")
+    assert package["platform"] == "torch_aoti"
+    assert package["backend"] == "pytorch"
+    assert [i["name"] for i in package["input"]] == ["ARGS[0]", "INPUT__1"]
+    assert [o["name"] for o in package["output"]] == ["RESULT[0]", "OUTPUT__1"]
+    assert package["max_batch_size"] == 8
 
 
 def _thread_lines(served: Served, model: str) -> list[tuple[int, int]]:
