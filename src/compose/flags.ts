@@ -315,7 +315,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'strict-model-outputs',
     kind: 'bool',
     defaultText: 'false',
-    help: "What happens when a JavaScript or Python model returns an output its config does not declare, or (not decoupled) leaves out an output the request asked for. false: the response goes out without it and a warning is logged the first time per model version and output. true: the request fails with INTERNAL (500), as a model's other mistakes do. Named after Triton's --strict-model-config and --strict-readiness; Triton itself has no such check. Nereid only.",
+    help: "What happens when a model returns an output its config does not declare, (not decoupled) leaves out an output the request asked for, or returns one with another datatype or shape than its config's. false: the response goes out as Triton sends it (without the undeclared or missing output; the other datatype or shape as the model made it) and a warning is logged the first time per model version and output. true: the request fails with INTERNAL (500), as a model's other mistakes do. Named after Triton's --strict-model-config and --strict-readiness; Triton itself has no such check. Nereid only.",
     apply: (d, v) => (d.strictModelOutputs = parseBool('strict-model-outputs', v)),
   },
   {
