@@ -232,12 +232,12 @@ async function startServer(repo: string): Promise<{ child: ChildProcess; port: n
       const g = /Started GRPCInferenceService at [^ ]*:(\d+)/.exec(log);
       if (h && g) resolve([Number(h[1]), Number(g[1])]);
     };
-    child.stdout!.on('data', look);
-    child.stderr!.on('data', look);
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
     child.on('exit', (code) => reject(new Error(`nereid exited (${code}) before listening:\n${log}`)));
   });
-  child.stdout!.resume();
-  child.stderr!.resume();
+  child.stdout.resume();
+  child.stderr.resume();
   return { child, port: ports[0], grpcPort: ports[1] };
 }
 
