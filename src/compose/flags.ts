@@ -511,6 +511,13 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.httpMaxConnections = parseInt10('http-max-connections', v, 0)),
   },
   {
+    name: 'http-max-connections-per-address',
+    kind: 'int',
+    defaultText: '2048',
+    help: 'HTTP connections one client address (an IPv4 address, or an IPv6 /64) may hold open at once, so one address cannot take the whole --http-max-connections; requests on a connection over it get 503 with Connection: close (health checks are still answered). Clients behind one proxy share its address: raise it for such a proxy. 0 = no limit. Nereid only.',
+    apply: (d, v) => (d.httpMaxConnectionsPerAddress = parseInt10('http-max-connections-per-address', v, 0)),
+  },
+  {
     name: 'http-health-port',
     kind: 'int',
     defaultText: 'off',
@@ -906,6 +913,13 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.grpcMaxConnections = parseInt10('grpc-max-connections', v, 0)),
   },
   {
+    name: 'grpc-max-connections-per-address',
+    kind: 'int',
+    defaultText: '2048',
+    help: 'gRPC connections one client address (an IPv4 address, or an IPv6 /64) may hold open at once, so one address cannot take the whole --grpc-max-connections; a connection over it gets GOAWAY ENHANCE_YOUR_CALM (saying so) and is closed. Clients behind one proxy share its address: raise it for such a proxy. 0 = no limit. Nereid only.',
+    apply: (d, v) => (d.grpcMaxConnectionsPerAddress = parseInt10('grpc-max-connections-per-address', v, 0)),
+  },
+  {
     name: 'grpc-request-read-timeout',
     kind: 'int',
     defaultText: '60000',
@@ -1220,6 +1234,7 @@ export function defaultDraft(): Draft {
     httpJsonWorkerBytes: 256 * 1024 * 1024,
     httpBacklog: 4096,
     httpMaxConnections: 8192,
+    httpMaxConnectionsPerAddress: 2048,
     httpHealthPort: -1,
     allowOpenai: true,
     openaiPort: -1,
@@ -1239,6 +1254,7 @@ export function defaultDraft(): Draft {
     grpcMaxConnectionAgeGraceMs: 0,
     grpcMaxConnectionIdleMs: 300_000,
     grpcMaxConnections: 8192,
+    grpcMaxConnectionsPerAddress: 2048,
     grpcRequestReadTimeoutMs: 60_000,
     grpcMaxConcurrentStreams: 1000,
     grpcMaxDecompressedSize: 64 * 1024 * 1024,
