@@ -315,7 +315,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'strict-model-outputs',
     kind: 'bool',
     defaultText: 'false',
-    help: "What happens when a JavaScript or Python model returns an output its config does not declare, or (not decoupled) leaves out an output the request asked for. false: the response goes out without it and a warning is logged the first time per model version and output. true: the request fails with INTERNAL (500), as a model's other mistakes do. Named after Triton's --strict-model-config and --strict-readiness; Triton itself has no such check. Nereid only.",
+    help: "What happens when a model returns an output its config does not declare, (not decoupled) leaves out an output the request asked for, or returns one with another datatype or shape than its config's. false: the response goes out as Triton sends it (without the undeclared or missing output; the other datatype or shape as the model made it) and a warning is logged the first time per model version and output. true: the request fails with INTERNAL (500), as a model's other mistakes do. Named after Triton's --strict-model-config and --strict-readiness; Triton itself has no such check. Nereid only.",
     apply: (d, v) => (d.strictModelOutputs = parseBool('strict-model-outputs', v)),
   },
   {
@@ -509,6 +509,13 @@ export const FLAGS: readonly Flag[] = [
     defaultText: '8192',
     help: 'HTTP connections held open at once; requests on a connection over the limit get 503 with Connection: close (health checks are still answered). 0 = no limit. Nereid only.',
     apply: (d, v) => (d.httpMaxConnections = parseInt10('http-max-connections', v, 0)),
+  },
+  {
+    name: 'http-max-connections-per-address',
+    kind: 'int',
+    defaultText: '2048',
+    help: 'HTTP connections one client address (an IPv4 address, or an IPv6 /64) may hold open at once, so one address cannot take the whole --http-max-connections; requests on a connection over it get 503 with Connection: close (health checks are still answered). Clients behind one proxy share its address: raise it for such a proxy. 0 = no limit. Nereid only.',
+    apply: (d, v) => (d.httpMaxConnectionsPerAddress = parseInt10('http-max-connections-per-address', v, 0)),
   },
   {
     name: 'http-health-port',
@@ -906,6 +913,13 @@ export const FLAGS: readonly Flag[] = [
     apply: (d, v) => (d.grpcMaxConnections = parseInt10('grpc-max-connections', v, 0)),
   },
   {
+    name: 'grpc-max-connections-per-address',
+    kind: 'int',
+    defaultText: '2048',
+    help: 'gRPC connections one client address (an IPv4 address, or an IPv6 /64) may hold open at once, so one address cannot take the whole --grpc-max-connections; a connection over it gets GOAWAY ENHANCE_YOUR_CALM (saying so) and is closed. Clients behind one proxy share its address: raise it for such a proxy. 0 = no limit. Nereid only.',
+    apply: (d, v) => (d.grpcMaxConnectionsPerAddress = parseInt10('grpc-max-connections-per-address', v, 0)),
+  },
+  {
     name: 'grpc-request-read-timeout',
     kind: 'int',
     defaultText: '60000',
@@ -1220,6 +1234,7 @@ export function defaultDraft(): Draft {
     httpJsonWorkerBytes: 256 * 1024 * 1024,
     httpBacklog: 4096,
     httpMaxConnections: 8192,
+    httpMaxConnectionsPerAddress: 2048,
     httpHealthPort: -1,
     allowOpenai: true,
     openaiPort: -1,
@@ -1239,6 +1254,7 @@ export function defaultDraft(): Draft {
     grpcMaxConnectionAgeGraceMs: 0,
     grpcMaxConnectionIdleMs: 300_000,
     grpcMaxConnections: 8192,
+    grpcMaxConnectionsPerAddress: 2048,
     grpcRequestReadTimeoutMs: 60_000,
     grpcMaxConcurrentStreams: 1000,
     grpcMaxDecompressedSize: 64 * 1024 * 1024,

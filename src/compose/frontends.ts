@@ -91,6 +91,7 @@ export function grpcTransportOptions(
     maxDecompressedSize: options.grpcMaxDecompressedSize,
     maxConcurrentStreams: options.grpcMaxConcurrentStreams,
     maxConnections: options.grpcMaxConnections,
+    maxConnectionsPerAddress: options.grpcMaxConnectionsPerAddress,
     requestReadTimeoutMs: options.grpcRequestReadTimeoutMs,
     maxBufferedBytes: options.grpcMaxBufferedBytes,
     responseCompression: options.grpcInferResponseCompressionLevel,
@@ -160,6 +161,7 @@ function httpFrontendOptions(
     headerForwardPattern: options.httpHeaderForwardPattern,
     backlog: options.httpBacklog,
     maxConnections: options.httpMaxConnections,
+    maxConnectionsPerAddress: options.httpMaxConnectionsPerAddress,
     json: {
       maxJsonSize: options.httpMaxJsonSize,
       workerThreshold: options.httpJsonWorkerThreshold,

@@ -120,6 +120,8 @@ export interface ServerOptions {
   readonly httpBacklog: number;
   /** `--http-max-connections`: 0 = no cap. */
   readonly httpMaxConnections: number;
+  /** `--http-max-connections-per-address`: 0 = no limit. */
+  readonly httpMaxConnectionsPerAddress: number;
   /** `--http-health-port`: -1 = no health listener. */
   readonly httpHealthPort: number;
   /** `--allow-dashboard` (Nereid only): serve the operator's dashboard at /dashboard/ on the HTTP port. */
@@ -151,6 +153,8 @@ export interface ServerOptions {
   readonly grpcMaxConnectionIdleMs: number;
   /** `--grpc-max-connections`: 0 = no cap. */
   readonly grpcMaxConnections: number;
+  /** `--grpc-max-connections-per-address`: 0 = no limit. */
+  readonly grpcMaxConnectionsPerAddress: number;
   /** `--grpc-request-read-timeout`: a unary request or a started message must arrive within it; 0 = none. */
   readonly grpcRequestReadTimeoutMs: number;
   /** `--grpc-max-concurrent-streams`: SETTINGS_MAX_CONCURRENT_STREAMS. */

@@ -2,7 +2,8 @@
 // Python stubs): a throwing JavaScript and Python model answer with the model, version, instance and the
 // first frame in the user's own file (never a server path); the log holds the whole stack once per distinct
 // error; initialize() failures and TypeScript build errors are labelled load errors; outputs the config
-// does not declare, or requested ones left out, are warned about once, or fail the request with
+// does not declare, or requested ones left out, and outputs whose datatype or shape is not the config's
+// (checked in the core for every backend) are warned about once, or fail the request with
 // --strict-model-outputs=true.
 import assert from 'node:assert/strict';
 import { cpSync } from 'node:fs';
@@ -237,6 +238,40 @@ describe('errors a model author can act on', () => {
       assert.equal(entries(s, missing).length, 1);
     });
   }
+
+  for (const model of ['errors_ts', 'errors_py']) {
+    it(`${model}: an output with another datatype or shape than its config: the core warns once (Python: as Triton sends it)`, async () => {
+      const jsDtype =
+        "JavaScript model 'errors_ts' sent output 'OUT' as INT64, but its config declares INT32";
+      if (model === 'errors_ts') {
+        // The JavaScript backend (Nereid's own, no Triton behaviour to keep) refuses another datatype itself.
+        const r = await infer(s, model, modeRequest('dtype'));
+        assert.equal(r.status, 500);
+        assert.equal(r.body.error, jsDtype);
+      } else {
+        for (let i = 0; i < 2; i++) {
+          const r = await infer(s, model, modeRequest('dtype'));
+          assert.equal(r.status, 200);
+          const out = r.body.outputs?.find((o) => o.name === 'OUT') as { datatype?: string } | undefined;
+          assert.equal(out?.datatype, 'INT64', "the model's datatype, as Triton's Python backend passes it");
+        }
+        const dtype = `model '${model}' version 1 returned output 'OUT' as INT64, but its config declares TYPE_INT32`;
+        const warned = entries(s, dtype);
+        assert.equal(warned.length, 1, 'once per model version');
+        assert.match(warned[0], /^W/);
+        assert.match(warned[0], /--strict-model-outputs=true/);
+      }
+
+      for (let i = 0; i < 2; i++) {
+        const r = await infer(s, model, modeRequest('shape'));
+        assert.equal(r.status, 200);
+        const out = r.body.outputs?.find((o) => o.name === 'OUT') as { shape?: number[] } | undefined;
+        assert.deepEqual(out?.shape, [2]);
+      }
+      const shape = `model '${model}' version 1 returned output 'OUT' with shape [2], but its config expects [1]`;
+      assert.equal(entries(s, shape).length, 1);
+    });
+  }
 });
 
 describe('--strict-model-outputs=true', () => {
@@ -261,7 +296,7 @@ describe('--strict-model-outputs=true', () => {
   });
 
   for (const model of ['errors_ts', 'errors_py']) {
-    it(`${model}: an undeclared or a missing output fails the request with INTERNAL`, async () => {
+    it(`${model}: an undeclared or a missing output, another datatype or shape, fails the request with INTERNAL`, async () => {
       const undeclared = await infer(s, model, modeRequest('undeclared'));
       assert.equal(undeclared.status, 500);
       assert.equal(
@@ -273,6 +308,20 @@ describe('--strict-model-outputs=true', () => {
       assert.equal(
         missing.body.error,
         `model '${model}' version 1 returned no output 'EXTRA', which the request asked for (--strict-model-outputs=true)`,
+      );
+      const dtype = await infer(s, model, modeRequest('dtype'));
+      assert.equal(dtype.status, 500);
+      assert.equal(
+        dtype.body.error,
+        model === 'errors_ts'
+          ? "JavaScript model 'errors_ts' sent output 'OUT' as INT64, but its config declares INT32"
+          : `model '${model}' version 1 returned output 'OUT' as INT64, but its config declares TYPE_INT32 (--strict-model-outputs=true)`,
+      );
+      const shape = await infer(s, model, modeRequest('shape'));
+      assert.equal(shape.status, 500);
+      assert.equal(
+        shape.body.error,
+        `model '${model}' version 1 returned output 'OUT' with shape [2], but its config expects [1] (--strict-model-outputs=true)`,
       );
       const ok = await infer(s, model, modeRequest('ok'));
       assert.equal(ok.status, 200);

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import {
   freezeModelConfig,
@@ -16,6 +17,10 @@ import { ResponseStream } from '../response-stream.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { InferenceResponse } from '../types.js';
 import { JobSender } from './job-sender.js';
+import { OutputContract } from './output-contract.js';
+
+const warned: string[] = [];
+const warnings = { warn: (m: string) => warned.push(m) } as unknown as Logger;
 
 function config(maxBatchSize: number) {
   const c = normalizeModelConfig(
@@ -49,6 +54,7 @@ async function respond(
   maxBatchSize: number,
   requested: string[],
   outputs: Tensor[],
+  strict?: boolean,
 ): Promise<InferenceResponse> {
   const cfg = config(maxBatchSize);
   const shape = maxBatchSize > 0 ? [1, 4] : [4];
@@ -61,7 +67,15 @@ async function respond(
   const stream = new ResponseStream<InferenceResponse>();
   const record = stats.startRequest(process.hrtime.bigint(), prepared.batchSize);
   const sender = new JobSender(
-    { config: cfg, version: '1', labels: new Map(), stats },
+    {
+      config: cfg,
+      version: '1',
+      labels: new Map(),
+      stats,
+      ...(strict !== undefined && {
+        contract: new OutputContract({ config: cfg, version: '1', strict, log: warnings }),
+      }),
+    },
     prepared,
     stream,
     record,
@@ -107,5 +121,58 @@ void describe('JobSender responses', () => {
     const r = await respond(0, ['FLAT'], [int32('FLAT', [4], 1), int32('FLAT', [4], 7)]);
     assert.equal(r.outputs.length, 1);
     assert.equal(r.outputs[0].data.readInt32LE(0), 7);
+  });
+
+  it('checks each output against the config: other datatypes and shapes warned once, or refused when strict', async () => {
+    warned.length = 0;
+    const wide: Tensor = { name: 'FLAT', datatype: 'INT64', shape: [4], data: Buffer.alloc(32) };
+    const r = await respond(0, ['FLAT'], [wide], false);
+    assert.equal(r.outputs[0].datatype, 'INT64', 'passed through, as Triton passes a Python model through');
+    await respond(0, ['FLAT'], [wide], false);
+    // A warning per new contract (one per model version); the two above shared none, so each warned.
+    assert.deepEqual(warned, [
+      ...Array<string>(2).fill(
+        "model 'm' version 1 returned output 'FLAT' as INT64, but its config declares TYPE_INT32; the output " +
+          "goes out as the model made it (as Triton's Python backend sends it). Warned once per model " +
+          'version; --strict-model-outputs=true fails such requests',
+      ),
+    ]);
+    await assert.rejects(respond(0, ['FLAT'], [wide], true), {
+      code: 'INTERNAL',
+      message:
+        "model 'm' version 1 returned output 'FLAT' as INT64, but its config declares TYPE_INT32 (--strict-model-outputs=true)",
+    });
+    await assert.rejects(respond(0, ['FLAT'], [int32('FLAT', [2, 2], 1)], true), {
+      message:
+        "model 'm' version 1 returned output 'FLAT' with shape [2,2], but its config expects [4] (--strict-model-outputs=true)",
+    });
+    // The backend's side of a reshape, and any batch size, are what the config expects.
+    const batched = await respond(
+      8,
+      ['SQUARE', 'FREE'],
+      [int32('SQUARE', [3, 4], 1), int32('FREE', [3, 9], 1)],
+      true,
+    );
+    assert.deepEqual(batched.outputs[0].shape, [3, 2, 2]);
+    await assert.rejects(respond(8, ['SQUARE'], [int32('SQUARE', [3, 2, 2], 1)], true), {
+      message:
+        "model 'm' version 1 returned output 'SQUARE' with shape [3,2,2], but its config expects [-1,4] (--strict-model-outputs=true)",
+    });
+  });
+
+  it('always refuses an output whose bytes do not fit its shape, whatever the strictness', async () => {
+    const short: Tensor = { name: 'FLAT', datatype: 'INT32', shape: [4], data: Buffer.alloc(12) };
+    await assert.rejects(respond(0, ['FLAT'], [short], false), {
+      code: 'INTERNAL',
+      message:
+        "model 'm' version 1 returned output 'FLAT' with shape [4] of INT32, which needs 16 bytes, but holds 12",
+    });
+    const negative: Tensor = { name: 'FLAT', datatype: 'INT32', shape: [-4], data: Buffer.alloc(16) };
+    await assert.rejects(respond(0, ['FLAT'], [negative], false), {
+      message: "model 'm' version 1 returned output 'FLAT' with an invalid shape [-4]",
+    });
+    // Without a contract (an embedding that builds senders by hand) nothing is checked.
+    const r = await respond(0, ['FLAT'], [short]);
+    assert.equal(r.outputs[0].data.length, 12);
   });
 });

@@ -1,5 +1,6 @@
 /**
- * The core side of a backend's ResponseSender for one request: keeps only the requested outputs, turns
+ * The core side of a backend's ResponseSender for one request: keeps only the requested outputs, checks
+ * each against its config (output-contract.ts), turns
  * backend shapes back into the config's dims (output reshape), applies classification, notes how the
  * request ended (and why) in its statistics record, and pushes the result into the request's response
  * stream.
@@ -15,12 +16,15 @@ import type { FailureReason, ModelStats, ResponseOutcome } from '../stats/model-
 import type { RequestRecord } from '../stats/request-record.js';
 import { traceRequestEnd, traceResponse } from '../trace/report.js';
 import type { InferenceResponse } from '../types.js';
+import type { OutputContract } from './output-contract.js';
 
 export interface OutputContext {
   readonly config: FrozenModelConfig;
   readonly version: string;
   readonly labels: ReadonlyMap<string, readonly string[]>;
   readonly stats: ModelStats;
+  /** Checks each delivered output against itself and the config (output-contract.ts); absent: none. */
+  readonly contract?: OutputContract;
 }
 
 const reshapesByConfig = new WeakMap<FrozenModelConfig, ReadonlyMap<string, readonly number[]>>();
@@ -165,6 +169,8 @@ export class JobSender implements ResponseSender {
       // Triton, the response carries the outputs the model produced.
       let t = lastNamed(produced, plan.name);
       if (!t) continue;
+      const mistake = this.ctx.contract?.check(t);
+      if (mistake) throw mistake;
       const dims = reshapes.get(plan.name);
       if (dims) t = { ...t, shape: batching ? [t.shape[0] ?? 1, ...dims] : [...dims] };
       if (plan.classification > 0) {

@@ -481,6 +481,7 @@ export class ModelLoader implements VersionLoader {
         instances,
         labels,
         log: this.options.log,
+        strictModelOutputs: this.options.strictModelOutputs === true,
         statsRegistry: this.options.statsRegistry,
         loadDurationNs: Number(process.hrtime.bigint() - loadStart),
         rateLimit,

@@ -31,6 +31,7 @@ import { recordRequestStart, traceRefused } from '../trace/report.js';
 import { VersionHolds } from './holds.js';
 import type { VersionMemory } from './memory.js';
 import { JobSender, type OutputContext } from './job-sender.js';
+import { OutputContract } from './output-contract.js';
 import { NEVER_ABORTED } from '../../common/never-aborted.js';
 
 type State = 'READY' | 'UNLOADING' | 'UNLOADED';
@@ -42,6 +43,8 @@ export interface ModelVersionParts {
   readonly instances: readonly InstanceHandle[];
   readonly labels: ReadonlyMap<string, readonly string[]>;
   readonly log: Logger;
+  /** `--strict-model-outputs`: an output whose datatype or shape is not the config's fails its request. */
+  readonly strictModelOutputs?: boolean;
   /** The server's metrics registry; the version's statistics join its series while it is loaded. */
   readonly statsRegistry?: StatsRegistry;
   /** How long loading this version took (nv_model_load_duration_secs). */
@@ -139,6 +142,12 @@ export class ModelVersion implements LoadedVersion {
       version: String(parts.version),
       labels: parts.labels,
       stats: this.stats,
+      contract: new OutputContract({
+        config: parts.config,
+        version: String(parts.version),
+        strict: parts.strictModelOutputs === true,
+        log: parts.log,
+      }),
     };
     const handle = parts.handle;
     if (handle.isReady) {

@@ -158,8 +158,17 @@ export class RawConnection {
   }
 
   /** Connects and sends the preface and an empty SETTINGS frame. */
-  static async open(port: number, initialSettings = settings()): Promise<RawConnection> {
-    const socket = net.connect(port, '127.0.0.1');
+  /** `localAddress`: the client's address (another loopback address, 127.0.0.2, is another client). */
+  static async open(
+    port: number,
+    initialSettings = settings(),
+    localAddress?: string,
+  ): Promise<RawConnection> {
+    const socket = net.connect({
+      port,
+      host: '127.0.0.1',
+      ...(localAddress !== undefined && { localAddress }),
+    });
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
       socket.once('error', reject);

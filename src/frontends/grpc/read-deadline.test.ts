@@ -81,6 +81,38 @@ describe('gRPC connection cap and request read deadline (fake api, real sockets)
     b.destroy();
   });
 
+  it('one address holds at most --grpc-max-connections-per-address connections; other addresses still get in', async () => {
+    // The drip attack scaled down: one address holding connections that never send a call cannot take the
+    // whole cap (3) and starve everyone else until the read deadline.
+    const r = await start({ maxConnections: 3, maxConnectionsPerAddress: 2 });
+    const a = await RawConnection.open(r.port);
+    const b = await RawConnection.open(r.port);
+    const over = await RawConnection.open(r.port);
+    assert.ok(await over.waitClosed(), 'the third connection of one address is closed');
+    const goaways = over.goaways();
+    assert.equal(goaways[0]?.code, ENHANCE_YOUR_CALM);
+    assert.match(
+      goaways[0].debug,
+      /client address holds 2 gRPC connections.*--grpc-max-connections-per-address/,
+    );
+    // Another address gets in and is served, though one address still holds two connections.
+    const other = await RawConnection.open(r.port, undefined, '127.0.0.2');
+    assert.ok(await liveOn(other, 1), 'a connection from another address is served');
+    assert.ok(await liveOn(a, 1));
+    // A place given back is free again for that address.
+    b.destroy();
+    await b.closed;
+    let again: RawConnection | undefined;
+    for (let i = 0; i < 50; i++) {
+      again = await RawConnection.open(r.port);
+      if (await liveOn(again, 1)) break;
+      again.destroy();
+      again = undefined;
+    }
+    assert.ok(again !== undefined, 'the address gets a connection again once one closed');
+    for (const c of [a, other, again]) c.destroy();
+  });
+
   it('a unary call that drips its request is ended with DEADLINE_EXCEEDED after --grpc-request-read-timeout', async () => {
     const r = await start({ requestReadTimeoutMs: 300 });
     const session = http2.connect(`http://127.0.0.1:${r.port}`);

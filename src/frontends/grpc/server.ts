@@ -7,6 +7,7 @@
  * connection's lifecycle (idle, age, keepalive, abuse, budget) is connection.ts's. close() refuses new
  * calls, lets running ones finish and ends idle inference streams.
  */
+import { ConnectionShare, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../connection-share.js';
 import {
   constants,
   type IncomingHttpHeaders,
@@ -72,6 +73,11 @@ export interface GrpcFrontendOptions {
   readonly maxDecompressedSize?: number;
   /** --grpc-max-connections: connections over it get GOAWAY ENHANCE_YOUR_CALM and close; 0 = no cap. */
   readonly maxConnections?: number;
+  /**
+   * --grpc-max-connections-per-address: connections one client address (IPv4, or IPv6 /64) may hold;
+   * over it, GOAWAY ENHANCE_YOUR_CALM and close. Default 2048; 0 = no limit (../connection-share.ts).
+   */
+  readonly maxConnectionsPerAddress?: number;
   /** --grpc-request-read-timeout (ms): see CallLimits.requestReadTimeoutMs; default 60,000, 0 = none. */
   readonly requestReadTimeoutMs?: number;
   /** SETTINGS_MAX_CONCURRENT_STREAMS: calls one connection may have open at once; default 1000. */
@@ -257,6 +263,8 @@ interface GrpcSettings {
   readonly connectionSettings: ConnectionSettings;
   /** --grpc-max-connections; 0 = no cap. */
   readonly maxConnections: number;
+  /** --grpc-max-connections-per-address; 0 = no limit. */
+  readonly maxConnectionsPerAddress: number;
   /** Request bytes still arriving, over all connections (--grpc-max-buffered-bytes). */
   readonly serverBudget: ByteBudget;
   readonly compression: CompressionLevel;
@@ -289,6 +297,7 @@ function grpcSettings(api: InferenceServerApi, options: GrpcFrontendOptions): Gr
     maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
     connectionSettings: { ...DEFAULT_CONNECTION_SETTINGS, requestReadTimeoutMs, ...options.connection },
     maxConnections: options.maxConnections ?? DEFAULT_GRPC_MAX_CONNECTIONS,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
     serverBudget,
     compression: options.responseCompression ?? 'none',
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS,
@@ -449,6 +458,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
 
   let open = 0;
   const { maxConnections } = settings;
+  const share = new ConnectionShare(settings.maxConnectionsPerAddress);
   const onSession = (session: ServerHttp2Session): void => {
     const connection = new GrpcConnection(session, settings.connectionSettings, settings.serverBudget, log);
     if (maxConnections > 0 && open >= maxConnections) {
@@ -457,10 +467,20 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       );
       return;
     }
+    // Checked after the cap, so a refusal there never holds a place here.
+    const place = share.take(session.socket?.remoteAddress);
+    if (place === null) {
+      connection.refuse(
+        `this client address holds ${share.max} gRPC connections, the most one address may; close some or ` +
+          'retry later (--grpc-max-connections-per-address)',
+      );
+      return;
+    }
     open++;
     connections.set(session, connection);
     session.on('close', () => {
       open--;
+      share.release(place);
       connections.delete(session);
     });
     if (closing) {

@@ -7,6 +7,7 @@
  * refused for the connection cap (connection-limits.ts); a connection with too many unanswered
  * pipelined requests stops being read (read-limit.ts); large JSON is parsed off the loop (json-pool.ts).
  */
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../connection-share.js';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
@@ -62,6 +63,11 @@ export interface HttpFrontendOptions {
   readonly backlog?: number;
   /** --http-max-connections: connections over it get 503 + close (health checks excepted); 0 = no cap. */
   readonly maxConnections?: number;
+  /**
+   * --http-max-connections-per-address: connections one client address (IPv4, or IPv6 /64) may hold;
+   * over it, 503 + close as over the cap. Default 2048; 0 = no limit (../connection-share.ts).
+   */
+  readonly maxConnectionsPerAddress?: number;
   /** --http-max-json-size and the JSON worker settings (json-pool.ts). */
   readonly json?: Partial<JsonLimits>;
   readonly log: Logger;
@@ -147,13 +153,17 @@ interface HttpSettings {
   readonly restrictedAlso: ReadonlyMap<RouteName, RestrictionCheck>;
   readonly forwardHeaders: HeaderForwarder | undefined;
   readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
   /** The 503 body for a connection over --http-max-connections. */
   readonly overCapBody: string;
+  /** The 503 body for a connection over --http-max-connections-per-address. */
+  readonly overShareBody: string;
 }
 
 /** Options → settings: defaults and the restriction tables; fails at startup on a bad option. */
 function httpSettings(api: InferenceServerApi, options: HttpFrontendOptions): HttpSettings {
   const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const maxConnectionsPerAddress = options.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
   return {
     maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE,
     serverHeader: productToken(api.serverMetadata().version),
@@ -174,6 +184,10 @@ function httpSettings(api: InferenceServerApi, options: HttpFrontendOptions): Ht
     maxConnections,
     overCapBody: errorBody(
       `the server is at its connection limit (${maxConnections}); retry later. Use --http-max-connections to raise it.`,
+    ),
+    maxConnectionsPerAddress,
+    overShareBody: errorBody(
+      `this client address holds ${maxConnectionsPerAddress} connections, the most one address may; close some or retry later (--http-max-connections-per-address)`,
     ),
   };
 }
@@ -294,7 +308,9 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     restrictedAlso,
     forwardHeaders,
     maxConnections,
+    maxConnectionsPerAddress,
     overCapBody,
+    overShareBody,
   } = httpSettings(api, options);
   const unrestricted = restricted.size === 0 && restrictedAlso.size === 0;
   const json = new JsonPool(options.json);
@@ -377,8 +393,9 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
       // The mounted API writes its own replies: the Server header goes in first. (sendReply adds it to
       // every reply that goes through it.)
       res.setHeader('Server', serverHeader);
-      if (connections.isOverCap(req.socket)) {
-        sendError(res, 503, overCapBody, true);
+      const refusal = connections.refusal(req.socket);
+      if (refusal !== undefined) {
+        sendError(res, 503, refusal, true);
         return;
       }
       turns.admit(req.socket, () => mount.handle(req, res, path));
@@ -423,9 +440,10 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
     }
     // Health checks first: never refused for the connection cap, never waiting for a turn.
     const health = match.name === 'serverLive' || match.name === 'serverReady' || match.name === 'modelReady';
-    if (connections.isOverCap(req.socket)) {
+    const refusal = connections.refusal(req.socket);
+    if (refusal !== undefined) {
       if (!health) {
-        sendError(res, 503, overCapBody, true);
+        sendError(res, 503, refusal, true);
         return;
       }
       res.setHeader('Connection', 'close');
@@ -439,7 +457,13 @@ export function createHttpFrontend(api: InferenceServerApi, options: HttpFronten
   const turns = createTurnBudget(undefined, (socket) => readLimit.resume(socket));
 
   const server = createHttpServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle, options.tls);
-  const connections = limitConnections(server, maxConnections, options.tls !== undefined);
+  const connections = limitConnections(server, {
+    max: maxConnections,
+    maxPerAddress: maxConnectionsPerAddress,
+    overCapBody,
+    overShareBody,
+    tls: options.tls !== undefined,
+  });
   server.on('connection', () => turns.connected());
 
   answerBeforeRoutes(server, maxInputSize, serverHeader, handle, sendError);
