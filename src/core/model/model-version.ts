@@ -29,6 +29,7 @@ import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
 import { recordRequestStart, traceRefused } from '../trace/report.js';
 import { VersionHolds } from './holds.js';
+import { InstanceProcesses, type InstanceProcessesSnapshot } from './instance-processes.js';
 import type { VersionMemory } from './memory.js';
 import { JobSender, type OutputContext } from './job-sender.js';
 import { NEVER_ABORTED } from '../../common/never-aborted.js';
@@ -114,6 +115,8 @@ export class ModelVersion implements LoadedVersion {
   private readonly health: ModelHealthMonitor | undefined;
   private readonly cache: VersionCache | undefined;
   private readonly holds = new VersionHolds();
+  /** Restarts and memory of instances that run in processes of their own (Python stubs). */
+  private readonly processes: InstanceProcesses | undefined;
   /** Requests accepted whose response stream has not ended. */
   private inFlight = 0;
   private readonly requestEnded = (): void => {
@@ -140,6 +143,7 @@ export class ModelVersion implements LoadedVersion {
       labels: parts.labels,
       stats: this.stats,
     };
+    this.processes = InstanceProcesses.of(parts.instances);
     const handle = parts.handle;
     if (handle.isReady) {
       this.health = new ModelHealthMonitor(
@@ -166,6 +170,11 @@ export class ModelVersion implements LoadedVersion {
   /** How many instances serve this version. */
   get instanceCount(): number {
     return this.parts.instances.length;
+  }
+
+  /** Restarts and resident memory of the instances' own processes; undefined when they have none. */
+  instanceProcesses(): InstanceProcessesSnapshot | undefined {
+    return this.processes?.snapshot();
   }
 
   get healthMonitor(): ModelHealthMonitor | undefined {
@@ -255,6 +264,7 @@ export class ModelVersion implements LoadedVersion {
   private async doUnload(): Promise<void> {
     this.state = 'UNLOADING';
     this.health?.stop();
+    this.processes?.stop();
     try {
       await this.drainWithin(this.parts.unloadTimeoutMs ?? 0);
       // Every accepted request has ended: the statistics are final and can leave the metrics series.
