@@ -7,6 +7,7 @@
  * connection's lifecycle (idle, age, keepalive, abuse, budget) is connection.ts's. close() refuses new
  * calls, lets running ones finish and ends idle inference streams.
  */
+import { MODEL_VARIANT_HEADER } from '../model-variant.js';
 import {
   constants,
   type IncomingHttpHeaders,
@@ -411,7 +412,12 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
         grpcTraceEdge('ModelInfer', headers),
       );
-      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded, carrier), true);
+      const variant = call.metadata(MODEL_VARIANT_HEADER);
+      unary(
+        call,
+        (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded, carrier, variant),
+        true,
+      );
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {
