@@ -28,18 +28,15 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
   }
 }
 
-/** The models table's cells of one model's row, by column heading (the sort marks left out). */
+/**
+ * The models table's cells of one model's row, by column heading (the sort marks left out), from one read
+ * of the table's text, so the headings and the cells come from the same render.
+ */
 async function cellsOf(page: Page, model: string): Promise<Record<string, string>> {
-  const heads = (await page.locator('#models-table thead th').allTextContents()).map((h) =>
-    h.replace(/ [▲▼]$/, ''),
-  );
-  const cells = await page
-    .locator('#models-table tbody tr')
-    .filter({ has: page.getByRole('button', { name: model, exact: true }) })
-    .first()
-    .locator('td')
-    .allTextContents();
-  return Object.fromEntries(heads.map((h, i) => [h, cells[i] ?? '']));
+  const lines = (await page.locator('#models-table').innerText()).split('\n').map((l) => l.split('\t'));
+  const heads = (lines[0] ?? []).map((h) => h.trim().replace(/ [▲▼]$/, ''));
+  const cells = lines.find((l) => l[0]?.trim() === model) ?? [];
+  return Object.fromEntries(heads.map((h, i) => [h, (cells[i] ?? '').trim()]));
 }
 
 /** One sample of the server's metrics (the dashboard's own metrics route), or undefined. */
@@ -108,7 +105,7 @@ describe('the dashboard: instance health of a Python model', { skip: setup.skip 
     assert.ok(exported !== undefined && exported > 5 * MIB, `exported ${exported}`);
     // A Python interpreter with numpy holds tens of MiB; the page's figure is the metric's, read a poll apart.
     assert.ok(shown > 5 * MIB && near(shown, exported), `page ${shown} B, metrics ${exported} B`);
-    assert.match(cells.instances, /^1 (idle|busy)/);
+    await until('busy or idle', async () => /^1 (idle|busy)/.test((await cellsOf(page, 'faults')).instances));
     // The ONNX model runs in the server's process: no stub, no restarts to count.
     const onnx = await cellsOf(page, 'identity_fp32');
     assert.equal(onnx.restarts, '–');
