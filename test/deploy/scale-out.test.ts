@@ -514,6 +514,8 @@ ${servers}
         'template',
         'rel',
         CHART,
+        '--kube-version',
+        t.k8sVersion,
         '--set',
         'haproxy.enabled=true',
         '--set',
@@ -551,8 +553,8 @@ ${servers}
         writeFileSync(cfgPath, await chartHaproxyConfig(port, stats));
         let log = '';
         const lb = spawn(t.haproxy!, ['-db', '-f', cfgPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-        lb.stdout!.on('data', (c: Buffer) => (log += c.toString()));
-        lb.stderr!.on('data', (c: Buffer) => (log += c.toString()));
+        lb.stdout.on('data', (c: Buffer) => (log += c.toString()));
+        lb.stderr.on('data', (c: Buffer) => (log += c.toString()));
         try {
           await until('the chart haproxy to see every replica up', async () => {
             const rows = await haproxyServers(stats, 'nereid_by_variant');
