@@ -2,7 +2,9 @@
 /**
  * Each model's figures for the models table, over a sliding window of the last polls: request rate,
  * failure share, requests refused before they reached the model, queue and compute time per request, the
- * p50/p99 of the request time, its instances and whether they are busy, and an LLM's tokens per second.
+ * p50/p99 of the request time, its instances and whether they are busy, restarted or how much memory their
+ * processes hold (Python stubs), what on-demand mode says of it (resident bytes, loads, evictions), and an
+ * LLM's tokens per second.
  * Counters are cumulative on the server; a figure is the difference between the window's two ends.
  */
 
@@ -15,7 +17,10 @@ export const WINDOW_SECONDS = 30;
  * @typedef {{rate: number | null, failPct: number | null, refusedRate: number | null,
  *   queueMs: number | null, computeMs: number | null, p50: number | null, p99: number | null,
  *   instances: number | null, pending: number | null, busy: boolean | null,
- *   tokensPerSec: number | null}} Figures
+ *   tokensPerSec: number | null} & Gauges} Figures
+ * @typedef {{instances: number | null, pending: number | null, restarts: number | null,
+ *   stubBytes: number | null, residentBytes: number | null, loads: number | null,
+ *   evictions: number | null, loadSeconds: number | null}} Gauges
  * @typedef {import('./api.js').Sample} Sample
  */
 
@@ -29,22 +34,66 @@ export const REFUSED_REASON = 'REJECTED';
  */
 export function metricCounters(samples, model) {
   let refused = 0;
-  let instances = null;
-  let pending = null;
   /** @type {number | null} */
   let tokens = null;
+  /** @type {Gauges} */
+  const g = {
+    instances: null,
+    pending: null,
+    restarts: null,
+    stubBytes: null,
+    residentBytes: null,
+    loads: null,
+    evictions: null,
+    loadSeconds: null,
+  };
+  /** @param {keyof Gauges} key @param {number} v */
+  const add = (key, v) => {
+    g[key] = (g[key] ?? 0) + v;
+  };
   for (const s of samples ?? []) {
     const mine = s.labels.model === model || s.labels.model_name === model;
     if (!mine) continue;
     if (s.name === 'nv_inference_request_failure' && s.labels.reason === REFUSED_REASON) refused += s.value;
-    else if (s.name === 'nereid_model_instances') instances = (instances ?? 0) + s.value;
-    else if (s.name === 'nv_inference_pending_request_count') pending = (pending ?? 0) + s.value;
+    else if (s.name === 'nereid_model_instances') add('instances', s.value);
+    else if (s.name === 'nv_inference_pending_request_count') add('pending', s.value);
+    // Instances in processes of their own (Python stubs): replaced processes, and their memory now.
+    else if (s.name === 'nereid_model_instance_restarts_total') add('restarts', s.value);
+    else if (s.name === 'nereid_model_instance_resident_bytes') add('stubBytes', s.value);
+    // On-demand mode's view of the model (absent in the other modes).
+    else if (s.name === 'nereid_model_resident_bytes') add('residentBytes', s.value);
+    else if (s.name === 'nereid_model_on_demand_loads_total') add('loads', s.value);
+    else if (s.name === 'nereid_model_evictions_total') add('evictions', s.value);
+    else if (s.name === 'nereid_model_on_demand_load_seconds_total') add('loadSeconds', s.value);
     // vLLM's own counter, when an LLM backend exports it (the colon is part of its name).
     else if (s.name === 'vllm:generation_tokens_total' || s.name === 'vllm:generation_tokens')
       tokens = (tokens ?? 0) + s.value;
   }
-  return { refused, instances, pending, tokens };
+  return { refused, tokens, gauges: g };
 }
+
+/**
+ * On-demand mode's server-wide figures (undefined in the other modes): models holding a slot, and the
+ * limits (0 = none).
+ * @param {Sample[] | undefined} samples
+ * @returns {{loaded: number, maxLoaded: number, budgetBytes: number, residentBytes: number} | undefined}
+ */
+export function onDemandTotals(samples) {
+  const one = (/** @type {string} */ name) => samples?.find((s) => s.name === name)?.value;
+  const budgetBytes = one('nereid_model_memory_budget_bytes');
+  if (budgetBytes === undefined) return undefined;
+  let residentBytes = 0;
+  for (const s of samples ?? []) if (s.name === 'nereid_model_resident_bytes') residentBytes += s.value;
+  return {
+    loaded: one('nereid_models_loaded') ?? 0,
+    maxLoaded: one('nereid_max_loaded_models') ?? 0,
+    budgetBytes,
+    residentBytes,
+  };
+}
+
+/** Bytes as MiB text ('–' for none). @param {number | null} b */
+export const mib = (b) => (b === null ? '–' : (b / (1024 * 1024)).toFixed(1));
 
 export class ModelWindow {
   constructor() {
@@ -52,8 +101,8 @@ export class ModelWindow {
     this.snaps = [];
     /** @type {{p50: number | null, p99: number | null}} */
     this.quantiles = { p50: null, p99: null };
-    /** @type {{instances: number | null, pending: number | null}} */
-    this.gauges = { instances: null, pending: null };
+    /** @type {Gauges} */
+    this.gauges = metricCounters(undefined, '').gauges;
   }
 
   /** @param {Snapshot} s */
@@ -74,8 +123,9 @@ export class ModelWindow {
       busy: null,
     };
     const { p50, p99 } = this.quantiles;
-    const { instances, pending } = this.gauges;
-    if (this.snaps.length < 2) return { ...none, p50, p99, instances, pending };
+    const gauges = this.gauges;
+    const pending = gauges.pending;
+    if (this.snaps.length < 2) return { ...none, p50, p99, ...gauges };
     const a = this.snaps[0];
     const b = this.snaps[this.snaps.length - 1];
     const last = this.snaps[this.snaps.length - 2];
@@ -94,8 +144,7 @@ export class ModelWindow {
       busy: (pending ?? 0) > 0 || b.execs > last.execs,
       p50,
       p99,
-      instances,
-      pending,
+      ...gauges,
     };
   }
 }

@@ -8,7 +8,7 @@
 import { api, ApiError, parseMetrics } from './api.js';
 import { History, LiveChart } from './charts.js';
 import { byId, duration, el, facts, fill, table } from './dom.js';
-import { ModelWindow, figure, metricCounters } from './figures.js';
+import { ModelWindow, figure, metricCounters, mib, onDemandTotals } from './figures.js';
 import { LogView } from './logs.js';
 import { Tester } from './tester.js';
 
@@ -50,6 +50,8 @@ const state = {
   windows: new Map(),
   /** the models table's order: a column key and a direction (1 ascending, -1 descending) */
   sort: { key: 'name', dir: 1 },
+  /** @type {ReturnType<typeof onDemandTotals>} on-demand mode's loaded count and limits; undefined in other modes */
+  onDemand: undefined,
   /** @type {any} the selected model's config, while it is an ensemble (its steps are redrawn each poll) */
   ensemble: undefined,
 };
@@ -338,6 +340,52 @@ const TOKENS_COLUMN = {
   value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.tokensPerSec,
 };
 
+/** Python models' instance health, only while some model has instances in processes of their own. */
+const PROCESS_COLUMNS = [
+  {
+    key: 'restarts',
+    head: 'restarts',
+    title:
+      'instance processes (Python stubs) replaced since the model loaded: a crash, a hang past execution_timeout_seconds, stub_memory_limit_mb',
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.restarts,
+  },
+  {
+    key: 'stub',
+    head: 'stub MiB',
+    title: "resident memory (RSS) of the model's stub processes now, summed over its instances",
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.stubBytes,
+  },
+];
+
+/** On-demand mode's view of each model, only in that mode. */
+const ON_DEMAND_COLUMNS = [
+  {
+    key: 'resident',
+    head: 'resident MiB',
+    title: "the model's measured memory while loaded, which counts against --model-memory-budget",
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.residentBytes,
+  },
+  {
+    key: 'loads',
+    head: 'loads',
+    title: 'loads by a request or the repository API since the server started',
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.loads,
+  },
+  {
+    key: 'evictions',
+    head: 'evictions',
+    title: 'times the model was unloaded to make room (least recently used)',
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.evictions,
+  },
+  {
+    key: 'cold',
+    head: 'cold start s',
+    title: 'mean time a load took (load seconds / loads)',
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) =>
+      f.loads ? (f.loadSeconds ?? 0) / f.loads : null,
+  },
+];
+
 /** @param {import('./figures.js').Figures} f */
 function health(f) {
   if (f.instances === null) return '–';
@@ -361,8 +409,12 @@ function compare(a, b) {
 function renderModels() {
   const control = canControl();
   const figs = new Map(state.models.map((m) => [m.name, windowOf(m.name).figures()]));
+  const withProcesses = [...figs.values()].some((f) => f.restarts !== null);
+  const onDemand = state.onDemand !== undefined;
   const columns = [
     ...COLUMNS,
+    ...(withProcesses ? PROCESS_COLUMNS : []),
+    ...(onDemand ? ON_DEMAND_COLUMNS : []),
     ...([...figs.values()].some((f) => f.tokensPerSec !== null) ? [TOKENS_COLUMN] : []),
   ];
   const filterText = /** @type {HTMLInputElement} */ (byId('models-filter')).value.trim().toLowerCase();
@@ -425,6 +477,15 @@ function renderModels() {
       figure(f.refusedRate),
       figure(f.queueMs, 2),
       health(f),
+      ...(withProcesses ? [figure(f.restarts, 0), mib(f.stubBytes)] : []),
+      ...(onDemand
+        ? [
+            mib(f.residentBytes),
+            figure(f.loads, 0),
+            figure(f.evictions, 0),
+            figure(f.loads ? (f.loadSeconds ?? 0) / f.loads : null, 2),
+          ]
+        : []),
       ...(columns.includes(TOKENS_COLUMN) ? [figure(f.tokensPerSec)] : []),
       ...(control ? [actions(m)] : []),
     ];
@@ -437,8 +498,24 @@ function renderModels() {
         : state.info.modelControlMode !== 'explicit'
           ? `Model control is off: the server runs in ${state.info.modelControlMode} mode (--model-control-mode=explicit enables it).`
           : 'Model control is hidden: the repository API is restricted (--http-restricted-api).';
+  const od = state.onDemand;
   fill(
     byId('models'),
+    od === undefined
+      ? null
+      : el(
+          'p',
+          { id: 'budget', class: 'budget' },
+          `On-demand: ${od.loaded} model${od.loaded === 1 ? '' : 's'} loaded`,
+          od.maxLoaded > 0 ? ` of at most ${od.maxLoaded} (--max-loaded-models)` : ' (no count limit)',
+          `; ${mib(od.residentBytes)} MiB resident`,
+          od.budgetBytes > 0
+            ? [
+                ` of a ${mib(od.budgetBytes)} MiB budget (--model-memory-budget) `,
+                el('meter', { max: od.budgetBytes, value: od.residentBytes, high: 0.9 * od.budgetBytes }),
+              ]
+            : ' (no memory budget)',
+        ),
     table(head, rows, { id: 'models-table' }),
     rows.length < state.models.length
       ? el(
@@ -844,7 +921,7 @@ function renderLive(stats, metrics) {
         });
         if (samples !== undefined) {
           if (p50 !== null || p99 !== null) w.quantiles = { p50, p99 };
-          w.gauges = { instances: extra.instances, pending: extra.pending };
+          w.gauges = extra.gauges;
         }
       }
     }
@@ -861,6 +938,9 @@ function renderLive(stats, metrics) {
     notes.push(`Statistics: ${message(stats.reason)}`);
   }
   if (samples !== undefined) {
+    // Every model of the index, loaded or not: on-demand mode counts loads and evictions of unloaded ones.
+    for (const m of state.models) windowOf(m.name).gauges = metricCounters(samples, m.name).gauges;
+    state.onDemand = onDemandTotals(samples);
     renderFailures(samples);
     state.previousMetrics = samples;
   } else {
@@ -908,13 +988,11 @@ async function poll(schedule = true) {
       byId('connection').hidden = true;
       document.body.dataset.connection = 'ok';
     }
-    if (index.status === 'fulfilled') {
-      state.models = index.value;
-      renderModels();
-    } else {
-      fill(byId('models'), el('p', { class: 'error' }, `Repository index: ${message(index.reason)}`));
-    }
+    if (index.status === 'fulfilled') state.models = index.value;
+    // The figures first, so the table shows this poll's.
     renderLive(stats, metrics);
+    if (index.status === 'fulfilled') renderModels();
+    else fill(byId('models'), el('p', { class: 'error' }, `Repository index: ${message(index.reason)}`));
     void logView.refresh(state.models.map((m) => m.name));
     byId('updated').textContent = new Date().toLocaleTimeString();
     document.body.dataset.polls = String(state.polls);

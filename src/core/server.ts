@@ -245,11 +245,23 @@ export class InferenceServer implements InferenceServerApi {
   }
 
   /** The instance count of every loaded model version that is READY, ordered by model and version. */
-  modelInstanceCounts(): { model: string; version: string; count: number }[] {
+  modelInstanceCounts(): {
+    model: string;
+    version: string;
+    count: number;
+    restarts?: number;
+    residentBytes?: number;
+  }[] {
     return this.repository
       .loadedVersions()
       .filter((v): v is ModelVersion => v instanceof ModelVersion && v.isReady())
-      .map((v) => ({ model: v.modelName, version: String(v.version), count: v.instanceCount }))
+      .map((v) => ({
+        model: v.modelName,
+        version: String(v.version),
+        count: v.instanceCount,
+        // Instances in processes of their own (Python stubs): their restarts and resident memory.
+        ...v.instanceProcesses(),
+      }))
       .sort((a, b) =>
         a.model === b.model ? Number(a.version) - Number(b.version) : a.model < b.model ? -1 : 1,
       );

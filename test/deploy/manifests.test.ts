@@ -58,6 +58,18 @@ const VALUE_SETS: Record<string, string[]> = {
     'modelRepository={"source":"configMap","configMap":{"existingName":"my-models","items":[{"key":"cfg","path":"m/config.pbtxt"}]}}',
   ],
   bucket: ['--set', 'modelRepository.source=bucket', '--set', 'modelRepository.bucket.url=s3://models/repo'],
+  'on-demand multiplexing: Ingress and haproxy hashing the variant header': [
+    '--set',
+    'modelRepository.pvc.claimName=models',
+    '--set',
+    'modelControlMode=on-demand',
+    '--set',
+    'ingress.enabled=true',
+    '--set',
+    'ingress.host=models.example.com',
+    '--set',
+    'haproxy.enabled=true',
+  ],
 };
 
 interface Kubeconform {
@@ -165,6 +177,38 @@ describe('Helm chart', { skip: missing(tools, ['helm', 'kubeconform', 'schemas']
       assert.ok(found.includes(k), `${k} missing from ${found.join(', ')}`);
     }
     assert.ok(kinds(await helmTemplate(CHART, VALUE_SETS['configMap files'])).includes('ConfigMap'));
+  });
+
+  it('hashes the variant header in the Ingress and in the haproxy config', async () => {
+    const docs = parseAllDocuments(
+      await helmTemplate(
+        CHART,
+        VALUE_SETS['on-demand multiplexing: Ingress and haproxy hashing the variant header'],
+      ),
+    ).map(
+      (d) =>
+        d.toJS() as {
+          kind: string;
+          metadata: { name: string; annotations?: Record<string, string> };
+          data?: Record<string, string>;
+          spec?: { clusterIP?: string };
+        },
+    );
+    const ingress = docs.find((o) => o.kind === 'Ingress');
+    assert.equal(
+      ingress?.metadata.annotations?.['nginx.ingress.kubernetes.io/upstream-hash-by'],
+      '$http_nereid_model_variant',
+    );
+    const cfg = docs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'rel-nereid-haproxy')?.data?.[
+      'haproxy.cfg'
+    ];
+    assert.match(cfg ?? '', /balance hdr\(nereid-model-variant\)\n\s+hash-type consistent/);
+    assert.match(cfg ?? '', /rel-nereid-pods\.default\.svc\.cluster\.local:8000/);
+    const pods = docs.find((o) => o.kind === 'Service' && o.metadata.name === 'rel-nereid-pods');
+    assert.equal(pods?.spec?.clusterIP, 'None');
+    // Neither object without being asked for.
+    const plain = kinds(await helmTemplate(CHART, VALUE_SETS['pvc (defaults)']));
+    assert.ok(!plain.includes('Ingress'));
   });
 
   it('refuses a template field Kubernetes does not know (planted in a copy of the chart)', async () => {

@@ -6,7 +6,10 @@
 //   - a rolling restart (SIGTERM one replica, start it again, wait until the balancer has it back, next)
 //     under steady load loses no request, with the balancer told not to retry anything;
 //   - a sequence (stateful model) keeps its state when the balancer hashes on a header the client sets, and
-//     loses it under plain round robin.
+//     loses it under plain round robin;
+//   - the chart's own haproxy routing (deploy/helm/nereid/templates/haproxy.yaml, rendered by helm) sends
+//     every request naming a model variant (nereid-model-variant) to one replica, so in on-demand mode each
+//     variant is loaded on exactly one replica (each keeps its hot set), where round robin loads it on several.
 // No timing is asserted: "rises" compares a load with no queueing (one request at a time) against one where
 // each replica's single instance has several requests waiting, which queue however fast the machine is.
 import assert from 'node:assert/strict';
@@ -17,8 +20,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parse } from 'yaml';
-import { CHART, deployTools, missing, ROOT, type DeployTools } from './tools.js';
+import { parse, parseAllDocuments } from 'yaml';
+import { CHART, deployTools, missing, ROOT, run, type DeployTools } from './tools.js';
 
 const tools = deployTools();
 const t = (typeof tools === 'string' ? {} : tools) as DeployTools;
@@ -45,6 +48,24 @@ const slowBody = JSON.stringify({
 });
 
 const EXIT_DELAY_SECS = 3;
+
+/** Variants of one model for the multiplexing test: echo.v0 ... (each a model folder of its own). */
+const VARIANTS = Array.from({ length: 12 }, (_, i) => `v${i}`);
+const ECHO_CONFIG = (name: string): string => `
+name: "${name}"
+backend: "javascript"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+`;
+const ECHO_MODEL = `
+export default class Echo {
+  execute(requests) {
+    return requests.map((r) => ({ outputs: [r.input('INPUT0').withName('OUTPUT0')] }));
+  }
+}
+`;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -126,6 +147,10 @@ class Replica {
         '--metrics-address=127.0.0.1',
         `--metrics-port=${this.metricsPort}`,
         '--allow-grpc=false',
+        // On-demand: the variants load where their requests land; the other models are pinned.
+        '--model-control-mode=on-demand',
+        '--load-model=slow_js',
+        '--load-model=seq_js',
         `--exit-delay-secs=${EXIT_DELAY_SECS}`,
         '--exit-timeout-secs=30',
       ],
@@ -150,13 +175,20 @@ class Replica {
   }
 
   /** This replica's own counters for a model, straight from its /metrics. */
-  async counters(model: string): Promise<{ queueUs: number; success: number }> {
+  async counters(model: string): Promise<{ queueUs: number; success: number; loads: number }> {
     const text = (await send(this.metricsPort, 'GET', '/metrics', false)).body;
     const read = (family: string): number => {
-      const m = new RegExp(`^${family}\\{[^}]*model="${model}"[^}]*\\} (\\S+)$`, 'm').exec(text);
+      const m = new RegExp(
+        `^${family}\\{[^}]*model="${model.replaceAll('.', '\\.')}"[^}]*\\} (\\S+)$`,
+        'm',
+      ).exec(text);
       return m ? Number(m[1]) : 0;
     };
-    return { queueUs: read('nv_inference_queue_duration_us'), success: read('nv_inference_request_success') };
+    return {
+      queueUs: read('nv_inference_queue_duration_us'),
+      success: read('nv_inference_request_success'),
+      loads: read('nereid_model_on_demand_loads_total'),
+    };
   }
 }
 
@@ -215,6 +247,11 @@ describe(
       cpSync(path.join(ROOT, 'test/fixtures/javascript/seq_js'), path.join(repo, 'seq_js'), {
         recursive: true,
       });
+      for (const v of [...VARIANTS, 'rr']) {
+        mkdirSync(path.join(repo, `echo.${v}/1`), { recursive: true });
+        writeFileSync(path.join(repo, `echo.${v}/config.pbtxt`), ECHO_CONFIG(`echo.${v}`));
+        writeFileSync(path.join(repo, `echo.${v}/1/model.mjs`), ECHO_MODEL);
+      }
 
       replicas = [];
       for (let i = 0; i < 3; i++)
@@ -470,5 +507,97 @@ ${servers}
         loose.map((r) => `${r.status} ${r.body}`).join('\n'),
       );
     });
+
+    /** The chart's haproxy.cfg (helm template), made to run here: its bind and pod slots become this test's. */
+    async function chartHaproxyConfig(port: number, stats: number): Promise<string> {
+      const r = await run(t.helm!, [
+        'template',
+        'rel',
+        CHART,
+        '--kube-version',
+        t.k8sVersion,
+        '--set',
+        'haproxy.enabled=true',
+        '--set',
+        'modelControlMode=on-demand',
+        '--set',
+        'modelRepository.pvc.claimName=models',
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      const map = parseAllDocuments(r.stdout)
+        .map((d) => d.toJS() as { kind?: string; metadata?: { name: string }; data?: Record<string, string> })
+        .find((o) => o?.kind === 'ConfigMap' && o.metadata?.name === 'rel-nereid-haproxy');
+      let cfg = map?.data?.['haproxy.cfg'];
+      assert.ok(cfg !== undefined, 'the chart renders no haproxy.cfg');
+      const servers = replicas
+        .map((x) => `  server ${x.name} 127.0.0.1:${x.httpPort} check inter 300ms fall 1 rise 2`)
+        .join('\n');
+      const count = (re: RegExp): number => [...cfg!.matchAll(re)].length;
+      // The pods' DNS (a cluster's) becomes the three local replicas; nothing else of the routing changes.
+      assert.equal(count(/^\s*server-template .*$/gm), 2);
+      assert.equal(count(/^\s*bind :\d+$/gm), 1);
+      cfg = cfg
+        .replace(/^resolvers kube\n(?:\s+.*\n)*/m, '')
+        .replace(/^\s*server-template .*$/gm, servers)
+        .replace(/^(\s*)bind :\d+$/m, `$1bind 127.0.0.1:${port}`);
+      return `${cfg}\nlisten stats\n  bind 127.0.0.1:${stats}\n  stats enable\n  stats uri /stats\n`;
+    }
+
+    it(
+      "the chart's haproxy routing sends each model variant to one replica, which alone loads it",
+      { skip: missing(tools, ['helm']) },
+      async (t2) => {
+        const port = await freePort();
+        const stats = await freePort();
+        const cfgPath = path.join(dir, 'chart-haproxy.cfg');
+        writeFileSync(cfgPath, await chartHaproxyConfig(port, stats));
+        let log = '';
+        const lb = spawn(t.haproxy!, ['-db', '-f', cfgPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+        lb.stdout.on('data', (c: Buffer) => (log += c.toString()));
+        lb.stderr.on('data', (c: Buffer) => (log += c.toString()));
+        try {
+          await until('the chart haproxy to see every replica up', async () => {
+            const rows = await haproxyServers(stats, 'nereid_by_variant');
+            return rows.size === 3 && [...rows.values()].every((r) => r.status === 'UP');
+          });
+          const body = JSON.stringify({
+            inputs: [{ name: 'INPUT0', shape: [2], datatype: 'FP32', data: [1, 2] }],
+          });
+          // Three requests per variant, interleaved as concurrent clients would send them.
+          for (let round = 0; round < 3; round++) {
+            const replies = await Promise.all(
+              VARIANTS.map((v) =>
+                send(port, 'POST', '/v2/models/echo/infer', false, body, { 'nereid-model-variant': v }),
+              ),
+            );
+            for (const [i, r] of replies.entries()) {
+              assert.equal(r.status, 200, `${r.body} ${log}`);
+              assert.equal((JSON.parse(r.body) as { model_name: string }).model_name, `echo.${VARIANTS[i]}`);
+            }
+          }
+          const where = new Map<string, number[]>();
+          for (const v of VARIANTS) {
+            const c = await Promise.all(replicas.map((x) => x.counters(`echo.${v}`)));
+            // Loaded by one replica only, which answered all three requests.
+            assert.deepEqual(c.map((x) => x.loads).sort(), [0, 0, 1], `echo.${v}: ${JSON.stringify(c)}`);
+            assert.deepEqual(c.map((x) => x.success).sort(), [0, 0, 3], `echo.${v}: ${JSON.stringify(c)}`);
+            where.set(
+              v,
+              c.map((x, i) => (x.loads > 0 ? i : -1)).filter((i) => i >= 0),
+            );
+          }
+          const used = new Set([...where.values()].flat());
+          t2.diagnostic(`variants per replica: ${JSON.stringify([...where])}`);
+          assert.ok(used.size >= 2, 'the variants spread over the replicas');
+          // Without the header (the full name in the path) the same config goes round robin: several replicas load it.
+          for (let i = 0; i < 6; i++)
+            assert.equal((await send(port, 'POST', '/v2/models/echo.rr/infer', false, body)).status, 200);
+          const rr = await Promise.all(replicas.map((x) => x.counters('echo.rr')));
+          assert.ok(rr.filter((x) => x.loads > 0).length >= 2, JSON.stringify(rr));
+        } finally {
+          lb.kill('SIGTERM');
+        }
+      },
+    );
   },
 );

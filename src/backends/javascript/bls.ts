@@ -21,6 +21,8 @@ export class BlsBridge {
     private readonly post: Post,
     private readonly log: Logger,
     private readonly label: string,
+    /** The calling model: on-demand mode keeps what it calls loaded while it is busy (ServerInferRequest.callerModel). */
+    private readonly callerModel?: string,
   ) {}
 
   start(call: number, request: WireBlsRequest): void {
@@ -52,6 +54,7 @@ export class BlsBridge {
         outputs: (Array.isArray(r.outputs) ? r.outputs : []).map((name) => ({ name: String(name) })),
         parameters: typeof r.parameters === 'object' && r.parameters !== null ? r.parameters : {},
         signal,
+        ...(this.callerModel !== undefined && { callerModel: this.callerModel }),
       });
       let final = false;
       for await (const res of stream) {

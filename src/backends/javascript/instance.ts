@@ -300,7 +300,13 @@ export class JsInstance implements InstanceHandle {
     this.worker = worker;
     this.definesIsReady = started.definesIsReady === true;
     this.lastMetrics = undefined;
-    const bls = new BlsBridge(this.opts.serverApi, (m, t) => worker.post(m, t), this.opts.log, this.name);
+    const bls = new BlsBridge(
+      this.opts.serverApi,
+      (m, t) => worker.post(m, t),
+      this.opts.log,
+      this.name,
+      this.opts.modelName,
+    );
     this.bls = bls;
     worker.onMessage = (msg) => this.onMessage(bls, msg);
     worker.onExitOnce((unexpected) => this.onWorkerExit(worker, bls, unexpected));

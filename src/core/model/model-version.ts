@@ -29,6 +29,7 @@ import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
 import { recordRequestStart, traceRefused } from '../trace/report.js';
 import { VersionHolds } from './holds.js';
+import { InstanceProcesses, type InstanceProcessesSnapshot } from './instance-processes.js';
 import type { VersionMemory } from './memory.js';
 import { JobSender, type OutputContext } from './job-sender.js';
 import { OutputContract } from './output-contract.js';
@@ -117,6 +118,8 @@ export class ModelVersion implements LoadedVersion {
   private readonly health: ModelHealthMonitor | undefined;
   private readonly cache: VersionCache | undefined;
   private readonly holds = new VersionHolds();
+  /** Restarts and memory of instances that run in processes of their own (Python stubs). */
+  private readonly processes: InstanceProcesses | undefined;
   /** Requests accepted whose response stream has not ended. */
   private inFlight = 0;
   private readonly requestEnded = (): void => {
@@ -149,6 +152,7 @@ export class ModelVersion implements LoadedVersion {
         log: parts.log,
       }),
     };
+    this.processes = InstanceProcesses.of(parts.instances);
     const handle = parts.handle;
     if (handle.isReady) {
       this.health = new ModelHealthMonitor(
@@ -175,6 +179,11 @@ export class ModelVersion implements LoadedVersion {
   /** How many instances serve this version. */
   get instanceCount(): number {
     return this.parts.instances.length;
+  }
+
+  /** Restarts and resident memory of the instances' own processes; undefined when they have none. */
+  instanceProcesses(): InstanceProcessesSnapshot | undefined {
+    return this.processes?.snapshot();
   }
 
   get healthMonitor(): ModelHealthMonitor | undefined {
@@ -264,6 +273,7 @@ export class ModelVersion implements LoadedVersion {
   private async doUnload(): Promise<void> {
     this.state = 'UNLOADING';
     this.health?.stop();
+    this.processes?.stop();
     try {
       await this.drainWithin(this.parts.unloadTimeoutMs ?? 0);
       // Every accepted request has ended: the statistics are final and can leave the metrics series.

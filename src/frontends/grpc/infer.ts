@@ -7,6 +7,7 @@ import type { InferenceServerApi } from '../../core/server-api.js';
 import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
 import type { RequestTimings } from '../../core/types.js';
 import { forwardedParameters } from '../header-forward.js';
+import { modelForVariant } from '../model-variant.js';
 import { parseInferRequest, toInferenceRequest } from './infer-request.js';
 import { encodeInferResponse } from './infer-response.js';
 
@@ -32,8 +33,11 @@ export async function modelInfer(
   ctx: InferContext,
   forwarded?: Readonly<Record<string, string>>,
   carrier?: TraceCarrier,
+  /** The call's `nereid-model-variant` metadata: the request goes to `<model>.<variant>`. */
+  variant?: string,
 ): Promise<Buffer[]> {
   const wire = parseInferRequest(message);
+  if (variant !== undefined) wire.modelName = modelForVariant(wire.modelName, variant);
   ctx.requestId = wire.id;
   ctx.model = wire.modelName;
   ctx.version = wire.modelVersion;

@@ -8,6 +8,7 @@
  * calls, lets running ones finish and ends idle inference streams.
  */
 import { ConnectionShare, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../connection-share.js';
+import { MODEL_VARIANT_HEADER } from '../model-variant.js';
 import {
   constants,
   type IncomingHttpHeaders,
@@ -420,7 +421,12 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
         grpcTraceEdge('ModelInfer', headers),
       );
-      unary(call, (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded, carrier), true);
+      const variant = call.metadata(MODEL_VARIANT_HEADER);
+      unary(
+        call,
+        (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded, carrier, variant),
+        true,
+      );
       return;
     }
     if (path === MODEL_STREAM_INFER_PATH) {

@@ -20,6 +20,7 @@ import type { ResolvedModel } from '../../core/model-handle.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
 import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
 import type { InferenceResponse, RequestTimings } from '../../core/types.js';
+import { MODEL_VARIANT_HEADER, modelForVariant } from '../model-variant.js';
 import { forwardedParameters } from '../header-forward.js';
 import type { AccessLog } from '../access-log.js';
 import type { ServerCall } from './call.js';
@@ -90,6 +91,8 @@ export class StreamInfer {
   /** Traced or logged requests read the clock: when the stream began waiting for the next message. */
   private readonly observed: boolean;
   private waitStart: bigint;
+  /** The stream's `nereid-model-variant` metadata: every request on it goes to `<model>.<variant>`. */
+  private readonly variant: string | undefined;
 
   constructor(
     private readonly api: InferenceServerApi,
@@ -102,6 +105,7 @@ export class StreamInfer {
     private readonly observers: StreamObservers = {},
   ) {
     this.errorMode = call.metadata('triton_grpc_error') === 'true';
+    this.variant = call.metadata(MODEL_VARIANT_HEADER);
     this.observed = observers.accessLog !== undefined || api.startTrace !== undefined;
     this.waitStart = this.observed ? process.hrtime.bigint() : 0n;
     call.stream.once('close', () => {
@@ -200,6 +204,7 @@ export class StreamInfer {
     let parseError: unknown;
     try {
       wire = parseInferRequest(message);
+      if (this.variant !== undefined) wire.modelName = modelForVariant(wire.modelName, this.variant);
     } catch (err) {
       parseError = err;
     }

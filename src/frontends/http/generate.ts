@@ -9,6 +9,7 @@
  * HTTP_SEND_START at its first byte and HTTP_SEND_END once ended, INFER_RESPONSE_COMPLETE per response)
  * and access-logged as an infer request is.
  */
+import { MODEL_VARIANT_HEADER, modelForVariant } from '../model-variant.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { internal, NereidError } from '../../common/errors.js';
 import { drainOrClose } from '../drain.js';
@@ -112,20 +113,25 @@ function startTrace(ctx: RouteContext, model: string): RequestTrace | undefined 
 
 export async function generate(ctx: RouteContext, streaming: boolean): Promise<Reply> {
   // One lookup for the whole request: the handle holds the version it resolved until released.
-  const wait = ctx.api.whenServable?.(ctx.match.model!, ctx.match.version);
+  const model = modelForVariant(ctx.match.model!, ctx.req.headers[MODEL_VARIANT_HEADER]);
+  const wait = ctx.api.whenServable?.(model, ctx.match.version);
   const since = wait === undefined ? undefined : await wait;
-  const handle = ctx.api.resolveModel(ctx.match.model!, ctx.match.version, since);
+  const handle = ctx.api.resolveModel(model, ctx.match.version, since);
   ctx.resolvedVersion = handle.version;
   try {
-    return await generateOn(ctx, handle, streaming);
+    return await generateOn(ctx, handle, streaming, model);
   } finally {
     handle.release();
   }
 }
 
-async function generateOn(ctx: RouteContext, handle: ResolvedModel, streaming: boolean): Promise<Reply> {
+async function generateOn(
+  ctx: RouteContext,
+  handle: ResolvedModel,
+  streaming: boolean,
+  model: string,
+): Promise<Reply> {
   const { req, res } = ctx;
-  const model = ctx.match.model!;
   const version = ctx.match.version;
   const metadata = handle.metadata;
   const trace = startTrace(ctx, model);

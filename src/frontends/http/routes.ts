@@ -12,6 +12,7 @@ import { withForwarded } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './body.js';
 import { errorBody } from './errors.js';
+import { MODEL_VARIANT_HEADER, modelForVariant } from '../model-variant.js';
 import { generate } from './generate.js';
 import { encodeInferResponse, inferenceHeaderLength, type DecodedInferRequest } from './infer-codec.js';
 import { jsonElementCount, SLICED_ANSWER_MIN_ELEMENTS } from './json-answer.js';
@@ -86,8 +87,13 @@ function loadOptions(params: JsonInObject | undefined): LoadOptions | undefined 
   return { ...(config !== undefined && { config }), ...(files !== undefined && { files }) };
 }
 
+/** The model a /v2/models/<m>/... request names: <m>, or <m>.<variant> with the variant header. */
+export function modelOf(ctx: RouteContext): string {
+  return modelForVariant(ctx.match.model!, ctx.req.headers[MODEL_VARIANT_HEADER]);
+}
+
 function infer(ctx: RouteContext): Promise<Reply> {
-  const model = ctx.match.model!;
+  const model = modelOf(ctx);
   const version = ctx.match.version;
   // One lookup for the whole request: the handle holds the version it resolved until inferOn releases it.
   // (Not an async function of its own around inferOn: that would be one more promise and microtask turn.)
@@ -381,10 +387,9 @@ export const HANDLERS: Readonly<Record<RouteName, Handler>> = {
   serverMetadata: (ctx) => json(ctx.api.serverMetadata()),
   serverLive: (ctx) => (ctx.api.isLive() ? EMPTY_OK : EMPTY_BAD),
   serverReady: (ctx) => (ctx.api.isReady() ? EMPTY_OK : EMPTY_BAD),
-  modelMetadata: (ctx) => json(ctx.api.modelMetadata(ctx.match.model!, ctx.match.version)),
-  modelReady: (ctx) =>
-    ctx.api.isModelReady(ctx.match.model!, ctx.match.version) ? EMPTY_OK : MODEL_NOT_READY,
-  modelConfig: (ctx) => json(ctx.api.modelConfigJson(ctx.match.model!, ctx.match.version)),
+  modelMetadata: (ctx) => json(ctx.api.modelMetadata(modelOf(ctx), ctx.match.version)),
+  modelReady: (ctx) => (ctx.api.isModelReady(modelOf(ctx), ctx.match.version) ? EMPTY_OK : MODEL_NOT_READY),
+  modelConfig: (ctx) => json(ctx.api.modelConfigJson(modelOf(ctx), ctx.match.version)),
   modelInfer: infer,
   modelGenerate: (ctx) => generate(ctx, false),
   modelGenerateStream: (ctx) => generate(ctx, true),

@@ -173,6 +173,16 @@ export const FAMILIES = Object.freeze({
     'gauge',
     'Instances of each READY model version (the instance_group counts in effect)',
   ),
+  instanceRestarts: f(
+    'nereid_model_instance_restarts_total',
+    'counter',
+    'Instance processes (Python stubs) of each READY model version replaced since it loaded (a crash, a hang past execution_timeout_seconds, stub_memory_limit_mb)',
+  ),
+  instanceResidentBytes: f(
+    'nereid_model_instance_resident_bytes',
+    'gauge',
+    "Resident memory (VmRSS) of each READY model version's instance processes (Python stubs), summed",
+  ),
   onDemandLoads: f(
     'nereid_model_on_demand_loads_total',
     'counter',

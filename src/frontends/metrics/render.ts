@@ -60,6 +60,10 @@ export interface OperatorValues {
     readonly model: string;
     readonly version: string;
     readonly count: number;
+    /** Instances in processes of their own (Python stubs) only: processes replaced since the load. */
+    readonly restarts?: number;
+    /** Same: their resident memory now. */
+    readonly residentBytes?: number;
   }[];
   readonly requests?: readonly CountedRequests[];
   /** On-demand mode's counters and limits (absent in the other modes). */
@@ -213,7 +217,8 @@ export function renderOperatorMetrics(v: OperatorValues): string {
       ),
     );
   }
-  if (v.instances) {
+  const instances = v.instances;
+  if (instances) {
     out += familyText(
       FAMILIES.modelInstances,
       v.instances.map((m) =>
@@ -227,6 +232,23 @@ export function renderOperatorMetrics(v: OperatorValues): string {
         ),
       ),
     );
+    const ofProcesses = (
+      family: Family,
+      value: (m: NonNullable<OperatorValues['instances']>[number]) => number | undefined,
+    ) =>
+      familyText(
+        family,
+        instances.flatMap((m) => {
+          const x = value(m);
+          const labels = sortLabels([
+            ['model', m.model],
+            ['version', m.version],
+          ]);
+          return x === undefined ? [] : [sample(family.name, labels, x)];
+        }),
+      );
+    out += ofProcesses(FAMILIES.instanceRestarts, (m) => m.restarts);
+    out += ofProcesses(FAMILIES.instanceResidentBytes, (m) => m.residentBytes);
   }
   if (v.requests) {
     for (const [protocol, family, key] of [
