@@ -120,7 +120,7 @@ def main() -> int:
         blobs: list[bytes] = []
         for k in range(args.batch):
             tensors = [
-                messages.WireTensor(
+                messages.StubTensor(
                     name=name,
                     datatype="INT32",
                     shape=[16],
@@ -132,7 +132,7 @@ def main() -> int:
             ]
             blobs += [data, data]
             requests.append(
-                messages.WireRequest(
+                messages.StubRequest(
                     rid=rid0 + k,
                     request_id="",
                     correlation_id="0",

@@ -30,6 +30,8 @@ class TritonPythonModel:
     def execute(self, requests: list[pb_utils.InferenceRequest]) -> list[pb_utils.InferenceResponse]:
         responses = []
         for request in requests:
-            mode = pb_utils.get_input_tensor_by_name(request, "MODE").as_numpy()[0].decode()
+            mode_tensor = pb_utils.get_input_tensor_by_name(request, "MODE")
+            assert mode_tensor is not None, "MODE is a required input"
+            mode = mode_tensor.as_numpy()[0].decode()
             responses.append(pb_utils.InferenceResponse(output_tensors=_outputs(mode)))
         return responses
