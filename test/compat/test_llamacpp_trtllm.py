@@ -71,6 +71,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         config = models / name / "config.pbtxt"
         config.write_text(_fill(config.read_text(), values))
     engine = {"context_size": 256, "parallel_sequences": 2, "threads": 1, "batch_size": 128}
+    # The fixture's tensorrt_llm has no version folder in git (the real repository's holds the engine).
+    (models / "tensorrt_llm" / "1").mkdir(exist_ok=True)
     shutil.copy(TINY, models / "tensorrt_llm" / "1" / "model.gguf")
     (models / "tensorrt_llm" / "1" / "model.json").write_text(json.dumps(engine))
     # The same GGUF behind Triton's vLLM-backend interface: text in, llama.cpp's own tokenizer.
