@@ -1,7 +1,9 @@
 /**
- * What the full-size attack scripts (http-attacks.ts, grpc-attacks.ts) share: the server's RSS from /proc,
- * health probes on new connections while an attack runs, the time to recover after it, and percentiles.
+ * What the full-size attack scripts (http-attacks.ts, grpc-attacks.ts, stream-fairness.ts) share: the
+ * server's ports from its log, its RSS from /proc, health probes on new connections while an attack runs,
+ * the time to recover after it, and percentiles.
  */
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 
@@ -77,4 +79,23 @@ export function stats(ms: number[]): { p50: number; p99: number; max: number; n:
   const s = [...ms].sort((a, b) => a - b);
   const at = (p: number): number => Math.round(s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] ?? NaN);
   return { p50: at(0.5), p99: at(0.99), max: Math.round(s[s.length - 1] ?? NaN), n: s.length };
+}
+
+/** Waits for a started server's HTTP and gRPC ports in its log, then keeps its output drained. */
+export async function listeningPorts(child: ChildProcess): Promise<{ port: number; grpcPort: number }> {
+  let log = '';
+  const [port, grpcPort] = await new Promise<[number, number]>((resolve, reject) => {
+    const look = (d: Buffer): void => {
+      log += d.toString();
+      const h = /Started HTTPService at [^ ]*:(\d+)/.exec(log);
+      const g = /Started GRPCInferenceService at [^ ]*:(\d+)/.exec(log);
+      if (h && g) resolve([Number(h[1]), Number(g[1])]);
+    };
+    child.stdout?.on('data', look);
+    child.stderr?.on('data', look);
+    child.on('exit', (code) => reject(new Error(`nereid exited (${code}) before listening:\n${log}`)));
+  });
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return { port, grpcPort };
 }

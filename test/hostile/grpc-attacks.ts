@@ -24,7 +24,7 @@ import { connect as h2connect, constants, type ClientHttp2Session, type ClientHt
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { recovery, rssMb, sleep, stats, watch } from './attack-kit.js';
+import { listeningPorts, recovery, rssMb, sleep, stats, watch } from './attack-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -64,21 +64,7 @@ async function startServer(repo: string): Promise<{ child: ChildProcess; port: n
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  let log = '';
-  const [port, grpcPort] = await new Promise<[number, number]>((resolve, reject) => {
-    const look = (d: Buffer): void => {
-      log += d.toString();
-      const h = /Started HTTPService at [^ ]*:(\d+)/.exec(log);
-      const g = /Started GRPCInferenceService at [^ ]*:(\d+)/.exec(log);
-      if (h && g) resolve([Number(h[1]), Number(g[1])]);
-    };
-    child.stdout.on('data', look);
-    child.stderr.on('data', look);
-    child.on('exit', (code) => reject(new Error(`nereid exited (${code}) before listening:\n${log}`)));
-  });
-  child.stdout.resume();
-  child.stderr.resume();
-  return { child, port, grpcPort };
+  return { child, ...(await listeningPorts(child)) };
 }
 
 const INFER = '/inference.GRPCInferenceService/ModelInfer';

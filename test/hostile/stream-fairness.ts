@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { encodeMessage } from '../../src/frontends/grpc/test-client.testkit.js';
-import { rssMb, sleep } from './attack-kit.js';
+import { listeningPorts, rssMb, sleep } from './attack-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -224,21 +224,7 @@ async function startServer(repo: string): Promise<{ child: ChildProcess; port: n
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  let log = '';
-  const ports = await new Promise<[number, number]>((resolve, reject) => {
-    const look = (d: Buffer): void => {
-      log += d.toString();
-      const h = /Started HTTPService at [^ ]*:(\d+)/.exec(log);
-      const g = /Started GRPCInferenceService at [^ ]*:(\d+)/.exec(log);
-      if (h && g) resolve([Number(h[1]), Number(g[1])]);
-    };
-    child.stdout.on('data', look);
-    child.stderr.on('data', look);
-    child.on('exit', (code) => reject(new Error(`nereid exited (${code}) before listening:\n${log}`)));
-  });
-  child.stdout.resume();
-  child.stderr.resume();
-  return { child, port: ports[0], grpcPort: ports[1] };
+  return { child, ...(await listeningPorts(child)) };
 }
 
 async function main(): Promise<void> {
