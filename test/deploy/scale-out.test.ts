@@ -560,8 +560,12 @@ ${servers}
         lb.stderr.on('data', (c: Buffer) => (log += c.toString()));
         try {
           await until('the chart haproxy to see every replica up', async () => {
-            const rows = await haproxyServers(stats, 'nereid_by_variant');
-            return rows.size === 3 && [...rows.values()].every((r) => r.status === 'UP');
+            // Both backends: the requests without the header go round robin over nereid_any's servers.
+            for (const backend of ['nereid_by_variant', 'nereid_any']) {
+              const rows = await haproxyServers(stats, backend);
+              if (rows.size !== 3 || ![...rows.values()].every((r) => r.status === 'UP')) return false;
+            }
+            return true;
           });
           const body = JSON.stringify({
             inputs: [{ name: 'INPUT0', shape: [2], datatype: 'FP32', data: [1, 2] }],
@@ -578,22 +582,23 @@ ${servers}
               assert.equal((JSON.parse(r.body) as { model_name: string }).model_name, `echo.${VARIANTS[i]}`);
             }
           }
+          // A replica marked down would move its variants elsewhere: the counts say whether one was.
+          const checks = [...(await haproxyServers(stats, 'nereid_by_variant')).values()]
+            .map((r) => `${r.svname} ${r.status} chkdown=${r.chkdown}`)
+            .join('; ');
           const where = new Map<string, number[]>();
           for (const v of VARIANTS) {
             const c = await Promise.all(replicas.map((x) => x.counters(`echo.${v}`)));
-            const downs = [...(await haproxyServers(stats, 'nereid_by_variant')).values()].map(
-              (r) => `${r.svname} ${r.status} chkdown=${r.chkdown}`,
-            );
             // Loaded by one replica only, which answered all three requests.
             assert.deepEqual(
               c.map((x) => x.loads).sort(),
               [0, 0, 1],
-              `echo.${v}: ${JSON.stringify(c)} ${downs.join('; ')}`,
+              `echo.${v}: ${JSON.stringify(c)} ${checks}`,
             );
             assert.deepEqual(
               c.map((x) => x.success).sort(),
               [0, 0, 3],
-              `echo.${v}: ${JSON.stringify(c)} ${downs.join('; ')}`,
+              `echo.${v}: ${JSON.stringify(c)} ${checks}`,
             );
             where.set(
               v,
@@ -607,7 +612,10 @@ ${servers}
           for (let i = 0; i < 6; i++)
             assert.equal((await send(port, 'POST', '/v2/models/echo.rr/infer', false, body)).status, 200);
           const rr = await Promise.all(replicas.map((x) => x.counters('echo.rr')));
-          assert.ok(rr.filter((x) => x.loads > 0).length >= 2, JSON.stringify(rr));
+          const rrChecks = [...(await haproxyServers(stats, 'nereid_any')).values()]
+            .map((r) => `${r.svname} ${r.status} chkdown=${r.chkdown}`)
+            .join('; ');
+          assert.ok(rr.filter((x) => x.loads > 0).length >= 2, `${JSON.stringify(rr)} ${rrChecks}`);
         } finally {
           lb.kill('SIGTERM');
         }
