@@ -107,9 +107,24 @@ run_node_tests() {
   counts=$(grep -E '^ℹ (tests|pass|fail|skipped|cancelled) ' "$log" | sed 's/^ℹ //' | paste -sd, - || true)
   record "$name" "$code" "${counts:-no report}"
   while IFS= read -r line; do failures+=("  $label  $line"); done < <(
-    sed -n '/^✖ failing tests:/,$p' "$log" | grep -E '^✖ ' | grep -v '^✖ failing tests:' |
-      sed -E 's/^✖ //; s/ \([0-9.]+ms\)$//' | head -30
+    sed -n '/^✖ failing tests:/,$p' "$log" | failing_with_reasons | head -30
   )
+}
+# The reporter's "failing tests" section -> one line per failing test: its name, then the first lines of its
+# error up to the stack (the assertion's message, a diff), so a CI log cut to its summary still says why.
+failing_with_reasons() {
+  awk '
+    function flush() { if (name != "") print name (why == "" ? "" : "  -- " why); name = ""; why = ""; n = 0 }
+    /^✖ failing tests:/ { next }
+    /^✖ / { flush(); name = $0; sub(/^✖ /, "", name); sub(/ \([0-9.]+ms\)$/, "", name); reading = 1; next }
+    /^test at / { flush(); reading = 0; next }
+    reading && /^ +at / { reading = 0; next }
+    reading && n < 4 {
+      line = $0; gsub(/^ +| +$/, "", line)
+      if (line != "") { why = why (why == "" ? "" : " | ") substr(line, 1, 240); n++ }
+    }
+    END { flush() }
+  '
 }
 run_node_tests "node:test (unit, integration, deployment)" "node:test" "$logs/node.log" node "${files[@]}"
 
