@@ -235,8 +235,10 @@ def triton_args(repository: Path, http: int, grpc: int) -> list[str]:
     ]
 
 
-def start(name: str, repository: Path, log_dir: Path, timeout: float = 300) -> tuple[Server, float]:
-    """Starts a server and waits until /v2/health/ready; the server and the seconds it took."""
+def start(
+    name: str, repository: Path, log_dir: Path, timeout: float = 300, extra: tuple[str, ...] = ()
+) -> tuple[Server, float]:
+    """Starts a server (with `extra` flags) and waits until /v2/health/ready; the server and the seconds."""
     for attempt in range(3):
         http, grpc = free_port(), free_port()
         if name == "nereid":
@@ -245,6 +247,7 @@ def start(name: str, repository: Path, log_dir: Path, timeout: float = 300) -> t
             command = nereid_args(repository, http, grpc, BASELINE[0])
         else:
             command = triton_args(repository, http, grpc)
+        command += extra
         log = log_dir / f"{name}-{int(time.time() * 1000)}-{attempt}.log"
         t0 = time.monotonic()
         server = spawn(name, command, log)
@@ -396,6 +399,62 @@ def cold_start(log_dir: Path, rounds: int, servers: list[str]) -> dict[str, list
         shutil.rmtree(repo, ignore_errors=True)
 
 
+def post(server: Server, path: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(f"http://127.0.0.1:{server.http_port}{path}", data=b"{}", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=120) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def model_state(server: Server, model: str) -> str:
+    """The model's state in the repository index ("" when the index does not list it)."""
+    status, body = post(server, "/v2/repository/index")
+    if status != 200:
+        raise RuntimeError(f"{server.name}: repository index: HTTP {status} {body[:200]!r}")
+    states = [str(m.get("state", "")) for m in json.loads(body) if m.get("name") == model]
+    return states[0] if states else ""
+
+
+def explicit_load(log_dir: Path, rounds: int, servers: list[str]) -> dict[str, list[float]]:
+    """Seconds one explicit load of vt_add_sub takes (POST .../load until it answers; both servers answer
+    once the model is ready), on a server started with --model-control-mode=explicit and no model loaded;
+    unloaded again (until the index says UNAVAILABLE) before the next load. Rounds alternate the servers.
+    """
+    repo = Path(tempfile.mkdtemp(prefix="vs-triton-load-"))
+    shutil.copytree(MODELS / "vt_add_sub", repo / "vt_add_sub")
+    running: dict[str, Server] = {}
+    times: dict[str, list[float]] = {s: [] for s in servers}
+    try:
+        for name in servers:
+            running[name], _ = start(name, repo, log_dir, extra=("--model-control-mode=explicit",))
+        for r in range(rounds * 3):
+            order = servers if r % 2 == 0 else list(reversed(servers))
+            for name in order:
+                server = running[name]
+                t0 = time.monotonic()
+                status, body = post(server, "/v2/repository/models/vt_add_sub/load")
+                seconds = time.monotonic() - t0
+                if status != 200:
+                    raise RuntimeError(f"{name}: load: HTTP {status} {body[:300]!r}")
+                times[name].append(seconds)
+                print(f"  explicit load [{name}]: {seconds * 1000:.0f} ms", file=sys.stderr)
+                status, body = post(server, "/v2/repository/models/vt_add_sub/unload")
+                if status != 200:
+                    raise RuntimeError(f"{name}: unload: HTTP {status} {body[:300]!r}")
+                deadline = time.monotonic() + 60
+                while model_state(server, "vt_add_sub") not in ("UNAVAILABLE", ""):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{name}: vt_add_sub still unloading after 60 s")
+                    time.sleep(0.05)
+        return times
+    finally:
+        for s in running.values():
+            s.stop()
+        shutil.rmtree(repo, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -407,6 +466,7 @@ def main() -> int:
     parser.add_argument("--noise-limit", type=float, default=0.25)
     parser.add_argument("--spread-limit", type=float, default=0.25)
     parser.add_argument("--no-cold-start", action="store_true")
+    parser.add_argument("--no-explicit-load", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--baseline",
@@ -458,8 +518,9 @@ def main() -> int:
             s.stop()
         shutil.rmtree(repo, ignore_errors=True)
     cold = {} if args.no_cold_start else cold_start(out, args.rounds, servers)
+    loads = {} if args.no_explicit_load else explicit_load(out, args.rounds, servers)
     meta["load_end"] = loadavg()
-    report = summarize(results, cold, servers, args.noise_limit, args.spread_limit, meta)
+    report = summarize(results, cold, loads, servers, args.noise_limit, args.spread_limit, meta)
     (out / "summary.md").write_text(report)
     (out / "points.json").write_text(
         json.dumps(
@@ -470,6 +531,7 @@ def main() -> int:
                     for r in results
                 ],
                 "cold_start": cold,
+                "explicit_load": loads,
             },
             indent=1,
         )
@@ -482,6 +544,7 @@ def main() -> int:
 def summarize(
     results: list[CaseResult],
     cold: dict[str, list[float]],
+    loads: dict[str, list[float]],
     servers: list[str],
     noise_limit: float,
     spread_limit: float,
@@ -541,6 +604,22 @@ def summarize(
         ]
         if cn and ct and statistics.median(cn) > statistics.median(ct):
             misses.append("cold start slower than Triton's")
+    if loads:
+        ln, lt = loads.get("nereid", []), loads.get("triton", [])
+        lines += [
+            "",
+            "Explicit load of one Python model (vt_add_sub), POST .../load until it answers (ms): Nereid "
+            + " / ".join(f"{x * 1000:.0f}" for x in ln)
+            + ", Triton "
+            + " / ".join(f"{x * 1000:.0f}" for x in lt)
+            + (
+                f"; medians {statistics.median(ln) * 1000:.0f} vs {statistics.median(lt) * 1000:.0f} ms"
+                if ln and lt
+                else ""
+            ),
+        ]
+        if ln and lt and statistics.median(ln) > statistics.median(lt):
+            misses.append("explicit load slower than Triton's")
     if "baseline" in servers:
         lines += [
             "",
