@@ -215,8 +215,23 @@ export interface ModelHandle {
   isReady?(): Promise<boolean>;
   /** Optional: the metric families the model's instances defined, merged per family name and labels. */
   customMetrics?(): Promise<readonly CustomMetricFamily[]>;
+  /**
+   * Optional: the chat template the model file carries (a GGUF's `tokenizer.chat_template`, read by the
+   * llamacpp backend), which the OpenAI frontend uses when the model's config and folder give none.
+   */
+  readonly chatTemplate?: ModelChatTemplate | undefined;
   /** Called after every instance was closed. */
   unload(): Promise<void>;
+}
+
+/** A chat template (Jinja, as Hugging Face tokenizers store it) a model publishes (ModelHandle.chatTemplate). */
+export interface ModelChatTemplate {
+  readonly text: string;
+  /** The text of the model's BOS and EOS tokens, for the template's bos_token / eos_token ('' if none). */
+  readonly bosToken: string;
+  readonly eosToken: string;
+  /** Where it was read, for messages (e.g. '1/model.gguf metadata'). */
+  readonly origin: string;
 }
 
 /**

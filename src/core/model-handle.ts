@@ -15,6 +15,7 @@
  * started before release() is covered until the version has accepted it, so releasing right after starting
  * a run is also correct.
  */
+import type { ModelChatTemplate } from '../backend-api/backend.js';
 import { internal, unsupported } from '../common/errors.js';
 import type { JsonObject } from '../model-config/json.js';
 import { modelConfigToJson } from '../model-config/index.js';
@@ -35,6 +36,11 @@ export interface ResolvedModel {
   readonly sharesInputMemory: boolean;
   /** The version's metadata (inputs, outputs; `versions` lists this version). */
   readonly metadata: ModelMetadata;
+  /**
+   * The chat template the version's model file carries (ModelHandle.chatTemplate: a GGUF's, published by
+   * the llamacpp backend); undefined when it has none.
+   */
+  readonly chatTemplate?: ModelChatTemplate | undefined;
   /** The config as Triton's JSON, built on first use. */
   configJson(): JsonObject;
   /** The version is READY and its model does not say otherwise (model-health.ts). */
@@ -80,6 +86,10 @@ export class VersionHandle implements ResolvedModel {
 
   get metadata(): ModelMetadata {
     return this.v.metadata;
+  }
+
+  get chatTemplate(): ModelChatTemplate | undefined {
+    return this.v.chatTemplate;
   }
 
   configJson(): JsonObject {

@@ -1,7 +1,8 @@
 // The OpenAI API on a real GGUF model through the real `openai` npm client (docs/openai.md): JSON schema
 // output that parses and validates, log probs present and <= 0 (streamed the same as not), a tool call
-// round trip, embeddings of a GGUF embedding model (right width, the same vector for the same text), and
-// 400s for what the bundled toy_llm cannot honour. Models: the tiny GGUFs of scripts/setup-llm-models.sh.
+// round trip, chat through the GGUF's own chat template (read by the llamacpp backend), embeddings of a
+// GGUF embedding model (right width, the same vector for the same text), and 400s for what the bundled
+// toy_llm cannot honour. Models: the tiny GGUFs of scripts/setup-llm-models.sh.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -45,10 +46,20 @@ describe('OpenAI API on a llamacpp model with the openai npm client', () => {
       config,
       files: { '1/model.gguf': file(gguf), '1/model.json': SETTINGS },
     });
+    const chat = model('tiny-llama-chat.gguf');
     repo = makeRepository({
       tiny: model('tiny-llama.gguf'),
-      tiny_chat: model('tiny-llama-chat.gguf'),
+      tiny_chat: chat,
       tiny_embed: model('tiny-embed.gguf', EMBED_CONFIG),
+      // The same GGUF under another file name, and with a template file of the folder's own.
+      tiny_chat_named: {
+        config: 'backend: "llamacpp"\ndefault_model_filename: "chat.gguf"\n',
+        files: { '1/chat.gguf': chat.files['1/model.gguf'], '1/model.json': SETTINGS },
+      },
+      tiny_chat_file: {
+        ...chat,
+        files: { ...chat.files, 'chat_template.jinja': 'X:{{ messages[0].content }}' },
+      },
     });
     server = await startServer([`--model-repository=${repo}`]);
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
@@ -95,6 +106,27 @@ describe('OpenAI API on a llamacpp model with the openai npm client', () => {
       streamed.map((v) => v.toFixed(4)),
       content.map((t) => t.logprob.toFixed(4)),
     );
+  });
+
+  it("chats through the chat template in the GGUF's metadata; a template file in the folder wins", async () => {
+    const greedy = { max_tokens: 6, temperature: 0 } as const;
+    const prompted = async (model: string, prompt: string) => {
+      const r = await client.completions.create({ model, prompt, ...greedy });
+      return { text: r.choices[0].text, tokens: r.usage?.prompt_tokens };
+    };
+    const chatted = async (model: string) => {
+      const r = await client.chat.completions.create({ model, messages: ASK, ...greedy });
+      return { text: r.choices[0].message.content, tokens: r.usage?.prompt_tokens };
+    };
+    // scripts/setup-llm-models.sh's template, with the GGUF's BOS text.
+    const byHand = await prompted('tiny_chat', '<s><|user|>What time is it?\n<|assistant|>');
+    const fallback = await prompted('tiny_chat', 'user: What time is it?\nassistant:');
+    assert.notEqual(byHand.tokens, fallback.tokens);
+    assert.deepEqual(await chatted('tiny_chat'), byHand);
+    assert.deepEqual(await chatted('tiny_chat_named'), byHand);
+    assert.deepEqual(await chatted('tiny_chat_file'), await prompted('tiny_chat_file', 'X:What time is it?'));
+    // The GGUF without a template chats through the fallback.
+    assert.deepEqual(await chatted('tiny'), await prompted('tiny', 'user: What time is it?\nassistant:'));
   });
 
   it('calls a named tool and takes its result back through the chat template', async () => {

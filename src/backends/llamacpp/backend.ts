@@ -17,13 +17,14 @@ import type {
   CustomMetricFamily,
   InstanceHandle,
   InstanceSpec,
+  ModelChatTemplate,
   ModelHandle,
   ModelLoadContext,
 } from '../../backend-api/backend.js';
 import { invalidArg, NereidError, unavailable } from '../../common/errors.js';
 import type { ModelConfig } from '../../model-config/model-config.js';
 import { LlamaEngine } from './engine.js';
-import { ggufHeader, kvCacheBytes } from './gguf-check.js';
+import { chatTemplateOf, ggufHeader, kvCacheBytes, type GgufHeader } from './gguf-check.js';
 import { generate, type GenerationHost } from './generation.js';
 import { readOptions, type LlamacppOptions } from './options.js';
 import { generateTrt } from './trtllm-generation.js';
@@ -56,8 +57,15 @@ export class LlamacppBackend implements Backend {
     const options = await readOptions(ctx.versionDir, ctx.modelDir, ctx.files);
     const shown = `${ctx.version}/${path.basename(ctx.modelPath)}`;
     let engine: LlamaEngine;
+    let chatTemplate: ModelChatTemplate | undefined;
     try {
-      await checkMemory(ctx.modelPath, options);
+      // A header with a problem is LlamaEngine.load's to report.
+      const found = await ggufHeader(ctx.modelPath).catch(() => undefined);
+      const header = found === undefined || 'problem' in found ? undefined : found;
+      if (header !== undefined) {
+        checkMemory(header, options);
+        chatTemplate = publishedTemplate(header, shown, ctx);
+      }
       const kind = outputPlan(ctx.config).embedding !== undefined ? 'embedding' : 'generation';
       engine = await LlamaEngine.load(ctx.modelPath, shown, options, ctx.log, kind);
     } catch (err) {
@@ -73,8 +81,26 @@ export class LlamacppBackend implements Backend {
         : { kind: 'vllm', engine, plan: outputPlan(ctx.config) },
       ctx.config.model_transaction_policy?.decoupled === true,
       { model: ctx.modelName, version: String(ctx.version) },
+      chatTemplate,
     );
   }
+}
+
+/** The GGUF's chat template for ModelHandle.chatTemplate; one it cannot use is logged once and left out. */
+function publishedTemplate(
+  header: GgufHeader,
+  shown: string,
+  ctx: ModelLoadContext,
+): ModelChatTemplate | undefined {
+  const t = chatTemplateOf(header);
+  if (t === undefined) return undefined;
+  if ('skipped' in t) {
+    ctx.log.warn(
+      `llamacpp model '${ctx.modelName}': the chat template of ${shown} is not used (${t.skipped}); chat goes through the model folder's template or the fallback`,
+    );
+    return undefined;
+  }
+  return { ...t, origin: `${shown} metadata` };
 }
 
 const GIB = 2 ** 30;
@@ -89,9 +115,7 @@ function memoryLimit(): number {
  * Refuses, before llama.cpp allocates anything, a context whose KV cache and weights cannot fit in this
  * machine's memory (gguf-check.ts says why node-llama-cpp's own check is not relied on).
  */
-async function checkMemory(file: string, options: LlamacppOptions): Promise<void> {
-  const header = await ggufHeader(file).catch(() => undefined);
-  if (header === undefined || 'problem' in header) return; // LlamaEngine.load reports the file's problem
+function checkMemory(header: GgufHeader, options: LlamacppOptions): void {
   const tokens = options.contextSize * options.parallelSequences;
   const kv = kvCacheBytes(header.metadata, tokens);
   if (kv === undefined) return;
@@ -108,6 +132,8 @@ class LlamacppModel implements ModelHandle {
     private readonly host: Host,
     private readonly decoupled: boolean,
     private readonly labels: Readonly<Record<string, string>>,
+    /** The GGUF's chat template (gguf-check.ts), for the OpenAI frontend. */
+    readonly chatTemplate: ModelChatTemplate | undefined,
   ) {}
 
   /** The engine's occupancy and token counts, under the names Triton's vLLM backend reports them. */

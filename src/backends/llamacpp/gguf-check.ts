@@ -9,6 +9,12 @@
  * kvCacheBytes() estimates what a context of N tokens x S sequences costs before llama.cpp allocates it:
  * node-llama-cpp's own estimate is slow for large requests and did not stop one that the kernel's OOM
  * killer then ended (a model.json with a 16M-token context), so an impossible context is refused first.
+ *
+ * From the same walk, chatTemplateOf() takes the chat template the file carries (`tokenizer.chat_template`)
+ * with the text of its BOS and EOS tokens (`tokenizer.ggml.bos_token_id` / `eos_token_id` into
+ * `tokenizer.ggml.tokens`), which the backend publishes for the OpenAI frontend (ModelHandle.chatTemplate).
+ * A template that is not a string or is over MAX_TEMPLATE_CHARS, or a BOS / EOS text over MAX_TOKEN_CHARS,
+ * is not used, with the reason.
  */
 import { open } from 'node:fs/promises';
 
@@ -18,6 +24,13 @@ const MAX_TENSORS = 1 << 20;
 const MAX_DIMS = 4;
 /** Largest header read into memory: a 256k-token vocabulary takes a few tens of MB. */
 const MAX_HEADER_BYTES = 512 * 1024 * 1024;
+/** Longest chat template used (as the OpenAI frontend's limit on a chat_template.jinja). */
+export const MAX_TEMPLATE_CHARS = 1 << 20;
+/** Longest BOS / EOS token text passed to a template (a real vocabulary's are a few characters). */
+export const MAX_TOKEN_CHARS = 1 << 10;
+
+const TEMPLATE_KEY = 'tokenizer.chat_template';
+const TOKENS_KEY = 'tokenizer.ggml.tokens';
 
 /** Bytes of one element of each scalar metadata type (GGUF value types 0..12; 8 = string, 9 = array). */
 const SCALAR_SIZE: Readonly<Record<number, number>> = {
@@ -39,6 +52,23 @@ class Corrupt extends Error {}
 
 /** Scalar metadata values by key (numbers, bools as 0/1, strings); arrays are left out. */
 export type GgufMetadata = ReadonlyMap<string, number | string>;
+
+/** What a sound header holds. */
+export interface GgufHeader {
+  readonly metadata: GgufMetadata;
+  readonly size: number;
+  /** The metadata value type of each key (GGUF value types 0..12), arrays included. */
+  readonly types: ReadonlyMap<string, number>;
+  /** The text of the BOS and EOS tokens (`tokenizer.ggml.{bos,eos}_token_id` in `tokenizer.ggml.tokens`). */
+  readonly specialTokens: { readonly bos?: string; readonly eos?: string };
+}
+
+/** A GGUF's chat template with the text of its BOS and EOS tokens ('' when it has none). */
+export interface GgufChatTemplate {
+  readonly text: string;
+  readonly bosToken: string;
+  readonly eosToken: string;
+}
 
 class Cursor {
   pos = 0;
@@ -148,9 +178,11 @@ function value(c: Cursor, type: number, depth: number): void {
   for (let i = 0; i < count; i++) value(c, itemType, depth + 1);
 }
 
-function walk(buf: Buffer, fileSize: number): Map<string, number | string> {
+function walk(buf: Buffer, fileSize: number): Omit<GgufHeader, 'size'> {
   const c = new Cursor(buf, fileSize);
   const metadata = new Map<string, number | string>();
+  const types = new Map<string, number>();
+  let tokensAt: number | undefined;
   c.need(4);
   if (buf.toString('latin1', 0, 4) !== 'GGUF') throw new Corrupt('it does not start with the GGUF magic');
   c.skip(4);
@@ -163,8 +195,19 @@ function walk(buf: Buffer, fileSize: number): Map<string, number | string> {
   c.fits(kvs, 13, 'the metadata entry count');
   for (let i = 0; i < kvs; i++) {
     const key = c.text();
-    const v = topValue(c, c.u32());
+    const type = c.u32();
+    types.set(key, type);
+    const at = c.pos;
+    const v = topValue(c, type);
     if (v !== undefined) metadata.set(key, v);
+    else if (key === TOKENS_KEY) tokensAt = at;
+  }
+  const specialTokens: { bos?: string; eos?: string } = {};
+  if (tokensAt !== undefined) {
+    for (const which of ['bos', 'eos'] as const) {
+      const text = tokenText(buf, fileSize, tokensAt, metadata.get(`tokenizer.ggml.${which}_token_id`));
+      if (text !== undefined) specialTokens[which] = text;
+    }
   }
   c.fits(tensors, 32, 'the tensor count');
   for (let i = 0; i < tensors; i++) {
@@ -174,7 +217,21 @@ function walk(buf: Buffer, fileSize: number): Map<string, number | string> {
     c.skip(8 * dims + 4);
     if (c.u64() > fileSize) throw new Corrupt('a tensor starts past the end of the file');
   }
-  return metadata;
+  return { metadata, types, specialTokens };
+}
+
+/**
+ * The text of token `id` in the array at `at` (already walked, so sound), when it is an array of strings
+ * that long; found by stepping over the strings before it.
+ */
+function tokenText(buf: Buffer, fileSize: number, at: number, id: unknown): string | undefined {
+  const c = new Cursor(buf, fileSize);
+  c.pos = at;
+  if (c.u32() !== 8) return undefined;
+  const count = c.u64();
+  if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= count) return undefined;
+  for (let i = 0; i < id; i++) c.string();
+  return c.text();
 }
 
 /** Why `file` is not a usable GGUF file, or undefined when its header is sound. */
@@ -205,10 +262,39 @@ export function kvCacheBytes(metadata: GgufMetadata, tokens: number): number | u
   return layers * tokens * kvHeads * (keyLength + valueLength) * 2;
 }
 
-/** The file's scalar metadata, or why it is not a usable GGUF file. */
-export async function ggufHeader(
-  file: string,
-): Promise<{ readonly metadata: GgufMetadata; readonly size: number } | { readonly problem: string }> {
+/**
+ * The chat template in a sound header: undefined when it has none, `{ skipped }` with the reason when the
+ * one it has cannot be used (not a string, too long, a BOS / EOS token text too long).
+ */
+export function chatTemplateOf(
+  header: GgufHeader,
+): GgufChatTemplate | { readonly skipped: string } | undefined {
+  const type = header.types.get(TEMPLATE_KEY);
+  if (type === undefined) return undefined;
+  const text = header.metadata.get(TEMPLATE_KEY);
+  if (typeof text !== 'string') {
+    return { skipped: `its ${TEMPLATE_KEY} is not a string (GGUF value type ${type})` };
+  }
+  if (text.length > MAX_TEMPLATE_CHARS) {
+    return { skipped: `its ${TEMPLATE_KEY} is ${text.length} characters, over ${MAX_TEMPLATE_CHARS}` };
+  }
+  const token = (which: 'bos' | 'eos'): string | { readonly skipped: string } => {
+    const t = header.specialTokens[which] ?? '';
+    return t.length > MAX_TOKEN_CHARS
+      ? {
+          skipped: `its ${which.toUpperCase()} token's text is ${t.length} characters, over ${MAX_TOKEN_CHARS}`,
+        }
+      : t;
+  };
+  const bosToken = token('bos');
+  if (typeof bosToken !== 'string') return bosToken;
+  const eosToken = token('eos');
+  if (typeof eosToken !== 'string') return eosToken;
+  return { text, bosToken, eosToken };
+}
+
+/** The file's header, or why it is not a usable GGUF file. */
+export async function ggufHeader(file: string): Promise<GgufHeader | { readonly problem: string }> {
   const handle = await open(file, 'r');
   try {
     const { size } = await handle.stat();
@@ -217,7 +303,7 @@ export async function ggufHeader(
       const buf = Buffer.alloc(length);
       const { bytesRead } = await handle.read(buf, 0, length, 0);
       try {
-        return { metadata: walk(buf.subarray(0, bytesRead), size), size };
+        return { ...walk(buf.subarray(0, bytesRead), size), size };
       } catch (err) {
         if (err instanceof Corrupt) return { problem: err.message };
         if (!(err instanceof NeedMore)) throw err;

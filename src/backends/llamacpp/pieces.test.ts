@@ -1,6 +1,6 @@
 // The llamacpp backend's pure parts: sampling_parameters (vLLM's keys, defaults, refusals), stop strings
-// held back while streaming, model.json checks, the sequence queue's bound and cancellation, and the
-// context budget of a request.
+// held back while streaming, model.json checks, the sequence queue's bound and cancellation, the
+// context budget of a request, and the GGUF header walk with the chat template it reads.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { NereidError } from '../../common/errors.js';
@@ -249,5 +249,152 @@ describe('GGUF header check', () => {
     assert.equal(header.metadata.get('llama.context_length'), 512);
     assert.equal(kvCacheBytes(header.metadata, 1000), 256 * 1000);
     assert.equal(kvCacheBytes(new Map([['general.architecture', 'llama']]), 1000), undefined);
+  });
+});
+
+describe("GGUF chat template (the OpenAI frontend's, published by the backend)", () => {
+  const str = (s: string | Buffer): Buffer => {
+    const b = typeof s === 'string' ? Buffer.from(s, 'utf8') : s;
+    const n = Buffer.alloc(8);
+    n.writeBigUInt64LE(BigInt(b.length));
+    return Buffer.concat([n, b]);
+  };
+  const u32 = (v: number): Buffer => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(v);
+    return b;
+  };
+  const u64 = (v: number): Buffer => {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(BigInt(v));
+    return b;
+  };
+  /** Metadata values by GGUF type: 4 = u32, 8 = string, 9 = array of strings. */
+  const kv = {
+    u32: (key: string, v: number): Buffer => Buffer.concat([str(key), u32(4), u32(v)]),
+    string: (key: string, v: string): Buffer => Buffer.concat([str(key), u32(8), str(v)]),
+    strings: (key: string, v: readonly string[]): Buffer =>
+      Buffer.concat([str(key), u32(9), u32(8), u64(v.length), ...v.map(str)]),
+  };
+  /** A GGUF v3 file of these metadata entries and no tensors. */
+  const gguf = (...kvs: Buffer[]): Buffer =>
+    Buffer.concat([Buffer.from('GGUF', 'latin1'), u32(3), u64(0), u64(kvs.length), ...kvs]);
+  const VOCAB = ['<unk>', '<s>', '</s>', 'a'];
+
+  const templateOf = async (bytes: Buffer): Promise<unknown> => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const { chatTemplateOf, ggufHeader } = await import('./gguf-check.js');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-gguf-template-'));
+    try {
+      const file = path.join(dir, 'model.gguf');
+      writeFileSync(file, bytes);
+      const header = await ggufHeader(file);
+      return 'problem' in header ? header : chatTemplateOf(header);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it("reads the tiny chat model's template and BOS / EOS text; the plain tiny model has none", async () => {
+    const { existsSync } = await import('node:fs');
+    const path = await import('node:path');
+    const { chatTemplateOf, ggufHeader } = await import('./gguf-check.js');
+    const models = path.resolve(import.meta.dirname, '../../../../.cache/llm-models/current');
+    const chat = path.join(models, 'tiny-llama-chat.gguf');
+    assert.ok(existsSync(chat), `${chat} is missing: scripts/setup-llm-models.sh writes it`);
+    const header = await ggufHeader(chat);
+    assert.ok(!('problem' in header));
+    const t = chatTemplateOf(header);
+    assert.ok(t !== undefined && 'text' in t);
+    assert.ok(t.text.startsWith('{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>'), t.text);
+    assert.deepEqual([t.bosToken, t.eosToken], ['<s>', '</s>']);
+    const plain = await ggufHeader(path.join(models, 'tiny-llama.gguf'));
+    assert.ok(!('problem' in plain));
+    assert.equal(chatTemplateOf(plain), undefined);
+  });
+
+  it('finds the BOS / EOS text whichever order the keys come in, and none for an id out of range', async () => {
+    assert.deepEqual(
+      await templateOf(
+        gguf(
+          kv.u32('tokenizer.ggml.eos_token_id', 2),
+          kv.string('tokenizer.chat_template', '{{ bos_token }}x{{ eos_token }}'),
+          kv.strings('tokenizer.ggml.tokens', VOCAB),
+          kv.u32('tokenizer.ggml.bos_token_id', 1),
+        ),
+      ),
+      { text: '{{ bos_token }}x{{ eos_token }}', bosToken: '<s>', eosToken: '</s>' },
+    );
+    assert.deepEqual(
+      await templateOf(
+        gguf(
+          kv.string('tokenizer.chat_template', 'T'),
+          kv.u32('tokenizer.ggml.bos_token_id', 4),
+          kv.u32('tokenizer.ggml.eos_token_id', 0xffffffff),
+          kv.strings('tokenizer.ggml.tokens', VOCAB),
+        ),
+      ),
+      { text: 'T', bosToken: '', eosToken: '' },
+    );
+    assert.deepEqual(await templateOf(gguf(kv.string('tokenizer.chat_template', 'T'))), {
+      text: 'T',
+      bosToken: '',
+      eosToken: '',
+    });
+    assert.equal(await templateOf(gguf(kv.strings('tokenizer.ggml.tokens', VOCAB))), undefined);
+  });
+
+  it('skips a template of the wrong type or over the limits, saying why', async () => {
+    const { MAX_TEMPLATE_CHARS, MAX_TOKEN_CHARS } = await import('./gguf-check.js');
+    const skipped = async (bytes: Buffer): Promise<string> => {
+      const r = await templateOf(bytes);
+      assert.ok(typeof r === 'object' && r !== null && 'skipped' in r, JSON.stringify(r));
+      return String(r.skipped);
+    };
+    assert.match(
+      await skipped(gguf(kv.u32('tokenizer.chat_template', 7))),
+      /not a string \(GGUF value type 4\)/,
+    );
+    assert.match(
+      await skipped(gguf(kv.strings('tokenizer.chat_template', ['a', 'b']))),
+      /not a string \(GGUF value type 9\)/,
+    );
+    assert.match(
+      await skipped(gguf(kv.string('tokenizer.chat_template', 'x'.repeat(MAX_TEMPLATE_CHARS + 1)))),
+      new RegExp(`${MAX_TEMPLATE_CHARS + 1} characters, over ${MAX_TEMPLATE_CHARS}`),
+    );
+    assert.deepEqual(
+      await templateOf(gguf(kv.string('tokenizer.chat_template', 'x'.repeat(MAX_TEMPLATE_CHARS)))),
+      { text: 'x'.repeat(MAX_TEMPLATE_CHARS), bosToken: '', eosToken: '' },
+    );
+    assert.match(
+      await skipped(
+        gguf(
+          kv.string('tokenizer.chat_template', 'T'),
+          kv.strings('tokenizer.ggml.tokens', ['<unk>', 'b'.repeat(MAX_TOKEN_CHARS + 1)]),
+          kv.u32('tokenizer.ggml.bos_token_id', 1),
+        ),
+      ),
+      /BOS token's text is \d+ characters/,
+    );
+  });
+
+  it('fails a header truncated inside the template or with a bad value type, before any template', async () => {
+    const whole = gguf(kv.string('tokenizer.chat_template', 'a template of some length'), kv.u32('k', 1));
+    const problem = async (bytes: Buffer): Promise<string> => {
+      const r = await templateOf(bytes);
+      assert.ok(typeof r === 'object' && r !== null && 'problem' in r, JSON.stringify(r));
+      return String(r.problem);
+    };
+    assert.match(await problem(whole.subarray(0, whole.length - 20)), /cannot fit|past the end/);
+    assert.match(await problem(whole.subarray(0, 40)), /cannot fit|past the end/);
+    const lying = gguf(Buffer.concat([str('tokenizer.chat_template'), u32(8), u64(1 << 30), str('T')]));
+    assert.match(await problem(lying), /a string length \(1073741824\) cannot fit/);
+    assert.match(
+      await problem(gguf(Buffer.concat([str('tokenizer.chat_template'), u32(13), u64(0)]))),
+      /unknown metadata value type 13/,
+    );
   });
 });

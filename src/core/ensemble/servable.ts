@@ -3,6 +3,7 @@
  * it takes requests and keeps statistics. Both a ModelVersion and an EnsembleVersion are servable, so an
  * ensemble step can name a plain model or another ensemble.
  */
+import type { ModelChatTemplate } from '../../backend-api/backend.js';
 import type { LoadedVersion } from '../repository/contract.js';
 import type { ModelStats } from '../stats/model-stats.js';
 import type { InferenceRequest, InferenceResponse } from '../types.js';
@@ -11,6 +12,8 @@ export interface ServableVersion extends LoadedVersion {
   readonly stats: ModelStats;
   /** The backend reads inputs in shared memory in place (ModelHandle.sharesInputMemory). */
   readonly sharesInputMemory?: boolean;
+  /** The chat template the model file carries (ModelHandle.chatTemplate). */
+  readonly chatTemplate?: ModelChatTemplate | undefined;
   /**
    * Holds the version for one request (core/model/holds.ts): returns the release. Throws UNAVAILABLE
    * unless READY (`again`: the caller already holds it). Absent: the version cannot be held.

@@ -10,7 +10,12 @@
  * repository index and strict server readiness follow — but requests are still accepted, as a readiness
  * probe only steers traffic (Triton's model-ready endpoint is such a probe).
  */
-import type { CustomMetricFamily, InstanceHandle, ModelHandle } from '../../backend-api/backend.js';
+import type {
+  CustomMetricFamily,
+  InstanceHandle,
+  ModelChatTemplate,
+  ModelHandle,
+} from '../../backend-api/backend.js';
 import { fromConfigDataType } from '../../common/datatype.js';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -249,6 +254,10 @@ export class ModelVersion implements LoadedVersion {
 
   get sharesInputMemory(): boolean {
     return this.parts.handle.sharesInputMemory === true;
+  }
+
+  get chatTemplate(): ModelChatTemplate | undefined {
+    return this.parts.handle.chatTemplate;
   }
 
   /** Requests hold the version or are in flight (on-demand mode does not unload it to make room). */

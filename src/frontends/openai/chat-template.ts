@@ -9,8 +9,9 @@
  *   2. `chat_template.jinja` in the model's folder (in one of the --model-repository folders);
  *   3. `tokenizer_config.json` in the model's folder, its `chat_template` (a string, or Hugging Face's
  *      list of named templates, of which `default`);
- *   4. the metadata of the version's GGUF file (`<version>/model.gguf`, or the config's
- *      default_model_filename): its `tokenizer.chat_template` (gguf-template.ts);
+ *   4. the template the model's backend read from the model file (ResolvedModel.chatTemplate: the
+ *      llamacpp backend publishes its GGUF's `tokenizer.chat_template`, backends/llamacpp/gguf-check.ts),
+ *      with tokenizer_config.json's BOS / EOS text when it has them;
  *   5. the fallback: one `<role>: <content>` line per message, then `assistant:` (docs/openai.md); with
  *      tools, a first `system:` line lists them and asks for tools.ts's `<tool_call>` form.
  * Repository files are hostile: only a model name that is one plain path segment is looked up, a file
@@ -20,8 +21,8 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import type { ModelChatTemplate } from '../../backend-api/backend.js';
 import { internal } from '../../common/errors.js';
-import { ggufChatTemplate } from './gguf-template.js';
 import type { ChatMessage } from './request.js';
 import { TemplateSandbox } from './template-sandbox.js';
 import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN, type ToolSpec } from './tools.js';
@@ -36,13 +37,12 @@ export interface ChatTemplateSource {
   readonly eosToken: string;
 }
 
-/** Which model a template is for: its name, the version resolved, its config's template parameter. */
+/** Which model a template is for: its name, its config's template parameter, its model file's template. */
 export interface TemplateTarget {
   readonly model: string;
-  readonly version?: string;
   readonly configParameter?: string | undefined;
-  /** The version folder's model file (default model.gguf). */
-  readonly modelFile?: string;
+  /** The template the version's backend read from its model file (ResolvedModel.chatTemplate). */
+  readonly modelTemplate?: ModelChatTemplate | undefined;
 }
 
 /** The fallback prompt for a model without a chat template. */
@@ -113,10 +113,30 @@ export class ChatTemplates {
 
   /** Where the model's template comes from, or undefined for the fallback. */
   find(target: TemplateTarget): ChatTemplateSource | undefined {
-    const { model, configParameter } = target;
+    const { model, configParameter, modelTemplate } = target;
     if (configParameter !== undefined && configParameter !== '') {
       return { text: configParameter, origin: 'config parameter chat_template', bosToken: '', eosToken: '' };
     }
+    const folder = this.fromFolder(model);
+    if (folder !== undefined && 'text' in folder) return folder;
+    if (modelTemplate === undefined) return undefined;
+    const bosToken = folder?.bosToken ?? '';
+    const eosToken = folder?.eosToken ?? '';
+    return {
+      text: modelTemplate.text,
+      origin: modelTemplate.origin,
+      bosToken: bosToken === '' ? modelTemplate.bosToken : bosToken,
+      eosToken: eosToken === '' ? modelTemplate.eosToken : eosToken,
+    };
+  }
+
+  /**
+   * The template in the model's folder (the first --model-repository folder that has the model), or the
+   * BOS / EOS text of its tokenizer_config.json without a template; undefined without a folder.
+   */
+  private fromFolder(
+    model: string,
+  ): ChatTemplateSource | { readonly bosToken: string; readonly eosToken: string } | undefined {
     if (model === '' || model === '.' || model === '..' || model.includes('/') || model.includes('\\')) {
       return undefined;
     }
@@ -145,21 +165,8 @@ export class ChatTemplates {
           return { text: named.template, origin: 'tokenizer_config.json', bosToken, eosToken };
         }
       }
-      if (jinja === undefined && tokenizer === undefined && !exists(dir)) continue;
-      const version = target.version ?? '';
-      const file = target.modelFile ?? 'model.gguf';
-      if (/^[0-9]+$/.test(version) && !file.includes('/') && !file.includes('\\') && !file.startsWith('.')) {
-        const gguf = ggufChatTemplate(path.join(dir, version, file));
-        if (gguf !== undefined) {
-          return {
-            text: gguf.text,
-            origin: `${version}/${file} metadata`,
-            bosToken: bosToken === '' ? gguf.bosToken : bosToken,
-            eosToken: eosToken === '' ? gguf.eosToken : eosToken,
-          };
-        }
-      }
-      return undefined;
+      if (tokenizer === undefined && !exists(dir)) continue;
+      return { bosToken, eosToken };
     }
     return undefined;
   }

@@ -135,11 +135,6 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
     return typeof v === 'string' ? v : undefined;
   };
 
-  const modelFileOf = (facts: ModelFacts): { modelFile?: string } => {
-    const f = facts.model.configJson().default_model_filename;
-    return typeof f === 'string' && f !== '' ? { modelFile: f } : {};
-  };
-
   const readJson = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
     const raw = await readBody(req, options.maxInputSize);
     const body = await decodeContentEncoding(raw, req.headers['content-encoding'], options.maxInputSize);
@@ -196,9 +191,8 @@ export function createOpenAiHandler(api: InferenceServerApi, options: OpenAiOpti
           const prompt = await templates.render(
             {
               model: r.model,
-              version: facts.model.version,
               configParameter: chatTemplateParameter(facts),
-              ...modelFileOf(facts),
+              modelTemplate: facts.model.chatTemplate,
             },
             r.messages,
             shown,
