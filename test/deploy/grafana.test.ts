@@ -1,16 +1,22 @@
 // The Grafana board (deploy/grafana/nereid-dashboard.json) against a real Prometheus scraping a real
 // Nereid under load: the board is well formed (unique panel ids, no overlapping panels, every query on the
-// board's data source), every panel's PromQL returns data, and the numbers agree with the server's own
+// board's data source); every metric its PromQL names is one of the server's families (Triton's table and
+// prom-client's process metrics), with rate()/increase() over counters only; every query parses in
+// promtool; every panel's PromQL returns data, and the numbers agree with the server's own
 // /v2/models/stats — the rate panels checked through their cumulative form (the same query without
-// rate(...[$__rate_interval])), which Prometheus must bring to exactly the statistics' counts.
+// rate(...[$__rate_interval]) or increase(...)), which Prometheus must bring to exactly the statistics'
+// counts — and the instance panels with a Python model whose stub the test kills twice (restarts) and the
+// stubs' VmRSS read from /proc (memory).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import { TestClient } from '../../src/frontends/grpc/test-client.testkit.js';
+import { FAMILIES } from '../../src/frontends/metrics/families.js';
 import {
   makeRepository,
   post,
@@ -19,7 +25,8 @@ import {
   startServer,
   type TestServer,
 } from '../integration/harness.js';
-import { deployTools, missing, ROOT } from './tools.js';
+import { pythonFlags, stubPids } from '../integration/python-support.js';
+import { deployTools, missing, ROOT, run } from './tools.js';
 
 const BOARD = path.join(ROOT, 'deploy/grafana/nereid-dashboard.json');
 const RATE_WINDOW = '30s';
@@ -35,6 +42,7 @@ interface Panel {
   type: string;
   title: string;
   gridPos: { x: number; y: number; w: number; h: number };
+  fieldConfig?: { defaults: { unit?: string } };
   datasource?: { type: string; uid: string };
   targets?: Target[];
 }
@@ -62,7 +70,73 @@ function substitute(expr: string): string {
 
 /** The cumulative form of a rate query: counters since the server started instead of their rates. */
 function cumulative(expr: string): string {
-  return substitute(expr).replace(/rate\(([a-z_]+\{[^}]*\}|[a-z_]+)\[[^\]]+\]\)/g, '$1');
+  return substitute(expr).replace(/(?:rate|increase)\(([a-z_]+\{[^}]*\}|[a-z_]+)\[[^\]]+\]\)/g, '$1');
+}
+
+/** PromQL's keywords, which look like metric names to a tokenizer. */
+const PROMQL_WORDS = new Set(
+  'by without on ignoring group_left group_right and or unless bool offset inf nan'.split(' '),
+);
+
+/**
+ * The metrics a PromQL expression selects, each with whether it is read through a range function over
+ * counters (rate, irate, increase). Strings, label matchers, range windows and grouping label lists are
+ * taken out first; what is left that names no function and no keyword is a metric.
+ */
+function selectors(expr: string): { name: string; rated: boolean }[] {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
+    .replace(/\{[^}]*\}/g, '')
+    .replace(/\[[^\]]*\]/g, '[]')
+    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ');
+  const out: { name: string; rated: boolean }[] = [];
+  for (const m of bare.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)) {
+    const before = bare.slice(0, m.index);
+    const after = bare.slice(m.index + m[0].length);
+    if (/^\s*\(/.test(after) || PROMQL_WORDS.has(m[0].toLowerCase()) || /[0-9.]$/.test(before)) continue;
+    out.push({ name: m[0], rated: /\b(?:rate|irate|increase)\(\s*$/.test(before) && after.startsWith('[]') });
+  }
+  return out;
+}
+
+/** The series names a family of the given type exposes, each with how it may be read. */
+function exposed(name: string, type: string): [string, 'counter' | 'gauge'][] {
+  if (type === 'histogram')
+    return [`${name}_bucket`, `${name}_sum`, `${name}_count`].map((n) => [n, 'counter']);
+  if (type === 'summary')
+    return [
+      [name, 'gauge'],
+      [`${name}_sum`, 'counter'],
+      [`${name}_count`, 'counter'],
+    ];
+  return [[name, type === 'counter' ? 'counter' : 'gauge']];
+}
+
+/** Every series name the server's registry can publish: Triton's families and prom-client's process ones. */
+async function registry(): Promise<Map<string, 'counter' | 'gauge'>> {
+  const names = new Map<string, 'counter' | 'gauge'>();
+  const add = (name: string, type: string) => {
+    for (const [n, kind] of exposed(name, type)) names.set(n, kind);
+  };
+  for (const f of Object.values(FAMILIES)) add(f.name, f.type);
+  const processRegistry = new Registry();
+  collectDefaultMetrics({ register: processRegistry });
+  for (const m of await processRegistry.getMetricsAsJSON()) add(m.name, String(m.type));
+  return names;
+}
+
+/** The sum of VmRSS over processes, in bytes (0 for one that has exited). */
+function residentBytes(pids: number[]): number {
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) total += Number(m[1]) * 1024;
+    } catch {
+      // exited while we looked
+    }
+  }
+  return total;
 }
 
 interface PromSample {
@@ -107,7 +181,21 @@ input [ { name: "INPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]
 `;
 
+const faultsBody = (mode: number) => ({
+  inputs: [
+    { name: 'MODE', shape: [1], datatype: 'INT32', data: [mode] },
+    { name: 'DATA', shape: [2], datatype: 'FP32', data: [1, 2] },
+  ],
+});
+/** Times the test kills the Python model's stub (MODE 1: os._exit), so restarts the board must show. */
+const KILLS = 2;
+const MIB = 1024 * 1024;
+
 const tools = deployTools();
+const promtool =
+  typeof tools === 'string' || !tools.prometheus
+    ? undefined
+    : path.join(path.dirname(tools.prometheus), 'promtool');
 
 describe('the Grafana board', () => {
   it('is a well-formed dashboard: unique ids and titles, no overlaps, one data-source variable', () => {
@@ -136,6 +224,89 @@ describe('the Grafana board', () => {
       assert.equal(new Set(refs).size, refs.length, `${p.title}: refIds are unique`);
     }
   });
+
+  it("names only metrics of the server's registry, and takes rate() and increase() of counters only", async () => {
+    const known = await registry();
+    assert.equal(known.get('nereid_model_instance_restarts_total'), 'counter');
+    assert.equal(known.get('process_cpu_seconds_total'), 'counter');
+    const named = new Set<string>();
+    for (const p of queryPanels)
+      for (const t of p.targets ?? []) {
+        const found = selectors(t.expr);
+        assert.ok(found.length > 0, `${p.title} (${t.refId}) selects a metric: ${t.expr}`);
+        for (const { name, rated } of found) {
+          named.add(name);
+          const kind = known.get(name);
+          assert.ok(kind, `${p.title}: ${name} is a metric the server publishes`);
+          if (rated) assert.equal(kind, 'counter', `${p.title}: rate/increase of ${name}, a ${kind}`);
+          else assert.notEqual(kind, 'counter', `${p.title}: ${name} is a counter read without a rate`);
+        }
+      }
+    for (const v of board.templating.list.filter((x) => x.type === 'query')) {
+      const m = /label_values\((\w+),/.exec(JSON.stringify(v.query));
+      assert.ok(m && known.has(m[1]), `the ${v.name} variable reads a published metric`);
+    }
+    // Units follow the names: a panel that reads gauges of one unit only (no rate, so no ratio of them)
+    // shows that unit, and one of increase()s counts events.
+    const UNITS: [RegExp, string][] = [
+      [/_bytes$/, 'bytes'],
+      [/_us$/, 'µs'],
+      [/_(?:secs|seconds)$/, 's'],
+    ];
+    let unitChecked = 0;
+    for (const p of queryPanels) {
+      const exprs = (p.targets ?? []).map((t) => t.expr);
+      const found = exprs.flatMap(selectors);
+      const unit = p.fieldConfig?.defaults.unit;
+      if (exprs.every((e) => /^sum by \([^)]*\) \(increase\(/.test(e))) {
+        assert.equal(unit, 'short', `${p.title} counts events`);
+        unitChecked++;
+        continue;
+      }
+      if (found.some((x) => x.rated)) continue;
+      const units = new Set(found.map(({ name }) => UNITS.find(([re]) => re.test(name))?.[1]));
+      if (units.size !== 1 || units.has(undefined)) continue;
+      assert.equal(unit, [...units][0], `${p.title}: the unit of ${found.map((x) => x.name).join(', ')}`);
+      unitChecked++;
+    }
+    assert.ok(unitChecked >= 5, `units checked on ${unitChecked} panels`);
+    // The parser sees what the board is about: the instance panels' two families among the rest.
+    for (const name of ['nereid_model_instance_restarts_total', 'nereid_model_instance_resident_bytes'])
+      assert.ok(named.has(name), `the board shows ${name}`);
+  });
+
+  it(
+    'has queries Prometheus parses (promtool check rules, the variables substituted)',
+    {
+      skip:
+        missing(tools, ['prometheus']) ??
+        (promtool && existsSync(promtool) ? undefined : `no promtool beside ${String(promtool)}`),
+    },
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'nereid-promtool-'));
+      try {
+        const rules = queryPanels.flatMap((p) =>
+          (p.targets ?? []).map(
+            (t, i) =>
+              `      - record: board:panel${p.id}:${i}\n        expr: ${JSON.stringify(substitute(t.expr))}\n`,
+          ),
+        );
+        const file = path.join(dir, 'board.rules.yml');
+        writeFileSync(file, `groups:\n  - name: board\n    rules:\n${rules.join('')}`);
+        const r = await run(promtool!, ['check', 'rules', file]);
+        assert.equal(r.code, 0, r.stdout + r.stderr);
+        assert.match(r.stdout, new RegExp(`SUCCESS: ${rules.length} rules found`));
+        // And promtool is a judge that can say no: the same check of a broken query fails.
+        writeFileSync(
+          file,
+          'groups:\n  - name: board\n    rules:\n      - record: x\n        expr: "sum by (model (x)"\n',
+        );
+        assert.notEqual((await run(promtool!, ['check', 'rules', file])).code, 0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   describe(
     'its queries against a real Prometheus scraping Nereid under load',
@@ -182,11 +353,16 @@ describe('the Grafana board', () => {
           fp: { config: FP, onnx: 'identity_fp32.onnx' },
           str: { config: STR, onnx: 'identity_bytes.onnx' },
         });
+        // A Python model: its instance runs in a stub process, the one kind with restarts and stub memory.
+        cpSync(path.join(ROOT, 'test/fixtures/python/faults'), path.join(repo, 'faults'), {
+          recursive: true,
+        });
         s = await startServer([
           `--model-repository=${repo}`,
           '--metrics-address=127.0.0.1',
           '--cache-config=local,size=1048576',
           '--metrics-config=summary_latencies=true',
+          ...pythonFlags(`nereid_grafana_${process.pid}_`),
         ]);
         promPort = await freePort();
         const metricsPort = s.running.metrics!.port;
@@ -209,6 +385,21 @@ describe('the Grafana board', () => {
           async () => (await query('up{job="nereid"} == 1')).length === 1,
         );
 
+        // Kill the Python model's stub KILLS times, each seen by the server before the next.
+        const scraped = async (family: string): Promise<number | undefined> => {
+          const text = (await request(`http://127.0.0.1:${metricsPort}/metrics`)).body.toString('utf8');
+          const m = new RegExp(`^${family}\\{[^}]*model="faults"[^}]*\\} (\\S+)$`, 'm').exec(text);
+          return m ? Number(m[1]) : undefined;
+        };
+        assert.equal(await scraped('nereid_model_instance_restarts_total'), 0);
+        for (let n = 1; n <= KILLS; n++) {
+          assert.notEqual((await post(`${s.url}/v2/models/faults/infer`, faultsBody(1))).status, 200);
+          await until(
+            `restart ${n} of the faults stub`,
+            async () => (await scraped('nereid_model_instance_restarts_total')) === n,
+          );
+        }
+
         // Load until Prometheus has seen several scrapes of it: fresh inputs (cache misses), repeated ones
         // (hits), strings, and requests refused at the edge (bad shape, unknown model over HTTP and gRPC).
         const scrapes = async (): Promise<number> =>
@@ -224,6 +415,7 @@ describe('the Grafana board', () => {
             post(`${s.url}/v2/models/fp/infer`, fresh),
             post(`${s.url}/v2/models/fp/infer`, repeated),
             post(`${s.url}/v2/models/str/infer`, str),
+            post(`${s.url}/v2/models/faults/infer`, faultsBody(0)),
           ]);
           for (const r of replies) assert.equal(r.status, 200);
           const bad = { inputs: [{ name: 'INPUT0', shape: [1, 3], datatype: 'FP32', data: [1, 2] }] };
@@ -238,7 +430,8 @@ describe('the Grafana board', () => {
         const final = (await stats('fp')).inference_stats.success.count;
         await until('Prometheus to hold the final counts', async () => {
           const r = await query('nv_inference_request_success{model="fp"}');
-          return r.length === 1 && r[0].value === final;
+          const k = await query('nereid_model_instance_restarts_total{model="faults"}');
+          return r.length === 1 && r[0].value === final && k.length === 1 && k[0].value === KILLS;
         });
         scrapedText = (await request(`http://127.0.0.1:${metricsPort}/metrics`)).body.toString('utf8');
       });
@@ -253,7 +446,7 @@ describe('the Grafana board', () => {
       it('every panel query returns data, and every metric it names is one the server publishes', async () => {
         for (const p of queryPanels) {
           for (const t of p.targets ?? []) {
-            for (const name of t.expr.match(/\b(?:nv|nereid|process|nodejs)_[a-z0-9_]+/g) ?? [])
+            for (const { name } of selectors(t.expr))
               assert.ok(
                 new RegExp(`^${name}[{ ]`, 'm').test(scrapedText),
                 `${p.title}: ${name} is on /metrics`,
@@ -311,7 +504,42 @@ describe('the Grafana board', () => {
         const states = await query(expr0('Models by state'));
         assert.deepEqual(
           states.map((x) => [x.metric.state, x.value]),
-          [['READY', 2]],
+          [['READY', 3]],
+        );
+      });
+
+      it("the instance panels show the Python model's restarts and its stub's memory, and nothing for ONNX", async (t) => {
+        const restartsPanel = panel('Instance restarts (Python stubs)');
+        const total = await query(expr0('Instance restarts (Python stubs)'));
+        assert.deepEqual(
+          total.map((x) => [x.metric.model, x.metric.version, x.value]),
+          [['faults', '1', KILLS]],
+          'the restarts since load, for the one model with stubs',
+        );
+        // The panel's own increase(), over a window holding the whole run and ending at the last scrape
+        // (so Prometheus has nothing to extrapolate), counts the same restarts.
+        const [last] = await query('timestamp(nereid_model_instance_restarts_total{model="faults"})');
+        const windowed = await query(
+          restartsPanel
+            .targets![0].expr.replaceAll('[$__rate_interval]', `[1h] @ ${last.value}`)
+            .replaceAll('$model', '.*'),
+        );
+        assert.equal(forModel(windowed, 'faults'), KILLS, JSON.stringify(windowed));
+
+        const memory = await query(expr0('Instance memory (Python stubs)'));
+        assert.deepEqual(
+          memory.map((x) => x.metric.model),
+          ['faults'],
+        );
+        const stubs = stubPids();
+        assert.equal(stubs.length, 1, `one live stub: ${stubs.join(' ')}`);
+        const rss = residentBytes(stubs);
+        const shown = forModel(memory, 'faults');
+        // A Python interpreter with numpy holds tens of MiB; memory moves between the scrape and this read.
+        assert.ok(rss > 5 * MIB, `stub VmRSS ${rss}`);
+        assert.ok(Math.abs(shown - rss) <= 0.25 * Math.max(shown, rss), `board ${shown} B, /proc ${rss} B`);
+        t.diagnostic(
+          `restarts ${KILLS}, windowed ${forModel(windowed, 'faults')}; memory board ${shown} B, /proc ${rss} B`,
         );
       });
 
