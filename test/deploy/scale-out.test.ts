@@ -22,6 +22,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
 import { CHART, deployTools, missing, ROOT, run, type DeployTools } from './tools.js';
+import { DEFAULT_SCRAPE_CACHE } from '../../src/frontends/metrics/scrape-cache.js';
 
 const tools = deployTools();
 const t = (typeof tools === 'string' ? {} : tools) as DeployTools;
@@ -208,6 +209,9 @@ class Prometheus {
     return new Map(body.data.result.map((s) => [s.metric.instance, Number(s.value[1])]));
   }
 }
+
+/** The window of the metrics port's scrape cache (DEFAULT_SCRAPE_CACHE.windowMs). */
+const SCRAPE_WINDOW_MS = DEFAULT_SCRAPE_CACHE.windowMs;
 
 /** haproxy's view of one backend's servers (its stats page as CSV): status and retry counters. */
 async function haproxyServers(
@@ -582,6 +586,10 @@ ${servers}
               assert.equal((JSON.parse(r.body) as { model_name: string }).model_name, `echo.${VARIANTS[i]}`);
             }
           }
+          // The replicas' /metrics answer a burst of scrapes (over 10 in a second: this test's counter reads)
+          // with text up to a second old (src/frontends/metrics/scrape-cache.ts); past a quiet second the next
+          // reads are fresh, so the counts below include every request just answered.
+          await sleep(SCRAPE_WINDOW_MS + 200);
           // A replica marked down would move its variants elsewhere: the counts say whether one was.
           const checks = [...(await haproxyServers(stats, 'nereid_by_variant')).values()]
             .map((r) => `${r.svname} ${r.status} chkdown=${r.chkdown}`)
@@ -611,6 +619,7 @@ ${servers}
           // Without the header (the full name in the path) the same config goes round robin: several replicas load it.
           for (let i = 0; i < 6; i++)
             assert.equal((await send(port, 'POST', '/v2/models/echo.rr/infer', false, body)).status, 200);
+          await sleep(SCRAPE_WINDOW_MS + 200); // the 36 counter reads above made the next ones cached, as above
           const rr = await Promise.all(replicas.map((x) => x.counters('echo.rr')));
           const rrChecks = [...(await haproxyServers(stats, 'nereid_any')).values()]
             .map((r) => `${r.svname} ${r.status} chkdown=${r.chkdown}`)
