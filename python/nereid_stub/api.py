@@ -319,6 +319,7 @@ class _RequestState:
         "__weakref__",
         "cancelled",
         "closed",
+        "credit",
         "decoupled",
         "has_sender",
         "pending",
@@ -328,10 +329,13 @@ class _RequestState:
         "sent",
     )
 
-    def __init__(self, rid: int, decoupled: bool, requested: frozenset[str]) -> None:
+    def __init__(self, rid: int, decoupled: bool, requested: frozenset[str], credit: int = -1) -> None:
         self.rid = rid
         self.decoupled = decoupled
         self.requested = requested
+        # Responses the request may still send before the host grants more (CREDIT); -1 = no limit.
+        # Changed under the dispatcher's lock (runtime.py).
+        self.credit = credit
         self.cancelled = False
         self.closed = False
         self.has_sender = False

@@ -28,6 +28,7 @@ FREE = 6
 FINALIZE = 7
 MODEL_CONTROL_DONE = 8
 METRICS_QUERY = 9
+CREDIT = 10
 # stub -> host
 HELLO = 20
 INIT_DONE = 21
@@ -119,6 +120,8 @@ class Init(TypedDict):
     shm_threshold: int
     shm_initial: int
     shm_growth: int
+    # Responses each request may send before the host grants more (CREDIT); absent or 0 = no limit.
+    response_window: NotRequired[int]
     args: dict[str, str]  # initialize(args), Triton's keys
 
 
@@ -169,6 +172,13 @@ class ModelControlDone(_ModelControlDone, total=False):
 
 class MetricsQuery(TypedDict):
     query: int
+
+
+class Credit(TypedDict):
+    """The request may send `n` more responses (its client took that many)."""
+
+    rid: int
+    n: int
 
 
 # --- stub -> host ------------------------------------------------------------------------------------------
@@ -286,6 +296,7 @@ SHAPES: dict[int, type] = {
     FINALIZE: Finalize,
     MODEL_CONTROL_DONE: ModelControlDone,
     METRICS_QUERY: MetricsQuery,
+    CREDIT: Credit,
     HELLO: Hello,
     INIT_DONE: InitDone,
     AUTOCOMPLETE_DONE: AutoCompleteDone,

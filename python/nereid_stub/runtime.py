@@ -105,6 +105,8 @@ class Runtime:
         self._model_name = ""
         self._model_version = 0
         self._decoupled = False
+        # Each request's initial credit (INIT's response_window; 0 = no limit): see send_response.
+        self._window = 0
         # Output names the config declares: a response naming another is reported to the host (which warns
         # or fails the request, src/backends/output-check.ts) before the pruning below drops it.
         self._declared: frozenset[str] | None = None
@@ -152,6 +154,10 @@ class Runtime:
             elif rid > self._last_rid:
                 # A pipelined batch not started yet (its EXECUTE waits in the queue or the socket).
                 self._early_cancels.add(rid)
+        elif t == messages.CREDIT:
+            state = self._request_state(int(h["rid"]))
+            if state is not None and state.credit >= 0:
+                state.credit += int(h["n"])
         elif t == messages.BLS_RESPONSE:
             call_id = int(h["call"])
             with self._bls_lock:
@@ -195,11 +201,28 @@ class Runtime:
 
     def send_response(self, rid: int, response: api.InferenceResponse | None, final: bool) -> None:
         state = self._request_state(rid)
+        if state is not None and state.credit >= 0:
+            self._take_credit(state)
         requested = state.requested if state is not None else None
         blobs: list[memoryview] = []
         self._writer.send_text(
             messages.RESPONSE, self._response_json(rid, final, response, requested, blobs), blobs
         )
+
+    def _take_credit(self, state: api._RequestState) -> None:
+        """Spends one of the request's credit, waiting (this thread only) until the host grants more: the
+        host grants it back as the request's client takes its responses (src/backends/python/credit.ts),
+        so a client that reads slowly holds back its own request's sends, not the socket every request
+        shares. A cancelled request does not wait (the host drops what it sends). Frames are read while
+        waiting, by this thread when nobody else reads (dispatch.py)."""
+
+        def take() -> bool:  # checked under the dispatcher's lock, as CREDIT frames are routed
+            if state.credit > 0:
+                state.credit -= 1
+                return True
+            return state.cancelled
+
+        self._dispatch.wait_for(take)
 
     def _request_state(self, rid: int) -> api._RequestState | None:
         ref = self._requests.get(rid)
@@ -406,6 +429,7 @@ class Runtime:
         self._model_version = int(h["args"].get("model_version", "0") or 0)
         self._declared = _declared_outputs(str(h["args"].get("model_config", "")))
         self._decoupled = bool(h.get("decoupled"))
+        self._window = max(0, int(h.get("response_window", 0)))
         self._threshold = int(h.get("shm_threshold", self._threshold))
         if self._out_fd is not None:
             self._outputs = OutputArena(
@@ -489,7 +513,9 @@ class Runtime:
         live = self._requests
         with self._dispatch.lock:
             for r in execute["requests"]:
-                state = api._RequestState(r["rid"], self._decoupled, frozenset(r["requested_outputs"]))
+                state = api._RequestState(
+                    r["rid"], self._decoupled, frozenset(r["requested_outputs"]), self._window or -1
+                )
                 live[state.rid] = weakref.ref(state)
                 states.append(state)
                 self._last_rid = max(self._last_rid, state.rid)

@@ -969,7 +969,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'max-undelivered-responses',
     kind: 'int',
     defaultText: '64',
-    help: "Responses of one request (a decoupled model's stream) the server holds that the client has not read yet; at the bound the model's next send waits (back-pressure), so a slow reader slows the model instead of filling memory. Builtin and Python models wait (a Python stub's socket is no longer read), JavaScript models that await sender.whenWritable() (or use a generator execute) wait. Nereid's own.",
+    help: "Responses of one request (a decoupled model's stream) the server holds that the client has not read yet; at the bound the model's next send waits (back-pressure), so a slow reader slows the model instead of filling memory. Builtin and Python models wait (a Python model's send for that request waits for credit; its other requests go on), JavaScript models that await sender.whenWritable() (or use a generator execute) wait. Nereid's own.",
     apply: (d, v) => (d.maxUndeliveredResponses = parseInt10('max-undelivered-responses', v, 1, 2 ** 31 - 1)),
   },
   {

@@ -1,8 +1,11 @@
 // Back-pressure from a slow reader into a decoupled Python model (issue 33 item 2), with a real stub
 // process and a real model.py: a request's queue of undelivered responses never holds more than its bound,
 // the model's sends block while the queue is full (it has not sent everything though nothing stops it
-// but the host not reading), and once the reader takes responses every one arrives, in order. The queue is
-// counted; nothing asserts on memory figures or on how long anything took.
+// but the host not reading), and once the reader takes responses every one arrives, in order. The hold is
+// the request's own (its credit, credit.ts): another request of the same stub, sent from a thread of its
+// own, gets all of its responses meanwhile, and a held stream that ends is cancelled on the stub, which
+// stops the model's thread. The queue is counted; nothing asserts on memory figures or on how long
+// anything took.
 import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -10,7 +13,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
 import type { BackendRequest, ResponseSender, SendOptions } from '../../backend-api/backend.js';
-import type { NereidError } from '../../common/errors.js';
+import { cancelled, type NereidError } from '../../common/errors.js';
 import { silentLogger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import { PythonInstance } from './instance.js';
@@ -40,6 +43,40 @@ class TritonPythonModel:
                     f.write(str(i + 1))
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
+`;
+
+// The same with a thread per request (as repeat_int32_python does): each writes how many sends returned,
+// and "cancelled" once it saw the request cancelled.
+const THREADED_PY = `
+import json
+import threading
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            progress = json.loads(request.parameters())["progress"]
+            n = int(pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()[0])
+            threading.Thread(target=self.respond, args=(sender, progress, n), daemon=True).start()
+        return None
+
+    def respond(self, sender, progress, n):
+        sent = 0
+        for i in range(n):
+            if sender.is_cancelled():
+                break
+            out = pb_utils.Tensor("OUT", np.full([4096], i, dtype=np.int32))
+            sender.send(pb_utils.InferenceResponse([out]))
+            sent = i + 1
+            with open(progress, "w") as f:
+                f.write(str(sent))
+        with open(progress, "w") as f:
+            f.write(f"{sent} cancelled" if sender.is_cancelled() else str(sent))
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 `;
 
 const CAP = 8;
@@ -97,11 +134,11 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-async function instance(): Promise<PythonInstance> {
-  const dir = path.join(tmp, 'model');
+async function instance(source = MODEL_PY, folder = 'model'): Promise<PythonInstance> {
+  const dir = path.join(tmp, folder);
   mkdirSync(path.join(dir, '1'), { recursive: true });
   const modelPath = path.join(dir, '1', 'model.py');
-  writeFileSync(modelPath, MODEL_PY);
+  writeFileSync(modelPath, source);
   const name = 'back_pressure_0';
   const log = silentLogger();
   const created = await PythonInstance.create({
@@ -128,12 +165,60 @@ async function instance(): Promise<PythonInstance> {
   return created;
 }
 
-function readProgress(file: string): number {
+function progressText(file: string): string {
   try {
-    return Number(readFileSync(file, 'utf8')) || 0;
+    return readFileSync(file, 'utf8');
   } catch {
-    return 0;
+    return '';
   }
+}
+
+function readProgress(file: string): number {
+  return Number.parseInt(progressText(file), 10) || 0;
+}
+
+function slowRequest(id: string, count: number, progress: string, queue: BoundedQueue): BackendRequest {
+  return {
+    id,
+    inputs: new Map([
+      [
+        'IN',
+        { name: 'IN', datatype: 'INT32', shape: [1], data: Buffer.from(new Int32Array([count]).buffer) },
+      ],
+    ]),
+    requestedOutputs: new Set(['OUT']),
+    parameters: { progress },
+    correlationId: 0n,
+    flags: 0,
+    batchSize: 1,
+    signal: new AbortController().signal,
+    sender: queue,
+  };
+}
+
+/** Waits until the model's progress stops moving with the queue full (the reader reads nothing). */
+async function stalled(progress: string, queue: BoundedQueue): Promise<number> {
+  let last = -1;
+  for (let stable = 0; stable < 5;) {
+    await sleep(600);
+    const now = readProgress(progress);
+    stable = now === last && queue.queue.length >= CAP ? stable + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+/** Takes responses until the final one; the first int32 of each response's OUT, in order. */
+async function drain(queue: BoundedQueue): Promise<number[]> {
+  const seen: number[] = [];
+  let final = false;
+  while (!final && queue.error === undefined) {
+    for (const r of await queue.takeAll()) {
+      if (r.outputs.length > 0) seen.push(new Int32Array(Uint8Array.from(r.outputs[0].data).buffer)[0]);
+      final ||= r.final;
+    }
+  }
+  return seen;
 }
 
 describe('a decoupled Python model and a reader that does not read', { timeout: 60_000 }, () => {
@@ -189,5 +274,42 @@ describe('a decoupled Python model and a reader that does not read', { timeout: 
     assert.ok(queue.maxQueued <= CAP, `at most ${CAP} responses were ever queued (saw ${queue.maxQueued})`);
     assert.equal(readProgress(progress), COUNT);
     await executed;
+  });
+  it('holds back only the unread request: another request of the same stub gets all of its responses', async () => {
+    const model = await instance(THREADED_PY, 'threaded');
+    const slowProgress = path.join(tmp, 'slow-progress');
+    const slow = new BoundedQueue();
+    await model.execute([slowRequest('unread', COUNT, slowProgress, slow)]);
+    const held = await stalled(slowProgress, slow);
+    assert.ok(held < COUNT, `the unread request's thread waits (it sent ${held} of ${COUNT})`);
+
+    const fast = new BoundedQueue();
+    await model.execute([slowRequest('read', COUNT, path.join(tmp, 'fast-progress'), fast)]);
+    assert.deepEqual(
+      await drain(fast),
+      Array.from({ length: COUNT }, (_, i) => i),
+    );
+    assert.equal(fast.error, undefined);
+    assert.ok(fast.maxQueued <= CAP && slow.maxQueued <= CAP, 'no queue held more than its bound');
+    assert.equal(readProgress(slowProgress), held, 'the unread request stayed where it was');
+
+    // Read now, the held request finishes too, in order.
+    assert.deepEqual(
+      await drain(slow),
+      Array.from({ length: COUNT }, (_, i) => i),
+    );
+  });
+
+  it('cancels a held request on the stub when its stream ends, which stops the model', async () => {
+    const model = await instance(THREADED_PY, 'threaded-cancel');
+    const progress = path.join(tmp, 'cancel-progress');
+    const queue = new BoundedQueue();
+    await model.execute([slowRequest('abandoned', COUNT, progress, queue)]);
+    const held = await stalled(progress, queue);
+    // The stream fails as --response-idle-timeout fails it (the client took nothing for too long).
+    queue.fail(cancelled('the client took no response'));
+    while (!progressText(progress).includes('cancelled')) await sleep(100);
+    const sent = readProgress(progress);
+    assert.ok(sent < COUNT, `the model stopped at ${sent} of ${COUNT} (held at ${held})`);
   });
 });

@@ -4,7 +4,9 @@
  * - supervisor.ts starts, restarts and stops the stub (execution timeouts, memory limit, abort);
  * - ledger.ts keeps the batches and requests the stubs hold, their order and when execute() settles;
  * - batch-input.ts turns a batch into its EXECUTE frame (inputs inline or in /dev/shm);
- * - response-reader.ts reads the stub's responses in arrival order, with back-pressure.
+ * - response-reader.ts reads the stub's responses in arrival order;
+ * - credit.ts gives each request of a decoupled model its own flow control (a slow client's stream
+ *   holds back only its own model thread).
  *
  * execute() sends one EXECUTE frame and settles when the stub reports the model's execute returned
  * (EXECUTE_DONE) and, for a default-mode model, every request of the batch has its response. A decoupled
@@ -36,6 +38,7 @@ import type { OutputCheck } from '../output-check.js';
 import { capModelText } from '../model-errors.js';
 import { batchInput, type BatchInput } from './batch-input.js';
 import { BlsService, type ServerInfer } from './bls.js';
+import { ResponseFlows } from './credit.js';
 import { errorInfoOf, pythonFailure, type PythonFailureScope } from './failures.js';
 import type { Frame } from './frames.js';
 import { BatchLedger } from './ledger.js';
@@ -95,6 +98,8 @@ export class PythonInstance implements InstanceHandle {
   private readonly ledger: BatchLedger;
   private readonly supervisor: StubSupervisor;
   private readonly reader: ResponseReader;
+  /** A decoupled model's per-request flow control (credit.ts); undefined in default mode. */
+  private readonly flows: ResponseFlows | undefined;
   private bls: BlsService | undefined;
   private control: ModelControlService | undefined;
   private nextMetricsQuery = 1;
@@ -112,9 +117,16 @@ export class PythonInstance implements InstanceHandle {
     const sink: ResponseSink = {
       // A response is progress: its batch's execution timeout starts again.
       arriving: (r) => this.ledger.request(r.rid)?.batch.timer?.refresh(),
-      deliver: (r, outputs) => this.deliver(r, outputs),
+      deliver: (r, outputs) => (this.flows ? this.flows.arrived(r, outputs) : this.hand(r, outputs)),
     };
     this.reader = new ResponseReader(sink, this.name, opts.log);
+    this.flows = opts.decoupled
+      ? new ResponseFlows(
+          this.ledger,
+          (r, outputs) => this.hand(r, outputs),
+          (f) => this.reader.backPressure(f.batch.stub, f.request.sender),
+        )
+      : undefined;
     this.supervisor = new StubSupervisor(opts, this.ledger, {
       attach: (stub) => this.attach(stub),
       detach: () => this.detach(),
@@ -349,8 +361,12 @@ export class PythonInstance implements InstanceHandle {
 
   // --- responses ---------------------------------------------------------------------------------------------
 
-  /** Hands one response from the stub to its request (response-reader.ts calls it in arrival order). */
-  private deliver(r: ResponseIn, outputs: Tensor[] | NereidError): void {
+  /**
+   * Hands one response from the stub to its request, in arrival order (response-reader.ts, through
+   * credit.ts for a decoupled model). A response for a stream that already ended is dropped, and the
+   * stub is told the request is cancelled.
+   */
+  private hand(r: ResponseIn, outputs: Tensor[] | NereidError): void {
     const f = this.ledger.request(r.rid);
     if (outputs instanceof NereidError) {
       if (f) this.ledger.fail(r.rid, f, outputs);
@@ -358,6 +374,7 @@ export class PythonInstance implements InstanceHandle {
     }
     if (!f || f.request.sender.done) {
       if (f && r.final) this.ledger.finish(r.rid, f);
+      else if (f) this.ledger.cancel(r.rid, f);
       return;
     }
     const sender = f.request.sender;
@@ -380,6 +397,5 @@ export class PythonInstance implements InstanceHandle {
     const parameters = responseParameters(r.parameters);
     sender.send(outputs, parameters ? { final: r.final, parameters } : { final: r.final });
     if (r.final) this.ledger.finish(r.rid, f);
-    else if (sender.full === true) this.reader.backPressure(f.batch.stub, sender);
   }
 }

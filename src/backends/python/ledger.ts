@@ -12,12 +12,23 @@
  *   returned, its streams may go on. Triton counts a batch the stub answered for as an execution, also
  *   when execute raised.
  * - Cancellation: a request whose AbortSignal fired is reported to its stub with a CANCEL frame
- *   (request.is_cancelled() in Python) within CANCEL_POLL_MS.
+ *   (request.is_cancelled() in Python) within CANCEL_POLL_MS; so is one the host ended before the stub's
+ *   final response (failed, or its client's stream ended), whose sends then no longer wait for credit
+ *   (credit.ts).
  */
 import type { BackendRequest, ExecuteResult } from '../../backend-api/backend.js';
 import type { NereidError } from '../../common/errors.js';
-import { MessageType } from './protocol.js';
+import type { Tensor } from '../../common/tensor.js';
+import { MessageType, type ResponseIn } from './protocol.js';
 import type { StubProcess } from './stub-process.js';
+
+/** One request's flow control (credit.ts keeps it). */
+export interface Flow {
+  /** Responses taken into the request's queue since the last grant of credit. */
+  owed: number;
+  /** While the queue is full: the responses that arrived since, in order (undefined: not full). */
+  parked: (readonly [ResponseIn, Tensor[] | NereidError])[] | undefined;
+}
 
 /** One request a stub holds, by its rid. */
 export interface Inflight {
@@ -25,6 +36,8 @@ export interface Inflight {
   readonly batch: Batch;
   /** The stub has been told this request was cancelled. */
   cancelSent: boolean;
+  /** Its flow control (a decoupled model's request, once it sent a response: credit.ts). */
+  flow: Flow | undefined;
 }
 
 export interface Batch {
@@ -141,7 +154,7 @@ export class BatchLedger {
     };
     this.batches.set(batch.id, batch);
     b.requests.forEach((request, i) => {
-      this.inflight.set(b.rids[i], { request, batch, cancelSent: request.signal.aborted });
+      this.inflight.set(b.rids[i], { request, batch, cancelSent: request.signal.aborted, flow: undefined });
     });
     // One poll for all of the instance's open batches, not a timer per batch.
     this.cancelPoll ??= setTimeout(() => this.pollCancellation(), CANCEL_POLL_MS);
@@ -166,10 +179,28 @@ export class BatchLedger {
     this.settle(f.batch, false);
   }
 
-  /** Fails the request (unless it already ended) and ends it. */
+  /** Fails the request (unless it already ended) and ends it; the stub is told it was cancelled. */
   fail(rid: number, f: Inflight, error: NereidError): void {
     if (!f.request.sender.done) f.request.sender.fail(error);
+    this.cancel(rid, f);
     this.finish(rid, f);
+  }
+
+  /**
+   * Tells the stub (once) that the request is cancelled: request.is_cancelled() turns true, and its
+   * sends stop waiting for credit (whatever it sends now is dropped here).
+   */
+  cancel(rid: number, f: Inflight): void {
+    if (f.cancelSent) return;
+    f.cancelSent = true;
+    if (f.batch.stub.alive) f.batch.stub.send(MessageType.Cancel, { rid });
+  }
+
+  /** Some request on `stub` has responses held back because its queue is full (credit.ts). */
+  heldBack(stub: StubProcess): boolean {
+    for (const f of this.inflight.values())
+      if (f.batch.stub === stub && f.flow?.parked !== undefined) return true;
+    return false;
   }
 
   /** Fails every open request of `batch`. */
@@ -210,11 +241,7 @@ export class BatchLedger {
   private pollCancellation(): void {
     this.cancelPoll = undefined;
     if (this.batches.size === 0) return;
-    for (const [rid, f] of this.inflight) {
-      if (f.cancelSent || !f.request.signal.aborted) continue;
-      f.cancelSent = true;
-      if (f.batch.stub.alive) f.batch.stub.send(MessageType.Cancel, { rid });
-    }
+    for (const [rid, f] of this.inflight) if (f.request.signal.aborted) this.cancel(rid, f);
     this.cancelPoll = setTimeout(() => this.pollCancellation(), CANCEL_POLL_MS);
   }
 }

@@ -25,6 +25,7 @@ export const MessageType = {
   Finalize: 7,
   ModelControlDone: 8,
   MetricsQuery: 9,
+  Credit: 10,
   // stub -> host
   Hello: 20,
   InitDone: 21,
@@ -114,6 +115,11 @@ export interface InitMessage {
   readonly decoupled: boolean;
   /** Tensors of at least this many bytes go through /dev/shm. */
   readonly shm_threshold: number;
+  /**
+   * Responses each request may send before the host grants more with CREDIT frames (per-request flow
+   * control, credit.ts); absent or 0 = no limit (a default-mode model's one response).
+   */
+  readonly response_window?: number;
   readonly shm_initial: number;
   readonly shm_growth: number;
   /** initialize(args): Triton's keys, all strings. */
@@ -164,6 +170,12 @@ export interface ModelControlDoneMessage {
 
 export interface MetricsQueryMessage {
   readonly query: number;
+}
+
+/** The request may send `n` more responses (its client took that many: credit.ts). */
+export interface CreditMessage {
+  readonly rid: number;
+  readonly n: number;
 }
 
 // --- stub -> host -----------------------------------------------------------------------------------------
@@ -274,6 +286,7 @@ export interface Messages {
   [MessageType.Finalize]: FinalizeMessage;
   [MessageType.ModelControlDone]: ModelControlDoneMessage;
   [MessageType.MetricsQuery]: MetricsQueryMessage;
+  [MessageType.Credit]: CreditMessage;
   [MessageType.Hello]: HelloMessage;
   [MessageType.InitDone]: InitDoneMessage;
   [MessageType.AutoCompleteDone]: AutoCompleteDoneMessage;
@@ -297,7 +310,8 @@ export type HostMessageType =
   | typeof MessageType.Free
   | typeof MessageType.Finalize
   | typeof MessageType.ModelControlDone
-  | typeof MessageType.MetricsQuery;
+  | typeof MessageType.MetricsQuery
+  | typeof MessageType.Credit;
 
 /** Triton's TRITONSERVER_Error_Code numbering, as pb_utils.TritonError uses it. */
 const CODES: readonly ErrorCode[] = [

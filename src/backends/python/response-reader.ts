@@ -6,12 +6,11 @@
  * request's final response, must not overtake an earlier one). The /dev/shm ranges read are handed back
  * to the stub (FREE) once the frame is done.
  *
- * Back-pressure (issue 33) is decided here, where the stub's socket is read: a response that leaves its
- * request's queue of undelivered responses full (`sender.full`, --max-undelivered-responses) stops
- * reading the stub until that queue has room (`sender.whenWritable()`), and so does a long queue of
- * frames waiting for /dev/shm reads; frames already read wait undecoded. The stub's next send then
- * blocks in the kernel once the socket buffer is full, so a decoupled model producing for a client that
- * reads slowly waits, instead of the host buffering its answers.
+ * A slow client's stream is held back per request (credit.ts), not here: the stub's socket carries
+ * every request of the stub. It stops being read only while a long queue of frames waits for /dev/shm
+ * reads, or for a stream whose stub sent past its credit while the stream is full (backPressure());
+ * frames already read wait undecoded, and the stub's next send blocks in the kernel once the socket
+ * buffer is full.
  */
 import type { ResponseSender } from '../../backend-api/backend.js';
 import { NereidError } from '../../common/errors.js';
@@ -82,7 +81,7 @@ export class ResponseReader {
     if (reading !== undefined) this.enqueue(stub, () => reading);
   }
 
-  /** The response left its request's queue full: stop reading the stub until the queue has room. */
+  /** Stop reading the stub until the request's queue has room (a stub that ignores its credit). */
   backPressure(stub: StubProcess, sender: ResponseSender): void {
     if (sender.whenWritable === undefined || this.holds.get(stub)?.has(sender) === true) return;
     this.hold(stub, sender);

@@ -12,8 +12,9 @@
  *   execution timeout (`execution_timeout_seconds`) fails, and its stub is killed and replaced: a hung
  *   execute never blocks the instance, its unload or its reload for long. After a decoupled model's
  *   execute returned, a batch whose open streams send nothing for that long fails just those requests
- *   (the model was told they were cancelled); the stub goes on serving. While the host is not reading
- *   the stub's socket (back-pressure, response-reader.ts) its silence is not counted;
+ *   (the model was told they were cancelled); the stub goes on serving. While the host holds a stream
+ *   of the stub back (its client reads slowly: credit.ts) or is not reading the stub's socket
+ *   (response-reader.ts), its silence is not counted;
  * - a stub whose resident memory passes its limit (`stub_memory_limit_mb`, memory-watch.ts) is killed and
  *   replaced; the requests it held fail.
  * abort() (an unload that waited too long) fails everything and kills the stub without a replacement.
@@ -22,6 +23,7 @@ import type { InstanceSpec } from '../../backend-api/backend.js';
 import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { capModelText } from '../model-errors.js';
+import { RESPONSE_WINDOW } from './credit.js';
 import type { Batch, BatchLedger } from './ledger.js';
 import { watchMemory } from './memory-watch.js';
 import { MessageType, type InitMessage } from './protocol.js';
@@ -76,6 +78,8 @@ export function initMessage(o: SupervisorOptions): InitMessage {
     ...(t.backend_package && { backend_package: t.backend_package }),
     decoupled: o.decoupled,
     shm_threshold: o.shmThreshold,
+    // Each request's flow control (credit.ts); a default-mode request sends one response.
+    ...(o.decoupled && { response_window: RESPONSE_WINDOW }),
     shm_initial: t.shm_initial,
     shm_growth: t.shm_growth,
     args: {
@@ -247,8 +251,9 @@ export class StubSupervisor {
    */
   private onTimeout(batch: Batch): void {
     if (this.ledger.batch(batch.id) !== batch) return;
-    if (batch.stub.isReadingPaused && batch.stub.alive) {
-      // The host is not reading (a client reads slowly): the stub may be blocked sending, not hung.
+    if ((batch.stub.isReadingPaused || this.ledger.heldBack(batch.stub)) && batch.stub.alive) {
+      // The host holds a response stream back (its client reads slowly) or is not reading the stub: the
+      // model may be waiting to send (for credit, credit.ts, or in the socket), not hung.
       batch.timer?.refresh();
       return;
     }
@@ -275,10 +280,8 @@ export class StubSupervisor {
       const error = unavailable(
         `Python model instance '${this.name}' sent nothing for request '${f.request.id}' for ${secs} s after execute returned (execution_timeout_seconds)`,
       );
-      if (!f.request.sender.done) f.request.sender.fail(error);
       // The model sees the request cancelled; whatever it sends later is dropped.
-      if (batch.stub.alive) batch.stub.send(MessageType.Cancel, { rid });
-      this.ledger.finish(rid, f);
+      this.ledger.fail(rid, f, error);
     }
     this.ledger.close(batch);
   }
