@@ -8,9 +8,9 @@
  * Prompt-prefix reuse (`enable_prefix_caching`, on by default): a sequence keeps its tokens and their KV
  * cache when its request ends. A request given a free sequence takes the one whose kept tokens share the
  * longest prefix with its prompt (pickLease: when that is a useful share of it; else an empty or the least
- * recently used sequence), erases the kept tokens past that prefix and evaluates only the rest. Each sequence has its own cells of the KV cache, so
- * kept tokens cost no memory the context does not already hold; a sequence is only ever held by one
- * request at a time, so no request reads another's running state.
+ * recently used sequence), erases the kept tokens past that prefix and evaluates only the rest. Each
+ * sequence has its own cells of the KV cache, so kept tokens cost no memory the context does not already
+ * hold; a sequence is only ever held by one request at a time, so no request reads another's state.
  *
  * node-llama-cpp is imported on the first load, so a server without llamacpp models never pays for it.
  * Its native binding (one per process, CPU build only) is shared by every model and released with the
@@ -389,8 +389,9 @@ export class LlamaEngine {
 
   /**
    * Erases what `sequence` holds past the prefix it shares with `prompt`; returns how many tokens it
-   * still holds (`held`: the prompt's first ones) and how many of those were not evaluated again. The erase must leave a KV cache that evaluates the rest of the prompt
-   * exactly as a fresh sequence would; when it cannot, the sequence is cleared:
+   * still holds (`held`: the prompt's first ones) and how many of those were not evaluated again. The
+   * erase must leave a KV cache that evaluates the rest of the prompt exactly as a fresh sequence would;
+   * when it cannot, the sequence is cleared:
    *  - a recurrent or hybrid model's state cannot drop its last tokens, only be extended;
    *  - a sliding-window (SWA) model's cache drops cells older than its window, so the tokens kept must
    *    still have, in cache, every position the window of the first new token reaches back to.
