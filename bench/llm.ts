@@ -2,10 +2,15 @@
  * The llamacpp backend against its limit: the same GGUF model and thread count, decoded by node-llama-cpp
  * alone in this process (N sequences of one context, each generating the same number of tokens) and by
  * Nereid over POST /v1/completions with N concurrent SSE streams (parallel_sequences = N). Prints
- * aggregate tokens/s and median time to first token at each N, and Nereid's share of the bare rate.
+ * aggregate tokens/s and median time to first token at each N, and Nereid's share of the bare rate
+ * (prompt-prefix reuse off there: bare node-llama-cpp evaluates each round's prompt anew too). Then the
+ * time to first token of one long prompt asked again and again, with prefix reuse (the repeats evaluate
+ * only its last token) and without (enable_prefix_caching false), beside bare node-llama-cpp evaluating
+ * the whole prompt each time.
  *   node dist/bench/llm.js
  * Env: BENCH_GGUF (default: the tests' tiny model, .cache/llm-models/current/tiny-llama.gguf),
- *      BENCH_THREADS (1), BENCH_TOKENS (64), BENCH_STREAMS (1,4), BENCH_ROUNDS (3).
+ *      BENCH_THREADS (1), BENCH_TOKENS (64), BENCH_STREAMS (1,4), BENCH_ROUNDS (3),
+ *      BENCH_PREFIX_WORDS (250: the long prompt's words; 0 skips that part), BENCH_PREFIX_ROUNDS (5).
  */
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -22,6 +27,14 @@ const STREAMS = (process.env.BENCH_STREAMS ?? '1,4').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PROMPT = 'the quiet river and the machine';
 const CONTEXT = 512;
+const PREFIX_WORDS = Number(process.env.BENCH_PREFIX_WORDS ?? 250);
+const PREFIX_ROUNDS = Number(process.env.BENCH_PREFIX_ROUNDS ?? 5);
+const PREFIX_CONTEXT = 4096;
+/** The long prompt: a system-prompt-sized text of PREFIX_WORDS words. */
+const LONG_PROMPT = Array.from(
+  { length: PREFIX_WORDS },
+  (_, i) => ['the', 'quiet', 'river', 'and', 'machine', 'stone', 'light', 'model'][(i * 5) % 8],
+).join(' ');
 
 interface Point {
   tokensPerSecond: number;
@@ -59,15 +72,21 @@ async function bare(model: LlamaModel, n: number): Promise<Point> {
 }
 
 /** One streamed completion; resolves with its time to first token. */
-async function completion(url: string, model: string, t0: number): Promise<number> {
+async function completion(
+  url: string,
+  model: string,
+  t0: number,
+  prompt = PROMPT,
+  tokens = TOKENS,
+): Promise<number> {
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({
       model,
-      prompt: PROMPT,
+      prompt,
       stream: true,
-      max_tokens: TOKENS,
+      max_tokens: tokens,
       temperature: 0,
       ignore_eos: true,
     }),
@@ -82,16 +101,14 @@ async function completion(url: string, model: string, t0: number): Promise<numbe
   return ttft;
 }
 
-async function viaNereid(n: number): Promise<Point> {
+/** Nereid with one model 'llm' of these engine settings; `use` gets its URL. */
+async function withNereid<T>(settings: object, use: (url: string) => Promise<T>): Promise<T> {
   const repo = mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-llm-'));
   const version = path.join(repo, 'llm', '1');
   mkdirSync(version, { recursive: true });
   writeFileSync(path.join(repo, 'llm', 'config.pbtxt'), 'backend: "llamacpp"\n');
   copyFileSync(GGUF, path.join(version, 'model.gguf'));
-  writeFileSync(
-    path.join(version, 'model.json'),
-    JSON.stringify({ context_size: CONTEXT, parallel_sequences: n, threads: THREADS }),
-  );
+  writeFileSync(path.join(version, 'model.json'), JSON.stringify({ threads: THREADS, ...settings }));
   const { options } = parseFlags([
     `--model-repository=${repo}`,
     '--http-port=0',
@@ -100,7 +117,16 @@ async function viaNereid(n: number): Promise<Point> {
   ]);
   const running = await startNereid(options, new Logger({}, () => {}));
   try {
-    const url = `http://127.0.0.1:${running.http!.port}`;
+    return await use(`http://127.0.0.1:${running.http!.port}`);
+  } finally {
+    await running.stop();
+    rmSync(repo, { recursive: true, force: true });
+  }
+}
+
+async function viaNereid(n: number): Promise<Point> {
+  const settings = { context_size: CONTEXT, parallel_sequences: n, enable_prefix_caching: false };
+  return withNereid(settings, async (url) => {
     await completion(url, 'llm', performance.now()); // warm-up
     const rates: number[] = [];
     const ttfts: number[] = [];
@@ -110,10 +136,43 @@ async function viaNereid(n: number): Promise<Point> {
       rates.push((n * TOKENS) / ((performance.now() - t0) / 1000));
     }
     return { tokensPerSecond: median(rates), ttftMs: median(ttfts) };
-  } finally {
-    await running.stop();
-    rmSync(repo, { recursive: true, force: true });
+  });
+}
+
+/** Median time to first token of LONG_PROMPT asked PREFIX_ROUNDS times after a first time. */
+async function repeatedPrompt(caching: boolean): Promise<{ promptTokens: number; ttftMs: number }> {
+  const settings = { context_size: PREFIX_CONTEXT, parallel_sequences: 2, enable_prefix_caching: caching };
+  return withNereid(settings, async (url) => {
+    const first = await fetch(`${url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'llm', prompt: LONG_PROMPT, max_tokens: 1, temperature: 0 }),
+    });
+    const promptTokens = ((await first.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
+    const ttfts: number[] = [];
+    for (let round = 0; round < PREFIX_ROUNDS; round++) {
+      ttfts.push(await completion(url, 'llm', performance.now(), LONG_PROMPT, 8));
+    }
+    return { promptTokens, ttftMs: median(ttfts) };
+  });
+}
+
+/** Bare node-llama-cpp: the median time to evaluate the whole LONG_PROMPT and sample one token. */
+async function bareLongPrompt(model: LlamaModel): Promise<number> {
+  const context = await model.createContext({ contextSize: PREFIX_CONTEXT, sequences: 1, threads: THREADS });
+  const sequence = context.getSequence();
+  const ttfts: number[] = [];
+  for (let round = 0; round <= PREFIX_ROUNDS; round++) {
+    const t0 = performance.now();
+    for await (const token of sequence.evaluate(model.tokenize(LONG_PROMPT), { temperature: 0 })) {
+      void token;
+      break;
+    }
+    if (round > 0) ttfts.push(performance.now() - t0); // round 0 warms up
+    await sequence.clearHistory();
   }
+  await context.dispose();
+  return median(ttfts);
 }
 
 async function main(): Promise<void> {
@@ -123,6 +182,7 @@ async function main(): Promise<void> {
   const bareAt = new Map<number, Point>();
   await bare(model, 1); // warm-up
   for (const n of STREAMS) bareAt.set(n, await bare(model, n));
+  const bareLong = PREFIX_WORDS > 0 ? await bareLongPrompt(model) : 0;
   await model.dispose();
   await llama.dispose();
   console.log('streams | bare tok/s | nereid /v1 tok/s | ratio | bare TTFT ms | nereid TTFT ms');
@@ -133,6 +193,12 @@ async function main(): Promise<void> {
       `${String(n).padStart(7)} | ${b.tokensPerSecond.toFixed(0).padStart(10)} | ${v.tokensPerSecond.toFixed(0).padStart(16)} | ${(v.tokensPerSecond / b.tokensPerSecond).toFixed(2).padStart(5)} | ${b.ttftMs.toFixed(1).padStart(12)} | ${v.ttftMs.toFixed(1).padStart(14)}`,
     );
   }
+  if (PREFIX_WORDS <= 0) return;
+  const on = await repeatedPrompt(true);
+  const off = await repeatedPrompt(false);
+  console.log(
+    `repeated prompt of ${on.promptTokens} tokens, TTFT ms (median of ${PREFIX_ROUNDS}, 8 tokens each): bare (whole prompt) ${bareLong.toFixed(1)} | nereid, prefix reuse off ${off.ttftMs.toFixed(1)} | on ${on.ttftMs.toFixed(1)}`,
+  );
 }
 
 await main();

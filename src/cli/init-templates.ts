@@ -259,6 +259,7 @@ export function llamacppEngineSettings(): string {
         batch_size: 512,
         max_queue_size: 0,
         default_max_tokens: 16,
+        enable_prefix_caching: true,
       },
       null,
       2,

@@ -5,6 +5,13 @@
  * tokens of every sequence of the context into one decode call per step, which is what makes concurrent
  * requests decode together (in-flight batching: a request that gets a sequence joins the next step).
  *
+ * Prompt-prefix reuse (`enable_prefix_caching`, on by default): a sequence keeps its tokens and their KV
+ * cache when its request ends. A request given a free sequence takes the one whose kept tokens share the
+ * longest prefix with its prompt (pickLease: when that is a useful share of it; else an empty or the least
+ * recently used sequence), erases the kept tokens past that prefix and evaluates only the rest. Each
+ * sequence has its own cells of the KV cache, so kept tokens cost no memory the context does not already
+ * hold; a sequence is only ever held by one request at a time, so no request reads another's state.
+ *
  * node-llama-cpp is imported on the first load, so a server without llamacpp models never pays for it.
  * Its native binding (one per process, CPU build only) is shared by every model and released with the
  * last of them.
@@ -91,6 +98,69 @@ async function releaseBinding(): Promise<void> {
 /** A request's hold on one sequence of the context; give it back with LlamaEngine.release(). */
 export interface SequenceLease {
   readonly sequence: LlamaContextSequence;
+  /** When the sequence was last given back (a clock of releases): the least recent is evicted first. */
+  lastUsed: number;
+}
+
+/** A sequence given to a request, ready for the prompt's tokens that its cache does not hold. */
+export interface Acquired {
+  readonly lease: SequenceLease;
+  /** The prompt's tokens to evaluate: those after the reused prefix (at least the last one). */
+  readonly rest: Token[];
+  /** Prompt tokens whose KV cache was reused. */
+  readonly reused: number;
+}
+
+/** How many leading tokens `a` and `b` share. */
+export function sharedPrefix(a: readonly Token[], b: readonly Token[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * The prefix of `prompt` a sequence holding `kept` can reuse: the shared tokens, but never the whole
+ * prompt (its last token is evaluated again to give the first token's logits).
+ */
+export function reusablePrefix(kept: readonly Token[], prompt: readonly Token[]): number {
+  return Math.min(sharedPrefix(kept, prompt), prompt.length - 1);
+}
+
+/**
+ * A free sequence is worth taking for its cached tokens when they cover at least this share of the prompt
+ * (llama.cpp's server picks its slots with a similar threshold): a few shared tokens, such as the BOS
+ * token every prompt starts with, would not pay for erasing what that sequence holds for another prompt.
+ */
+export const MIN_SHARED_FRACTION = 0.1;
+
+/**
+ * Among free leases, the index of the one to give a request for `prompt`: the longest reusable prefix
+ * when it is worth it (MIN_SHARED_FRACTION), else an empty sequence, else the least recently used (so a
+ * sequence holding a useful prefix is evicted last).
+ */
+export function pickLease(
+  free: readonly { readonly kept: readonly Token[]; readonly lastUsed: number }[],
+  prompt: readonly Token[],
+): number {
+  let best = -1;
+  let bestShared = 0;
+  for (let i = 0; i < free.length; i++) {
+    const shared = reusablePrefix(free[i].kept, prompt);
+    if (shared > bestShared) {
+      best = i;
+      bestShared = shared;
+    }
+  }
+  if (best >= 0 && bestShared >= MIN_SHARED_FRACTION * prompt.length) return best;
+  let victim = 0;
+  const rank = (i: number): [number, number] => [free[i].kept.length === 0 ? 0 : 1, free[i].lastUsed];
+  for (let i = 1; i < free.length; i++) {
+    const [emptyI, usedI] = rank(i);
+    const [emptyV, usedV] = rank(victim);
+    if (emptyI < emptyV || (emptyI === emptyV && usedI < usedV)) victim = i;
+  }
+  return victim;
 }
 
 export class LlamaEngine {
@@ -102,6 +172,8 @@ export class LlamaEngine {
   private embeddingTail: Promise<unknown> = Promise.resolve();
   /** Token counts and latencies since the load (meter.ts). */
   readonly meters: EngineMeters;
+  /** Sequences given back so far (SequenceLease.lastUsed). */
+  private releases = 0;
 
   private constructor(
     readonly model: LlamaModel,
@@ -165,7 +237,9 @@ export class LlamaEngine {
         );
       }
       const leases: SequenceLease[] = [];
-      for (let i = 0; i < options.parallelSequences; i++) leases.push({ sequence: context.getSequence() });
+      for (let i = 0; i < options.parallelSequences; i++) {
+        leases.push({ sequence: context.getSequence(), lastUsed: 0 });
+      }
       return new LlamaEngine(model, context, leases, options);
     } catch (err) {
       await model?.dispose().catch(() => {});
@@ -285,17 +359,86 @@ export class LlamaEngine {
     return this.model.isEogToken(token);
   }
 
-  /** Waits for a free sequence (see SlotQueue for the queue's bound and cancellation). */
-  acquire(signal: AbortSignal): Promise<SequenceLease> {
-    if (this.closed) return Promise.reject(unavailable('the model is unloading'));
-    return this.slots.acquire(signal);
+  /**
+   * Waits for a free sequence (see SlotQueue for the queue's bound and cancellation) and readies it for
+   * `prompt`: with prefix caching, the free sequence sharing the longest prefix with it, its other kept
+   * tokens erased; otherwise any, empty.
+   */
+  async acquire(signal: AbortSignal, prompt: readonly Token[]): Promise<Acquired> {
+    if (this.closed) throw unavailable('the model is unloading');
+    const caching = this.options.prefixCaching;
+    const lease = await this.slots.acquire(
+      signal,
+      caching
+        ? (free) =>
+            pickLease(
+              free.map((l) => ({ kept: l.sequence.contextTokens, lastUsed: l.lastUsed })),
+              prompt,
+            )
+        : undefined,
+    );
+    try {
+      const kept = caching ? await this.keepPrefix(lease.sequence, prompt) : { held: 0, reused: 0 };
+      this.meters.prefixCache(prompt.length, kept.reused);
+      return { lease, rest: prompt.slice(kept.held), reused: kept.reused };
+    } catch (err) {
+      await this.release(lease, false);
+      throw err;
+    }
   }
 
-  /** Empties the sequence's KV cache and hands it to the next request. */
-  async release(lease: SequenceLease): Promise<void> {
+  /**
+   * Erases what `sequence` holds past the prefix it shares with `prompt`; returns how many tokens it
+   * still holds (`held`: the prompt's first ones) and how many of those were not evaluated again. The
+   * erase must leave a KV cache that evaluates the rest of the prompt exactly as a fresh sequence would;
+   * when it cannot, the sequence is cleared:
+   *  - a recurrent or hybrid model's state cannot drop its last tokens, only be extended;
+   *  - a sliding-window (SWA) model's cache drops cells older than its window, so the tokens kept must
+   *    still have, in cache, every position the window of the first new token reaches back to.
+   */
+  private async keepPrefix(
+    sequence: LlamaContextSequence,
+    prompt: readonly Token[],
+  ): Promise<{ held: number; reused: number }> {
+    const held = sequence.nextTokenIndex;
+    if (held === 0) return { held: 0, reused: 0 };
+    const keep = Math.max(0, reusablePrefix(sequence.contextTokens, prompt));
+    if (keep < held) {
+      const insights = this.model.fileInsights;
+      const swa = insights.swaSize;
+      const erasable =
+        keep > 0 &&
+        !insights.isRecurrent &&
+        !insights.isHybrid &&
+        (swa === undefined || swa <= 0 || sequence.stateCellsStartIndex <= Math.max(0, keep - swa - 1));
+      if (!erasable) {
+        await sequence.clearHistory();
+        return { held: 0, reused: 0 };
+      }
+      const meter = sequence.tokenMeter;
+      const evaluated = meter.usedInputTokens + meter.usedOutputTokens;
+      await sequence.eraseContextTokenRanges([{ start: keep, end: held }]);
+      // When llama.cpp cannot remove the cells, node-llama-cpp evaluates the kept tokens again: held,
+      // but not reused.
+      if (meter.usedInputTokens + meter.usedOutputTokens !== evaluated) return { held: keep, reused: 0 };
+    }
+    if (sequence.nextTokenIndex !== keep) {
+      // Not what was asked for: start this request from an empty sequence rather than guess.
+      await sequence.clearHistory();
+      return { held: 0, reused: 0 };
+    }
+    return { held: keep, reused: keep };
+  }
+
+  /**
+   * Hands the sequence to the next request. `keep`: its tokens stay cached for a later prompt sharing
+   * their prefix (only for a sequence whose evaluation ended cleanly); otherwise its KV cache is emptied.
+   */
+  async release(lease: SequenceLease, keep = false): Promise<void> {
     try {
-      await lease.sequence.clearHistory();
+      if (!keep || !this.options.prefixCaching || this.closed) await lease.sequence.clearHistory();
     } finally {
+      lease.lastUsed = ++this.releases;
       this.slots.release(lease);
     }
   }

@@ -149,7 +149,7 @@ export async function generate(
     }
   } finally {
     held.meter?.end();
-    if (held.lease !== undefined) await host.engine.release(held.lease).catch(() => {});
+    if (held.lease !== undefined) await host.engine.release(held.lease, held.clean).catch(() => {});
   }
 }
 
@@ -157,6 +157,8 @@ export async function generate(
 interface Held {
   meter?: RequestMeter;
   lease?: SequenceLease;
+  /** The sequence's evaluation ended without an error, so its tokens can stay cached. */
+  clean?: boolean;
 }
 
 /** A generation request: its sampling, grammar and sequence. */
@@ -177,14 +179,17 @@ async function run(
   checkBudget(prompt.length, sampling.maxTokens, host.engine.contextSize);
   const grammar = await grammarFor(host.engine, sampling.guided);
   const meter = (held.meter = host.engine.meter(prompt.length));
-  const lease = (held.lease = await host.engine.acquire(signal));
-  await decode(req, host.engine, lease, request, sampling, prompt, signal, meter, grammar);
+  const { lease, rest } = await host.engine.acquire(signal, prompt);
+  held.lease = lease;
+  await decode(req, host.engine, lease, rest, request, sampling, prompt, signal, meter, grammar);
+  held.clean = true;
 }
 
 async function decode(
   req: BackendRequest,
   engine: LlamaEngine,
   lease: SequenceLease,
+  toEvaluate: readonly Token[],
   request: VllmRequest,
   sampling: Sampling,
   prompt: readonly Token[],
@@ -206,8 +211,9 @@ async function decode(
   const counts = (outputTokens: number) => ({ inputTokens: prompt.length, outputTokens });
   const logprobs = (): LogprobEntry[] | undefined => (topN === undefined ? undefined : entries);
 
+  // The prompt's tokens after those the sequence already holds (engine.acquire).
   const steps = lease.sequence.evaluateWithMetadata(
-    [...prompt],
+    [...toEvaluate],
     { probabilities: topN !== undefined },
     evaluateOptions(sampling, prompt, generated, grammar === undefined ? {} : { grammar }),
   );

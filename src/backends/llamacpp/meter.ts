@@ -2,7 +2,8 @@
  * The engine's latency and token meters, reported under the names Triton's vLLM backend uses
  * (`vllm:time_to_first_token_seconds`, `vllm:time_per_output_token_seconds`,
  * `vllm:e2e_request_latency_seconds`, `vllm:request_prompt_tokens`, `vllm:request_generation_tokens`
- * histograms and the `vllm:prompt_tokens_total` / `vllm:generation_tokens_total` counters). A request's
+ * histograms, the `vllm:prompt_tokens_total` / `vllm:generation_tokens_total` counters, and vLLM's prefix
+ * cache counters `vllm:prefix_cache_queries_total` / `vllm:prefix_cache_hits_total`, in tokens). A request's
  * clock starts when it gets a sequence; time to first token ends with its first generated token, each
  * later token adds one inter-token gap, and the request's end adds its end-to-end time and token counts.
  */
@@ -60,6 +61,10 @@ export interface RequestMeter {
 export class EngineMeters {
   promptTokens = 0;
   generationTokens = 0;
+  /** Prompt tokens of the requests that got a sequence (vLLM's prefix cache queries). */
+  prefixQueries = 0;
+  /** Of those, tokens whose KV cache a sequence already held, so they were not evaluated again. */
+  prefixHits = 0;
   private readonly ttft = new Histogram(TTFT);
   private readonly tpot = new Histogram(TPOT);
   private readonly e2e = new Histogram(E2E);
@@ -96,6 +101,12 @@ export class EngineMeters {
     };
   }
 
+  /** A request got a sequence for its `promptTokens`, `reused` of them already in its cache. */
+  prefixCache(promptTokens: number, reused: number): void {
+    this.prefixQueries += promptTokens;
+    this.prefixHits += reused;
+  }
+
   families(labels: Readonly<Record<string, string>>): CustomMetricFamily[] {
     const one = (name: string, kind: 'counter', description: string, value: number): CustomMetricFamily => ({
       name,
@@ -112,6 +123,18 @@ export class EngineMeters {
     return [
       one('vllm:prompt_tokens_total', 'counter', 'Prompt tokens evaluated', this.promptTokens),
       one('vllm:generation_tokens_total', 'counter', 'Tokens generated', this.generationTokens),
+      one(
+        'vllm:prefix_cache_queries_total',
+        'counter',
+        'Prefix cache queries, in terms of number of queried tokens',
+        this.prefixQueries,
+      ),
+      one(
+        'vllm:prefix_cache_hits_total',
+        'counter',
+        'Prefix cache hits, in terms of number of cached tokens',
+        this.prefixHits,
+      ),
       hist('vllm:time_to_first_token_seconds', 'Time from getting a sequence to the first token', this.ttft),
       hist('vllm:time_per_output_token_seconds', 'Time between two generated tokens', this.tpot),
       hist('vllm:e2e_request_latency_seconds', 'Time from getting a sequence to the end', this.e2e),

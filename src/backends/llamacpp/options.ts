@@ -22,6 +22,11 @@ export interface LlamacppOptions {
   readonly maxQueueSize: number;
   /** max_tokens when a request names none (vLLM's default is 16). */
   readonly defaultMaxTokens: number;
+  /**
+   * A request takes the free sequence whose cached tokens share the longest prefix with its prompt and
+   * evaluates only the rest (vLLM's `enable_prefix_caching`); false clears every sequence after use.
+   */
+  readonly prefixCaching: boolean;
 }
 
 export const DEFAULT_OPTIONS: LlamacppOptions = {
@@ -31,13 +36,16 @@ export const DEFAULT_OPTIONS: LlamacppOptions = {
   batchSize: 512,
   maxQueueSize: 0,
   defaultMaxTokens: 16,
+  prefixCaching: true,
 };
 
-interface KeySpec {
-  readonly field: keyof LlamacppOptions;
-  readonly min: number;
-  readonly max: number;
-}
+type IntegerField = {
+  [K in keyof LlamacppOptions]: LlamacppOptions[K] extends number ? K : never;
+}[keyof LlamacppOptions];
+
+type KeySpec =
+  | { readonly field: IntegerField; readonly min: number; readonly max: number }
+  | { readonly field: 'prefixCaching'; readonly boolean: true };
 
 const KEYS: Readonly<Record<string, KeySpec>> = {
   context_size: { field: 'contextSize', min: 16, max: 1 << 20 },
@@ -49,6 +57,7 @@ const KEYS: Readonly<Record<string, KeySpec>> = {
   max_num_batched_tokens: { field: 'batchSize', min: 1, max: 1 << 16 },
   max_queue_size: { field: 'maxQueueSize', min: 0, max: 1 << 20 },
   default_max_tokens: { field: 'defaultMaxTokens', min: 1, max: 1 << 20 },
+  enable_prefix_caching: { field: 'prefixCaching', boolean: true },
 };
 
 /** Largest model.json read: engine settings are a few lines. */
@@ -69,6 +78,11 @@ export function parseOptions(doc: unknown, where: string): LlamacppOptions {
     const earlier = seen.get(spec.field);
     if (earlier !== undefined) throw invalidArg(`${where}: '${key}' and '${earlier}' set the same thing`);
     seen.set(spec.field, key);
+    if ('boolean' in spec) {
+      if (typeof value !== 'boolean') throw invalidArg(`${where}: '${key}' must be true or false`);
+      out[spec.field] = value;
+      continue;
+    }
     if (typeof value !== 'number' || !Number.isInteger(value) || value < spec.min || value > spec.max) {
       throw invalidArg(`${where}: '${key}' must be an integer from ${spec.min} to ${spec.max}`);
     }

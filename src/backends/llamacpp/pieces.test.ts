@@ -1,9 +1,11 @@
 // The llamacpp backend's pure parts: sampling_parameters (vLLM's keys, defaults, refusals), stop strings
 // held back while streaming, model.json checks, the sequence queue's bound and cancellation, the
-// context budget of a request, and the GGUF header walk with the chat template it reads.
+// context budget of a request, which free sequence a prompt takes for its cached prefix, and the GGUF
+// header walk with the chat template it reads.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { NereidError } from '../../common/errors.js';
+import { pickLease, reusablePrefix, type Token } from './engine.js';
 import { checkBudget } from './generation.js';
 import { DEFAULT_OPTIONS, parseOptions } from './options.js';
 import { parseSampling } from './sampling.js';
@@ -153,6 +155,12 @@ describe('model.json', () => {
       code(() => parseOptions([], 'm')),
       /JSON object/,
     );
+    assert.equal(DEFAULT_OPTIONS.prefixCaching, true);
+    assert.equal(parseOptions({ enable_prefix_caching: false }, 'm').prefixCaching, false);
+    assert.match(
+      code(() => parseOptions({ enable_prefix_caching: 0 }, 'm')),
+      /'enable_prefix_caching' must be true or false/,
+    );
   });
 });
 
@@ -195,6 +203,43 @@ describe('sequence queue', () => {
     const last = q.acquire(never);
     q.close(new NereidError('UNAVAILABLE', 'gone'));
     await assert.rejects(last, /gone/);
+  });
+
+  it('lets the caller pick among free slots; a released slot still goes to the oldest waiter', async () => {
+    const q = new SlotQueue(['a', 'b', 'c'], 0);
+    const never = new AbortController().signal;
+    assert.equal(await q.acquire(never, (free) => free.indexOf('b')), 'b');
+    assert.equal(await q.acquire(never, () => 7), 'c', 'an index out of range takes the last free slot');
+    assert.equal(await q.acquire(never), 'a');
+    const waiter = q.acquire(never, () => assert.fail('no choice to make for a waiter'));
+    q.release('c');
+    assert.equal(await waiter, 'c');
+  });
+});
+
+describe('prefix reuse', () => {
+  const t = (...ids: number[]) => ids as Token[];
+
+  it('reuses the shared prefix, never the last prompt token', () => {
+    assert.equal(reusablePrefix(t(1, 2, 3, 4), t(1, 2, 9)), 2);
+    assert.equal(reusablePrefix(t(1, 2, 3), t(1, 2, 3)), 2, 'the last token gives the first logits');
+    assert.equal(reusablePrefix(t(1, 2), t(1, 2, 3, 4)), 2);
+    assert.equal(reusablePrefix(t(), t(1, 2)), 0);
+    assert.equal(reusablePrefix(t(5, 2), t(1, 2)), 0);
+  });
+
+  it('takes the sequence with the longest useful prefix, else an empty one, else the least recently used', () => {
+    const prompt = t(1, ...Array.from({ length: 19 }, (_, i) => 100 + i)); // BOS + 19 tokens
+    const holding = (shared: number, lastUsed: number, extra = 5) => ({
+      kept: [...prompt.slice(0, shared), ...Array.from({ length: extra }, () => 7 as Token)],
+      lastUsed,
+    });
+    const empty = (lastUsed: number) => ({ kept: t(), lastUsed });
+    assert.equal(pickLease([holding(3, 1), holding(12, 2), holding(8, 3)], prompt), 1);
+    // Only the BOS token (1 of 20: under a tenth) is shared: an empty sequence, then the oldest.
+    assert.equal(pickLease([holding(1, 1), empty(5), holding(1, 2)], prompt), 1);
+    assert.equal(pickLease([holding(1, 4), holding(1, 2), holding(0, 3)], prompt), 1);
+    assert.equal(pickLease([holding(2, 9)], prompt), 0);
   });
 });
 

@@ -2,7 +2,9 @@
  * A fixed set of slots (a context's sequences) handed out first come, first served. A request that finds
  * every slot busy waits in a queue bounded like Triton's `max_queue_size` (0: no bound); past the bound it
  * is refused at once with Triton's UNAVAILABLE "Exceeds maximum queue size". A waiter whose signal aborts
- * leaves the queue; close() fails every waiter. A released slot goes straight to the oldest waiter.
+ * leaves the queue; close() fails every waiter. A released slot goes straight to the oldest waiter. When
+ * several slots are free, `pick` chooses among them (the engine picks the sequence whose cached tokens
+ * share the longest prefix with the prompt); without it, the last one freed.
  */
 import { cancelled, NereidError, unavailable } from '../../common/errors.js';
 
@@ -33,11 +35,15 @@ export class SlotQueue<T> {
     return this.free.length;
   }
 
-  acquire(signal: AbortSignal): Promise<T> {
+  /** `pick` returns the index in `free` (never empty) of the slot to take. */
+  acquire(signal: AbortSignal, pick?: (free: readonly T[]) => number): Promise<T> {
     if (this.closedWith !== undefined) return Promise.reject(this.closedWith);
     if (signal.aborted) return Promise.reject(cancelled('request was cancelled'));
-    const slot = this.free.pop();
-    if (slot !== undefined) return Promise.resolve(slot);
+    if (this.free.length > 0) {
+      const i = pick === undefined ? this.free.length - 1 : pick(this.free);
+      const at = Number.isInteger(i) && i >= 0 && i < this.free.length ? i : this.free.length - 1;
+      return Promise.resolve(this.free.splice(at, 1)[0]);
+    }
     if (this.maxQueueSize > 0 && this.waiters.length >= this.maxQueueSize) {
       return Promise.reject(unavailable('Exceeds maximum queue size'));
     }

@@ -47,6 +47,7 @@ export async function generateTrt(
   const signal = AbortSignal.any([req.signal, stopSignal]);
   let lease: SequenceLease | undefined;
   let meter: RequestMeter | undefined;
+  let clean = false;
   try {
     const request = readTrtRequest(req, plan, engine.vocabSize);
     if (request.streaming && !decoupled) {
@@ -54,14 +55,16 @@ export async function generateTrt(
     }
     checkBudget(request.inputIds.length, request.outputLen, engine.contextSize);
     meter = engine.meter(request.inputIds.length);
-    lease = await engine.acquire(signal);
-    await decodeTrt(req, engine, lease, plan, request, signal, meter);
+    const acquired = await engine.acquire(signal, request.inputIds);
+    lease = acquired.lease;
+    await decodeTrt(req, engine, lease, acquired.rest, plan, request, signal, meter);
+    clean = true;
     if (!sender.done) throw stopSignal.aborted ? stopSignal.reason : cancelled('request was cancelled');
   } catch (err) {
     if (!sender.done) sender.fail(NereidError.from(stopSignal.aborted ? stopSignal.reason : err));
   } finally {
     meter?.end();
-    if (lease !== undefined) await engine.release(lease).catch(() => {});
+    if (lease !== undefined) await engine.release(lease, clean).catch(() => {});
   }
 }
 
@@ -69,6 +72,7 @@ async function decodeTrt(
   req: BackendRequest,
   engine: LlamaEngine,
   lease: SequenceLease,
+  rest: readonly Token[],
   plan: TrtPlan,
   request: TrtRequest,
   signal: AbortSignal,
@@ -85,8 +89,9 @@ async function decodeTrt(
   const options = evaluateOptions(request, prompt, generated, {
     ...(constrained && { tokenBias: () => engine.forbid(forbiddenNext(request, generated, endTokens)) }),
   });
+  // `rest`: the prompt's tokens after those the sequence already holds (engine.acquire).
   const steps = lease.sequence.evaluateWithMetadata(
-    [...prompt],
+    [...rest],
     { confidence: request.returnLogProbs },
     options,
   );
