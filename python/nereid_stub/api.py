@@ -162,9 +162,10 @@ class Tensor:
             array = np.char.encode(array, "utf-8").astype(np.object_)
         code = numpy_to_triton_type(array.dtype)
         if code is None:
+            # Triton's text first (clients match on it), then which tensor and dtype.
             raise TritonModelException(
-                f"Tensor dtype used for numpy_array ({array.dtype}) is not supported by the Python backend."
-                " Please use np.object_ for BYTES tensors."
+                f"NumPy dtype is not supported. Tensor '{name}' is {array.dtype};"
+                " BYTES tensors take np.object_ or np.bytes_ arrays."
             )
         if code != 13 and array.dtype.byteorder == ">":
             array = array.astype(array.dtype.newbyteorder("="))

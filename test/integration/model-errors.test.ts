@@ -272,6 +272,32 @@ describe('errors a model author can act on', () => {
       assert.equal(entries(s, shape).length, 1);
     });
   }
+
+  it("errors_py: an array no datatype holds (complex64) fails its request with Triton's text; the model goes on serving", async () => {
+    // Triton's pb_utils.Tensor raises `NumPy dtype is not supported.` (test/differential/test_diff_outputs.py).
+    const r = await infer(s, 'errors_py', modeRequest('nodtype'));
+    assert.equal(r.status, 500);
+    assert.match(
+      r.body.error ?? '',
+      /message: TritonModelException: NumPy dtype is not supported\. Tensor 'OUT' is complex64;/,
+    );
+    assert.match(r.body.error ?? '', /1\/model\.py\(\d+\): execute/);
+    const ok = await infer(s, 'errors_py', modeRequest('ok'));
+    assert.equal(ok.status, 200);
+    assert.deepEqual(ok.body.outputs?.find((o) => o.name === 'OUT')?.data, [1]);
+  });
+
+  it('errors_ts: a hand-made output whose bytes do not fit its shape fails its request (500); the model goes on serving', async () => {
+    const r = await infer(s, 'errors_ts', modeRequest('badbytes'));
+    assert.equal(r.status, 500);
+    assert.equal(
+      r.body.error,
+      "output of JavaScript model 'errors_ts' 'OUT': 12 bytes do not fit INT32 [4] (16 expected)",
+    );
+    const ok = await infer(s, 'errors_ts', modeRequest('ok'));
+    assert.equal(ok.status, 200);
+    assert.deepEqual(ok.body.outputs?.find((o) => o.name === 'OUT')?.data, [1]);
+  });
 });
 
 describe('--strict-model-outputs=true', () => {
