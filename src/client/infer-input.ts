@@ -6,10 +6,11 @@
  */
 import { isDataType, type DataType } from '../common/datatype.js';
 import { setOwn } from '../common/own.js';
+import type { ParameterValue } from '../common/parameters.js';
 import { countElements, encodeValues, type TensorValues } from './tensor-data.js';
 
-/** A request, input or output parameter value. */
-export type ParameterValue = string | number | bigint | boolean;
+// A request, input or output parameter value: common/parameters.ts.
+export type { ParameterValue };
 
 /** A tensor placed in a registered shared-memory region instead of the request or response body. */
 export interface SharedMemoryRef {

@@ -7,11 +7,11 @@ import type { DataType } from '../common/datatype.js';
 import type { ModelMetadata, ServerMetadata, TensorMetadata } from '../common/metadata.js';
 import type { InferBatchStatistics, InferStatistics, StatisticDuration } from '../common/statistics.js';
 import type { Tensor } from '../common/tensor.js';
-import type { ParameterValue } from '../backend-api/backend.js';
+import type { Parameters, ParameterValue } from '../common/parameters.js';
 import type { InferenceTrace } from './trace/types.js';
 
-export type { ParameterValue };
-export type Parameters = Record<string, ParameterValue>;
+// Shared with the backends, the client and the SDK: common/parameters.ts.
+export type { Parameters, ParameterValue };
 
 /** A slice of a registered shared-memory region (the shared-memory extensions). */
 export interface SharedMemoryRef {
