@@ -27,14 +27,15 @@
  *   belong to the core from then on (the backend must not reuse their Buffers).
  * - Work must not block the event loop: CPU-bound execution happens off the main thread.
  */
+import type { ParameterValue } from '../common/parameters.js';
 import type { Tensor } from '../common/tensor.js';
 import type { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { CustomMetricFamily, CustomMetricKind, CustomMetricSample } from '../common/metric-family.js';
 import type { FrozenModelConfig, ModelConfig } from '../model-config/model-config.js';
 
-/** Request/response parameter values; uint64/int64 values beyond 2^53 arrive as bigint. */
-export type ParameterValue = string | number | boolean | bigint;
+// Request/response parameter values: common/parameters.ts.
+export type { ParameterValue };
 
 /** Request parameters Triton consumes itself (sequence, scheduling and output-format ones). */
 const SERVER_PARAMETERS: ReadonlySet<string> = new Set([

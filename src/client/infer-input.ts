@@ -6,17 +6,15 @@
  */
 import { isDataType, type DataType } from '../common/datatype.js';
 import { setOwn } from '../common/own.js';
+import type { ParameterValue } from '../common/parameters.js';
+import type { SharedMemoryRef } from '../common/shared-memory-ref.js';
 import { countElements, encodeValues, type TensorValues } from './tensor-data.js';
 
-/** A request, input or output parameter value. */
-export type ParameterValue = string | number | bigint | boolean;
+// A request, input or output parameter value: common/parameters.ts.
+export type { ParameterValue };
 
-/** A tensor placed in a registered shared-memory region instead of the request or response body. */
-export interface SharedMemoryRef {
-  readonly region: string;
-  readonly byteSize: number;
-  readonly offset: number;
-}
+// A tensor placed in a registered shared-memory region: common/shared-memory-ref.ts.
+export type { SharedMemoryRef };
 
 function checkName(kind: string, name: unknown): string {
   if (typeof name !== 'string' || name === '') throw new TypeError(`${kind} name must be a non-empty string`);

@@ -5,6 +5,7 @@
  * GrpcClient implement.
  */
 import type { ModelMetadata, ServerMetadata, TensorMetadata } from '../common/metadata.js';
+import type { TraceSettings } from '../common/trace-settings.js';
 import type {
   InferBatchStatistics,
   InferResponseStatistics,
@@ -119,8 +120,8 @@ export interface LogSettings {
   [key: string]: string | number | boolean | undefined;
 }
 
-/** Trace settings: each key one string, or a list (trace_level). */
-export type TraceSettings = Record<string, string | string[]>;
+// Trace settings as the server answers them: common/trace-settings.ts.
+export type { TraceSettings };
 /** A trace settings update; null clears a model's key back to the global value. */
 export type TraceSettingsUpdate = Record<string, string | number | string[] | null>;
 

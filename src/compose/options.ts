@@ -4,7 +4,7 @@
  * API (embedded/) builds flags from its options object instead.
  */
 import type { LogFormat } from '../common/logger.js';
-import type { LoadErrorStatus } from '../core/repository/index.js';
+import type { LoadErrorStatus, ModelControlMode } from '../core/repository/index.js';
 import type { ResponseCacheConfig } from '../core/cache/index.js';
 import type { CompressionLevel } from '../frontends/grpc/compression.js';
 import type { Restrictions } from '../frontends/restricted.js';
@@ -17,8 +17,6 @@ import type { StorageOptions } from '../core/storage/storage.js';
  */
 export type CloudStorageSettings = Omit<StorageOptions, 'limits' | 'tempDirectory'>;
 import type { TraceOptions } from '../core/trace/options.js';
-
-export type ModelControlMode = 'none' | 'poll' | 'explicit' | 'on-demand';
 
 /** One `--rate-limit-resource=<name>:<count>[:<device>]`; device -1 = every device. */
 export interface RateLimitResourceOption {

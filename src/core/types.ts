@@ -7,18 +7,16 @@ import type { DataType } from '../common/datatype.js';
 import type { ModelMetadata, ServerMetadata, TensorMetadata } from '../common/metadata.js';
 import type { InferBatchStatistics, InferStatistics, StatisticDuration } from '../common/statistics.js';
 import type { Tensor } from '../common/tensor.js';
-import type { ParameterValue } from '../backend-api/backend.js';
+import type { Parameters, ParameterValue } from '../common/parameters.js';
+import type { SharedMemoryRef } from '../common/shared-memory-ref.js';
+import type { TraceSettings } from '../common/trace-settings.js';
 import type { InferenceTrace } from './trace/types.js';
 
-export type { ParameterValue };
-export type Parameters = Record<string, ParameterValue>;
+// Shared with the backends, the client and the SDK: common/parameters.ts.
+export type { Parameters, ParameterValue };
 
-/** A slice of a registered shared-memory region (the shared-memory extensions). */
-export interface SharedMemoryRef {
-  readonly region: string;
-  readonly offset: number;
-  readonly byteSize: number;
-}
+// A slice of a registered shared-memory region, shared with the client: common/shared-memory-ref.ts.
+export type { SharedMemoryRef };
 
 export interface InferInput {
   readonly name: string;
@@ -145,7 +143,7 @@ export interface LogSettingsView {
 
 export type LogSettingsUpdate = Partial<Omit<LogSettingsView, 'log_file'>>;
 
-/** The trace extension's settings: each key maps to one or more string values (Triton's form). */
-export type TraceSettings = Record<string, string | string[]>;
+// The trace extension's settings (Triton's form), shared with the client: common/trace-settings.ts.
+export type { TraceSettings };
 /** A trace settings update; `null` clears a model's key back to the global value. */
 export type TraceSettingsUpdate = Record<string, string | string[] | null>;

@@ -4,10 +4,11 @@
  * request id and whether it was the last response).
  */
 import { NereidError, invalidArg, type ErrorCode } from '../common/errors.js';
+import type { Parameters, ParameterValue } from '../common/parameters.js';
 import type { Tensor } from './tensor.js';
 
-export type ParameterValue = string | number | boolean | bigint;
-export type Parameters = Record<string, ParameterValue>;
+// Shared with the server and the client: common/parameters.ts.
+export type { Parameters, ParameterValue };
 
 export interface InferenceResponseInit {
   readonly outputs?: readonly Tensor[];

@@ -26,7 +26,7 @@ import { OutputCheck } from '../output-check.js';
 import { modelFailure, type FailureScope } from './failures.js';
 import { JsInstance } from './instance.js';
 import { javascriptOptions, type JavascriptOptions } from './options.js';
-import type { WorkerInit } from './protocol.js';
+import type { JsWorkerInit } from './protocol.js';
 import { JsWorker } from './worker-client.js';
 
 /** Tried in this order when the config names no default_model_filename (or names the default). */
@@ -83,7 +83,7 @@ export class JavascriptBackend implements Backend {
     if (!mayAutoComplete(source)) return ctx.config;
     const options = javascriptOptions(ctx.config, ctx.backendConfig);
     const name = ctx.config.name;
-    const init: WorkerInit = {
+    const init: JsWorkerInit = {
       mode: 'autocomplete',
       modelPath: file,
       configJson: JSON.stringify(modelConfigToJson(ctx.config)),

@@ -8,10 +8,10 @@
 import type { ServerApi } from '../../backend-api/backend.js';
 import { NereidError, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import type { ToWorker, WireBlsRequest } from './protocol.js';
+import type { JsToWorker, WireBlsRequest } from './protocol.js';
 import { checkedCoreTensor, copyToWire } from './tensors.js';
 
-type Post = (message: ToWorker, transfer?: readonly ArrayBuffer[]) => void;
+type Post = (message: JsToWorker, transfer?: readonly ArrayBuffer[]) => void;
 
 export class BlsBridge {
   private readonly calls = new Map<number, AbortController>();

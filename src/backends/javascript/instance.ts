@@ -35,12 +35,12 @@ import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
 import { BlsBridge } from './bls.js';
 import type { JavascriptOptions } from './options.js';
 import type {
-  FromWorker,
+  JsFromWorker,
   TransferCounters,
   WireError,
   WireRequest,
   WireResponse,
-  WorkerInit,
+  JsWorkerInit,
 } from './protocol.js';
 import { checkedCoreTensor, copyToWire, newCounters } from './tensors.js';
 import { modelFailure, type FailureScope } from './failures.js';
@@ -58,7 +58,7 @@ export interface JsInstanceOptions {
   readonly spec: InstanceSpec;
   readonly modelName: string;
   /** workerData for this instance's workers (its facts filled in). */
-  readonly init: WorkerInit;
+  readonly init: JsWorkerInit;
   readonly options: JavascriptOptions;
   readonly decoupled: boolean;
   /** Output datatypes the config declares, checked against what the model sends. */
@@ -457,7 +457,7 @@ export class JsInstance implements InstanceHandle {
 
   // --- messages from the worker ---------------------------------------------------------------------------
 
-  private onMessage(bls: BlsBridge, msg: FromWorker): void {
+  private onMessage(bls: BlsBridge, msg: JsFromWorker): void {
     switch (msg.kind) {
       case 'response':
         this.onResponse(msg.response);

@@ -10,7 +10,7 @@ import type { ParameterValue } from '../../backend-api/backend.js';
 import type { MetricFamilySnapshot } from '../../sdk/metrics.js';
 import type { ModelPhase } from '../model-errors.js';
 
-export interface WireTensor {
+export interface JsWireTensor {
   name: string;
   datatype: DataType;
   shape: number[];
@@ -35,7 +35,7 @@ export interface WireError {
   build?: { file: string; line: number; column: number; text: string };
 }
 
-export type WireParameters = Record<string, ParameterValue>;
+export type JsWireParameters = Record<string, ParameterValue>;
 
 /** Facts the model gets in initialize(args, context). */
 export interface InstanceFacts {
@@ -49,7 +49,7 @@ export interface InstanceFacts {
 }
 
 /** workerData of a model worker. */
-export interface WorkerInit {
+export interface JsWorkerInit {
   /** 'instance': import, construct, initialize, then serve; 'autocomplete': run autoCompleteConfig and exit. */
   mode: 'instance' | 'autocomplete';
   /** The module file (absolute path). */
@@ -65,8 +65,8 @@ export interface WireRequest {
   id: string;
   correlationId: bigint | string;
   flags: number;
-  parameters: WireParameters;
-  inputs: WireTensor[];
+  parameters: JsWireParameters;
+  inputs: JsWireTensor[];
   outputs: string[];
   batchSize: number;
   cancelled: boolean;
@@ -74,9 +74,9 @@ export interface WireRequest {
 
 export interface WireResponse {
   rid: number;
-  outputs: WireTensor[];
+  outputs: JsWireTensor[];
   final: boolean;
-  parameters?: WireParameters;
+  parameters?: JsWireParameters;
   error?: WireError;
   /** Outputs the model returned that its config does not declare (not sent; ../output-check.ts). */
   undeclared?: string[];
@@ -87,14 +87,14 @@ export interface WireBlsRequest {
   modelName: string;
   modelVersion: string;
   id: string;
-  inputs: WireTensor[];
+  inputs: JsWireTensor[];
   outputs: string[];
-  parameters: WireParameters;
+  parameters: JsWireParameters;
 }
 
 export interface WireBlsResult {
-  outputs: WireTensor[];
-  parameters: WireParameters;
+  outputs: JsWireTensor[];
+  parameters: JsWireParameters;
   modelName: string;
   modelVersion: string;
   id: string;
@@ -123,7 +123,7 @@ export interface TransferCounters {
  */
 export const RESPONSE_WINDOW = 16;
 
-export type ToWorker =
+export type JsToWorker =
   | { kind: 'execute'; batch: number; requests: WireRequest[] }
   /** Responses of these requests (counts[i] for rids[i]) reached a response queue with room. */
   | { kind: 'taken'; rids: number[]; counts: number[] }
@@ -140,7 +140,7 @@ export type QueryAnswer =
   | { what: 'metrics'; families: MetricFamilySnapshot[] }
   | { what: 'counters'; counters: TransferCounters };
 
-export type FromWorker =
+export type JsFromWorker =
   /** initialize() returned; `definesIsReady`: the model has an isReady() worth asking. */
   | { kind: 'ready'; definesIsReady: boolean }
   | { kind: 'init-error'; error: WireError }

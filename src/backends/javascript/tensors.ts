@@ -16,7 +16,7 @@
 import { byteSizeOf, isDataType } from '../../common/datatype.js';
 import { internal } from '../../common/errors.js';
 import { countBytesElements, elementCount, type Tensor } from '../../common/tensor.js';
-import type { TransferCounters, WireTensor } from './protocol.js';
+import type { TransferCounters, JsWireTensor } from './protocol.js';
 
 export interface TensorLike {
   readonly name: string;
@@ -47,7 +47,11 @@ function ownCopy(data: Uint8Array): Uint8Array {
 }
 
 /** Wire form under the `copy` policy (inputs, BLS traffic); adds what moves to `transfer`. */
-export function copyToWire(t: TensorLike, transfer: ArrayBuffer[], counters?: TransferCounters): WireTensor {
+export function copyToWire(
+  t: TensorLike,
+  transfer: ArrayBuffer[],
+  counters?: TransferCounters,
+): JsWireTensor {
   const d = t.data;
   let data: Uint8Array;
   if (isShared(d.buffer)) {
@@ -58,7 +62,7 @@ export function copyToWire(t: TensorLike, transfer: ArrayBuffer[], counters?: Tr
     transfer.push(data.buffer as ArrayBuffer);
     if (counters) counters.inputBytesCopied += d.byteLength;
   }
-  return { name: t.name, datatype: t.datatype as WireTensor['datatype'], shape: [...t.shape], data };
+  return { name: t.name, datatype: t.datatype as JsWireTensor['datatype'], shape: [...t.shape], data };
 }
 
 /** Wire form under the `move` policy (a model's outputs); `transfer` collects each buffer once. */
@@ -66,7 +70,7 @@ export function moveToWire(
   t: TensorLike,
   transfer: Set<ArrayBuffer>,
   counters?: TransferCounters,
-): WireTensor {
+): JsWireTensor {
   const d = t.data;
   const buf = d.buffer;
   let data: Uint8Array;
@@ -82,7 +86,7 @@ export function moveToWire(
     transfer.add(data.buffer as ArrayBuffer);
     if (counters) counters.outputBytesCopied += d.byteLength;
   }
-  return { name: t.name, datatype: t.datatype as WireTensor['datatype'], shape: [...t.shape], data };
+  return { name: t.name, datatype: t.datatype as JsWireTensor['datatype'], shape: [...t.shape], data };
 }
 
 /**
@@ -90,7 +94,7 @@ export function moveToWire(
  * core tensor over the same bytes (no copy). `what` names it in errors.
  */
 export function checkedCoreTensor(w: unknown, what: string): Tensor {
-  const t = w as Partial<WireTensor> | null;
+  const t = w as Partial<JsWireTensor> | null;
   if (typeof t !== 'object' || t === null) throw internal(`${what} is not a tensor`);
   const name = t.name;
   if (typeof name !== 'string' || name === '') throw internal(`${what} has no name`);

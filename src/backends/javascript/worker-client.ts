@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { capModelText, type ModelPhase } from '../model-errors.js';
-import type { FromWorker, QueryAnswer, ToWorker, WireError, WorkerInit } from './protocol.js';
+import type { JsFromWorker, QueryAnswer, JsToWorker, WireError, JsWorkerInit } from './protocol.js';
 
 // Compiled beside this file in dist/; the URL keeps working wherever the package is installed.
 const WORKER_URL = new URL('./worker/main.js', import.meta.url);
@@ -52,14 +52,14 @@ export class JsWorker {
   private nextQuery = 1;
   private readonly exitedPromise: Promise<void>;
   /** Messages the instance handles (responses, BLS); set right after start. */
-  onMessage: (msg: FromWorker) => void = () => undefined;
+  onMessage: (msg: JsFromWorker) => void = () => undefined;
 
   private constructor(
     private readonly worker: Worker,
     private readonly options: WorkerStartOptions,
   ) {
     this.exitedPromise = new Promise((resolve) => worker.once('exit', () => resolve()));
-    worker.on('message', (msg: FromWorker) => this.dispatch(msg));
+    worker.on('message', (msg: JsFromWorker) => this.dispatch(msg));
     worker.on('error', (err) => {
       this.lastError = err instanceof Error ? (err.stack ?? err.message) : String(err);
     });
@@ -73,7 +73,7 @@ export class JsWorker {
    * Starts a worker and resolves once it reported `ready` (instance mode: module imported, model built,
    * initialize() returned) or `autocompleted` (then with the config JSON, and the worker is ended).
    */
-  static async start(init: WorkerInit, options: WorkerStartOptions): Promise<WorkerStarted> {
+  static async start(init: JsWorkerInit, options: WorkerStartOptions): Promise<WorkerStarted> {
     let raw: Worker;
     try {
       raw = new Worker(WORKER_URL, {
@@ -147,7 +147,7 @@ export class JsWorker {
   }
 
   /** Posts unless the thread is gone (then the message has nobody to reach). */
-  post(message: ToWorker, transfer: readonly ArrayBuffer[] = []): void {
+  post(message: JsToWorker, transfer: readonly ArrayBuffer[] = []): void {
     if (this.exited) return;
     try {
       this.worker.postMessage(message, transfer as ArrayBuffer[]);
@@ -218,7 +218,7 @@ export class JsWorker {
     await this.exitedPromise;
   }
 
-  private dispatch(msg: FromWorker): void {
+  private dispatch(msg: JsFromWorker): void {
     switch (msg.kind) {
       case 'log':
         this.logLine(msg.level, msg.message);

@@ -20,7 +20,7 @@ import {
   readVllmRequest,
   responseTensors,
   type LogprobEntry,
-  type OutputPlan,
+  type VllmOutputPlan,
   type VllmRequest,
 } from './vllm-interface.js';
 
@@ -117,7 +117,7 @@ export function evaluateOptions(
 
 export interface GenerationHost {
   readonly engine: LlamaEngine;
-  readonly plan: OutputPlan;
+  readonly plan: VllmOutputPlan;
 }
 
 /** Runs one request to its end; never rejects (failures end the request instead). */

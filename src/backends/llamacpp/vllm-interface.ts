@@ -28,7 +28,7 @@ export interface VllmRequest {
 }
 
 /** Which additional outputs the config declares, and whether each has a switch input. */
-export interface OutputPlan {
+export interface VllmOutputPlan {
   readonly inputTokens: 'never' | 'always' | 'switch';
   readonly outputTokens: 'never' | 'always' | 'switch';
   readonly finishReason: 'never' | 'always' | 'switch';
@@ -46,7 +46,7 @@ export interface LogprobEntry {
   readonly top: readonly { readonly id: number; readonly token: string; readonly logprob: number }[];
 }
 
-export function outputPlan(config: FrozenModelConfig): OutputPlan {
+export function outputPlan(config: FrozenModelConfig): VllmOutputPlan {
   const outputs = new Set(config.output.map((o) => o.name));
   const inputs = new Set(config.input.map((i) => i.name));
   const plan = (output: string, input: string): 'never' | 'always' | 'switch' =>
@@ -74,10 +74,10 @@ function firstBool(req: BackendRequest, name: string): boolean | undefined {
   return t.data[0] !== 0;
 }
 
-export function readVllmRequest(req: BackendRequest, plan: OutputPlan): VllmRequest {
+export function readVllmRequest(req: BackendRequest, plan: VllmOutputPlan): VllmRequest {
   const prompt = firstString(req, 'text_input');
   if (prompt === undefined) throw invalidArg("input 'text_input' is required");
-  const asked = (mode: OutputPlan['inputTokens'], name: string): boolean =>
+  const asked = (mode: VllmOutputPlan['inputTokens'], name: string): boolean =>
     mode === 'always' || (mode === 'switch' && firstBool(req, name) === true);
   return {
     prompt,

@@ -24,7 +24,7 @@ import { autoCompleteFromModel, defaultMaxBatchSize } from './autocomplete.js';
 import type { InferenceSession } from 'onnxruntime-node';
 import { loadSessionModule, OrtInstance } from './instance.js';
 import { sessionSettings, type ExecutionThread } from './options.js';
-import type { ModelIo, OrtSessionSettings, WorkerInit } from './protocol.js';
+import type { ModelIo, OrtSessionSettings, OrtWorkerInit } from './protocol.js';
 import { validateAgainstModel } from './validate.js';
 import { OrtWorker } from './worker-client.js';
 
@@ -109,7 +109,7 @@ export class OnnxRuntimeBackend implements Backend {
       verbose: ctx.log.isVerbose(),
     });
     for (const w of warnings) ctx.log.warn(w);
-    const init: WorkerInit = {
+    const init: OrtWorkerInit = {
       modelPath: await resolveModelFile(ctx.modelPath, ctx.modelName, ctx.files),
       settings,
     };
@@ -134,7 +134,7 @@ export class OnnxRuntimeBackend implements Backend {
  * an event-loop model on the main thread (onnxruntime-node is loaded there only then).
  */
 async function openFirst(
-  init: WorkerInit,
+  init: OrtWorkerInit,
   thread: ExecutionThread,
   label: string,
 ): Promise<{ spare: OrtWorker | InferenceSession; io: ModelIo }> {
@@ -159,7 +159,7 @@ async function closeSpare(spare: OrtWorker | InferenceSession): Promise<void> {
 class OrtModel implements ModelHandle {
   constructor(
     private readonly maxBatchSize: number,
-    private readonly init: WorkerInit,
+    private readonly init: OrtWorkerInit,
     private readonly thread: ExecutionThread,
     private readonly log: Logger,
     private spare: OrtWorker | InferenceSession | undefined,

@@ -9,14 +9,14 @@ import { Tensor as OrtTensor } from 'onnxruntime-node';
 import { dataTypeInfo, fromOrtType } from '../../common/datatype.js';
 import { invalidArg, unsupported } from '../../common/errors.js';
 import { TYPED_ARRAY_OF } from '../../common/typed-arrays.js';
-import type { WireTensor } from './protocol.js';
+import type { OrtWireTensor } from './protocol.js';
 import { settleFloat16AsUint16 } from './float16-as-uint16.js';
 import { checkStringTensor } from './strings.js';
 
 // Before any tensor is built here: FP16 data stays Uint16Array on Node 24 (see float16-as-uint16.ts).
 settleFloat16AsUint16();
 
-function elements(t: WireTensor, size: number): number {
+function elements(t: OrtWireTensor, size: number): number {
   if (t.data.byteLength % size !== 0) {
     throw invalidArg(`input '${t.name}': ${t.data.byteLength} bytes is not a multiple of ${size}`);
   }
@@ -27,7 +27,7 @@ function elements(t: WireTensor, size: number): number {
  * Views a wire tensor as an ORT tensor; only BYTES are decoded (to strings). The ORT type name comes from
  * the datatype table (common/datatype.ts) and the typed array from common/typed-arrays.ts.
  */
-export function toOrtTensor(t: WireTensor): OrtTensor {
+export function toOrtTensor(t: OrtWireTensor): OrtTensor {
   if (t.datatype === 'BF16') {
     // The table names ONNX's bfloat16 (autocomplete reads it), but onnxruntime-node has no tensor type for it.
     throw unsupported(`input '${t.name}': onnxruntime-node has no BF16 (bfloat16) tensor type`);
@@ -39,7 +39,7 @@ export function toOrtTensor(t: WireTensor): OrtTensor {
   return new OrtTensor(ortType, new View(t.data, 0, elements(t, View.BYTES_PER_ELEMENT)), t.shape);
 }
 
-function decodeStrings(t: WireTensor): string[] {
+function decodeStrings(t: OrtWireTensor): string[] {
   return checkStringTensor(t.name, Buffer.from(t.data)).map((el) => el.toString('utf8'));
 }
 
@@ -66,7 +66,7 @@ export function ownArrayBuffer(view: ArrayBufferView): ArrayBuffer {
 }
 
 /** Turns an ORT output into a wire tensor, keeping the output's memory where possible. */
-export function fromOrtTensor(name: string, t: OrtTensor): WireTensor {
+export function fromOrtTensor(name: string, t: OrtTensor): OrtWireTensor {
   const datatype = fromOrtType(t.type);
   if (datatype === undefined || dataTypeInfo(datatype).ortType !== t.type) {
     throw unsupported(`output '${name}' has onnxruntime type '${t.type}', which Triton cannot represent`);

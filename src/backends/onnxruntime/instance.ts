@@ -21,14 +21,14 @@ import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import { concatBatch, splitBatch } from '../batching.js';
 import type { ExecutionThread } from './options.js';
-import type { RunResult, WireTensor, WorkerInit } from './protocol.js';
+import type { RunResult, OrtWireTensor, OrtWorkerInit } from './protocol.js';
 import { checkStringTensor } from './strings.js';
 import { OrtWorker } from './worker-client.js';
 
 export interface InstanceOptions {
   readonly name: string;
   readonly maxBatchSize: number;
-  readonly init: WorkerInit;
+  readonly init: OrtWorkerInit;
   readonly log: Logger;
   /** 'worker' unless the model asks for the event loop. */
   readonly thread?: ExecutionThread;
@@ -61,7 +61,7 @@ function ownedCopy(data: Buffer): ArrayBuffer {
  * (a batch concatenation) and may be moved, or the run stays on this thread (event loop), where nothing is
  * transferred and onnxruntime only reads the bytes during the run.
  */
-function toWire(t: Tensor, usable: boolean): WireTensor {
+function toWire(t: Tensor, usable: boolean): OrtWireTensor {
   const ab = t.data.buffer;
   const whole =
     usable && ab instanceof ArrayBuffer && t.data.byteOffset === 0 && t.data.length === ab.byteLength;
@@ -92,7 +92,7 @@ function nsBetween(a: bigint, b: bigint): number {
   return b > a ? Number(b - a) : 0;
 }
 
-function fromWire(w: WireTensor): Tensor {
+function fromWire(w: OrtWireTensor): Tensor {
   return { name: w.name, datatype: w.datatype, shape: w.shape, data: Buffer.from(w.data) };
 }
 
@@ -186,7 +186,7 @@ export class OrtInstance implements InstanceHandle {
   }
 
   /** One run on this instance's session, wherever it lives. The feeds are not to be used afterwards. */
-  private async run(feeds: WireTensor[], fetches: string[]): Promise<RunResult> {
+  private async run(feeds: OrtWireTensor[], fetches: string[]): Promise<RunResult> {
     if (this.thread === 'event_loop') {
       // Once open, the session and its module are kept at hand: no promises to wait for on each run.
       const { session, m } = (this.opened ??= await this.openForRuns());
@@ -263,7 +263,7 @@ export class OrtInstance implements InstanceHandle {
     }
   }
 
-  private buildFeeds(requests: readonly BackendRequest[]): WireTensor[] {
+  private buildFeeds(requests: readonly BackendRequest[]): OrtWireTensor[] {
     const first = requests[0];
     if (requests.length === 1) {
       const lend = this.thread === 'event_loop';

@@ -73,7 +73,7 @@ export function loadContext(
   };
 }
 
-export class RecordingSender implements ResponseSender {
+export class OrtRecordingSender implements ResponseSender {
   readonly sent: { outputs: readonly Tensor[]; options: SendOptions }[] = [];
   error: NereidError | undefined;
   done = false;
@@ -100,7 +100,7 @@ export class RecordingSender implements ResponseSender {
   }
 }
 
-export type TestRequest = BackendRequest & { readonly sender: RecordingSender };
+export type TestRequest = BackendRequest & { readonly sender: OrtRecordingSender };
 
 export function request(
   id: string,
@@ -117,7 +117,7 @@ export function request(
     flags: 0,
     batchSize,
     signal: new AbortController().signal,
-    sender: new RecordingSender(),
+    sender: new OrtRecordingSender(),
   };
 }
 

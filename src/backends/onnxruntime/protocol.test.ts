@@ -4,16 +4,16 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { packResult, packRun, unpackResult, unpackRun, type WireTensor } from './protocol.js';
+import { packResult, packRun, unpackResult, unpackRun, type OrtWireTensor } from './protocol.js';
 
-const tensor = (name: string, values: number[]): WireTensor => ({
+const tensor = (name: string, values: number[]): OrtWireTensor => ({
   name,
   datatype: 'INT32',
   shape: [1, values.length],
   data: Int32Array.from(values).buffer,
 });
 
-const valuesOf = (t: WireTensor): number[] => [...new Int32Array(t.data)];
+const valuesOf = (t: OrtWireTensor): number[] => [...new Int32Array(t.data)];
 
 void describe('onnxruntime worker protocol', () => {
   it('a run keeps its id, fetches and every feed in order across a transferring clone', () => {

@@ -6,7 +6,7 @@ import type { DataType } from '../../common/datatype.js';
 import type { ErrorCode } from '../../common/errors.js';
 
 /** A tensor on the wire: `data` holds exactly the tensor's bytes (offset 0, full length). */
-export interface WireTensor {
+export interface OrtWireTensor {
   name: string;
   datatype: DataType;
   shape: number[];
@@ -44,7 +44,7 @@ export interface OrtSessionSettings {
 }
 
 /** workerData of a worker: it creates its session from this at start-up. */
-export interface WorkerInit {
+export interface OrtWorkerInit {
   /** The .onnx file itself (a model folder already resolved to `<folder>/model.onnx`). */
   modelPath: string;
   settings: OrtSessionSettings;
@@ -53,7 +53,7 @@ export interface WorkerInit {
 export interface RunMessage {
   kind: 'run';
   id: number;
-  feeds: WireTensor[];
+  feeds: OrtWireTensor[];
   /** Output names to compute; ORT skips the rest of the graph where it can. */
   fetches: string[];
 }
@@ -63,7 +63,7 @@ export interface CrashNextRunMessage {
   kind: 'crash-next-run';
 }
 
-export type ToWorker = PackedRun | CrashNextRunMessage;
+export type OrtToWorker = PackedRun | CrashNextRunMessage;
 
 /**
  * One run's outputs and when onnxruntime itself ran: process.hrtime.bigint() just before session.run()
@@ -72,12 +72,12 @@ export type ToWorker = PackedRun | CrashNextRunMessage;
  * compute_output phases.
  */
 export interface RunResult {
-  outputs: WireTensor[];
+  outputs: OrtWireTensor[];
   runStart: bigint;
   runEnd: bigint;
 }
 
-export type FromWorker =
+export type OrtFromWorker =
   | { kind: 'ready'; inputs: IoMeta[]; outputs: IoMeta[] }
   | { kind: 'load-error'; code: ErrorCode; message: string }
   | PackedResult
@@ -94,12 +94,12 @@ export type PackedRun = [number, string[], ...PackedTensors];
 /** [id, runStart, runEnd, ...tensors]: a run's RunResult. */
 export type PackedResult = [number, bigint, bigint, ...PackedTensors];
 
-function packTensors(out: unknown[], tensors: readonly WireTensor[]): void {
+function packTensors(out: unknown[], tensors: readonly OrtWireTensor[]): void {
   for (const t of tensors) out.push(t.name, t.datatype, t.shape, t.data);
 }
 
-function unpackTensors(packed: readonly unknown[], from: number): WireTensor[] {
-  const tensors: WireTensor[] = [];
+function unpackTensors(packed: readonly unknown[], from: number): OrtWireTensor[] {
+  const tensors: OrtWireTensor[] = [];
   for (let i = from; i + 3 < packed.length; i += 4) {
     tensors.push({
       name: packed[i] as string,

@@ -6,13 +6,13 @@
 import { InferenceSession, type Tensor as OrtTensor } from 'onnxruntime-node';
 import { NereidError } from '../../common/errors.js';
 import { fromOrtTensor, toOrtTensor } from './codec.js';
-import type { IoMeta, RunResult, WireTensor, WorkerInit } from './protocol.js';
+import type { IoMeta, RunResult, OrtWireTensor, OrtWorkerInit } from './protocol.js';
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function toSessionOptions(init: WorkerInit): InferenceSession.SessionOptions {
+function toSessionOptions(init: OrtWorkerInit): InferenceSession.SessionOptions {
   const s = init.settings;
   const options: InferenceSession.SessionOptions = {
     executionProviders: ['cpu'],
@@ -32,7 +32,7 @@ function toSessionOptions(init: WorkerInit): InferenceSession.SessionOptions {
 const STRING_PARSE_FAILURE = /running Cast node\b.*Status Message: sto(?:i|l|ll|ul|ull|f|d|ld)\b/s;
 
 /** Creates the session, turning onnxruntime's load failures into Triton-style errors. */
-export async function openSession(init: WorkerInit): Promise<InferenceSession> {
+export async function openSession(init: OrtWorkerInit): Promise<InferenceSession> {
   try {
     return await InferenceSession.create(init.modelPath, toSessionOptions(init));
   } catch (err) {
@@ -73,7 +73,7 @@ export function sessionIo(session: InferenceSession): { inputs: IoMeta[]; output
  */
 export async function runSession(
   session: InferenceSession,
-  feeds: readonly WireTensor[],
+  feeds: readonly OrtWireTensor[],
   fetches: readonly string[],
 ): Promise<RunResult> {
   const ortFeeds: Record<string, OrtTensor> = {};

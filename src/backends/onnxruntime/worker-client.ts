@@ -8,12 +8,12 @@ import { NereidError, internal } from '../../common/errors.js';
 import {
   packRun,
   unpackResult,
-  type FromWorker,
+  type OrtFromWorker,
   type ModelIo,
   type RunResult,
-  type ToWorker,
-  type WireTensor,
-  type WorkerInit,
+  type OrtToWorker,
+  type OrtWireTensor,
+  type OrtWorkerInit,
 } from './protocol.js';
 
 interface Pending {
@@ -39,7 +39,7 @@ export class OrtWorker {
     public label: string,
     readonly io: ModelIo,
   ) {
-    worker.on('message', (msg: FromWorker) => this.onMessage(msg));
+    worker.on('message', (msg: OrtFromWorker) => this.onMessage(msg));
     worker.on('error', (err) => {
       this.lastError = err.message;
     });
@@ -50,7 +50,7 @@ export class OrtWorker {
   }
 
   /** Spawns a worker and waits until its session is ready. Rejects with the load error. */
-  static start(init: WorkerInit, label: string): Promise<OrtWorker> {
+  static start(init: OrtWorkerInit, label: string): Promise<OrtWorker> {
     return new Promise((resolve, reject) => {
       let worker: Worker;
       try {
@@ -61,7 +61,7 @@ export class OrtWorker {
       }
       let settled = false;
       let error: string | undefined;
-      const onMessage = (msg: FromWorker): void => {
+      const onMessage = (msg: OrtFromWorker): void => {
         // Only 'ready' or 'load-error' come before the session is ready (results are arrays).
         if (settled || Array.isArray(msg)) return;
         if (msg.kind === 'ready') {
@@ -115,7 +115,7 @@ export class OrtWorker {
    * Runs the session. The feeds' ArrayBuffers are transferred: they are detached here once this returns,
    * so callers pass only buffers they own.
    */
-  run(feeds: WireTensor[], fetches: string[]): Promise<RunResult> {
+  run(feeds: OrtWireTensor[], fetches: string[]): Promise<RunResult> {
     if (this.exited) {
       return Promise.reject(internal(`onnxruntime worker for '${this.label}' is not running`));
     }
@@ -162,10 +162,10 @@ export class OrtWorker {
 
   /** Test hook: the worker thread dies (uncaught exception) after its next run, before answering. */
   crashNextRunForTesting(): void {
-    this.worker.postMessage({ kind: 'crash-next-run' } satisfies ToWorker);
+    this.worker.postMessage({ kind: 'crash-next-run' } satisfies OrtToWorker);
   }
 
-  private onMessage(msg: FromWorker): void {
+  private onMessage(msg: OrtFromWorker): void {
     if (Array.isArray(msg)) {
       const { id, result } = unpackResult(msg);
       const p = this.pending.get(id);

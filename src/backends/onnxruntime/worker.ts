@@ -11,15 +11,15 @@ import { NereidError } from '../../common/errors.js';
 import {
   packResult,
   unpackRun,
-  type FromWorker,
+  type OrtFromWorker,
   type RunMessage,
   type RunResult,
-  type ToWorker,
-  type WorkerInit,
+  type OrtToWorker,
+  type OrtWorkerInit,
 } from './protocol.js';
 import { openSession, runSession, sessionIo } from './session.js';
 
-function post(message: FromWorker, transfer: ArrayBuffer[] = []): void {
+function post(message: OrtFromWorker, transfer: ArrayBuffer[] = []): void {
   parentPort!.postMessage(message, transfer);
 }
 
@@ -48,7 +48,7 @@ async function run(session: InferenceSession, msg: RunMessage): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const init = workerData as WorkerInit;
+  const init = workerData as OrtWorkerInit;
   let session: InferenceSession;
   try {
     session = await openSession(init);
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
 
   // Serialise runs even if messages arrive back to back: one session, one run at a time.
   let queue = Promise.resolve();
-  parentPort!.on('message', (msg: ToWorker) => {
+  parentPort!.on('message', (msg: OrtToWorker) => {
     if (!Array.isArray(msg)) {
       if (msg.kind === 'crash-next-run') crashArmed = true;
       return;

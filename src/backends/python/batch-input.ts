@@ -14,7 +14,7 @@ import type { HostToStubArena } from './shm.js';
 import { BlobBuilder, describeInline, describeTensors, type TensorSink } from './tensors.js';
 
 /** A batch ready to send: its requests on the wire, their inline bytes, and its hold on /dev/shm. */
-export interface BatchInput {
+export interface StubBatchInput {
   readonly wire: StubRequest[];
   readonly blob: BlobBuilder;
   readonly unpin: () => void;
@@ -34,14 +34,14 @@ export interface BatchInputOptions {
 export function batchInput(
   live: readonly BackendRequest[],
   o: BatchInputOptions,
-): BatchInput | Promise<BatchInput> {
+): StubBatchInput | Promise<StubBatchInput> {
   const arena = o.arena;
   if (o.reset) arena?.reset();
   const pin = arena?.pin();
   const unpin = (): void => {
     if (pin !== undefined) arena?.unpin(pin);
   };
-  const input: BatchInput = { wire: [], blob: new BlobBuilder(), unpin };
+  const input: StubBatchInput = { wire: [], blob: new BlobBuilder(), unpin };
   const sink: TensorSink = { arena, threshold: o.threshold, pin };
   try {
     const described = describeFrom(live, 0, sink, input, o.rid);
@@ -61,9 +61,9 @@ function describeFrom(
   live: readonly BackendRequest[],
   from: number,
   sink: TensorSink,
-  input: BatchInput,
+  input: StubBatchInput,
   rid: () => number,
-): BatchInput | Promise<BatchInput> {
+): StubBatchInput | Promise<StubBatchInput> {
   for (let i = from; i < live.length; i++) {
     const r = live[i];
     const inputs = describeInline(r.inputs.values(), sink, input.blob);

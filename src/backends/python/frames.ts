@@ -7,9 +7,9 @@
 import { internal } from '../../common/errors.js';
 
 /** A decoded JSON object: a frame's header, and what nested objects in one are checked to be. */
-export type JsonObject = Readonly<Record<string, unknown>>;
+export type RawJsonObject = Readonly<Record<string, unknown>>;
 
-export function isJsonObject(v: unknown): v is JsonObject {
+export function isJsonObject(v: unknown): v is RawJsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
@@ -21,7 +21,7 @@ export function listOf(v: unknown): readonly unknown[] {
 export interface Frame {
   readonly type: number;
   /** The header's JSON object; its fields are read through protocol.ts's decoders. */
-  readonly header: JsonObject;
+  readonly header: RawJsonObject;
   /** Inline tensor bytes that follow the header. */
   readonly blob: Buffer;
 }

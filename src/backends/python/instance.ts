@@ -36,7 +36,7 @@ import { NereidError, internal, invalidArg, unavailable } from '../../common/err
 import type { Tensor } from '../../common/tensor.js';
 import type { OutputCheck } from '../output-check.js';
 import { capModelText } from '../model-errors.js';
-import { batchInput, type BatchInput } from './batch-input.js';
+import { batchInput, type StubBatchInput } from './batch-input.js';
 import { BlsService, type ServerInfer } from './bls.js';
 import { ResponseFlows } from './credit.js';
 import { errorInfoOf, pythonFailure, type PythonFailureScope } from './failures.js';
@@ -45,7 +45,7 @@ import { BatchLedger } from './ledger.js';
 import type { StubFamily } from './metrics.js';
 import { ModelControlService } from './model-control.js';
 import { MessageType, decode, type ExecuteDoneIn, type LogIn, type ResponseIn } from './protocol.js';
-import { ResponseReader, nsBetween, type ResponseSink } from './response-reader.js';
+import { ResponseReader, nsBetween, type ResponseReaderSink } from './response-reader.js';
 import type { StubProcess } from './stub-process.js';
 import { StubSupervisor, type SupervisorOptions } from './supervisor.js';
 
@@ -114,7 +114,7 @@ export class PythonInstance implements InstanceHandle {
     const f = opts.failures;
     this.scope = f && { ...f, id: { model: opts.modelName, version: f.version, instance: opts.spec.name } };
     this.ledger = new BatchLedger(opts.decoupled);
-    const sink: ResponseSink = {
+    const sink: ResponseReaderSink = {
       // A response is progress: its batch's execution timeout starts again.
       arriving: (r) => this.ledger.request(r.rid)?.batch.timer?.refresh(),
       deliver: (r, outputs) => (this.flows ? this.flows.arrived(r, outputs) : this.hand(r, outputs)),
@@ -216,7 +216,7 @@ export class PythonInstance implements InstanceHandle {
   private sendBatch(
     stub: StubProcess,
     live: readonly BackendRequest[],
-    input: BatchInput,
+    input: StubBatchInput,
     execStart: bigint,
     resolve: (result: ExecuteResult) => void,
   ): void {

@@ -11,7 +11,7 @@
  */
 import type { DataType } from '../../common/datatype.js';
 import type { ErrorCode } from '../../common/errors.js';
-import { isJsonObject, listOf, type JsonObject } from './frames.js';
+import { isJsonObject, listOf, type RawJsonObject } from './frames.js';
 import { parseMetricsReply, type StubFamily } from './metrics.js';
 
 export const MessageType = {
@@ -343,8 +343,8 @@ export function tritonErrorCode(code: ErrorCode): number {
 
 export type StubMessageType = Exclude<MessageType, HostMessageType>;
 
-const EMPTY: JsonObject = {};
-const objectOf = (v: unknown): JsonObject => (isJsonObject(v) ? v : EMPTY);
+const EMPTY: RawJsonObject = {};
+const objectOf = (v: unknown): RawJsonObject => (isJsonObject(v) ? v : EMPTY);
 const numberOr = (v: unknown, absent: number): number => (typeof v === 'number' ? v : absent);
 const stringOr = (v: unknown, absent: string): string => (typeof v === 'string' ? v : absent);
 const finiteOrUndefined = (v: unknown): number | undefined =>
@@ -479,7 +479,7 @@ function decodeResponse(v: unknown): ResponseIn {
   };
 }
 
-function decodeExecuteDone(h: JsonObject): ExecuteDoneIn {
+function decodeExecuteDone(h: RawJsonObject): ExecuteDoneIn {
   const responses = listOf(h.responses).map(decodeResponse);
   const rescheduled: number[] = [];
   for (const rid of listOf(h.rescheduled)) if (typeof rid === 'number') rescheduled.push(rid);
@@ -494,7 +494,7 @@ function decodeExecuteDone(h: JsonObject): ExecuteDoneIn {
   };
 }
 
-function decodeBlsRequest(h: JsonObject): BlsRequestIn {
+function decodeBlsRequest(h: RawJsonObject): BlsRequestIn {
   const version = h.model_version;
   return {
     call: numberOr(h.call, 0),
@@ -512,7 +512,7 @@ function decodeBlsRequest(h: JsonObject): BlsRequestIn {
   };
 }
 
-function decodeModelControl(h: JsonObject): ModelControlIn {
+function decodeModelControl(h: RawJsonObject): ModelControlIn {
   return {
     call: numberOr(h.call, 0),
     op: String(h.op),
@@ -525,7 +525,7 @@ function decodeModelControl(h: JsonObject): ModelControlIn {
 }
 
 /** The decoder of each stub->host message type: the one place their headers are read. */
-export const decode: { readonly [T in StubMessageType]: (header: JsonObject) => Incoming[T] } = {
+export const decode: { readonly [T in StubMessageType]: (header: RawJsonObject) => Incoming[T] } = {
   [MessageType.Hello]: (h) => ({ pid: numberOr(h.pid, 0) }),
   [MessageType.InitDone]: (h) => ({
     failed: h.error !== undefined,

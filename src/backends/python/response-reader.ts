@@ -23,7 +23,7 @@ import { readInlineTensors, readTensors, type FreedRanges } from './tensors.js';
 /** Frames waiting for a /dev/shm read before the stub's socket is no longer read. */
 const MAX_CHAINED_FRAMES = 64;
 
-export interface ResponseSink {
+export interface ResponseReaderSink {
   /** A response is about to be read (its request made progress). */
   arriving(r: ResponseIn): void;
   /** Its outputs, or why they could not be read. */
@@ -57,7 +57,7 @@ export class ResponseReader {
   private readonly chainHold = {};
 
   constructor(
-    private readonly sink: ResponseSink,
+    private readonly sink: ResponseReaderSink,
     private readonly name: string,
     private readonly log: Logger,
   ) {}

@@ -18,24 +18,24 @@ import {
 } from '../request.js';
 import { decodeArray, encodeValues } from '../tensor-data.js';
 import type { InferOptions } from '../types.js';
-import { longOf, numberOrBigint, type Int64 } from './proto.js';
+import { longOf, numberOrBigint, type ProtoInt64 } from './proto.js';
 
 /** InferParameter as protobufjs reads and writes it (exactly one member set). */
 export interface InferParameterMsg {
   bool_param?: boolean;
-  int64_param?: Int64;
+  int64_param?: ProtoInt64;
   string_param?: string;
   double_param?: number;
-  uint64_param?: Int64;
+  uint64_param?: ProtoInt64;
 }
 
 /** InferTensorContents: repeated fields by element type. */
 export interface ContentsMsg {
   bool_contents?: boolean[];
   int_contents?: number[];
-  int64_contents?: Int64[];
+  int64_contents?: ProtoInt64[];
   uint_contents?: number[];
-  uint64_contents?: Int64[];
+  uint64_contents?: ProtoInt64[];
   fp32_contents?: number[];
   fp64_contents?: number[];
   bytes_contents?: Uint8Array[];
@@ -44,7 +44,7 @@ export interface ContentsMsg {
 interface TensorMsg {
   name: string;
   datatype: string;
-  shape: Int64[];
+  shape: ProtoInt64[];
   parameters?: Record<string, InferParameterMsg>;
   contents?: ContentsMsg | null;
 }
@@ -242,7 +242,7 @@ function contentsToBytes(name: string, datatype: DataType, c: ContentsMsg): Buff
 const asBuffer = (b: Uint8Array): Buffer =>
   Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 
-function shapeOf(name: string, shape: readonly Int64[] | undefined): number[] {
+function shapeOf(name: string, shape: readonly ProtoInt64[] | undefined): number[] {
   return (shape ?? []).map((d) => {
     const v = numberOrBigint(d);
     if (typeof v !== 'number') throw malformed(`output '${name}' has a dimension beyond 2^53`);

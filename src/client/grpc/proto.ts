@@ -18,7 +18,7 @@ export interface LongLike {
   readonly unsigned?: boolean;
 }
 
-export type Int64 = number | LongLike;
+export type ProtoInt64 = number | LongLike;
 
 let root: protobuf.Root | undefined;
 const types = new Map<string, protobuf.Type>();
@@ -71,7 +71,7 @@ export function longOf(v: bigint, unsigned: boolean): LongLike {
   return { low: Number(u & 0xffffffffn) | 0, high: Number(u >> 32n) | 0, unsigned };
 }
 
-export function bigintOf(v: Int64 | string): bigint {
+export function bigintOf(v: ProtoInt64 | string): bigint {
   if (typeof v === 'number') return BigInt(v);
   if (typeof v === 'string') return BigInt(v);
   const u = (BigInt(v.high >>> 0) << 32n) | BigInt(v.low >>> 0);
@@ -79,14 +79,14 @@ export function bigintOf(v: Int64 | string): bigint {
 }
 
 /** A 64-bit value as a number when it is exactly representable, else as a bigint. */
-export function numberOrBigint(v: Int64 | string): number | bigint {
+export function numberOrBigint(v: ProtoInt64 | string): number | bigint {
   const b = bigintOf(v);
   const n = Number(b);
   return Number.isSafeInteger(n) ? n : b;
 }
 
 /** A 64-bit count as a number (counters and sizes stay below 2^53 in practice; larger ones are rounded). */
-export function numberOf(v: Int64 | string | undefined): number {
+export function numberOf(v: ProtoInt64 | string | undefined): number {
   if (v === undefined) return 0;
   if (typeof v === 'number') return v;
   return Number(bigintOf(v));

@@ -119,9 +119,9 @@ export function floats(t: Tensor): number[] {
 }
 
 /** How a scripted member answers one request: push responses into `reply`, now or later. */
-export type Behaviour = (request: InferenceRequest, reply: Reply) => void;
+export type Behaviour = (request: InferenceRequest, reply: MemberReply) => void;
 
-export interface Reply {
+export interface MemberReply {
   send(outputs: readonly Tensor[], final?: boolean): void;
   fail(error: NereidError): void;
   /** Ends without a further response (a decoupled model's flag-only end). */
@@ -164,7 +164,7 @@ export class FakeMember implements ServableVersion {
       if (open) this.active--;
       open = false;
     };
-    const reply: Reply = {
+    const reply: MemberReply = {
       send: (outputs, final = true) => {
         if (!open) return;
         const wanted = new Set(prepared.outputs.map((o) => o.name));

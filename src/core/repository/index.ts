@@ -2,7 +2,7 @@
 export type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } from './contract.js';
 export {
   ModelRepositoryManager,
-  type ModelFailure,
+  type ModelLoadFailure,
   type OnDemandStatus,
   type PollSummary,
   type VersionStatus,

@@ -20,7 +20,7 @@ export const CONFIGS_FOLDER = 'configs';
 /** Folders Triton skips silently when looking for versions. */
 const NON_VERSION_FOLDERS = new Set([CONFIGS_FOLDER, 'warmup', 'initial_state']);
 
-export interface ModelFolder {
+export interface ListedModelFolder {
   readonly name: string;
   readonly repositoryPath: string;
   readonly modelDir: string;
@@ -28,7 +28,7 @@ export interface ModelFolder {
 
 export interface RepositoryScan {
   /** Models found in exactly one repository, by name. */
-  readonly models: ReadonlyMap<string, ModelFolder>;
+  readonly models: ReadonlyMap<string, ListedModelFolder>;
   /** Names found in two or more repositories (Triton refuses to load them). */
   readonly duplicates: ReadonlySet<string>;
   /** Repositories that could not be listed. */
@@ -74,7 +74,7 @@ function collect(
   roots: readonly RepositoryRoot[],
   list: (root: RepositoryRoot) => readonly DirEntry[],
 ): RepositoryScan {
-  const models = new Map<string, ModelFolder>();
+  const models = new Map<string, ListedModelFolder>();
   const duplicates = new Set<string>();
   const errors: { repositoryPath: string; message: string }[] = [];
   for (const root of roots) {

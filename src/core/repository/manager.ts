@@ -53,7 +53,7 @@ import { RepositoryWatcher } from './watcher.js';
 import { readModel, withModelName, type PolledModel, type ReadSettings } from './reader.js';
 import { VersionLifecycle } from './versions.js';
 
-export interface ModelFailure {
+export interface ModelLoadFailure {
   readonly name: string;
   readonly reason: string;
 }
@@ -66,7 +66,7 @@ export interface PollSummary {
   /** Models unloaded because their folder went away (or became a duplicate). */
   readonly removed: readonly string[];
   /** Models that could not be read or loaded, with the reason. */
-  readonly failed: readonly ModelFailure[];
+  readonly failed: readonly ModelLoadFailure[];
 }
 
 export interface OnDemandStatus {
@@ -287,7 +287,7 @@ export class ModelRepositoryManager {
    * decides whether that is fatal, as --exit-on-error does). A repository path that is not a directory
    * throws.
    */
-  async startup(): Promise<ModelFailure[]> {
+  async startup(): Promise<ModelLoadFailure[]> {
     this.assertOpen();
     if (this.started) throw new NereidError('INTERNAL', 'the model repository manager was already started');
     this.started = true;
@@ -297,7 +297,7 @@ export class ModelRepositoryManager {
     // A local repository that is not a folder stops the start (as in Triton). An object store that cannot
     // be reached (credentials, a missing bucket, the network) is a failure like a model's: the others are
     // served, and --exit-on-error decides.
-    const storeFailures: ModelFailure[] = [];
+    const storeFailures: ModelLoadFailure[] = [];
     await Promise.all(
       this.roots.map(async (r) => {
         if (!r.fs.remote) {
@@ -339,7 +339,7 @@ export class ModelRepositoryManager {
       );
     }
     const { startupModels } = this.options;
-    let failures: ModelFailure[];
+    let failures: ModelLoadFailure[];
     const selective = this.mode === 'explicit' || this.mode === 'on-demand';
     if (!selective || (startupModels.length === 1 && startupModels[0] === '*')) {
       if (!selective && startupModels.length > 0) {
@@ -776,7 +776,7 @@ export class ModelRepositoryManager {
         ),
       );
 
-      const failed: ModelFailure[] = [];
+      const failed: ModelLoadFailure[] = [];
       for (const d of scan.duplicates) failed.push({ name: d, reason: msg.notUnique(d) });
 
       // Gone (or now ambiguous): unload, with the ensembles that needed them.

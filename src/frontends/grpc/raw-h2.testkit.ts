@@ -19,7 +19,7 @@ export const FrameType = {
 
 export const Flag = { END_STREAM: 1, ACK: 1, END_HEADERS: 4 } as const;
 
-export interface Frame {
+export interface H2Frame {
   readonly type: number;
   readonly flags: number;
   readonly streamId: number;
@@ -112,7 +112,7 @@ export function settings(pairs: readonly (readonly [number, number])[] = []): Bu
 
 /** One TCP connection speaking raw HTTP/2 frames. */
 export class RawConnection {
-  readonly frames: Frame[] = [];
+  readonly frames: H2Frame[] = [];
   /** Resolves when the server closed the socket (end or reset). */
   readonly closed: Promise<void>;
   private pending = Buffer.alloc(0);
@@ -130,7 +130,7 @@ export class RawConnection {
       while (this.pending.length >= 9) {
         const len = this.pending.readUIntBE(0, 3);
         if (this.pending.length < 9 + len) break;
-        const f: Frame = {
+        const f: H2Frame = {
           type: this.pending[3],
           flags: this.pending[4],
           streamId: this.pending.readUInt32BE(5) & 0x7fffffff,
@@ -187,7 +187,7 @@ export class RawConnection {
   }
 
   /** The first received frame that matches, waiting up to `timeoutMs`; undefined if none came. */
-  async waitFor(match: (f: Frame) => boolean, timeoutMs = 20_000): Promise<Frame | undefined> {
+  async waitFor(match: (f: H2Frame) => boolean, timeoutMs = 20_000): Promise<H2Frame | undefined> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const f = this.frames.find(match);

@@ -45,7 +45,7 @@ export class GrpcStatusError extends Error {
   }
 }
 
-export interface ErrorContext {
+export interface GrpcErrorContext {
   readonly log: Logger;
   /** `/inference.GRPCInferenceService/ModelInfer` */
   readonly method: string;
@@ -54,7 +54,7 @@ export interface ErrorContext {
 }
 
 /** Maps anything thrown by a handler to its status; logs errors that are not NereidErrors. */
-export function toGrpcError(err: unknown, ctx: ErrorContext): GrpcError {
+export function toGrpcError(err: unknown, ctx: GrpcErrorContext): GrpcError {
   if (err instanceof NereidError) {
     if (ctx.log.isVerbose()) {
       ctx.log.verbose(

@@ -31,7 +31,7 @@ export interface ErrorReply {
   readonly body: string;
 }
 
-export interface ErrorContext {
+export interface HttpErrorContext {
   readonly log: Logger;
   /** The inference request id when known. */
   readonly requestId?: string;
@@ -40,7 +40,7 @@ export interface ErrorContext {
 }
 
 /** Maps anything thrown by a route to its reply; logs errors that are not NereidErrors. */
-export function toErrorReply(err: unknown, ctx: ErrorContext): ErrorReply {
+export function toErrorReply(err: unknown, ctx: HttpErrorContext): ErrorReply {
   if (err instanceof NereidError) {
     if (ctx.log.isVerbose()) {
       ctx.log.verbose(

@@ -21,13 +21,13 @@ import { NereidError } from '../../../common/errors.js';
 import { bindRuntime, type BlsCall, type BlsResult, type LogLevel } from '../../../sdk/runtime.js';
 import { Tensor } from '../../../sdk/tensor.js';
 import type {
-  FromWorker,
+  JsFromWorker,
   QueryAnswer,
-  ToWorker,
+  JsToWorker,
   WireError,
   WireRequest,
   WireResponse,
-  WorkerInit,
+  JsWorkerInit,
 } from '../protocol.js';
 import type { ModelPhase } from '../../model-errors.js';
 import { copyToWire, newCounters } from '../tensors.js';
@@ -35,11 +35,11 @@ import { AsyncQueue } from './async-queue.js';
 import { WorkerSender, responseToWire, setDeclaredOutputs } from './sender.js';
 import { driveGenerator, isGeneratorFunction } from './generator.js';
 
-const init = workerData as WorkerInit;
+const init = workerData as JsWorkerInit;
 const port = parentPort!;
 const counters = newCounters();
 
-function post(message: FromWorker, transfer: readonly ArrayBuffer[] = []): void {
+function post(message: JsFromWorker, transfer: readonly ArrayBuffer[] = []): void {
   port.postMessage(message, transfer as ArrayBuffer[]);
 }
 
@@ -317,7 +317,7 @@ async function answer(q: number, what: 'ready' | 'metrics' | 'counters'): Promis
   }
 }
 
-function onMessage(msg: ToWorker): void {
+function onMessage(msg: JsToWorker): void {
   switch (msg.kind) {
     case 'execute':
       void execute(msg.batch, msg.requests);

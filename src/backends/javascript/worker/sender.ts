@@ -12,14 +12,14 @@ import { RESPONSE_COMPLETE_FINAL, type ResponseSender } from '../../../sdk/reque
 import { InferenceResponse, toNereidError, type InferenceResponseInit } from '../../../sdk/response.js';
 import {
   RESPONSE_WINDOW,
-  type FromWorker,
+  type JsFromWorker,
   type TransferCounters,
-  type WireParameters,
+  type JsWireParameters,
   type WireResponse,
 } from '../protocol.js';
 import { moveToWire, type TensorLike } from '../tensors.js';
 
-type Post = (message: FromWorker, transfer?: readonly ArrayBuffer[]) => void;
+type Post = (message: JsFromWorker, transfer?: readonly ArrayBuffer[]) => void;
 
 function isFinal(flags: number | { final: boolean } | undefined): boolean {
   if (flags === undefined) return false;
@@ -27,10 +27,10 @@ function isFinal(flags: number | { final: boolean } | undefined): boolean {
   return flags.final === true;
 }
 
-function parametersOf(p: unknown): WireParameters | undefined {
+function parametersOf(p: unknown): JsWireParameters | undefined {
   if (p === undefined || p === null) return undefined;
   if (typeof p !== 'object' || Array.isArray(p)) throw invalidArg('response parameters must be an object');
-  const out: WireParameters = {};
+  const out: JsWireParameters = {};
   let any = false;
   for (const [k, v] of Object.entries(p as Record<string, unknown>)) {
     if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean' && typeof v !== 'bigint') {
