@@ -12,12 +12,15 @@
  *   node dist/bench/llm.js
  * Env: BENCH_GGUF (default: the tests' tiny model, .cache/llm-models/current/tiny-llama.gguf),
  *      BENCH_THREADS (1), BENCH_TOKENS (64), BENCH_STREAMS (1,4), BENCH_ROUNDS (3),
- *      BENCH_PREFIX_WORDS (250: the long prompt's words; 0 skips that part), BENCH_PREFIX_ROUNDS (5).
+ *      BENCH_PREFIX_WORDS (250: the long prompt's words; 0 skips that part), BENCH_PREFIX_ROUNDS (5),
+ *      BENCH_CLIENT (inline: the bench reads the streams on the server's event loop, so its own HTTP
+ *      client's cost counts against Nereid; worker: a worker thread reads them, as another process would).
  */
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { getLlama, LlamaLogLevel, type LlamaModel } from 'node-llama-cpp';
 import { Logger, parseFlags, startNereid } from '../src/index.js';
 
@@ -32,6 +35,8 @@ const CONTEXT = 512;
 const PREFIX_WORDS = Number(process.env.BENCH_PREFIX_WORDS ?? 250);
 const PREFIX_ROUNDS = Number(process.env.BENCH_PREFIX_ROUNDS ?? 5);
 const PREFIX_CONTEXT = 4096;
+/** 'inline': the streams are read on the server's own event loop; 'worker': by a worker thread's. */
+const CLIENT = process.env.BENCH_CLIENT ?? 'inline';
 /** The long prompt: a system-prompt-sized text of PREFIX_WORDS words. */
 const LONG_PROMPT = Array.from(
   { length: PREFIX_WORDS },
@@ -91,7 +96,7 @@ async function bare(model: LlamaModel, n: number): Promise<Point> {
 }
 
 /** One streamed completion; resolves with its time to first token. */
-async function completion(
+async function streamOnce(
   url: string,
   model: string,
   t0: number,
@@ -118,6 +123,53 @@ async function completion(
     if (ttft < 0) ttft = performance.now() - t0;
   }
   return ttft;
+}
+
+/** What a worker-thread client is asked: one completion, timed from `startAt` (epoch ms). */
+interface Ask {
+  readonly id: number;
+  readonly url: string;
+  readonly model: string;
+  readonly startAt: number;
+  readonly prompt: string;
+  readonly tokens: number;
+}
+
+let worker: Worker | undefined;
+let asked = 0;
+const pending = new Map<number, (ttft: number) => void>();
+
+/** A streamed completion read inline or by the worker thread (BENCH_CLIENT); its time to first token. */
+async function completion(
+  url: string,
+  model: string,
+  t0: number,
+  prompt = PROMPT,
+  tokens = TOKENS,
+): Promise<number> {
+  if (CLIENT !== 'worker') return streamOnce(url, model, t0, prompt, tokens);
+  if (worker === undefined) {
+    worker = new Worker(new URL(import.meta.url));
+    worker.unref();
+    worker.on('message', ({ id, ttft }: { id: number; ttft: number }) => {
+      pending.get(id)?.(ttft);
+      pending.delete(id);
+    });
+  }
+  const id = ++asked;
+  const startAt = performance.timeOrigin + t0;
+  const done = new Promise<number>((resolve) => pending.set(id, resolve));
+  worker.postMessage({ id, url, model, startAt, prompt, tokens } satisfies Ask);
+  return done;
+}
+
+/** The worker thread: answers each Ask with its completion's time to first token. */
+function serveAsks(): void {
+  parentPort!.on('message', (ask: Ask) => {
+    void streamOnce(ask.url, ask.model, ask.startAt - performance.timeOrigin, ask.prompt, ask.tokens).then(
+      (ttft) => parentPort!.postMessage({ id: ask.id, ttft }),
+    );
+  });
 }
 
 /** Nereid with one model 'llm' of these engine settings; `use` gets its URL. */
@@ -197,7 +249,9 @@ async function bareLongPrompt(model: LlamaModel): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  console.log(`model ${GGUF}, ${THREADS} thread(s), ${TOKENS} tokens per stream, ${ROUNDS} rounds (median)`);
+  console.log(
+    `model ${GGUF}, ${THREADS} thread(s), ${TOKENS} tokens per stream, ${ROUNDS} rounds (median), client ${CLIENT}`,
+  );
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   const model = await llama.loadModel({ modelPath: GGUF });
   const bareAt = new Map<number, Point>();
@@ -224,4 +278,5 @@ async function main(): Promise<void> {
   );
 }
 
-await main();
+if (isMainThread) await main();
+else serveAsks();
