@@ -3,19 +3,24 @@
  * alone in this process (N sequences of one context, each generating the same number of tokens) and by
  * Nereid over POST /v1/completions with N concurrent SSE streams (parallel_sequences = N). Prints
  * aggregate tokens/s and median time to first token at each N, and Nereid's share of the bare rate
- * (prompt-prefix reuse off there: bare node-llama-cpp evaluates each round's prompt anew too). Then the
+ * (prompt-prefix reuse off there: bare node-llama-cpp evaluates each round's prompt anew too), and the
+ * main thread's CPU time per token on each side (the difference is what Nereid and the bench's own HTTP
+ * client spend per token on the event loop, a steadier figure than tok/s on a loaded machine). Then the
  * time to first token of one long prompt asked again and again, with prefix reuse (the repeats evaluate
  * only its last token) and without (enable_prefix_caching false), beside bare node-llama-cpp evaluating
  * the whole prompt each time.
  *   node dist/bench/llm.js
  * Env: BENCH_GGUF (default: the tests' tiny model, .cache/llm-models/current/tiny-llama.gguf),
  *      BENCH_THREADS (1), BENCH_TOKENS (64), BENCH_STREAMS (1,4), BENCH_ROUNDS (3),
- *      BENCH_PREFIX_WORDS (250: the long prompt's words; 0 skips that part), BENCH_PREFIX_ROUNDS (5).
+ *      BENCH_PREFIX_WORDS (250: the long prompt's words; 0 skips that part), BENCH_PREFIX_ROUNDS (5),
+ *      BENCH_CLIENT (inline: the bench reads the streams on the server's event loop, so its own HTTP
+ *      client's cost counts against Nereid; worker: a worker thread reads them, as another process would).
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { getLlama, LlamaLogLevel, type LlamaModel } from 'node-llama-cpp';
 import { Logger, parseFlags, startNereid } from '../src/index.js';
 
@@ -30,6 +35,8 @@ const CONTEXT = 512;
 const PREFIX_WORDS = Number(process.env.BENCH_PREFIX_WORDS ?? 250);
 const PREFIX_ROUNDS = Number(process.env.BENCH_PREFIX_ROUNDS ?? 5);
 const PREFIX_CONTEXT = 4096;
+/** 'inline': the streams are read on the server's own event loop; 'worker': by a worker thread's. */
+const CLIENT = process.env.BENCH_CLIENT ?? 'inline';
 /** The long prompt: a system-prompt-sized text of PREFIX_WORDS words. */
 const LONG_PROMPT = Array.from(
   { length: PREFIX_WORDS },
@@ -39,6 +46,21 @@ const LONG_PROMPT = Array.from(
 interface Point {
   tokensPerSecond: number;
   ttftMs: number;
+  /** The main thread's time on a CPU per token (Linux's schedstat; NaN elsewhere). */
+  cpuUsPerToken: number;
+}
+
+/**
+ * The main (event-loop) thread's time on a CPU so far, in microseconds: what the JavaScript of
+ * node-llama-cpp, Nereid and the bench's HTTP client costs, apart from llama.cpp's own threads and from
+ * the time other processes of a loaded machine hold the CPUs (which throughput counts). NaN off Linux.
+ */
+function mainThreadCpuUs(): number {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -49,6 +71,7 @@ async function bare(model: LlamaModel, n: number): Promise<Point> {
   const sequences = Array.from({ length: n }, () => context.getSequence());
   const rates: number[] = [];
   const ttfts: number[] = [];
+  const cpu0 = mainThreadCpuUs();
   for (let round = 0; round < ROUNDS; round++) {
     const t0 = performance.now();
     await Promise.all(
@@ -67,12 +90,13 @@ async function bare(model: LlamaModel, n: number): Promise<Point> {
     );
     rates.push((n * TOKENS) / ((performance.now() - t0) / 1000));
   }
+  const cpuUsPerToken = (mainThreadCpuUs() - cpu0) / (ROUNDS * n * TOKENS);
   await context.dispose();
-  return { tokensPerSecond: median(rates), ttftMs: median(ttfts) };
+  return { tokensPerSecond: median(rates), ttftMs: median(ttfts), cpuUsPerToken };
 }
 
 /** One streamed completion; resolves with its time to first token. */
-async function completion(
+async function streamOnce(
   url: string,
   model: string,
   t0: number,
@@ -99,6 +123,53 @@ async function completion(
     if (ttft < 0) ttft = performance.now() - t0;
   }
   return ttft;
+}
+
+/** What a worker-thread client is asked: one completion, timed from `startAt` (epoch ms). */
+interface Ask {
+  readonly id: number;
+  readonly url: string;
+  readonly model: string;
+  readonly startAt: number;
+  readonly prompt: string;
+  readonly tokens: number;
+}
+
+let worker: Worker | undefined;
+let asked = 0;
+const pending = new Map<number, (ttft: number) => void>();
+
+/** A streamed completion read inline or by the worker thread (BENCH_CLIENT); its time to first token. */
+async function completion(
+  url: string,
+  model: string,
+  t0: number,
+  prompt = PROMPT,
+  tokens = TOKENS,
+): Promise<number> {
+  if (CLIENT !== 'worker') return streamOnce(url, model, t0, prompt, tokens);
+  if (worker === undefined) {
+    worker = new Worker(new URL(import.meta.url));
+    worker.unref();
+    worker.on('message', ({ id, ttft }: { id: number; ttft: number }) => {
+      pending.get(id)?.(ttft);
+      pending.delete(id);
+    });
+  }
+  const id = ++asked;
+  const startAt = performance.timeOrigin + t0;
+  const done = new Promise<number>((resolve) => pending.set(id, resolve));
+  worker.postMessage({ id, url, model, startAt, prompt, tokens } satisfies Ask);
+  return done;
+}
+
+/** The worker thread: answers each Ask with its completion's time to first token. */
+function serveAsks(): void {
+  parentPort!.on('message', (ask: Ask) => {
+    void streamOnce(ask.url, ask.model, ask.startAt - performance.timeOrigin, ask.prompt, ask.tokens).then(
+      (ttft) => parentPort!.postMessage({ id: ask.id, ttft }),
+    );
+  });
 }
 
 /** Nereid with one model 'llm' of these engine settings; `use` gets its URL. */
@@ -130,12 +201,14 @@ async function viaNereid(n: number): Promise<Point> {
     await completion(url, 'llm', performance.now()); // warm-up
     const rates: number[] = [];
     const ttfts: number[] = [];
+    const cpu0 = mainThreadCpuUs();
     for (let round = 0; round < ROUNDS; round++) {
       const t0 = performance.now();
       ttfts.push(...(await Promise.all(Array.from({ length: n }, () => completion(url, 'llm', t0)))));
       rates.push((n * TOKENS) / ((performance.now() - t0) / 1000));
     }
-    return { tokensPerSecond: median(rates), ttftMs: median(ttfts) };
+    const cpuUsPerToken = (mainThreadCpuUs() - cpu0) / (ROUNDS * n * TOKENS);
+    return { tokensPerSecond: median(rates), ttftMs: median(ttfts), cpuUsPerToken };
   });
 }
 
@@ -176,7 +249,9 @@ async function bareLongPrompt(model: LlamaModel): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  console.log(`model ${GGUF}, ${THREADS} thread(s), ${TOKENS} tokens per stream, ${ROUNDS} rounds (median)`);
+  console.log(
+    `model ${GGUF}, ${THREADS} thread(s), ${TOKENS} tokens per stream, ${ROUNDS} rounds (median), client ${CLIENT}`,
+  );
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   const model = await llama.loadModel({ modelPath: GGUF });
   const bareAt = new Map<number, Point>();
@@ -185,12 +260,14 @@ async function main(): Promise<void> {
   const bareLong = PREFIX_WORDS > 0 ? await bareLongPrompt(model) : 0;
   await model.dispose();
   await llama.dispose();
-  console.log('streams | bare tok/s | nereid /v1 tok/s | ratio | bare TTFT ms | nereid TTFT ms');
+  console.log(
+    'streams | bare tok/s | nereid /v1 tok/s | ratio | bare TTFT ms | nereid TTFT ms | bare main CPU us/tok | nereid main CPU us/tok',
+  );
   for (const n of STREAMS) {
     const b = bareAt.get(n)!;
     const v = await viaNereid(n);
     console.log(
-      `${String(n).padStart(7)} | ${b.tokensPerSecond.toFixed(0).padStart(10)} | ${v.tokensPerSecond.toFixed(0).padStart(16)} | ${(v.tokensPerSecond / b.tokensPerSecond).toFixed(2).padStart(5)} | ${b.ttftMs.toFixed(1).padStart(12)} | ${v.ttftMs.toFixed(1).padStart(14)}`,
+      `${String(n).padStart(7)} | ${b.tokensPerSecond.toFixed(0).padStart(10)} | ${v.tokensPerSecond.toFixed(0).padStart(16)} | ${(v.tokensPerSecond / b.tokensPerSecond).toFixed(2).padStart(5)} | ${b.ttftMs.toFixed(1).padStart(12)} | ${v.ttftMs.toFixed(1).padStart(14)} | ${b.cpuUsPerToken.toFixed(0).padStart(20)} | ${v.cpuUsPerToken.toFixed(0).padStart(22)}`,
     );
   }
   if (PREFIX_WORDS <= 0) return;
@@ -201,4 +278,5 @@ async function main(): Promise<void> {
   );
 }
 
-await main();
+if (isMainThread) await main();
+else serveAsks();

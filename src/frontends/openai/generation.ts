@@ -198,6 +198,8 @@ export async function runGeneration(
           ...(calls !== undefined && { calls }),
         }),
       );
+    // A text-only chunk differs from the stream's others in its text alone: built around it.
+    const textChunk = deltaTemplate(kind, id, created, options.model, options.includeUsage);
     const it = responses[Symbol.asyncIterator]();
     let first = true;
     const begin = (): boolean => {
@@ -220,7 +222,10 @@ export async function runGeneration(
         usage.add(piece.inputTokens, piece.outputTokens);
         const entries = entriesOf(piece.logprobs);
         const text = toolStream.push(stop.push(decoder.write(piece.bytes)));
-        if ((text !== '' || entries.length > 0) && !sse.send(chunk(text, null, entries))) return undefined;
+        if (text !== '' || entries.length > 0) {
+          const json = entries.length > 0 ? chunk(text, null, entries) : textChunk(text);
+          if (!sse.send(json)) return undefined;
+        }
         await sse.drained(); // back-pressure: the next response is taken once the client has read this one
         if (stop.done) {
           controller.abort();
@@ -324,6 +329,29 @@ function chunkBody(
     // With stream_options.include_usage every chunk says `usage: null` but the last, as OpenAI's do.
     ...(includeUsage && { usage: null }),
   };
+}
+
+const DELTA_MARKER = '\u0000nereid-delta\u0000';
+
+/**
+ * The stream's text-only chunk (no log probs, tool calls or finish reason) as a function of its text:
+ * chunkBody's JSON cut around a marker text once, so each token costs one JSON.stringify of its text and
+ * the bytes are those of JSON.stringify(chunkBody(...)). Should the marker's JSON occur other than once
+ * (an id or model name holding it), every chunk is made whole.
+ */
+export function deltaTemplate(
+  kind: Kind,
+  id: string,
+  created: number,
+  model: string,
+  includeUsage: boolean,
+): (text: string) => string {
+  const whole = (text: string): string =>
+    JSON.stringify(chunkBody(kind, id, created, model, text, null, includeUsage, { logprobs: null }));
+  const parts = whole(DELTA_MARKER).split(JSON.stringify(DELTA_MARKER));
+  if (parts.length !== 2) return whole;
+  const [head, tail] = parts;
+  return (text) => head + JSON.stringify(text) + tail;
 }
 
 function chatRoleChunk(id: string, created: number, model: string, includeUsage: boolean): string {
