@@ -263,12 +263,15 @@ describe('dynamic batching', () => {
   });
 
   it('lets a high-priority request overtake queued ones (max_batch_size 0: one at a time)', async () => {
+    // Expected order: busy, high, low A, low B. Every request but the last is a long one, so each answer
+    // comes a whole computation after the one before: two short ones answered back to back reach the client
+    // in the sockets' order, whatever order the server answered them in.
     const { done: busy } = await startBusy(s, 'busy_prio');
-    const lowA = infer(s.url, 'busy_prio');
+    const lowA = infer(s.url, 'busy_prio', { k: BUSY });
     await untilQueued(s, 'busy_prio', 1);
     const lowB = infer(s.url, 'busy_prio', { params: { priority: 2 } });
     await untilQueued(s, 'busy_prio', 2);
-    const high = infer(s.url, 'busy_prio', { params: { priority: 1 } });
+    const high = infer(s.url, 'busy_prio', { k: BUSY, params: { priority: 1 } });
     const [b, a, lb, h] = await Promise.all([busy, lowA, lowB, high]);
     for (const r of [b, a, lb, h]) assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.ok(h.at < a.at, `high answered at ${h.at.toFixed(0)} ms, after low A at ${a.at.toFixed(0)} ms`);
