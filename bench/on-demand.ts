@@ -9,10 +9,11 @@
  * Usage: node dist/bench/on-demand.js [--onnx 40] [--python 20] [--max-loaded 8] [--requests 600]
  *        [--clients 8] [--zipf 1.1] [--cold-runs 5]
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { residentBytesOf } from '../src/core/model/memory.js';
-import { post, removeRepository, startServer } from '../test/integration/harness.js';
+import { post, removeRepository, ROOT, startServer } from '../test/integration/harness.js';
 import { inferBody, makeManyModels, rankOrder, zipfSampler } from '../test/integration/many-models.js';
 import { pythonFlags } from '../test/integration/python-support.js';
 
@@ -58,8 +59,21 @@ const pct = (xs: number[], p: number): number => {
 };
 const ms = (x: number): string => (Number.isNaN(x) ? '-' : `${x.toFixed(1)} ms`);
 
+/** A JavaScript identity model beside the stream's models, for the cold start per backend (never in the stream). */
+const JS_COLD = 'js_cold';
+function addJavaScriptModel(repo: string): void {
+  const dir = path.join(repo, JS_COLD);
+  cpSync(path.join(ROOT, 'test/fixtures/javascript/identity_js'), dir, { recursive: true });
+  const config = path.join(dir, 'config.pbtxt');
+  writeFileSync(config, readFileSync(config, 'utf8').replace('name: "identity_js"', `name: "${JS_COLD}"`));
+}
+const jsBody = JSON.stringify({
+  inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }],
+});
+
 async function main(): Promise<void> {
   const many = makeManyModels(N_ONNX, N_PY);
+  addJavaScriptModel(many.repo);
   const s = await startServer([
     `--model-repository=${many.repo}`,
     '--model-control-mode=on-demand',
@@ -130,18 +144,20 @@ async function main(): Promise<void> {
     );
 
     // Cold start per backend: unload, then time one request (its wait includes the eviction of another).
-    for (const backend of ['onnx', 'python'] as const) {
-      const name = many.names.find((n) => many.backendOf.get(n) === backend)!;
+    for (const backend of ['onnx', 'python', 'javascript'] as const) {
+      const name =
+        backend === 'javascript' ? JS_COLD : many.names.find((n) => many.backendOf.get(n) === backend)!;
+      const body = backend === 'javascript' ? jsBody : inferBody(1);
       const times: number[] = [];
       for (let i = 0; i < COLD_RUNS; i++) {
         await post(`${s.url}/v2/repository/models/${name}/unload`, '{}');
         const start = performance.now();
-        const r = await post(`${s.url}/v2/models/${name}/infer`, inferBody(1));
+        const r = await post(`${s.url}/v2/models/${name}/infer`, body);
         times.push(performance.now() - start);
         if (r.status !== 200) bad++;
       }
       console.log(
-        `  cold start ${backend.padEnd(7)} median of ${COLD_RUNS}: ${ms(pct(times, 50))} (min ${ms(Math.min(...times))})`,
+        `  cold start ${backend.padEnd(10)} median of ${COLD_RUNS}: ${ms(pct(times, 50))} (min ${ms(Math.min(...times))})`,
       );
     }
   } finally {
