@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import tritonclient.grpc as grpcclient
 from diff_servers import (
     NEREID,
     REPO_ROOT,
@@ -55,6 +57,18 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     finally:
         nereid.stop()
         triton.stop()
+
+
+@pytest.fixture(scope="module")
+def clients(pair: Pair) -> Iterator[tuple[Any, Any]]:
+    """A tritonclient gRPC client for each server of the shared pair: (Triton's, Nereid's)."""
+    triton = grpcclient.InferenceServerClient(f"127.0.0.1:{pair.triton.grpc_port}")
+    nereid = grpcclient.InferenceServerClient(f"127.0.0.1:{pair.nereid.grpc_port}")
+    try:
+        yield triton, nereid
+    finally:
+        triton.close()
+        nereid.close()
 
 
 def start_pair(work: Path, repository: Path, flags: list[str]) -> Iterator[Pair]:

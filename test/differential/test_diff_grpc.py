@@ -3,7 +3,7 @@ as the client decodes them, inference results, and the status code and message o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,17 +28,6 @@ LOADED = [
 A = np.array([1.0, 2.5, -3.0, 4.25], dtype=np.float32)
 A_INT = A.astype(np.int32)
 NINE = np.zeros((9, 1), np.int32)
-
-
-@pytest.fixture(scope="module")
-def clients(pair: Pair) -> Iterator[tuple[Any, Any]]:
-    triton = grpcclient.InferenceServerClient(f"127.0.0.1:{pair.triton.grpc_port}")
-    nereid = grpcclient.InferenceServerClient(f"127.0.0.1:{pair.nereid.grpc_port}")
-    try:
-        yield triton, nereid
-    finally:
-        triton.close()
-        nereid.close()
 
 
 def _input(name: str, datatype: str, data: np.ndarray[Any, Any]) -> Any:

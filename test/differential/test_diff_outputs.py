@@ -13,7 +13,6 @@ the same way Nereid takes on purpose (NEREID_TAKES)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -116,17 +115,6 @@ def test_arrays_nereid_takes_and_triton_refuses(pair: Pair, mode: str) -> None:
     out = next(o for o in nereid.json()["outputs"] if o["name"] == "OUT")
     assert (out["datatype"], out["shape"]) == (datatype, [1])
     assert [d.encode() if isinstance(d, str) else d for d in out["data"]] == data
-
-
-@pytest.fixture(scope="module")
-def clients(pair: Pair) -> Iterator[tuple[Any, Any]]:
-    triton = grpcclient.InferenceServerClient(f"127.0.0.1:{pair.triton.grpc_port}")
-    nereid = grpcclient.InferenceServerClient(f"127.0.0.1:{pair.nereid.grpc_port}")
-    try:
-        yield triton, nereid
-    finally:
-        triton.close()
-        nereid.close()
 
 
 def _values(array: np.ndarray[Any, Any]) -> Any:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tritonclient.grpc as grpcclient
 from diff_servers import Pair
 from diff_wire import Reply
 from tritonclient.utils import InferenceServerException
@@ -117,17 +116,6 @@ def test_names_are_shared_with_system_regions(pair: Pair, system_region: str) ->
 
 
 # --- gRPC, through the real tritonclient.grpc ------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def clients(pair: Pair) -> Iterator[tuple[Any, Any]]:
-    triton = grpcclient.InferenceServerClient(f"127.0.0.1:{pair.triton.grpc_port}")
-    nereid = grpcclient.InferenceServerClient(f"127.0.0.1:{pair.nereid.grpc_port}")
-    try:
-        yield triton, nereid
-    finally:
-        triton.close()
-        nereid.close()
 
 
 def _outcome(call: Callable[[Any], Any], client: Any) -> tuple[str, Any]:
