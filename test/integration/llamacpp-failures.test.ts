@@ -7,12 +7,9 @@
 // says so; nothing here can trigger one.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeRepository, post, removeRepository, ROOT, startServer, type TestServer } from './harness.js';
-
-const TINY = path.join(ROOT, '.cache/llm-models/current/tiny-llama.gguf');
-const CONFIG = 'backend: "llamacpp"\n';
+import { makeRepository, post, removeRepository, startServer, type TestServer } from './harness.js';
+import { LLAMACPP_CONFIG as CONFIG, TINY_GGUF as TINY } from './llamacpp-support.js';
 
 interface Reply {
   text_output?: string;

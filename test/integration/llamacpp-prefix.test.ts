@@ -6,20 +6,9 @@
 // their own sequence and give their own text; a cancelled stream gives its sequence back with its tokens.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import {
-  makeRepository,
-  post,
-  removeRepository,
-  ROOT,
-  startServer,
-  waitFor,
-  type TestServer,
-} from './harness.js';
-
-const TINY = path.join(ROOT, '.cache/llm-models/current/tiny-llama.gguf');
-const CONFIG = 'backend: "llamacpp"\n';
+import { makeRepository, post, removeRepository, startServer, waitFor, type TestServer } from './harness.js';
+import { LLAMACPP_CONFIG as CONFIG, TINY_GGUF as TINY } from './llamacpp-support.js';
 
 interface Reply {
   text_output?: string;

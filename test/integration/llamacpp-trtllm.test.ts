@@ -4,11 +4,10 @@
 // engine cannot honour (LoRA, beam search) are 400s, and the vLLM-named latency histograms move.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeRepository, post, removeRepository, ROOT, startServer, type TestServer } from './harness.js';
+import { makeRepository, post, removeRepository, startServer, type TestServer } from './harness.js';
+import { TINY_GGUF as TINY } from './llamacpp-support.js';
 
-const TINY = path.join(ROOT, '.cache/llm-models/current/tiny-llama.gguf');
 const CONFIG = `backend: "llamacpp"
 max_batch_size: 0
 input [

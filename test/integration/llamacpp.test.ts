@@ -6,21 +6,10 @@
 // the limit are 4xx; 32 streams over 4 sequences are all answered in bounded memory.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import {
-  makeRepository,
-  post,
-  removeRepository,
-  ROOT,
-  startServer,
-  waitFor,
-  type TestServer,
-} from './harness.js';
-
-const TINY = path.join(ROOT, '.cache/llm-models/current/tiny-llama.gguf');
-const CONFIG = 'backend: "llamacpp"\n';
+import { makeRepository, post, removeRepository, startServer, waitFor, type TestServer } from './harness.js';
+import { LLAMACPP_CONFIG as CONFIG, TINY_GGUF as TINY } from './llamacpp-support.js';
 
 interface Reply {
   model_name?: string;
