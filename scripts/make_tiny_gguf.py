@@ -9,9 +9,13 @@ max_tokens or a stop string, which is what the tests count on.
 
 `--chat-template TEXT` writes `tokenizer.chat_template` into the metadata (the OpenAI frontend's chat
 template from the GGUF); `--pooling mean` makes it an embedding model (`llama.pooling_type`), same weights.
+`--sliding-window N` writes a Gemma 3 architecture model instead (query/key norms, four norms per block,
+every layer but the last attending to only the last N positions), so llama.cpp keeps a sliding-window KV
+cache for it: the backend's prefix reuse has a separate path for those (src/backends/llamacpp/engine.ts).
 
 Run with the interpreter of the cached venv scripts/setup-llm-models.sh makes (it has `gguf`):
     python scripts/make_tiny_gguf.py OUT.gguf [--seed N] [--context N] [--chat-template T] [--pooling mean]
+                                              [--sliding-window N]
 """
 
 from __future__ import annotations
@@ -66,7 +70,12 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
 
 
 def write(
-    path: str, seed: int, context: int, chat_template: str | None = None, pooling: str | None = None
+    path: str,
+    seed: int,
+    context: int,
+    chat_template: str | None = None,
+    pooling: str | None = None,
+    sliding_window: int | None = None,
 ) -> None:
     rng = np.random.default_rng(seed)
     tokens, scores, types = vocabulary()
@@ -76,8 +85,9 @@ def write(
     def mat(rows: int, cols: int, scale: float) -> np.ndarray:
         return (rng.standard_normal((rows, cols)) * scale).astype(np.float32)
 
-    w = GGUFWriter(path, "llama")
-    w.add_name("nereid-tiny-llama")
+    arch = "llama" if sliding_window is None else "gemma3"
+    w = GGUFWriter(path, arch)
+    w.add_name(f"nereid-tiny-{arch}")
     w.add_context_length(context)
     w.add_embedding_length(N_EMBD)
     w.add_block_count(N_LAYER)
@@ -86,6 +96,12 @@ def write(
     w.add_head_count_kv(N_HEAD_KV)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(head_dim)
+    if sliding_window is not None:
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+        w.add_sliding_window(sliding_window)
+        # One flag per layer, true = sliding window: all but the last, which attends to everything.
+        w.add_sliding_window_pattern([i < N_LAYER - 1 for i in range(N_LAYER)])
     w.add_vocab_size(n_vocab)
     w.add_file_type(0)  # all F32
     w.add_tokenizer_model("llama")
@@ -118,6 +134,11 @@ def write(
         w.add_tensor(f"blk.{i}.ffn_gate.weight", mat(N_FF, N_EMBD, 0.2))
         w.add_tensor(f"blk.{i}.ffn_up.weight", mat(N_FF, N_EMBD, 0.2))
         w.add_tensor(f"blk.{i}.ffn_down.weight", mat(N_EMBD, N_FF, 0.2))
+        if sliding_window is not None:
+            w.add_tensor(f"blk.{i}.attn_q_norm.weight", np.ones(head_dim, dtype=np.float32))
+            w.add_tensor(f"blk.{i}.attn_k_norm.weight", np.ones(head_dim, dtype=np.float32))
+            w.add_tensor(f"blk.{i}.post_attention_norm.weight", np.ones(N_EMBD, dtype=np.float32))
+            w.add_tensor(f"blk.{i}.post_ffw_norm.weight", np.ones(N_EMBD, dtype=np.float32))
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -132,8 +153,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--context", type=int, default=512, help="the model's trained context length")
     parser.add_argument("--chat-template", default=None, help="tokenizer.chat_template (Jinja)")
     parser.add_argument("--pooling", choices=["mean"], default=None, help="an embedding model's pooling")
+    parser.add_argument(
+        "--sliding-window", type=int, default=None, help="a Gemma 3 model with this attention window"
+    )
     args = parser.parse_args(argv)
-    write(args.out, args.seed, args.context, args.chat_template, args.pooling)
+    write(args.out, args.seed, args.context, args.chat_template, args.pooling, args.sliding_window)
     return 0
 
 

@@ -6,7 +6,8 @@
 # Prints nothing else on success but its progress lines; the model's path is
 # .cache/llm-models/current/tiny-llama.gguf (a symbolic link to the keyed folder). Beside it, from the same
 # weights: tiny-llama-chat.gguf (a chat template in its metadata, CHAT_TEMPLATE below) and tiny-embed.gguf
-# (mean pooling: an embedding model), for the OpenAI frontend's tests.
+# (mean pooling: an embedding model), for the OpenAI frontend's tests; and tiny-swa.gguf, a Gemma 3
+# architecture model with a 16-token sliding window (the prefix reuse's sliding-window path).
 #
 # Env: PYTHON (interpreter for the venv, default python3).
 set -euo pipefail
@@ -27,7 +28,8 @@ dir=$root/$key
 # the newline is written as a string because chat templates render with trim_blocks.
 CHAT_TEMPLATE='{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}{% endif %}{{ "\n" }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}'
 
-if [[ -f $dir/tiny-llama.gguf && -f $dir/tiny-llama-chat.gguf && -f $dir/tiny-embed.gguf && -f $dir/.done ]]; then
+if [[ -f $dir/tiny-llama.gguf && -f $dir/tiny-llama-chat.gguf && -f $dir/tiny-embed.gguf && -f $dir/tiny-swa.gguf &&
+  -f $dir/.done ]]; then
   ln -sfn "$key" "$root/current"
   say "$dir is up to date"
   exit 0
@@ -43,6 +45,8 @@ say "writing $dir/tiny-llama.gguf"
 say "writing $dir/tiny-llama-chat.gguf and $dir/tiny-embed.gguf"
 "$dir/venv/bin/python" "$generator" "$dir/tiny-llama-chat.gguf" --chat-template "$CHAT_TEMPLATE"
 "$dir/venv/bin/python" "$generator" "$dir/tiny-embed.gguf" --pooling mean
+say "writing $dir/tiny-swa.gguf"
+"$dir/venv/bin/python" "$generator" "$dir/tiny-swa.gguf" --sliding-window 16 --context 4096
 touch "$dir/.done"
 ln -sfn "$key" "$root/current"
 say "ready: $root/current/tiny-llama.gguf"

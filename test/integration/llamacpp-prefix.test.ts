@@ -3,12 +3,17 @@
 // only the rest. Counted by vLLM's prefix cache counters (tokens): the same long prompt twice reuses all
 // of it but its last token the second time; at temperature 0 every text is the one a model without reuse
 // (enable_prefix_caching false) gives; two prompts interleaved, one after the other and at once, each find
-// their own sequence and give their own text; a cancelled stream gives its sequence back with its tokens.
+// their own sequence and give their own text; a cancelled stream gives its sequence back with its tokens;
+// a sliding-window model reuses a prefix only while its cache still holds the window the next token needs.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { makeRepository, post, removeRepository, startServer, waitFor, type TestServer } from './harness.js';
-import { LLAMACPP_CONFIG as CONFIG, TINY_GGUF as TINY } from './llamacpp-support.js';
+import {
+  LLAMACPP_CONFIG as CONFIG,
+  TINY_GGUF as TINY,
+  TINY_SWA_GGUF as TINY_SWA,
+} from './llamacpp-support.js';
 
 interface Reply {
   text_output?: string;
@@ -34,11 +39,12 @@ describe('llamacpp prompt-prefix reuse on a running server', () => {
       existsSync(TINY),
       `${TINY} is missing: scripts/setup-llm-models.sh writes it (npm test runs it)`,
     );
+    assert.ok(existsSync(TINY_SWA), `${TINY_SWA} is missing: scripts/setup-llm-models.sh writes it`);
     const gguf = readFileSync(TINY);
-    const engine = (settings: Record<string, number | boolean>) => ({
+    const engine = (settings: Record<string, number | boolean>, model = gguf) => ({
       config: CONFIG,
       files: {
-        '1/model.gguf': gguf,
+        '1/model.gguf': model,
         '1/model.json': JSON.stringify({ threads: 1, batch_size: 128, context_size: 1024, ...settings }),
       },
     });
@@ -46,6 +52,13 @@ describe('llamacpp prompt-prefix reuse on a running server', () => {
       cached: engine({ parallel_sequences: 2 }),
       uncached: engine({ parallel_sequences: 2, enable_prefix_caching: false }),
       single: engine({ parallel_sequences: 1 }),
+      // A batch of 32 keeps the sliding-window cache small (llama.cpp sizes it from the window and the
+      // batch: 256 cells here), so a long prompt pushes its first tokens out of it.
+      swa: engine({ parallel_sequences: 1, batch_size: 32 }, readFileSync(TINY_SWA)),
+      swa_uncached: engine(
+        { parallel_sequences: 1, batch_size: 32, enable_prefix_caching: false },
+        readFileSync(TINY_SWA),
+      ),
     });
     server = await startServer([`--model-repository=${repo}`]);
   });
@@ -194,5 +207,34 @@ describe('llamacpp prompt-prefix reuse on a running server', () => {
     const otherText = await counted('single', () => generate('single', other, 16));
     assert.ok(otherText.hits <= 3, `${otherText.hits} tokens reused from an unrelated prompt`);
     assert.equal(otherText.result.text, (await generate('uncached', other, 16)).text);
+  });
+
+  it("reuses a sliding-window model's prefix while its window is still cached, and starts over when not", async () => {
+    const prompt = longPrompt('window', 120);
+    const expected = (await generate('swa_uncached', prompt)).text;
+    const first = await counted('swa', () => generate('swa', prompt));
+    const n = first.result.promptTokens;
+    assert.ok(n > 600, `the prompt has ${n} tokens, more than the 256 cells the window's cache keeps`);
+    assert.equal(first.hits, 0);
+    assert.equal(first.result.text, expected);
+
+    // The same prompt again: its last tokens' window is still in the cache, so all but the last is reused.
+    const again = await counted('swa', () => generate('swa', prompt));
+    assert.equal(again.hits, n - 1, 'the repeated prompt reuses the cached sequence');
+    assert.equal(again.result.text, expected);
+
+    // A prompt sharing only the first ~200 tokens: the cache no longer holds the positions before where it
+    // parts (the window's cells moved on), so the sequence starts over: nothing reused, its own text. A
+    // llama model without a window would reuse the shared part here.
+    const early = `${longPrompt('window', 30)} green river of stone and the machine`;
+    const parted = await counted('swa', () => generate('swa', early));
+    assert.ok(parted.result.promptTokens > 100);
+    assert.equal(parted.hits, 0, 'a prefix whose window left the cache is not reused');
+    assert.equal(parted.result.text, (await generate('swa_uncached', early)).text);
+    const control = await counted('cached', async () => {
+      await generate('cached', prompt);
+      return generate('cached', early);
+    });
+    assert.ok(control.hits >= 100, `the llama model reuses the shared ${control.hits} tokens`);
   });
 });
