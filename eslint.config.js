@@ -34,22 +34,37 @@ if (unlisted.length > 0) {
 /** src/index.ts, the package's entry: the embedding API, the SDK and the composition, with their types. */
 const INDEX_IMPORTS = ['common', 'core', 'sdk', 'compose', 'embedded'];
 
-const restrict = (files, who, allowed, self) => ({
+const restrict = (files, who, allowed, self, extra = []) => ({
   files,
   rules: {
     'no-restricted-imports': [
       'error',
       {
-        patterns: Object.keys(LAYERS)
-          .filter((layer) => layer !== self && !allowed.includes(layer))
-          .map((layer) => ({
-            group: [`**/${layer}/**`, `**/${layer}`, `./${layer}/**`],
-            message: `${who} must not import from src/${layer}/ (layers: docs/architecture.md)`,
-          })),
+        patterns: [
+          ...Object.keys(LAYERS)
+            .filter((layer) => layer !== self && !allowed.includes(layer))
+            .map((layer) => ({
+              group: [`**/${layer}/**`, `**/${layer}`, `./${layer}/**`],
+              message: `${who} must not import from src/${layer}/ (layers: docs/architecture.md)`,
+            })),
+          ...extra,
+        ],
       },
     ],
   },
 });
+
+/**
+ * Inside a frontend, the transport (src/frontends/<f>/transport/: sockets, framing, limits, the protocol's
+ * status codes) sits below the translators beside it (routes and rpcs ↔ core calls): they may use it, it
+ * may not reach up to them. Its own folder, the frontends' shared helpers (../../) and the layers below.
+ * (Given with the frontends' layer patterns: one no-restricted-imports setting per file counts.) Its tests
+ * may run it behind the whole frontend.
+ */
+const TRANSPORT_UP = {
+  regex: '^\\.\\./[^.]',
+  message: "a frontend's transport/ must not import the translators beside it (layers: docs/architecture.md)",
+};
 
 export default tseslint.config(
   {
@@ -108,5 +123,12 @@ export default tseslint.config(
   ...Object.entries(LAYERS).map(([layer, allowed]) =>
     restrict([`src/${layer}/**/*.ts`], `src/${layer}`, allowed, layer),
   ),
+  {
+    ...restrict(['src/frontends/*/transport/**/*.ts'], 'src/frontends', LAYERS.frontends, 'frontends', [
+      TRANSPORT_UP,
+    ]),
+    // A transport's tests may run it behind the whole frontend (a real server answering real sockets).
+    ignores: ['src/frontends/*/transport/**/*.test.ts'],
+  },
   restrict(['src/index.ts'], 'src/index.ts', INDEX_IMPORTS, undefined),
 );

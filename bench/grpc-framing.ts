@@ -1,5 +1,5 @@
 /**
- * The gRPC message reader alone (src/frontends/grpc/framing.ts): microseconds to assemble one framed
+ * The gRPC message reader alone (src/frontends/grpc/transport/framing.ts): microseconds to assemble one framed
  * message of `--bytes` arriving as 16 KiB DATA chunks, four to a 64 KiB read buffer as node:http2 hands
  * them over. `--dist` loads another build's reader, to compare two versions on the same machine.
  *
@@ -22,7 +22,7 @@ const dist = path.resolve(arg('dist', path.join(here, '..')));
 const bytes = Number(arg('bytes', '614400'));
 const messages = Number(arg('messages', '2000'));
 const { MessageReader } = (await import(
-  pathToFileURL(path.join(dist, 'src/frontends/grpc/framing.js')).href
+  pathToFileURL(path.join(dist, 'src/frontends/grpc/transport/framing.js')).href
 )) as {
   MessageReader: new (max: number) => Reader;
 };

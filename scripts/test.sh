@@ -26,6 +26,14 @@ record() {
 setup() { echo "npm test: setup: $*"; }
 
 setup "building dist/ (tsc)"
+# tsc never deletes: a compiled test whose source was moved or removed would still run from dist/. Every
+# compiled module without its .ts source goes first (only under the folders tsconfig.json compiles).
+if [[ -d dist ]]; then
+  while IFS= read -r -d '' js; do
+    ts=${js#dist/}
+    [[ -f ${ts%.js}.ts ]] || rm -f "$js" "${js%.js}.d.ts" "$js.map"
+  done < <(find dist/src dist/test dist/bench -name '*.js' -print0 2>/dev/null)
+fi
 npx tsc -p tsconfig.json
 status=0
 # The Python environment (.venv: tritonclient, pytest, ruff, mypy, perf_analyzer): the node:test stage needs it

@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import { decodeInferRequest } from '../../src/frontends/http/infer-codec.js';
 import { JsonPool } from '../../src/frontends/http/json-pool.js';
-import { createTurnBudget, DEFAULT_TURN_BUDGET } from '../../src/frontends/http/turn-budget.js';
+import { createTurnBudget, DEFAULT_TURN_BUDGET } from '../../src/frontends/http/transport/turn-budget.js';
 
 const body = Buffer.from(
   JSON.stringify({

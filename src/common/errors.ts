@@ -1,6 +1,6 @@
 /**
  * The one error type of Nereid. Every layer throws NereidError with one of Triton's error codes; the
- * frontends map the code to an HTTP status (frontends/http/errors.ts) and a gRPC status (frontends/grpc)
+ * frontends map the code to an HTTP status (frontends/http/transport/errors.ts) and a gRPC status (frontends/grpc)
  * in exactly one place each. Messages follow Triton's wording where clients match on substrings.
  */
 

@@ -1,6 +1,6 @@
 /**
  * gRPC status codes by name (https://grpc.github.io/grpc/core/md_doc_statuscodes.html), written once for
- * both sides of the wire: the server's gRPC frontend (frontends/grpc/status.ts maps NereidError codes onto
+ * both sides of the wire: the server's gRPC frontend (frontends/grpc/transport/status.ts maps NereidError codes onto
  * them) and the client (client/errors.ts maps them back to HTTP statuses).
  */
 export const GrpcStatus = {

@@ -11,7 +11,7 @@ import { nearestName } from '../common/nearest-name.js';
 
 export { editDistance } from '../common/nearest-name.js';
 import { parseCacheSetting, resolveCacheConfig, type CacheSetting } from '../core/cache/index.js';
-import { parseCompressionLevel } from '../frontends/grpc/compression.js';
+import { parseCompressionLevel } from '../frontends/grpc/transport/compression.js';
 import { compileForwardPattern } from '../frontends/header-forward.js';
 import { defaultInstanceLimits } from '../core/model/instance-budget.js';
 import { isObjectStoreUrl } from '../core/storage/location.js';

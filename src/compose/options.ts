@@ -6,7 +6,7 @@
 import type { LogFormat } from '../common/logger.js';
 import type { LoadErrorStatus, ModelControlMode } from '../core/repository/index.js';
 import type { ResponseCacheConfig } from '../core/cache/index.js';
-import type { CompressionLevel } from '../frontends/grpc/compression.js';
+import type { CompressionLevel } from '../frontends/grpc/transport/compression.js';
 import type { Restrictions } from '../frontends/restricted.js';
 import type { StorageOptions } from '../core/storage/storage.js';
 

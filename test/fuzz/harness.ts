@@ -15,7 +15,7 @@
  */
 import fc from 'fast-check';
 import { NereidError } from '../../src/common/errors.js';
-import { GrpcStatusError, Status } from '../../src/frontends/grpc/status.js';
+import { GrpcStatusError, Status } from '../../src/frontends/grpc/transport/status.js';
 
 /** Per-case services a target's run() uses. */
 export interface CaseContext {

@@ -9,7 +9,7 @@ import { Metadata, status as Code, type ServiceError } from '@grpc/grpc-js';
 import { ALL_DATATYPES, type DataType } from '../../src/common/datatype.js';
 import { joinBytesElements, splitBytesElements } from '../../src/common/tensor.js';
 import { ShmObjects } from '../../src/core/shm/shm.testkit.js';
-import { frame } from '../../src/frontends/grpc/framing.js';
+import { frame } from '../../src/frontends/grpc/transport/framing.js';
 import type { Plain } from '../../src/frontends/grpc/messages.js';
 import { TestClient, encodeMessage } from '../../src/frontends/grpc/test-client.testkit.js';
 import { packageVersion } from '../../src/compose/compose.js';

@@ -17,9 +17,9 @@ import { parseFlags } from '../../src/compose/flags.js';
 import { startNereid } from '../../src/compose/compose.js';
 import { Logger } from '../../src/common/logger.js';
 import { makeTestCertificates, type TestCertificates } from '../../src/frontends/tls-certs.testkit.js';
-import { frame } from '../../src/frontends/grpc/framing.js';
-import { CLEAR_TEXT_MESSAGE as GRPC_CLEAR_TEXT } from '../../src/frontends/grpc/tls.js';
-import { CLEAR_TEXT_MESSAGE as HTTP_CLEAR_TEXT } from '../../src/frontends/http/tls.js';
+import { frame } from '../../src/frontends/grpc/transport/framing.js';
+import { CLEAR_TEXT_MESSAGE as GRPC_CLEAR_TEXT } from '../../src/frontends/grpc/transport/tls.js';
+import { CLEAR_TEXT_MESSAGE as HTTP_CLEAR_TEXT } from '../../src/frontends/http/transport/tls.js';
 import { Nereid } from '../../src/index.js';
 import { ROOT, makeRepository, removeRepository, startServer, type TestServer } from './harness.js';
 

@@ -10,7 +10,7 @@ import { gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { Metadata, status as GrpcCode, type ServiceError } from '@grpc/grpc-js';
 import { Logger } from '../../common/logger.js';
 import { GrpcFakeApi } from './fake-api.testkit.js';
-import { decodeGrpcMessage, frame as grpcFrame } from './framing.js';
+import { decodeGrpcMessage, frame as grpcFrame } from './transport/framing.js';
 import type { Plain } from './messages.js';
 import {
   Flag,
@@ -23,7 +23,7 @@ import {
   rstStream,
   settings,
   windowUpdate,
-} from './raw-h2.testkit.js';
+} from './transport/raw-h2.testkit.js';
 import {
   MAX_FRAME_SIZE,
   advertisedMaxStreams,

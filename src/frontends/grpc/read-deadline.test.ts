@@ -8,8 +8,8 @@ import http2 from 'node:http2';
 import { after, describe, it } from 'node:test';
 import { Logger } from '../../common/logger.js';
 import { GrpcFakeApi } from './fake-api.testkit.js';
-import { decodeGrpcMessage, frame as grpcFrame } from './framing.js';
-import { Flag, FrameType, RawConnection, frame, grpcHeaders } from './raw-h2.testkit.js';
+import { decodeGrpcMessage, frame as grpcFrame } from './transport/framing.js';
+import { Flag, FrameType, RawConnection, frame, grpcHeaders } from './transport/raw-h2.testkit.js';
 import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from './server.js';
 import { TestClient } from './test-client.testkit.js';
 

@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { Metadata, status as GrpcCode, type ServiceError } from '@grpc/grpc-js';
 import { Logger } from '../../common/logger.js';
 import { GrpcFakeApi } from './fake-api.testkit.js';
-import { decodeGrpcMessage, frame } from './framing.js';
+import { decodeGrpcMessage, frame } from './transport/framing.js';
 import type { Plain } from './messages.js';
 import { createGrpcFrontend, type GrpcFrontend } from './server.js';
 import { TestClient, decodeMessage, encodeMessage } from './test-client.testkit.js';

@@ -18,23 +18,23 @@ import {
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import type { InferenceServerApi } from '../../core/server-api.js';
-import { ByteBudget } from './budget.js';
-import { ServerCall, responseHeaders, type CallLimits, type ResponseHeaders } from './call.js';
+import { ByteBudget } from './transport/budget.js';
+import { ServerCall, responseHeaders, type CallLimits, type ResponseHeaders } from './transport/call.js';
 import {
   ACCEPT_ENCODING,
   DEFAULT_MAX_DECOMPRESSED_SIZE,
   isSupportedEncoding,
   responseEncoding,
   type CompressionLevel,
-} from './compression.js';
+} from './transport/compression.js';
 import {
   DEFAULT_CONNECTION_SETTINGS,
   GOAWAY_GRACE_MS,
   GrpcConnection,
   tagSocket,
   type ConnectionSettings,
-} from './connection.js';
-import { frame } from './framing.js';
+} from './transport/connection.js';
+import { frame } from './transport/framing.js';
 import { HeaderForwarder } from '../header-forward.js';
 import { listen } from '../listen.js';
 import {
@@ -51,11 +51,11 @@ import type { AccessLog } from '../access-log.js';
 import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';
 import { codec, protoRoot } from './messages.js';
-import { Status, toGrpcError } from './status.js';
+import { Status, toGrpcError } from './transport/status.js';
 import type { RequestCounter } from '../request-counts.js';
 import { SHUTTING_DOWN_MESSAGE, StreamInfer } from './stream-infer.js';
 import type { TlsCredentials } from '../tls.js';
-import { createGrpcHttp2Server } from './tls.js';
+import { createGrpcHttp2Server } from './transport/tls.js';
 
 export interface GrpcFrontendOptions {
   readonly address: string;

@@ -23,10 +23,10 @@ import type { InferenceResponse, RequestTimings } from '../../core/types.js';
 import { MODEL_VARIANT_HEADER, modelForVariant } from '../model-variant.js';
 import { forwardedParameters } from '../header-forward.js';
 import type { AccessLog } from '../access-log.js';
-import type { ServerCall } from './call.js';
+import type { ServerCall } from './transport/call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
 import { encodeStreamResponse, type ResponseFields } from './infer-response.js';
-import { Status, toGrpcError } from './status.js';
+import { Status, toGrpcError } from './transport/status.js';
 import { returnController, takeController } from '../signal-pool.js';
 
 export const SHUTTING_DOWN_MESSAGE = 'GRPC server is shutting down and has stopped accepting new requests.';

@@ -18,8 +18,8 @@ import { traceCarrier } from '../../core/trace/carrier.js';
 import { httpTraceEdge } from './trace-edge.js';
 import type { RequestTrace } from '../../core/trace/types.js';
 import type { InferenceResponse } from '../../core/types.js';
-import { decodeContentEncoding, readBody } from './body.js';
-import { errorBody, httpStatusOf } from './errors.js';
+import { decodeContentEncoding, readBody } from './transport/body.js';
+import { errorBody, httpStatusOf } from './transport/errors.js';
 import { generateResponseJson, type GenerateRequestParts } from './generate-codec.js';
 import type { Reply, RouteContext } from './route-context.js';
 

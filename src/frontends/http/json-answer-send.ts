@@ -16,7 +16,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { createDeflate, createGzip, type Deflate, type Gzip } from 'node:zlib';
 import type { InferenceResponse } from '../../core/types.js';
 import { drainOrClose } from '../drain.js';
-import type { ResponseCoding } from './body.js';
+import type { ResponseCoding } from './transport/body.js';
 import { jsonTooLarge, MAX_JSON_RESPONSE_BYTES, type OutputFormat } from './infer-codec.js';
 import { jsonAnswerPieces, planJsonAnswer, type JsonAnswerPlan } from './json-answer.js';
 import type { Reply, RouteContext } from './route-context.js';

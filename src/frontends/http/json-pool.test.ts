@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { after, test } from 'node:test';
 import { NereidError } from '../../common/errors.js';
-import { isBodyTooLarge } from './body.js';
+import { isBodyTooLarge } from './transport/body.js';
 import { decodeInferRequest } from './infer-codec.js';
 import { declaredJsonLength, JsonPool } from './json-pool.js';
 import { CLONED_JSON_DEPTH, parseHeapBound } from './json-worker.js';

@@ -23,20 +23,20 @@ import {
   type RestrictionCheck,
   type Restrictions,
 } from '../restricted.js';
-import { framingError } from './request-framing.js';
-import { bodyTooLarge, declaredLength, isBodyTooLarge } from './body.js';
+import { framingError } from './transport/request-framing.js';
+import { bodyTooLarge, declaredLength, isBodyTooLarge } from './transport/body.js';
 import { Dashboard, type DashboardOptions } from './dashboard.js';
-import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './connection-limits.js';
-import { errorBody, toErrorReply } from './errors.js';
+import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './transport/connection-limits.js';
+import { errorBody, toErrorReply } from './transport/errors.js';
 import { JsonPool, type JsonLimits } from './json-pool.js';
 import { matchRoute, type RouteMatch, type RouteName } from './router.js';
 import type { AccessLog } from '../access-log.js';
 import type { Reply, RouteContext } from './route-context.js';
 import { HANDLERS } from './routes.js';
 import type { TlsCredentials } from '../tls.js';
-import { createHttpServer } from './tls.js';
-import { createTurnBudget } from './turn-budget.js';
-import { createReadLimit, type ReadLimitOptions } from './read-limit.js';
+import { createHttpServer } from './transport/tls.js';
+import { createTurnBudget } from './transport/turn-budget.js';
+import { createReadLimit, type ReadLimitOptions } from './transport/read-limit.js';
 import { snakeCase, type RequestCounter } from '../request-counts.js';
 
 /** The routes that run an inference request: one access-log line each. */

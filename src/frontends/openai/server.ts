@@ -4,7 +4,7 @@
  * accepting and lets in-flight requests (streams included) finish.
  */
 import type { InferenceServerApi } from '../../core/server-api.js';
-import { createHttpServer } from '../http/tls.js';
+import { createHttpServer } from '../http/transport/tls.js';
 import { listen } from '../listen.js';
 import type { TlsCredentials } from '../tls.js';
 import { openAiErrorJson } from './errors.js';

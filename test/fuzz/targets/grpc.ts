@@ -25,8 +25,8 @@ import {
   encodeGrpcMessage,
   frame,
   parseTimeout,
-} from '../../../src/frontends/grpc/framing.js';
-import { decompress } from '../../../src/frontends/grpc/compression.js';
+} from '../../../src/frontends/grpc/transport/framing.js';
+import { decompress } from '../../../src/frontends/grpc/transport/compression.js';
 import { COLD_RPCS } from '../../../src/frontends/grpc/handlers.js';
 import { parseInferRequest, toInferenceRequest } from '../../../src/frontends/grpc/infer-request.js';
 import { codec, protoRoot } from '../../../src/frontends/grpc/messages.js';

@@ -15,7 +15,7 @@ import { encodeInferRequest } from '../../../src/client/http/infer-codec.js';
 import { jsonValues } from '../../../src/client/tensor-data.js';
 import type { InferOptions } from '../../../src/client/types.js';
 import type { ModelMetadata } from '../../../src/core/types.js';
-import { chooseResponseCoding, decodeContentEncoding } from '../../../src/frontends/http/body.js';
+import { chooseResponseCoding, decodeContentEncoding } from '../../../src/frontends/http/transport/body.js';
 import { parseGenerateRequest, topLevelKeys } from '../../../src/frontends/http/generate-codec.js';
 import { decodeInferRequest, inferenceHeaderLength } from '../../../src/frontends/http/infer-codec.js';
 import {

@@ -4,9 +4,9 @@
  * conversion of anything thrown by a handler into `{code, details}`. Anything that is not a NereidError is
  * a bug: it becomes INTERNAL and is logged once, with the request id.
  */
-import { NereidError, type ErrorCode } from '../../common/errors.js';
-import { GrpcStatus, type GrpcStatusCode } from '../../common/grpc-status.js';
-import type { Logger } from '../../common/logger.js';
+import { NereidError, type ErrorCode } from '../../../common/errors.js';
+import { GrpcStatus, type GrpcStatusCode } from '../../../common/grpc-status.js';
+import type { Logger } from '../../../common/logger.js';
 
 /** gRPC status codes (common/grpc-status.ts, shared with the client), under the frontend's short name. */
 export const Status = GrpcStatus;

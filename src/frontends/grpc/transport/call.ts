@@ -9,9 +9,9 @@
 import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { ACCEPT_ENCODING, compressFramed, decompress, type Encoding } from './compression.js';
 import type { CallTransport } from './connection.js';
-import { drainOrClose } from '../drain.js';
+import { drainOrClose } from '../../drain.js';
 import { MessageReader, encodeGrpcMessage, parseTimeout } from './framing.js';
-import { returnController, takeController } from '../signal-pool.js';
+import { returnController, takeController } from '../../signal-pool.js';
 import { GrpcStatusError, Status, type GrpcError } from './status.js';
 
 /** Sizes one call accepts. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { NereidError, type ErrorCode } from '../../common/errors.js';
-import { Logger } from '../../common/logger.js';
+import { NereidError, type ErrorCode } from '../../../common/errors.js';
+import { Logger } from '../../../common/logger.js';
 import { GrpcStatusError, Status, grpcStatusOf, toGrpcError } from './status.js';
 
 describe('gRPC status mapping', () => {

@@ -3,8 +3,8 @@
  * in server src/http_server.cc) and the `{"error": "<message>"}` body every endpoint uses. Anything that is
  * not a NereidError is a bug: it becomes a 500 and is logged once, with the request id.
  */
-import { NereidError, type ErrorCode } from '../../common/errors.js';
-import type { Logger } from '../../common/logger.js';
+import { NereidError, type ErrorCode } from '../../../common/errors.js';
+import type { Logger } from '../../../common/logger.js';
 
 const STATUS: Readonly<Record<ErrorCode, number>> = {
   INTERNAL: 500,

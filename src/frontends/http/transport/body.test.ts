@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gzipSync, deflateSync, gunzipSync, inflateSync } from 'node:zlib';
-import { NereidError } from '../../common/errors.js';
+import { NereidError } from '../../../common/errors.js';
 import { chooseResponseCoding, decodeContentEncoding, encodeResponse, readBody } from './body.js';
 
 void test('Accept-Encoding: highest q wins, ties keep the first, q=0 and unknown codings never win', () => {

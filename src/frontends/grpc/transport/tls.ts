@@ -6,7 +6,7 @@
  */
 import http2, { type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import { divertClearText, type TlsCredentials } from '../tls.js';
+import { divertClearText, type TlsCredentials } from '../../tls.js';
 import { encodeGrpcMessage } from './framing.js';
 import { Status } from './status.js';
 

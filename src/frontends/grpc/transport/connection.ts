@@ -33,7 +33,7 @@
  */
 import { constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import type { Logger } from '../../common/logger.js';
+import type { Logger } from '../../../common/logger.js';
 import { ByteBudget } from './budget.js';
 
 export interface ConnectionSettings {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import http2, { type ClientHttp2Session, type Http2Server, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { idleControllers, takeController } from '../signal-pool.js';
+import { idleControllers, takeController } from '../../signal-pool.js';
 import { ServerCall } from './call.js';
 import { GrpcStatusError, Status } from './status.js';
 

@@ -2,9 +2,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { Logger } from '../../common/logger.js';
-import { FakeApi } from './fake-api.testkit.js';
-import { createHttpFrontend, type HttpFrontend } from './server.js';
+import { Logger } from '../../../common/logger.js';
+import { FakeApi } from '../fake-api.testkit.js';
+import { createHttpFrontend, type HttpFrontend } from '../server.js';
 
 let frontend: HttpFrontend;
 let port: number;

@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
-import { cancelled, invalidArg, NereidError, unsupported } from '../../common/errors.js';
+import { cancelled, invalidArg, NereidError, unsupported } from '../../../common/errors.js';
 
 const EMPTY = Buffer.alloc(0);
 

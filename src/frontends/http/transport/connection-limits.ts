@@ -13,7 +13,7 @@
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import { ConnectionShare } from '../connection-share.js';
+import { ConnectionShare } from '../../connection-share.js';
 
 /** Default --http-max-connections: well above ordinary fleets of clients, well below common fd limits. */
 export const DEFAULT_MAX_CONNECTIONS = 8192;

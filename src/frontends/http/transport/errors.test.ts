@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { NereidError, type ErrorCode } from '../../common/errors.js';
-import { Logger } from '../../common/logger.js';
+import { NereidError, type ErrorCode } from '../../../common/errors.js';
+import { Logger } from '../../../common/logger.js';
 import { errorBody, httpStatusOf, toErrorReply } from './errors.js';
 
 void test('Triton error code → HTTP status (HttpCodeFromError, server src/http_server.cc)', () => {

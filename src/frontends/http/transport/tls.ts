@@ -7,7 +7,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { divertClearText, type TlsCredentials } from '../tls.js';
+import { divertClearText, type TlsCredentials } from '../../tls.js';
 import { errorBody } from './errors.js';
 
 export const CLEAR_TEXT_MESSAGE =

@@ -7,10 +7,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { request as httpRequest } from 'node:http';
-import { Logger } from '../../common/logger.js';
-import type { ServerMetadata } from '../../common/metadata.js';
-import { FakeApi } from './fake-api.testkit.js';
-import { createHttpFrontend, type HttpFrontend } from './server.js';
+import { Logger } from '../../../common/logger.js';
+import type { ServerMetadata } from '../../../common/metadata.js';
+import { FakeApi } from '../fake-api.testkit.js';
+import { createHttpFrontend, type HttpFrontend } from '../server.js';
 
 /** GET /v2 answers with a 32 KiB body, so a client that does not read fills the socket buffers fast. */
 class BigMetadataApi extends FakeApi {
