@@ -332,13 +332,29 @@ const COLUMNS = [
   },
 ];
 
-/** The LLM column, only while some model has vLLM's token counter. */
-const TOKENS_COLUMN = {
-  key: 'tokens',
-  head: 'tokens/s',
-  title: 'generated tokens per second (vllm:generation_tokens_total), last 30 s',
-  value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.tokensPerSec,
-};
+/** The LLM columns, only while some model reports vLLM's metrics (a model that does not shows '–'). */
+const LLM_COLUMNS = [
+  {
+    key: 'tokens',
+    head: 'tokens/s',
+    title: 'generated tokens per second (vllm:generation_tokens_total), last 30 s',
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.tokensPerSec,
+  },
+  {
+    key: 'ttft50',
+    head: 'TTFT p50 ms',
+    title:
+      'median time to first token (vllm:time_to_first_token_seconds, interpolated in its bucket as histogram_quantile does), last 30 s, or since load when no request came in that time',
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.ttftP50,
+  },
+  {
+    key: 'ttft99',
+    head: 'TTFT p99 ms',
+    title:
+      '99th percentile time to first token (vllm:time_to_first_token_seconds), last 30 s, or since load when no request came in that time',
+    value: (/** @type {IndexEntry} */ _, /** @type {import('./figures.js').Figures} */ f) => f.ttftP99,
+  },
+];
 
 /** Python models' instance health, only while some model has instances in processes of their own. */
 const PROCESS_COLUMNS = [
@@ -411,11 +427,12 @@ function renderModels() {
   const figs = new Map(state.models.map((m) => [m.name, windowOf(m.name).figures()]));
   const withProcesses = [...figs.values()].some((f) => f.restarts !== null);
   const onDemand = state.onDemand !== undefined;
+  const llm = state.models.some((m) => windowOf(m.name).reportsLlm());
   const columns = [
     ...COLUMNS,
     ...(withProcesses ? PROCESS_COLUMNS : []),
     ...(onDemand ? ON_DEMAND_COLUMNS : []),
-    ...([...figs.values()].some((f) => f.tokensPerSec !== null) ? [TOKENS_COLUMN] : []),
+    ...(llm ? LLM_COLUMNS : []),
   ];
   const filterText = /** @type {HTMLInputElement} */ (byId('models-filter')).value.trim().toLowerCase();
   const filterState = /** @type {HTMLSelectElement} */ (byId('models-state')).value;
@@ -486,7 +503,7 @@ function renderModels() {
             figure(f.loads ? (f.loadSeconds ?? 0) / f.loads : null, 2),
           ]
         : []),
-      ...(columns.includes(TOKENS_COLUMN) ? [figure(f.tokensPerSec)] : []),
+      ...(llm ? [figure(f.tokensPerSec), figure(f.ttftP50), figure(f.ttftP99)] : []),
       ...(control ? [actions(m)] : []),
     ];
   });
@@ -915,6 +932,7 @@ function renderLive(stats, metrics) {
           ...now,
           refused: extra.refused,
           tokens: extra.tokens,
+          ttft: extra.ttft,
           execs: (stats.value.model_stats ?? [])
             .filter((/** @type {ModelStats} */ m) => m.name === scope)
             .reduce((/** @type {number} */ a, /** @type {any} */ m) => a + (m.execution_count ?? 0), 0),

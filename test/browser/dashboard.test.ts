@@ -59,14 +59,15 @@ function awkwardRepository(): string {
   return repo;
 }
 
-/** Keeps `concurrency` request loops going until stopped (or for 3 minutes at most); counts statuses. */
+/** Keeps `concurrency` request loops going until stopped (or for `forMs`, 3 minutes by default); counts statuses. */
 function keepSending(
   url: string,
   body: string,
   concurrency = 2,
+  forMs = 180_000,
 ): { stop: () => Promise<Map<number, number>> } {
   const statuses = new Map<number, number>();
-  const end = Date.now() + 180_000;
+  const end = Date.now() + forMs;
   let stopped = false;
   const loop = async (): Promise<void> => {
     while (!stopped && Date.now() < end) {
@@ -91,6 +92,12 @@ const SIMPLE_BODY = JSON.stringify({
     datatype: 'INT32',
     data: Array.from({ length: 16 }, (_, i) => i),
   })),
+});
+/** A streaming toy_llm request, a pause before each word as a model's decoding would take. */
+const TOY_LLM_BODY = JSON.stringify({
+  text_input: 'What is machine learning?',
+  stream: true,
+  sampling_parameters: JSON.stringify({ max_tokens: 12, delay_ms: 25 }),
 });
 const modeBody = (mode: string): string =>
   JSON.stringify({ inputs: [{ name: 'MODE', shape: [1], datatype: 'BYTES', data: [mode] }] });
@@ -508,8 +515,9 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
     assert.equal(num(simple['failed %']), 0, JSON.stringify(simple));
     // faults_js failed every request it was sent in the window.
     assert.equal(num((await cellsOf(page, 'faults_js'))['failed %']), 100);
-    // No vLLM counters on this server: no tokens/s column at all.
-    assert.ok(!(await page.locator('#models-table thead').innerText()).includes('tokens/s'));
+    // toy_llm reports vLLM's metrics and has answered the tester by now, so the LLM columns show; simple
+    // is no LLM: '–' in each of them (test/browser/dashboard-llm.test.ts has the figures of LLMs).
+    for (const head of ['tokens/s', 'TTFT p50 ms', 'TTFT p99 ms']) assert.equal(simple[head], '–', head);
   });
 
   it('shows requests refused before they reach the model, labelled as such', async () => {
@@ -667,36 +675,54 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
 });
 
 // The docs' whole-window pictures come from the example repository alone: no test fixture (a failing
-// model, a folder named as markup) in a picture a user reads as "what Nereid looks like".
+// model, a folder named as markup) in a picture a user reads as "what Nereid looks like". The server runs
+// from the project's folder with the repository's relative path, as `npm start` does, so no checkout's
+// path (a worktree, a CI folder) shows in the Server panel; and they are taken under traffic (a steady
+// request stream, an ensemble, streaming toy_llm, bad requests), so the figures are not all zeros.
 describe(
   "the dashboard on the example repository (the docs' pictures)",
   { skip: setup.skip ?? (SHOTS === undefined ? 'only with NEREID_DASHBOARD_SCREENSHOTS' : undefined) },
   () => {
     let server: SpawnedServer;
     let browser: Browser;
+    let traffic: { stop: () => Promise<Map<number, number>> }[] = [];
+    /** The pictures' traffic runs through both tests (stopped after them). */
+    const TRAFFIC_MS = 15 * 60_000;
 
     before(async () => {
-      server = await spawnServer([
-        `--model-repository=${EXAMPLES}`,
-        '--model-control-mode=explicit',
-        ...[
-          'simple',
-          'identity_fp32',
-          'densenet_onnx',
-          'simple_string',
-          'toy_llm',
-          'add_sub_python',
-          'simple_ensemble',
-        ].map((m) => `--load-model=${m}`),
-        '--allow-metrics=true',
-        '--metrics-port=0',
-        '--metrics-address=127.0.0.1',
-        '--metrics-config=summary_latencies=true',
-      ]);
+      const repository = path.relative(ROOT, EXAMPLES);
+      assert.ok(!path.isAbsolute(repository) && !repository.startsWith('..'), repository);
+      server = await spawnServer(
+        [
+          `--model-repository=${repository}`,
+          '--model-control-mode=explicit',
+          ...[
+            'simple',
+            'identity_fp32',
+            'densenet_onnx',
+            'simple_string',
+            'toy_llm',
+            'add_sub_python',
+            'simple_ensemble',
+          ].map((m) => `--load-model=${m}`),
+          '--allow-metrics=true',
+          '--metrics-port=0',
+          '--metrics-address=127.0.0.1',
+          '--metrics-config=summary_latencies=true',
+        ],
+        { cwd: ROOT },
+      );
       browser = await setup.launch();
+      traffic = [
+        keepSending(`${server.url}/v2/models/simple/infer`, SIMPLE_BODY, 1, TRAFFIC_MS),
+        keepSending(`${server.url}/v2/models/simple_ensemble/infer`, SIMPLE_BODY, 1, TRAFFIC_MS),
+        keepSending(`${server.url}/v2/models/toy_llm/generate_stream`, TOY_LLM_BODY, 1, TRAFFIC_MS),
+        keepSending(`${server.url}/v2/models/identity_fp32/infer`, 'not json', 1, TRAFFIC_MS),
+      ];
     });
 
     after(async () => {
+      for (const t of traffic) await t.stop();
       await browser?.close();
       await server?.stop();
     });
@@ -712,6 +738,17 @@ describe(
         async () => (await shownRows(page)).length === want.length,
       );
       assert.ok(!want.some(([name]) => name === HOSTILE || name === 'broken_model'));
+      const repositories = await page.locator('#server').innerText();
+      assert.ok(!repositories.includes(ROOT), `the checkout's path shows: ${repositories}`);
+      assert.match(repositories, /examples\/model_repository/);
+      await until('the charts and the LLM figures to show the traffic', async () => {
+        const [simple, llm] = [await cellsOf(page, 'simple'), await cellsOf(page, 'toy_llm')];
+        return (
+          num(simple['req/s']) > 0 &&
+          num(llm['TTFT p50 ms']) > 0 &&
+          (await attr(page, '#chart-throughput', 'data-points')) >= 30
+        );
+      });
       await shot(page, 'overview');
       await row(page, 'identity_fp32').locator('button[data-action="unload"]').click();
       await page.locator('dialog#confirm').waitFor({ state: 'visible', ...WAIT });
@@ -720,30 +757,33 @@ describe(
     });
 
     it('shows the models table, an ensemble and the log under load', async () => {
-      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      // Wide enough for every column of the table, the LLM and Python ones included.
+      const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
       page.setDefaultTimeout(WAIT.timeout);
       await page.goto(`${server.url}/dashboard/`);
-      const loads = [
-        keepSending(`${server.url}/v2/models/simple_ensemble/infer`, SIMPLE_BODY),
-        keepSending(`${server.url}/v2/models/identity_fp32/infer`, 'not json', 1),
-      ];
-      try {
-        await until('simple and the ensemble to show their figures', async () => {
-          const [a, b] = [await cellsOf(page, 'simple'), await cellsOf(page, 'simple_ensemble')];
-          return num(a['req/s']) > 0 && num(b['p99 ms']) > 0;
-        });
-        await page.locator('#models-table button[data-sort="rate"]').click();
-        await page.locator('#models-table button[data-sort="rate"]').click();
-        await shot(page, 'models', '#models-table');
-        await page.getByRole('button', { name: 'simple_ensemble', exact: true }).click();
-        await until('the steps to show their time', async () => {
-          const ms = page.locator('#ensemble-table tbody tr td:nth-child(5)').first();
-          return (await ms.count()) > 0 && num(await ms.innerText()) > 0;
-        });
-        await shot(page, 'ensemble', '#ensemble-table');
-      } finally {
-        for (const l of loads) await l.stop();
-      }
+      await until('simple, the ensemble and toy_llm to show their figures', async () => {
+        const [a, b, c] = [
+          await cellsOf(page, 'simple'),
+          await cellsOf(page, 'simple_ensemble'),
+          await cellsOf(page, 'toy_llm'),
+        ];
+        return num(a['req/s']) > 0 && num(b['p99 ms']) > 0 && num(c['tokens/s']) > 0;
+      });
+      await page.locator('#models-table button[data-sort="rate"]').click();
+      await page.locator('#models-table button[data-sort="rate"]').click();
+      // The loaded models only (the others have no figures), busiest first.
+      await page.locator('#models-state').selectOption('READY');
+      await until('the table to hide the models not loaded', async () =>
+        (await shownRows(page)).every((r) => r[2] === 'READY'),
+      );
+      await shot(page, 'models', '#models-table');
+      await page.locator('#models-state').selectOption('');
+      await page.getByRole('button', { name: 'simple_ensemble', exact: true }).click();
+      await until('the steps to show their time', async () => {
+        const ms = page.locator('#ensemble-table tbody tr td:nth-child(5)').first();
+        return (await ms.count()) > 0 && num(await ms.innerText()) > 0;
+      });
+      await shot(page, 'ensemble', '#ensemble-table');
       await page.locator('#logs-table').waitFor(WAIT);
       await shot(page, 'logs', '#logs');
     });

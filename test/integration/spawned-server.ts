@@ -22,7 +22,8 @@ export interface SpawnedServer {
   stop(): Promise<void>;
 }
 
-export async function spawnServer(args: string[]): Promise<SpawnedServer> {
+/** `cwd`: the server's working folder, against which relative paths in `args` resolve (default: this process's). */
+export async function spawnServer(args: string[], options: { cwd?: string } = {}): Promise<SpawnedServer> {
   const child = spawn(
     process.execPath,
     [
@@ -33,7 +34,7 @@ export async function spawnServer(args: string[]): Promise<SpawnedServer> {
       '--allow-metrics=false',
       ...args,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], ...(options.cwd !== undefined && { cwd: options.cwd }) },
   );
   let log = '';
   const wantHealth = args.some((a) => a.startsWith('--http-health-port'));

@@ -6,7 +6,9 @@
 // `stream` false sends the whole reply in one response; every response carries num_input_tokens (the
 // prompt's words) and num_output_tokens (the words in that response). A cancelled request stops at the
 // next word and counts itself in the `toy_llm_cancelled_requests_total` custom metric, so a client can
-// see that closing its connection reached the model.
+// see that closing its connection reached the model. Like an LLM backend it reports vLLM's token counter
+// and time-to-first-token histogram (`vllm:generation_tokens_total`, `vllm:time_to_first_token_seconds`,
+// vLLM's bucket bounds), which the dashboard shows as its tokens/s and TTFT.
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   MetricFamily,
@@ -32,6 +34,19 @@ const cancelled = new MetricFamily({
   description: 'toy_llm requests that were cancelled while they were generating',
   kind: 'counter',
 });
+
+const LABELS = { model: 'toy_llm', version: '1' };
+const generated = new MetricFamily({
+  name: 'vllm:generation_tokens_total',
+  description: 'Tokens generated',
+  kind: 'counter',
+});
+const firstToken = new MetricFamily({
+  name: 'vllm:time_to_first_token_seconds',
+  description: 'Time from the request reaching the model to its first token',
+  kind: 'histogram',
+});
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
 
 interface Sampling {
   maxTokens: number;
@@ -109,6 +124,7 @@ export default class ToyLlm {
 
   private async generate(request: InferenceRequest): Promise<void> {
     const sender: ResponseSender = request.getResponseSender();
+    const begun = performance.now();
     try {
       const prompt = request.input('text_input')?.strings()[0] ?? '';
       const stream = request.input('stream')?.toArray()[0] === true;
@@ -143,6 +159,10 @@ export default class ToyLlm {
         }
         text = candidate;
         count++;
+        if (count === 1) {
+          firstToken.metric(LABELS, { buckets: TTFT_BUCKETS }).observe((performance.now() - begun) / 1000);
+        }
+        generated.metric(LABELS).increment();
         pending += piece;
         if (stream) {
           sender.send(response(pending, inputTokens, 1));
