@@ -1,6 +1,7 @@
 """Run by a framework backend's venv interpreter for bench/frameworks.py: makes the bench's MLP with the
 framework itself (4 layers of WIDTH x WIDTH, FP32, relu) in OUT, then times the framework called directly
-on it with THREADS threads, back to back for SECONDS at batch 1 and 8, and prints {batch: rows/s} as JSON.
+on it with THREADS threads, back to back for SECONDS at batch 1 and 8, and prints {batch: rows/s} and
+{cpu_us_<batch>: this process's CPU µs per row} as JSON.
 
     <venv>/bin/python bench/frameworks_model.py pytorch|openvino|tensorflow OUT SECONDS THREADS WIDTH
 """
@@ -114,11 +115,13 @@ def main(argv: list[str]) -> int:
         x = rng.standard_normal((batch, width)).astype(np.float32)
         for _ in range(20):
             run(x)
-        n, start = 0, time.perf_counter()
+        n, start, cpu = 0, time.perf_counter(), time.process_time()
         while time.perf_counter() - start < seconds:
             run(x)
             n += 1
         result[str(batch)] = n * batch / (time.perf_counter() - start)
+        # CPU seconds of this process (every thread: the framework's pools too) per row, in µs.
+        result[f"cpu_us_{batch}"] = (time.process_time() - cpu) / (n * batch) * 1e6
     print(json.dumps(result))
     return 0
 
