@@ -14,9 +14,11 @@
  * never waits for a disk, and takes microseconds. fs/promises' readFile took four thread-pool trips (open,
  * fstat, read, close), so with five stubs the watch woke an idle server 200 times a second and cost its
  * thread pool ~4 % of a core on the 2-core test VM (issue 29 item 1, bench/README.md). The descriptor also
- * keeps naming the stub it was opened for, whatever process later reuses its pid.
+ * keeps naming the stub it was opened for, whatever process later reuses its pid. Every stub's watch reads
+ * on the same shared tick (common/shared-ticker.ts): one wake-up per interval for all of them.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
+import { everyTick } from '../../common/shared-ticker.js';
 
 /** How often a stub's resident memory is read (one small /proc read). */
 export const WATCH_INTERVAL_MS = 100;
@@ -73,7 +75,7 @@ export function watchMemory(
   let fd = openStatus(pid);
   if (fd === undefined) return () => undefined;
   const buf = Buffer.allocUnsafe(STATUS_BYTES);
-  const timer = setInterval(() => {
+  const stopTick = everyTick(intervalMs, () => {
     if (fd === undefined) return;
     const rss = readRss(fd, buf);
     if (rss === undefined) {
@@ -84,11 +86,10 @@ export function watchMemory(
       stop();
       onExceeded(rss);
     }
-  }, intervalMs);
-  // The watch must not keep a server (or a test) alive on its own.
-  timer.unref();
+  });
+  // (The shared tick is unref'd: the watch does not keep a server, or a test, alive on its own.)
   const stop = (): void => {
-    clearInterval(timer);
+    stopTick();
     if (fd !== undefined) closeSync(fd);
     fd = undefined;
   };

@@ -5,8 +5,10 @@
  * here as that id changing, so this samples the ids a few times a second while the version is loaded (a
  * restart takes at least a Python interpreter's start, far longer than the period) and again on every read.
  * A stub that is down between two processes has no id and counts nothing until its successor has one.
+ * Every version samples on the same shared tick (common/shared-ticker.ts).
  */
 import type { InstanceHandle } from '../../backend-api/backend.js';
+import { everyTick } from '../../common/shared-ticker.js';
 import { residentBytesOf } from './memory.js';
 
 /** Milliseconds between two samples of the instances' process ids. */
@@ -22,7 +24,7 @@ export interface InstanceProcessesSnapshot {
 export class InstanceProcesses {
   private readonly last: (number | undefined)[];
   private restarts = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private stopTick: (() => void) | undefined;
 
   private constructor(private readonly instances: readonly InstanceHandle[]) {
     this.last = instances.map((i) => i.pid);
@@ -32,8 +34,7 @@ export class InstanceProcesses {
   static of(instances: readonly InstanceHandle[]): InstanceProcesses | undefined {
     if (!instances.some((i) => i.pid !== undefined)) return undefined;
     const w = new InstanceProcesses(instances);
-    w.timer = setInterval(() => w.sample(), SAMPLE_MS);
-    w.timer.unref();
+    w.stopTick = everyTick(SAMPLE_MS, () => w.sample());
     return w;
   }
 
@@ -57,7 +58,7 @@ export class InstanceProcesses {
   }
 
   stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.stopTick?.();
+    this.stopTick = undefined;
   }
 }
