@@ -15,9 +15,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { EngineMeters } from '../../src/backends/llamacpp/meter.js';
 import { TestClient } from '../../src/frontends/grpc/test-client.testkit.js';
 import { FAMILIES } from '../../src/frontends/metrics/families.js';
 import {
+  EXAMPLES,
   makeRepository,
   post,
   removeRepository,
@@ -70,7 +72,7 @@ function substitute(expr: string): string {
 
 /** The cumulative form of a rate query: counters since the server started instead of their rates. */
 function cumulative(expr: string): string {
-  return substitute(expr).replace(/(?:rate|increase)\(([a-z_]+\{[^}]*\}|[a-z_]+)\[[^\]]+\]\)/g, '$1');
+  return substitute(expr).replace(/(?:rate|increase)\(([a-z_:]+\{[^}]*\}|[a-z_:]+)\[[^\]]+\]\)/g, '$1');
 }
 
 /** PromQL's keywords, which look like metric names to a tokenizer. */
@@ -112,13 +114,33 @@ function exposed(name: string, type: string): [string, 'counter' | 'gauge'][] {
   return [[name, type === 'counter' ? 'counter' : 'gauge']];
 }
 
-/** Every series name the server's registry can publish: Triton's families and prom-client's process ones. */
+/**
+ * The families an LLM model reports under vLLM's names: the llamacpp backend's (its meters list them) and
+ * toy_llm's, which must be a subset of them with the same kinds (read from its source: it is a JavaScript
+ * model of the example repository).
+ */
+function llmFamilies(): Map<string, string> {
+  const llamacpp = new Map(
+    new EngineMeters(256).families({}, { running: 0, waiting: 0 }).map((f) => [f.name, f.kind] as const),
+  );
+  const toy = readFileSync(path.join(EXAMPLES, 'toy_llm/1/model.ts'), 'utf8');
+  const declared = [...toy.matchAll(/name: '(vllm:[a-z_]+)',[^}]*kind: '(\w+)'/g)];
+  assert.ok(declared.length >= 2, 'toy_llm declares its vLLM families');
+  for (const [, name, kind] of declared) assert.equal(llamacpp.get(name), kind, `toy_llm's ${name}`);
+  return llamacpp;
+}
+
+/**
+ * Every series name the server's registry can publish: Triton's families, prom-client's process ones and
+ * the LLM backends' vLLM ones.
+ */
 async function registry(): Promise<Map<string, 'counter' | 'gauge'>> {
   const names = new Map<string, 'counter' | 'gauge'>();
   const add = (name: string, type: string) => {
     for (const [n, kind] of exposed(name, type)) names.set(n, kind);
   };
   for (const f of Object.values(FAMILIES)) add(f.name, f.type);
+  for (const [name, kind] of llmFamilies()) add(name, kind);
   const processRegistry = new Registry();
   collectDefaultMetrics({ register: processRegistry });
   for (const m of await processRegistry.getMetricsAsJSON()) add(m.name, String(m.type));
@@ -258,6 +280,33 @@ describe('the Grafana board', () => {
       const exprs = (p.targets ?? []).map((t) => t.expr);
       const found = exprs.flatMap(selectors);
       const unit = p.fieldConfig?.defaults.unit;
+      // A quantile of a histogram: over the rate of its _bucket series, grouped by le (else Prometheus
+      // has no buckets to interpolate and the panel stays empty), in the histogram's unit.
+      const quantiles = exprs.map((e) =>
+        /^histogram_quantile\(0\.\d+, sum by \(([^)]*)\) \(rate\(([a-z_:]+)_bucket\{[^}]*\}\[\$__rate_interval\]\)\)\)$/.exec(
+          e,
+        ),
+      );
+      if (exprs.some((e) => e.includes('histogram_quantile')) || quantiles.some((m) => m)) {
+        for (const [i, m] of quantiles.entries()) {
+          assert.ok(m, `${p.title}: ${exprs[i]} is a quantile over a histogram's rated buckets`);
+          assert.deepEqual(m[1].split(/,\s*/).sort(), ['le', 'model'], `${p.title}: grouped by le and model`);
+          const u = UNITS.find(([re]) => re.test(m[2]))?.[1];
+          assert.ok(u, `${p.title}: ${m[2]} has a unit`);
+          assert.equal(unit, u, `${p.title}: the unit of ${m[2]}`);
+        }
+        unitChecked++;
+        continue;
+      }
+      // Tokens per second: the rate of a vLLM token counter.
+      if (found.some((x) => /^vllm:.*_tokens_total$/.test(x.name))) {
+        const rateOnly = exprs.every((e) => /^sum by \(model\) \(rate\(vllm:[a-z_]+_tokens_total\{/.test(e));
+        if (rateOnly) {
+          assert.equal(unit, 'suffix: tok/s', `${p.title} shows tokens per second`);
+          unitChecked++;
+          continue;
+        }
+      }
       if (exprs.every((e) => /^sum by \([^)]*\) \(increase\(/.test(e))) {
         assert.equal(unit, 'short', `${p.title} counts events`);
         unitChecked++;
@@ -269,9 +318,21 @@ describe('the Grafana board', () => {
       assert.equal(unit, [...units][0], `${p.title}: the unit of ${found.map((x) => x.name).join(', ')}`);
       unitChecked++;
     }
-    assert.ok(unitChecked >= 5, `units checked on ${unitChecked} panels`);
-    // The parser sees what the board is about: the instance panels' two families among the rest.
-    for (const name of ['nereid_model_instance_restarts_total', 'nereid_model_instance_resident_bytes'])
+    assert.ok(unitChecked >= 9, `units checked on ${unitChecked} panels`);
+    // The parser sees what the board is about: the instance panels' two families and the LLM ones among
+    // the rest.
+    for (const name of [
+      'nereid_model_instance_restarts_total',
+      'nereid_model_instance_resident_bytes',
+      'vllm:time_to_first_token_seconds_bucket',
+      'vllm:time_per_output_token_seconds_bucket',
+      'vllm:generation_tokens_total',
+      'vllm:prompt_tokens_total',
+      'vllm:num_requests_running',
+      'vllm:num_requests_waiting',
+      'vllm:prefix_cache_hits_total',
+      'vllm:prefix_cache_queries_total',
+    ])
       assert.ok(named.has(name), `the board shows ${name}`);
   });
 
@@ -318,6 +379,9 @@ describe('the Grafana board', () => {
       let prometheus: ChildProcess | undefined;
       let promPort: number;
       let scrapedText = '';
+      /** toy_llm's generated tokens, by its responses' num_output_tokens. */
+      let toyTokens = 0;
+      let toyRequests = 0;
 
       const query = async (promql: string): Promise<PromSample[]> => {
         const q = new URLSearchParams({ query: promql });
@@ -357,6 +421,8 @@ describe('the Grafana board', () => {
         cpSync(path.join(ROOT, 'test/fixtures/python/faults'), path.join(repo, 'faults'), {
           recursive: true,
         });
+        // An LLM without weights: the example toy_llm reports vLLM's token counter and TTFT histogram.
+        cpSync(path.join(EXAMPLES, 'toy_llm'), path.join(repo, 'toy_llm'), { recursive: true });
         s = await startServer([
           `--model-repository=${repo}`,
           '--metrics-address=127.0.0.1',
@@ -418,6 +484,14 @@ describe('the Grafana board', () => {
             post(`${s.url}/v2/models/faults/infer`, faultsBody(0)),
           ]);
           for (const r of replies) assert.equal(r.status, 200);
+          const llm = await post(`${s.url}/v2/models/toy_llm/generate`, {
+            text_input: `prompt ${i % 4}`,
+            stream: false,
+            sampling_parameters: JSON.stringify({ max_tokens: 1 + (i % 5) }),
+          });
+          assert.equal(llm.status, 200, llm.body.toString());
+          toyTokens += llm.json<{ num_output_tokens: number }>().num_output_tokens;
+          toyRequests++;
           const bad = { inputs: [{ name: 'INPUT0', shape: [1, 3], datatype: 'FP32', data: [1, 2] }] };
           assert.equal((await post(`${s.url}/v2/models/fp/infer`, bad)).status, 400);
           const unknown = (await post(`${s.url}/v2/models/nope/infer`, fresh)).status;
@@ -431,7 +505,15 @@ describe('the Grafana board', () => {
         await until('Prometheus to hold the final counts', async () => {
           const r = await query('nv_inference_request_success{model="fp"}');
           const k = await query('nereid_model_instance_restarts_total{model="faults"}');
-          return r.length === 1 && r[0].value === final && k.length === 1 && k[0].value === KILLS;
+          const t = await query('vllm:generation_tokens_total{model="toy_llm"}');
+          return (
+            r.length === 1 &&
+            r[0].value === final &&
+            k.length === 1 &&
+            k[0].value === KILLS &&
+            t.length === 1 &&
+            t[0].value === toyTokens
+          );
         });
         scrapedText = (await request(`http://127.0.0.1:${metricsPort}/metrics`)).body.toString('utf8');
       });
@@ -444,8 +526,22 @@ describe('the Grafana board', () => {
       });
 
       it('every panel query returns data, and every metric it names is one the server publishes', async () => {
+        // The LLM panels of families only the llamacpp backend reports (it needs a GGUF, which this test
+        // does not load) are the ones left out; toy_llm's TTFT and tokens panels are not among them.
+        const llamacppOnly = (t: Target): boolean =>
+          selectors(t.expr).some(
+            ({ name }) => name.startsWith('vllm:') && !new RegExp(`^${name}[{ ]`, 'm').test(scrapedText),
+          );
+        const left = queryPanels.filter((p) => (p.targets ?? []).some(llamacppOnly)).map((p) => p.title);
+        assert.deepEqual(left, [
+          'Inter-token latency, p50 and p99',
+          'Prompt tokens per second',
+          'LLM requests running and waiting',
+          'Prefix cache hit rate',
+        ]);
         for (const p of queryPanels) {
           for (const t of p.targets ?? []) {
+            if (llamacppOnly(t)) continue;
             for (const { name } of selectors(t.expr))
               assert.ok(
                 new RegExp(`^${name}[{ ]`, 'm').test(scrapedText),
@@ -504,7 +600,7 @@ describe('the Grafana board', () => {
         const states = await query(expr0('Models by state'));
         assert.deepEqual(
           states.map((x) => [x.metric.state, x.value]),
-          [['READY', 3]],
+          [['READY', 4]],
         );
       });
 
@@ -540,6 +636,27 @@ describe('the Grafana board', () => {
         assert.ok(Math.abs(shown - rss) <= 0.25 * Math.max(shown, rss), `board ${shown} B, /proc ${rss} B`);
         t.diagnostic(
           `restarts ${KILLS}, windowed ${forModel(windowed, 'faults')}; memory board ${shown} B, /proc ${rss} B`,
+        );
+      });
+
+      it("the LLM panels show toy_llm's tokens and time to first token", async (t) => {
+        assert.ok(toyTokens > toyRequests, `${toyTokens} tokens in ${toyRequests} requests`);
+        assert.equal(
+          forModel(await query(expr0('Generation tokens per second')), 'toy_llm'),
+          toyTokens,
+          'the cumulative form of the tokens/s panel: every token generated',
+        );
+        // Every request's first token is in the histogram the TTFT panel reads.
+        const [firsts] = await query('sum(vllm:time_to_first_token_seconds_count{model="toy_llm"})');
+        assert.equal(firsts.value, toyRequests);
+        const ttft = panel('Time to first token, p50 and p99');
+        const [p50, p99] = await Promise.all(
+          ttft.targets!.map(async (t) => forModel(await query(substitute(t.expr)), 'toy_llm')),
+        );
+        // A first token of toy_llm takes well under vLLM's top bucket (10 s); p50 is at most p99.
+        assert.ok(p50 > 0 && p50 <= p99 && p99 <= 10, `TTFT p50 ${p50} s, p99 ${p99} s`);
+        t.diagnostic(
+          `toy_llm: ${toyRequests} requests, ${toyTokens} tokens; TTFT p50 ${p50} s, p99 ${p99} s`,
         );
       });
 

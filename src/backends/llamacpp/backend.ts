@@ -139,22 +139,9 @@ class LlamacppModel implements ModelHandle {
   /** The engine's occupancy and token counts, under the names Triton's vLLM backend reports them. */
   customMetrics(): Promise<readonly CustomMetricFamily[]> {
     const { engine } = this.host;
-    const family = (
-      name: string,
-      kind: 'counter' | 'gauge',
-      description: string,
-      value: number,
-    ): CustomMetricFamily => ({ name, kind, description, metrics: [{ labels: this.labels, value }] });
-    return Promise.resolve([
-      family(
-        'vllm:num_requests_running',
-        'gauge',
-        'Requests holding a sequence of the context',
-        engine.active,
-      ),
-      family('vllm:num_requests_waiting', 'gauge', 'Requests waiting for a sequence', engine.waiting),
-      ...engine.meters.families(this.labels),
-    ]);
+    return Promise.resolve(
+      engine.meters.families(this.labels, { running: engine.active, waiting: engine.waiting }),
+    );
   }
 
   createInstance(spec: InstanceSpec): Promise<InstanceHandle> {

@@ -1,6 +1,7 @@
 /**
- * The engine's latency and token meters, reported under the names Triton's vLLM backend uses
- * (`vllm:time_to_first_token_seconds`, `vllm:time_per_output_token_seconds`,
+ * The engine's occupancy, latency and token meters, reported under the names Triton's vLLM backend uses
+ * (the `vllm:num_requests_running` / `vllm:num_requests_waiting` gauges, the
+ * `vllm:time_to_first_token_seconds`, `vllm:time_per_output_token_seconds`,
  * `vllm:e2e_request_latency_seconds`, `vllm:request_prompt_tokens`, `vllm:request_generation_tokens`
  * histograms, the `vllm:prompt_tokens_total` / `vllm:generation_tokens_total` counters, and vLLM's prefix
  * cache counters `vllm:prefix_cache_queries_total` / `vllm:prefix_cache_hits_total`, in tokens). A request's
@@ -107,8 +108,17 @@ export class EngineMeters {
     this.prefixHits += reused;
   }
 
-  families(labels: Readonly<Record<string, string>>): CustomMetricFamily[] {
-    const one = (name: string, kind: 'counter', description: string, value: number): CustomMetricFamily => ({
+  /** Every family the backend reports for a model: the engine's occupancy, then these meters. */
+  families(
+    labels: Readonly<Record<string, string>>,
+    occupancy: { readonly running: number; readonly waiting: number },
+  ): CustomMetricFamily[] {
+    const one = (
+      name: string,
+      kind: 'counter' | 'gauge',
+      description: string,
+      value: number,
+    ): CustomMetricFamily => ({
       name,
       kind,
       description,
@@ -121,6 +131,13 @@ export class EngineMeters {
       metrics: [h.sample(labels)],
     });
     return [
+      one(
+        'vllm:num_requests_running',
+        'gauge',
+        'Requests holding a sequence of the context',
+        occupancy.running,
+      ),
+      one('vllm:num_requests_waiting', 'gauge', 'Requests waiting for a sequence', occupancy.waiting),
       one('vllm:prompt_tokens_total', 'counter', 'Prompt tokens evaluated', this.promptTokens),
       one('vllm:generation_tokens_total', 'counter', 'Tokens generated', this.generationTokens),
       one(

@@ -65,6 +65,8 @@ export class OnDemandController {
   /** Loads admitted and not finished: their estimated cost. */
   private readonly reserved = new Map<string, number>();
   private readonly evicting = new Set<string>();
+  /** Loads still waiting for room, each with why the last look found none (eviction.ts's reason). */
+  private readonly noRoom = new Map<string, string>();
   private readonly failures = new Map<string, Failure>();
   /** The last measured cost of each model that was loaded: the estimate for its next load. */
   private readonly lastCost = new Map<string, number>();
@@ -166,15 +168,17 @@ export class OnDemandController {
     if (ms <= 0) return p;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            unavailable(
-              `model '${name}' did not finish loading within ${ms / 1000} s (--model-load-wait-secs); it is still loading, try again`,
-            ),
-          ),
-        ms,
-      );
+      // Say which wait ran out: the one for room (no load has begun) or the load itself.
+      timer = setTimeout(() => {
+        const reason = this.noRoom.get(name);
+        reject(
+          reason === undefined
+            ? unavailable(
+                `model '${name}' did not finish loading within ${ms / 1000} s (--model-load-wait-secs); its load is still running, try again`,
+              )
+            : noRoomError(name, reason, ms),
+        );
+      }, ms);
     });
     return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
   }
@@ -224,6 +228,14 @@ export class OnDemandController {
   }
 
   private async makeRoom(name: string, estimate: number, deadline: number): Promise<void> {
+    try {
+      await this.findRoom(name, estimate, deadline);
+    } finally {
+      this.noRoom.delete(name);
+    }
+  }
+
+  private async findRoom(name: string, estimate: number, deadline: number): Promise<void> {
     for (;;) {
       if (this.closed) throw unavailable('the model repository manager is shut down');
       const others = new Map(this.reserved);
@@ -235,11 +247,8 @@ export class OnDemandController {
         await Promise.all(plan.victims.map((v) => this.evict(v, `to make room for '${name}'`)));
         return;
       }
-      if (Date.now() >= deadline) {
-        throw new NoRoomError(
-          `cannot load model '${name}': ${plan.reason} (waited ${this.options.waitMs / 1000} s, --model-load-wait-secs)`,
-        );
-      }
+      this.noRoom.set(name, plan.reason);
+      if (Date.now() >= deadline) throw noRoomError(name, plan.reason, this.options.waitMs);
       await sleep(this.options.retryMs ?? 20);
     }
   }
@@ -292,4 +301,10 @@ class NoRoomError extends NereidError {
   constructor(message: string) {
     super('UNAVAILABLE', message);
   }
+}
+
+function noRoomError(name: string, reason: string, waitMs: number): NoRoomError {
+  return new NoRoomError(
+    `cannot load model '${name}': ${reason} (waited ${waitMs / 1000} s for room, --model-load-wait-secs); no load has begun, try again`,
+  );
 }
