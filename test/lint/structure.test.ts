@@ -116,6 +116,52 @@ void describe('npm run lint enforces the structure', () => {
     assert.match(res.out, /3 problems \(3 errors/, res.out);
   });
 
+  void it('fails on a deep import into the core, and only on those', async () => {
+    assert.ok(eslint);
+    const planted = {
+      // A frontend takes the core's types from its face, not from types.ts.
+      'src/frontends/zz-deep.ts':
+        "import type { InferenceRequest } from '../core/types.js';\nexport type X = InferenceRequest;\n",
+      // The composition root's face is not the frontends'.
+      'src/embedded/zz-deep.ts':
+        "import { StatsRegistry } from '../core/assembly.js';\nexport const X = StatsRegistry;\n",
+      // The composition root wires the core's parts through assembly.ts, not their files.
+      'src/compose/zz-deep.ts':
+        "import { InferenceServer } from '../core/server.js';\nexport const X = InferenceServer;\n",
+    };
+    const allowed = {
+      'src/frontends/zz-face.ts':
+        "import type { InferenceRequest } from '../core/index.js';\nexport type X = InferenceRequest;\n",
+      'src/compose/zz-face.ts':
+        "import { InferenceServer } from '../core/assembly.js';\nexport const X = InferenceServer;\n",
+      // A frontend's test may build real statistics.
+      'src/frontends/zz-face.test.ts':
+        "import { StatsRegistry } from '../core/assembly.js';\nexport const X = StatsRegistry;\n",
+    };
+    for (const [file, text] of [...Object.entries(planted), ...Object.entries(allowed)])
+      plant(copy, file, text);
+
+    const files = [...Object.keys(planted), ...Object.keys(allowed)];
+    const res = await run(copy, 'eslint', [...eslint.slice(1).filter((a) => a !== '.'), ...files]);
+    assert.notEqual(res.code, 0, res.out);
+    for (const [file, face] of [
+      ['src/frontends/zz-deep.ts', 'src/core/index.ts'],
+      ['src/embedded/zz-deep.ts', 'src/core/index.ts'],
+      ['src/compose/zz-deep.ts', 'src/core/index.ts, src/core/assembly.ts'],
+    ]) {
+      const report = res.out.split(path.join(copy, file))[1]?.split(/\n\n/)[0] ?? '';
+      assert.match(
+        report,
+        new RegExp(`must import the core through its face \\(${face}\\)`),
+        `${file}:\n${res.out}`,
+      );
+    }
+    for (const file of Object.keys(allowed)) {
+      assert.ok(!res.out.includes(path.join(copy, file)), `an allowed import was reported:\n${res.out}`);
+    }
+    assert.match(res.out, /3 problems \(3 errors/, res.out);
+  });
+
   void it('fails on an import cycle, naming it', async () => {
     assert.ok(depcruise);
     plant(
