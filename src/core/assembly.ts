@@ -8,7 +8,7 @@ export { InferenceServer } from './server.js';
 export { setResponseLimits } from './response-limits.js';
 export type { VersionLookup } from './ensemble/index.js';
 export { InstanceBudget, defaultInstanceLimits } from './model/instance-budget.js';
-export { ModelLoader } from './model/loader.js';
+export { ModelLoader } from './loader.js';
 export {
   ModelRepositoryManager,
   type LoadErrorStatus,

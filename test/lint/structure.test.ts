@@ -55,6 +55,62 @@ function plant(dir: string, file: string, text: string): void {
   writeFileSync(path.join(dir, file), text);
 }
 
+/**
+ * The cycles among the core's parts as dependency-cruiser sees the sources of `dir`: each folder of src/core/
+ * is one part and each module directly in src/core/ is one (types.ts, server.ts, ...), so a tie between
+ * a folder and a top-level module (which a folder-scoped rule does not see) counts too. Tests are left out:
+ * a test may drive its folder from above. Each cycle is its parts, sorted, joined by ' <-> '.
+ */
+async function coreCycles(dir: string, depcruise: readonly string[]): Promise<string[]> {
+  const config = depcruise[depcruise.indexOf('--config') + 1] ?? '.dependency-cruiser.json';
+  const res = await run(dir, 'depcruise', ['src/core', '--config', config, '--output-type', 'json']);
+  const graph = JSON.parse(res.out.slice(res.out.indexOf('{'))) as {
+    modules: { source: string; dependencies: { resolved: string }[] }[];
+  };
+  const part = (file: string): string | undefined => {
+    const m = /^src\/core\/([^/]+)(\/)?/.exec(file);
+    return m ? `${m[1]}${m[2] ?? ''}` : undefined;
+  };
+  const edges = new Map<string, Set<string>>();
+  for (const mod of graph.modules) {
+    const from = part(mod.source);
+    if (from === undefined || mod.source.endsWith('.test.ts')) continue;
+    for (const dep of mod.dependencies) {
+      const to = part(dep.resolved);
+      if (to === undefined || to === from) continue;
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from)!.add(to);
+    }
+  }
+  // Tarjan's strongly connected components; one of more than one part is a cycle.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const cycles: string[] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (stack.includes(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) cycles.push(component.sort().join(' <-> '));
+    }
+  };
+  for (const v of edges.keys()) if (!index.has(v)) visit(v);
+  return cycles.sort();
+}
+
 void describe('npm run lint enforces the structure', () => {
   let copy = '';
   const commands = lintCommands();
@@ -179,5 +235,47 @@ void describe('npm run lint enforces the structure', () => {
     assert.match(res.out, /no-circular: src\/common\/zz-cycle-[ab]\.ts/, res.out);
     // The planted cycle is the only finding: the rest of the tree has none.
     assert.match(res.out, /x 1 dependency violations \(1 errors/, res.out);
+  });
+
+  void it("fails on a cycle between the core's folders, naming it", async () => {
+    assert.ok(depcruise);
+    // stats/ imports trace/ (a request's record carries its trace): trace/ importing stats/ closes a cycle.
+    const file = 'src/core/trace/zz-folder-cycle.ts';
+    plant(
+      copy,
+      file,
+      "import type { RequestRecord } from '../stats/request-record.js';\nexport type X = RequestRecord;\n",
+    );
+    try {
+      const res = await run(copy, 'depcruise', depcruise.slice(1));
+      assert.notEqual(res.code, 0, res.out);
+      const found = [...res.out.matchAll(/no-circular-core-folders: (\S+) →\s+(\S+) →\s+(\S+)\n/g)].map((m) =>
+        m.slice(1).join(' '),
+      );
+      assert.deepEqual(
+        found.sort(),
+        ['src/core/stats src/core/trace src/core/stats', 'src/core/trace src/core/stats src/core/trace'],
+        res.out,
+      );
+    } finally {
+      rmSync(path.join(copy, file));
+    }
+  });
+
+  void it("has no cycle among the core's folders and top-level modules, and sees one planted", async () => {
+    assert.ok(depcruise);
+    assert.deepEqual(await coreCycles(ROOT, depcruise), []);
+    // types.ts imports trace/types.ts (a request carries its trace): trace/ importing types.ts ties them.
+    const file = 'src/core/trace/zz-module-tie.ts';
+    plant(
+      copy,
+      file,
+      "import type { InferenceRequest } from '../types.js';\nexport type X = InferenceRequest;\n",
+    );
+    try {
+      assert.deepEqual(await coreCycles(copy, depcruise), ['trace/ <-> types.ts']);
+    } finally {
+      rmSync(path.join(copy, file));
+    }
   });
 });

@@ -32,12 +32,13 @@ import type { Scheduler } from '../scheduling/scheduler.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
-import { recordRequestStart, traceRefused } from '../trace/report.js';
+import { recordRequestStart } from '../stats/record-trace.js';
+import { traceRefused } from '../trace/report.js';
 import { VersionHolds } from './holds.js';
 import { InstanceProcesses, type InstanceProcessesSnapshot } from './instance-processes.js';
 import type { VersionMemory } from './memory.js';
-import { JobSender, type OutputContext } from './job-sender.js';
-import { OutputContract } from './output-contract.js';
+import { JobSender, type OutputContext } from '../scheduling/job-sender.js';
+import { OutputContract } from '../scheduling/output-contract.js';
 import { NEVER_ABORTED } from '../../common/never-aborted.js';
 
 type State = 'READY' | 'UNLOADING' | 'UNLOADED';
