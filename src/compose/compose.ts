@@ -18,7 +18,6 @@ import {
   describeCacheConfig,
   InferenceServer,
   InstanceBudget,
-  type LoadedVersion,
   ModelLoader,
   ModelRepositoryManager,
   RateLimiter,
@@ -219,7 +218,7 @@ function buildCore(
   // Ensembles find their steps in the repository, and Python models call the server: both are built
   // below around the loader, and nothing asks them before they exist.
   const ensembleMembers: VersionLookup = {
-    getVersion: (name, version): LoadedVersion => repository.getVersion(name, version),
+    getVersion: (name, version) => repository.getVersion(name, version),
   };
   const serverApi = modelServerApi(() => server);
   const loader = createLoader(options, log, statsRegistry, responseCache, ensembleMembers, serverApi);

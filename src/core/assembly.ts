@@ -9,12 +9,7 @@ export { setResponseLimits } from './response-limits.js';
 export type { VersionLookup } from './ensemble/index.js';
 export { InstanceBudget, defaultInstanceLimits } from './model/instance-budget.js';
 export { ModelLoader } from './loader.js';
-export {
-  ModelRepositoryManager,
-  type LoadErrorStatus,
-  type LoadedVersion,
-  type ModelControlMode,
-} from './repository/index.js';
+export { ModelRepositoryManager, type LoadErrorStatus, type ModelControlMode } from './repository/index.js';
 export { parseSize } from './repository/eviction.js';
 export { RateLimiter } from './scheduling/rate-limiter.js';
 export { SystemSharedMemoryManager } from './shm/index.js';

@@ -23,7 +23,8 @@ import {
 } from '../model-config/index.js';
 import type { FrozenModelConfig, ModelConfig } from '../model-config/model-config.js';
 import { isEnsembleConfig, loadEnsembleVersion, type VersionLookup } from './ensemble/index.js';
-import type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } from './repository/contract.js';
+import type { ModelLocation, VersionLoader, VersionLocation } from './repository/contract.js';
+import type { ServableVersion } from './model/servable.js';
 import type { ModelRateLimit, RateLimiter } from './scheduling/rate-limiter.js';
 import type { ReadinessPollOptions } from './model-health.js';
 import type { ResponseCache } from './cache/index.js';
@@ -128,7 +129,7 @@ function servable(backends: readonly Backend[], more: readonly string[], asked: 
   );
 }
 
-export class ModelLoader implements VersionLoader {
+export class ModelLoader implements VersionLoader<ServableVersion> {
   readonly instanceBudget: InstanceBudget;
   private readonly measureLock = new MeasureLock();
 
@@ -328,7 +329,7 @@ export class ModelLoader implements VersionLoader {
     config: FrozenModelConfig,
     location: VersionLocation,
     signal?: AbortSignal,
-  ): Promise<LoadedVersion> {
+  ): Promise<ServableVersion> {
     return this.relativeErrors(location, () => this.doLoadVersion(config, location, signal));
   }
 
@@ -353,7 +354,7 @@ export class ModelLoader implements VersionLoader {
     config: FrozenModelConfig,
     location: VersionLocation,
     signal: AbortSignal | undefined,
-  ): Promise<LoadedVersion> {
+  ): Promise<ServableVersion> {
     const loadStart = process.hrtime.bigint();
     const folder = await ModelFolder.of(location);
     if (isEnsembleConfig(config)) return this.loadEnsemble(config, location, loadStart, folder);
@@ -525,7 +526,7 @@ export class ModelLoader implements VersionLoader {
     location: VersionLocation,
     loadStart: bigint,
     folder: ModelFolder,
-  ): Promise<LoadedVersion> {
+  ): Promise<ServableVersion> {
     const members = this.options.ensembleMembers;
     if (!members) {
       throw invalidArg(

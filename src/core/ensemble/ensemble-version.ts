@@ -20,7 +20,7 @@ import type { InferenceRequest, InferenceResponse, ModelMetadata } from '../type
 import { StepLimiter } from './limiter.js';
 import { requestPlan, type EnsemblePlan, type RequestPlan } from './plan.js';
 import { EnsembleRun, type EnsembleContext } from './run.js';
-import type { ServableVersion, VersionLookup } from './servable.js';
+import type { ServableVersion, VersionLookup } from '../model/servable.js';
 
 type State = 'READY' | 'UNLOADING' | 'UNLOADED';
 

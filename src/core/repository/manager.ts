@@ -115,14 +115,14 @@ interface RemoteListing {
   refreshing: boolean;
 }
 
-export class ModelRepositoryManager {
+export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
   readonly options: ResolvedRepositoryOptions;
   private readonly log: Logger;
   private readonly readSettings: ReadSettings;
-  private readonly records = new Map<string, ModelRecord>();
+  private readonly records = new Map<string, ModelRecord<V>>();
   private readonly locks = new NameLocks();
   private readonly limiter: Limiter;
-  private readonly versions: VersionLifecycle;
+  private readonly versions: VersionLifecycle<V>;
   private poller: Poller | undefined;
   private watcher: RepositoryWatcher | undefined;
   private started = false;
@@ -140,7 +140,7 @@ export class ModelRepositoryManager {
 
   constructor(
     options: RepositoryOptions,
-    private readonly loader: VersionLoader,
+    private readonly loader: VersionLoader<V>,
   ) {
     this.options = resolveOptions(options);
     this.log = this.options.log;
@@ -189,13 +189,13 @@ export class ModelRepositoryManager {
   // ---------------------------------------------------------------- queries (synchronous, never wait)
 
   /** The version that serves a request: '' / undefined = the highest READY one. Triton's errors. */
-  getVersion(name: string, version?: string): LoadedVersion {
+  getVersion(name: string, version?: string): V {
     return findServingVersion(this.records.get(name), name, version);
   }
 
   /** Every version that is READY or still draining (UNLOADING). */
-  loadedVersions(): LoadedVersion[] {
-    const out: LoadedVersion[] = [];
+  loadedVersions(): V[] {
+    const out: V[] = [];
     for (const r of this.records.values()) {
       for (const s of r.slots.values()) if (s.loaded) out.push(s.loaded);
     }
@@ -789,7 +789,7 @@ export class ModelRepositoryManager {
         removed.add(r.name);
       }
       for (const n of removed) {
-        const r = this.records.get(n) as ModelRecord;
+        const r = this.records.get(n) as ModelRecord<V>;
         r.wanted = false;
         r.explicit = false;
         r.suspended = false;
@@ -1026,10 +1026,10 @@ export class ModelRepositoryManager {
     };
   }
 
-  private record(name: string): ModelRecord {
+  private record(name: string): ModelRecord<V> {
     let r = this.records.get(name);
     if (!r) {
-      r = new ModelRecord(name);
+      r = new ModelRecord<V>(name);
       this.records.set(name, r);
     }
     return r;
