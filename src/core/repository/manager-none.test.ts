@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { NereidError } from '../../common/errors.js';
-import type { ServableVersion } from '../model/servable.js';
 import type { RepositoryPort } from '../server.js';
 import { ModelRepositoryManager } from './manager.js';
 import type { RepositoryOptions } from './options.js';
@@ -25,7 +24,8 @@ const codeAndMessage = (code: string, message: string) => (e: NereidError) => {
 
 void test('the manager satisfies the server port', () => {
   // Over the versions the server's loader makes (servable ones), the manager is the server's port.
-  const asPort = (m: ModelRepositoryManager<ServableVersion>): RepositoryPort => m;
+  type Servable = ReturnType<RepositoryPort['getVersion']>;
+  const asPort = (m: ModelRepositoryManager<Servable>): RepositoryPort => m;
   assert.equal(typeof asPort, 'function');
   assert.equal(typeof manager(['/tmp'], new FakeLoader()).getVersion, 'function');
 });
