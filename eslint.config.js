@@ -34,7 +34,17 @@ if (unlisted.length > 0) {
 /** src/index.ts, the package's entry: the embedding API, the SDK and the composition, with their types. */
 const INDEX_IMPORTS = ['common', 'core', 'sdk', 'compose', 'embedded'];
 
-const restrict = (files, who, allowed, self, extra = []) => ({
+/**
+ * The core has a face: outside src/core/, only these modules of it may be imported — index.ts (the server
+ * API and its types: frontends, the embedding API, the package entry) and assembly.ts (its parts, for the
+ * composition root). A layer that may import core and is not listed here gets index.ts only.
+ */
+const CORE_FACES = {
+  compose: ['index.js', 'assembly.js'],
+};
+const coreFaces = (self) => CORE_FACES[self] ?? ['index.js'];
+
+const restrict = (files, who, allowed, self, extra = [], faces = coreFaces(self)) => ({
   files,
   rules: {
     'no-restricted-imports': [
@@ -47,6 +57,18 @@ const restrict = (files, who, allowed, self, extra = []) => ({
               group: [`**/${layer}/**`, `**/${layer}`, `./${layer}/**`],
               message: `${who} must not import from src/${layer}/ (layers: docs/architecture.md)`,
             })),
+          ...(self !== 'core' && allowed.includes('core')
+            ? [
+                {
+                  group: [
+                    '**/core/**',
+                    './core/**',
+                    ...faces.flatMap((f) => [`!**/core/${f}`, `!./core/${f}`]),
+                  ],
+                  message: `${who} must import the core through its face (${faces.map((f) => `src/core/${f.replace(/js$/, 'ts')}`).join(', ')}), not its inner modules (docs/architecture.md)`,
+                },
+              ]
+            : []),
           ...extra,
         ],
       },
@@ -131,4 +153,13 @@ export default tseslint.config(
     ignores: ['src/frontends/*/transport/**/*.test.ts'],
   },
   restrict(['src/index.ts'], 'src/index.ts', INDEX_IMPORTS, undefined),
+  // The frontends' tests may build real statistics (assembly.ts) where a model version would keep them.
+  restrict(
+    ['src/frontends/**/*.test.ts', 'src/frontends/**/*.testkit.ts'],
+    'src/frontends',
+    LAYERS.frontends,
+    'frontends',
+    [],
+    ['index.js', 'assembly.js'],
+  ),
 );

@@ -13,8 +13,7 @@ export * from './embedded/index.js';
 export { startNereid, type RunningNereid, type Endpoint } from './compose/compose.js';
 export { parseFlags } from './compose/flags.js';
 export type { ServerOptions } from './compose/options.js';
-export type { InferenceServerApi } from './core/server-api.js';
-export type { ResolvedModel } from './core/model-handle.js';
+export type { InferenceServerApi, ResolvedModel } from './core/index.js';
 export type {
   InferenceRequest as CoreInferenceRequest,
   InferenceResponse as CoreInferenceResponse,
@@ -37,6 +36,6 @@ export type {
   LogSettingsUpdate,
   TraceSettings,
   TraceSettingsUpdate,
-} from './core/types.js';
+} from './core/index.js';
 export { Logger, type LogSettings } from './common/logger.js';
 export type { Tensor as CoreTensor } from './common/tensor.js';

@@ -13,21 +13,24 @@ import { PythonBackend, PythonBasedBackends, backendVenvRoot } from '../backends
 import type { Backend, ServerApi, ServerInferResponse } from '../backend-api/backend.js';
 import { NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import { createResponseCache, describeCacheConfig, type ResponseCache } from '../core/cache/index.js';
-import type { VersionLookup } from '../core/ensemble/index.js';
-import { InstanceBudget } from '../core/model/instance-budget.js';
-import { ModelLoader } from '../core/model/loader.js';
-import type { LoadedVersion } from '../core/repository/contract.js';
-import { ModelRepositoryManager } from '../core/repository/index.js';
-import { RateLimiter } from '../core/scheduling/rate-limiter.js';
-import { RepositoryStorage } from '../core/storage/storage.js';
-import { InferenceServer } from '../core/server.js';
-import { StatsRegistry } from '../core/stats/registry.js';
-import { SystemSharedMemoryManager } from '../core/shm/index.js';
+import {
+  createResponseCache,
+  describeCacheConfig,
+  InferenceServer,
+  InstanceBudget,
+  ModelLoader,
+  ModelRepositoryManager,
+  RateLimiter,
+  RepositoryStorage,
+  type ResponseCache,
+  setResponseLimits,
+  StatsRegistry,
+  SystemSharedMemoryManager,
+  type VersionLookup,
+} from '../core/assembly.js';
 import { AccessLog } from '../frontends/access-log.js';
 import { closeFrontends, startFrontends, type Endpoint, type StartedFrontends } from './frontends.js';
 import type { ServerOptions } from './options.js';
-import { setResponseLimits } from '../core/response-limits.js';
 import { watchStartup } from './startup-progress.js';
 import { modelTable } from './startup-table.js';
 import { EndpointTls, type TlsEndpoint } from './tls-endpoints.js';
@@ -215,7 +218,7 @@ function buildCore(
   // Ensembles find their steps in the repository, and Python models call the server: both are built
   // below around the loader, and nothing asks them before they exist.
   const ensembleMembers: VersionLookup = {
-    getVersion: (name, version): LoadedVersion => repository.getVersion(name, version),
+    getVersion: (name, version) => repository.getVersion(name, version),
   };
   const serverApi = modelServerApi(() => server);
   const loader = createLoader(options, log, statsRegistry, responseCache, ensembleMembers, serverApi);

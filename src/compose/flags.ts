@@ -10,12 +10,16 @@ import { isLogFormat } from '../common/logger.js';
 import { nearestName } from '../common/nearest-name.js';
 
 export { editDistance } from '../common/nearest-name.js';
-import { parseCacheSetting, resolveCacheConfig, type CacheSetting } from '../core/cache/index.js';
+import {
+  type CacheSetting,
+  defaultInstanceLimits,
+  isObjectStoreUrl,
+  parseCacheSetting,
+  parseSize,
+  resolveCacheConfig,
+} from '../core/assembly.js';
 import { parseCompressionLevel } from '../frontends/grpc/transport/compression.js';
 import { compileForwardPattern } from '../frontends/header-forward.js';
-import { defaultInstanceLimits } from '../core/model/instance-budget.js';
-import { isObjectStoreUrl } from '../core/storage/location.js';
-import { parseSize } from '../core/repository/eviction.js';
 import type { RateLimitResourceOption, ServerOptions } from './options.js';
 import { parseRestrictedOption, restrictionWarnings, type RestrictionDraft } from './restricted-flags.js';
 import {

@@ -6,9 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { unavailable } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import type { ResponseCache } from '../core/cache/index.js';
-import type { InferenceServer } from '../core/server.js';
-import type { StatsRegistry } from '../core/stats/registry.js';
+import type { InferenceServer, ResponseCache, StatsRegistry } from '../core/assembly.js';
 import type { AccessLog } from '../frontends/access-log.js';
 import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
 import {

@@ -4,11 +4,15 @@
  * API (embedded/) builds flags from its options object instead.
  */
 import type { LogFormat } from '../common/logger.js';
-import type { LoadErrorStatus, ModelControlMode } from '../core/repository/index.js';
-import type { ResponseCacheConfig } from '../core/cache/index.js';
+import type {
+  LoadErrorStatus,
+  ModelControlMode,
+  ResponseCacheConfig,
+  StorageOptions,
+  TraceOptions,
+} from '../core/assembly.js';
 import type { CompressionLevel } from '../frontends/grpc/transport/compression.js';
 import type { Restrictions } from '../frontends/restricted.js';
-import type { StorageOptions } from '../core/storage/storage.js';
 
 /**
  * Object-store settings that come from the environment, not flags (cli/storage-env.ts): credentials
@@ -16,7 +20,6 @@ import type { StorageOptions } from '../core/storage/storage.js';
  * endpoint and the TRITON_*_MOUNT_DIRECTORY cache folders.
  */
 export type CloudStorageSettings = Omit<StorageOptions, 'limits' | 'tempDirectory'>;
-import type { TraceOptions } from '../core/trace/options.js';
 
 /** One `--rate-limit-resource=<name>:<count>[:<device>]`; device -1 = every device. */
 export interface RateLimitResourceOption {

@@ -3,7 +3,7 @@
  * seconds says how many are ready, failed and still loading; when the start is done, one line with the
  * totals and the time. A start that loads in under the interval prints only the closing line.
  */
-import type { RepositoryIndexEntry } from '../core/types.js';
+import type { RepositoryIndexEntry } from '../core/index.js';
 
 export const STARTUP_PROGRESS_INTERVAL_MS = 5000;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { RepositoryIndexEntry } from '../core/types.js';
+import type { RepositoryIndexEntry } from '../core/index.js';
 import { drawTable, modelTable } from './startup-table.js';
 
 const TRACEBACK =

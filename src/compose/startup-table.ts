@@ -3,7 +3,7 @@
  * several lines: a reason's own line breaks (a Python traceback) start new lines inside its cell, and a line
  * wider than the Status column's limit wraps, so the borders stay straight whatever the reason holds.
  */
-import type { RepositoryIndexEntry } from '../core/types.js';
+import type { RepositoryIndexEntry } from '../core/index.js';
 
 /**
  * Widest the table gets before the Status column wraps: a terminal's width when the log is one; in a log

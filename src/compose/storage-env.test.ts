@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { NereidError } from '../common/errors.js';
-import { matchCredential } from '../core/storage/credentials.js';
+import { matchCredential } from '../core/assembly.js';
 import { cloudStorageFromEnv } from './storage-env.js';
 
 const noFile = (f: string): string => {

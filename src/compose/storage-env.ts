@@ -14,7 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { invalidArg } from '../common/errors.js';
-import { parseCredentialFile, type CloudCredentials } from '../core/storage/credentials.js';
+import { type CloudCredentials, parseCredentialFile } from '../core/assembly.js';
 import type { CloudStorageSettings } from './options.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -71,4 +71,4 @@ export function cloudStorageFromEnv(
 }
 
 /** Whether a --model-repository value names a bucket (s3://, gs://, as://) rather than a local folder. */
-export { isObjectStoreUrl } from '../core/storage/location.js';
+export { isObjectStoreUrl } from '../core/assembly.js';

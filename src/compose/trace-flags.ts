@@ -6,8 +6,7 @@
  * OTEL_BSP_* environment variables, as Triton's). --trace-config wins over the deprecated flags.
  */
 import { invalidArg } from '../common/errors.js';
-import { DEFAULT_TRACE_OPTIONS, type TraceOptions } from '../core/trace/options.js';
-import type { TraceMode } from '../core/trace/setting.js';
+import { DEFAULT_TRACE_OPTIONS, type TraceMode, type TraceOptions } from '../core/assembly.js';
 
 export interface TraceDraft {
   /** `--trace-config` values in order. */

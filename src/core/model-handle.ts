@@ -19,7 +19,7 @@ import type { ModelChatTemplate } from '../backend-api/backend.js';
 import { internal, unsupported } from '../common/errors.js';
 import type { JsonObject } from '../model-config/json.js';
 import { modelConfigToJson } from '../model-config/index.js';
-import type { ServableVersion } from './ensemble/servable.js';
+import type { ServableVersion } from './model/servable.js';
 import { inferWithSharedMemory, usesSharedMemory, type SystemSharedMemoryManager } from './shm/index.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata } from './types.js';
 

@@ -2,18 +2,17 @@
  * InferenceServer: the one data plane behind every frontend. It owns the repository manager and answers
  * the InferenceServerApi; it knows no protocol. Frontends (or an application embedding Nereid) call it.
  */
-import { internal, invalidArg } from '../common/errors.js';
+import { invalidArg } from '../common/errors.js';
 import { isLogFormat, type Logger } from '../common/logger.js';
 import type { JsonObject } from '../model-config/json.js';
 import { modelConfigToJson } from '../model-config/index.js';
-import { isServable, type ServableVersion } from './ensemble/servable.js';
+import type { ServableVersion } from './model/servable.js';
 import {
   collectCustomMetrics,
   DEFAULT_CUSTOM_METRICS_TIMEOUT_MS,
   type ModelCustomMetrics,
 } from './model/custom-metrics.js';
 import { ModelVersion, modelMetadataOf } from './model/model-version.js';
-import type { LoadedVersion } from './repository/contract.js';
 import type { OnDemandStatus } from './repository/index.js';
 import { VersionHandle, type ResolvedModel } from './model-handle.js';
 import type { InferenceServerApi } from './server-api.js';
@@ -40,9 +39,9 @@ import type {
 /** What the server needs from the repository manager. */
 export interface RepositoryPort {
   /** A READY version ('' / undefined = the default one); throws NOT_FOUND / UNAVAILABLE. */
-  getVersion(name: string, version?: string): LoadedVersion;
+  getVersion(name: string, version?: string): ServableVersion;
   /** Every version currently loaded (any state that can still serve or drain). */
-  loadedVersions(): LoadedVersion[];
+  loadedVersions(): ServableVersion[];
   /** READY version numbers of a model, ascending. */
   readyVersions(name: string): number[];
   /** Every model the server is expected to serve is READY (strict readiness). */
@@ -132,9 +131,7 @@ export class InferenceServer implements InferenceServerApi {
   }
 
   private version(name: string, version?: string): ServableVersion {
-    const v = this.repository.getVersion(name, version);
-    if (!isServable(v)) throw internal(`model '${name}' is not servable by this server`);
-    return v;
+    return this.repository.getVersion(name, version);
   }
 
   isModelReady(name: string, version?: string): boolean {
@@ -206,14 +203,13 @@ export class InferenceServer implements InferenceServerApi {
     if (name === undefined || name === '') {
       return this.repository
         .loadedVersions()
-        .filter(isServable)
         .sort((a, b) => a.modelName.localeCompare(b.modelName) || a.version - b.version)
         .map((v) => v.stats.snapshot());
     }
     // Triton's statistics API answers INVALID_ARG with its own wording, not the inference path's NOT_FOUND.
     const all = this.repository
       .loadedVersions()
-      .filter((v): v is ServableVersion => isServable(v) && v.modelName === name)
+      .filter((v) => v.modelName === name)
       .sort((a, b) => a.version - b.version);
     if (all.length === 0) throw invalidArg(`requested model '${name}' is not available`);
     if (version) {

@@ -10,7 +10,7 @@ import type { Tensor } from '../common/tensor.js';
 import type { Parameters, ParameterValue } from '../common/parameters.js';
 import type { SharedMemoryRef } from '../common/shared-memory-ref.js';
 import type { TraceSettings } from '../common/trace-settings.js';
-import type { InferenceTrace } from './trace/types.js';
+import type { InferenceTrace, TraceSettingsUpdate } from './trace/types.js';
 
 // Shared with the backends, the client and the SDK: common/parameters.ts.
 export type { Parameters, ParameterValue };
@@ -145,5 +145,5 @@ export type LogSettingsUpdate = Partial<Omit<LogSettingsView, 'log_file'>>;
 
 // The trace extension's settings (Triton's form), shared with the client: common/trace-settings.ts.
 export type { TraceSettings };
-/** A trace settings update; `null` clears a model's key back to the global value. */
-export type TraceSettingsUpdate = Record<string, string | string[] | null>;
+// A trace settings update: the tracer's own type (trace/ is below this module).
+export type { TraceSettingsUpdate };

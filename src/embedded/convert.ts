@@ -5,11 +5,11 @@
  */
 import { invalidArg } from '../common/errors.js';
 import type {
-  InferInput,
   InferenceRequest as CoreRequest,
   InferenceResponse as CoreResponse,
+  InferInput,
   ModelMetadata,
-} from '../core/types.js';
+} from '../core/index.js';
 import { InferenceResponse, type Parameters } from '../sdk/response.js';
 import { Tensor, type TensorSource } from '../sdk/tensor.js';
 

@@ -10,9 +10,13 @@ import { parseFlags } from '../compose/flags.js';
 import type { ServerOptions } from '../compose/options.js';
 import { unsupported } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import type { ResolvedModel } from '../core/model-handle.js';
-import type { InferenceServerApi } from '../core/server-api.js';
-import type { ModelMetadata, ModelStatistics, RepositoryIndexEntry } from '../core/types.js';
+import type {
+  InferenceServerApi,
+  ModelMetadata,
+  ModelStatistics,
+  RepositoryIndexEntry,
+  ResolvedModel,
+} from '../core/index.js';
 import { createGrpcFrontend } from '../frontends/grpc/index.js';
 import { createHttpFrontend } from '../frontends/http/index.js';
 import { createMetricsFrontend } from '../frontends/metrics/index.js';

@@ -20,7 +20,7 @@
 import { RE2JS } from 're2js';
 import { isServerParameter } from '../backend-api/backend.js';
 import { invalidArg } from '../common/errors.js';
-import type { Parameters } from '../core/types.js';
+import type { Parameters } from '../core/index.js';
 
 /** Compiles a forward pattern as Triton does (`(?i)` + pattern); a syntax error is INVALID_ARG naming the flag. */
 export function compileForwardPattern(flag: string, pattern: string): RE2JS {

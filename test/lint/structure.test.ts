@@ -55,6 +55,62 @@ function plant(dir: string, file: string, text: string): void {
   writeFileSync(path.join(dir, file), text);
 }
 
+/**
+ * The cycles among the core's parts as dependency-cruiser sees the sources of `dir`: each folder of src/core/
+ * is one part and each module directly in src/core/ is one (types.ts, server.ts, ...), so a tie between
+ * a folder and a top-level module (which a folder-scoped rule does not see) counts too. Tests are left out:
+ * a test may drive its folder from above. Each cycle is its parts, sorted, joined by ' <-> '.
+ */
+async function coreCycles(dir: string, depcruise: readonly string[]): Promise<string[]> {
+  const config = depcruise[depcruise.indexOf('--config') + 1] ?? '.dependency-cruiser.json';
+  const res = await run(dir, 'depcruise', ['src/core', '--config', config, '--output-type', 'json']);
+  const graph = JSON.parse(res.out.slice(res.out.indexOf('{'))) as {
+    modules: { source: string; dependencies: { resolved: string }[] }[];
+  };
+  const part = (file: string): string | undefined => {
+    const m = /^src\/core\/([^/]+)(\/)?/.exec(file);
+    return m ? `${m[1]}${m[2] ?? ''}` : undefined;
+  };
+  const edges = new Map<string, Set<string>>();
+  for (const mod of graph.modules) {
+    const from = part(mod.source);
+    if (from === undefined || mod.source.endsWith('.test.ts')) continue;
+    for (const dep of mod.dependencies) {
+      const to = part(dep.resolved);
+      if (to === undefined || to === from) continue;
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from)!.add(to);
+    }
+  }
+  // Tarjan's strongly connected components; one of more than one part is a cycle.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const cycles: string[] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (stack.includes(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) cycles.push(component.sort().join(' <-> '));
+    }
+  };
+  for (const v of edges.keys()) if (!index.has(v)) visit(v);
+  return cycles.sort();
+}
+
 void describe('npm run lint enforces the structure', () => {
   let copy = '';
   const commands = lintCommands();
@@ -128,6 +184,52 @@ void describe('npm run lint enforces the structure', () => {
     assert.match(res.out, /5 problems \(5 errors/, res.out);
   });
 
+  void it('fails on a deep import into the core, and only on those', async () => {
+    assert.ok(eslint);
+    const planted = {
+      // A frontend takes the core's types from its face, not from types.ts.
+      'src/frontends/zz-deep.ts':
+        "import type { InferenceRequest } from '../core/types.js';\nexport type X = InferenceRequest;\n",
+      // The composition root's face is not the frontends'.
+      'src/embedded/zz-deep.ts':
+        "import { StatsRegistry } from '../core/assembly.js';\nexport const X = StatsRegistry;\n",
+      // The composition root wires the core's parts through assembly.ts, not their files.
+      'src/compose/zz-deep.ts':
+        "import { InferenceServer } from '../core/server.js';\nexport const X = InferenceServer;\n",
+    };
+    const allowed = {
+      'src/frontends/zz-face.ts':
+        "import type { InferenceRequest } from '../core/index.js';\nexport type X = InferenceRequest;\n",
+      'src/compose/zz-face.ts':
+        "import { InferenceServer } from '../core/assembly.js';\nexport const X = InferenceServer;\n",
+      // A frontend's test may build real statistics.
+      'src/frontends/zz-face.test.ts':
+        "import { StatsRegistry } from '../core/assembly.js';\nexport const X = StatsRegistry;\n",
+    };
+    for (const [file, text] of [...Object.entries(planted), ...Object.entries(allowed)])
+      plant(copy, file, text);
+
+    const files = [...Object.keys(planted), ...Object.keys(allowed)];
+    const res = await run(copy, 'eslint', [...eslint.slice(1).filter((a) => a !== '.'), ...files]);
+    assert.notEqual(res.code, 0, res.out);
+    for (const [file, face] of [
+      ['src/frontends/zz-deep.ts', 'src/core/index.ts'],
+      ['src/embedded/zz-deep.ts', 'src/core/index.ts'],
+      ['src/compose/zz-deep.ts', 'src/core/index.ts, src/core/assembly.ts'],
+    ]) {
+      const report = res.out.split(path.join(copy, file))[1]?.split(/\n\n/)[0] ?? '';
+      assert.match(
+        report,
+        new RegExp(`must import the core through its face \\(${face}\\)`),
+        `${file}:\n${res.out}`,
+      );
+    }
+    for (const file of Object.keys(allowed)) {
+      assert.ok(!res.out.includes(path.join(copy, file)), `an allowed import was reported:\n${res.out}`);
+    }
+    assert.match(res.out, /3 problems \(3 errors/, res.out);
+  });
+
   void it('fails on an import cycle, naming it', async () => {
     assert.ok(depcruise);
     plant(
@@ -145,5 +247,47 @@ void describe('npm run lint enforces the structure', () => {
     assert.match(res.out, /no-circular: src\/common\/zz-cycle-[ab]\.ts/, res.out);
     // The planted cycle is the only finding: the rest of the tree has none.
     assert.match(res.out, /x 1 dependency violations \(1 errors/, res.out);
+  });
+
+  void it("fails on a cycle between the core's folders, naming it", async () => {
+    assert.ok(depcruise);
+    // stats/ imports trace/ (a request's record carries its trace): trace/ importing stats/ closes a cycle.
+    const file = 'src/core/trace/zz-folder-cycle.ts';
+    plant(
+      copy,
+      file,
+      "import type { RequestRecord } from '../stats/request-record.js';\nexport type X = RequestRecord;\n",
+    );
+    try {
+      const res = await run(copy, 'depcruise', depcruise.slice(1));
+      assert.notEqual(res.code, 0, res.out);
+      const found = [...res.out.matchAll(/no-circular-core-folders: (\S+) →\s+(\S+) →\s+(\S+)\n/g)].map((m) =>
+        m.slice(1).join(' '),
+      );
+      assert.deepEqual(
+        found.sort(),
+        ['src/core/stats src/core/trace src/core/stats', 'src/core/trace src/core/stats src/core/trace'],
+        res.out,
+      );
+    } finally {
+      rmSync(path.join(copy, file));
+    }
+  });
+
+  void it("has no cycle among the core's folders and top-level modules, and sees one planted", async () => {
+    assert.ok(depcruise);
+    assert.deepEqual(await coreCycles(ROOT, depcruise), []);
+    // types.ts imports trace/types.ts (a request carries its trace): trace/ importing types.ts ties them.
+    const file = 'src/core/trace/zz-module-tie.ts';
+    plant(
+      copy,
+      file,
+      "import type { InferenceRequest } from '../types.js';\nexport type X = InferenceRequest;\n",
+    );
+    try {
+      assert.deepEqual(await coreCycles(copy, depcruise), ['trace/ <-> types.ts']);
+    } finally {
+      rmSync(path.join(copy, file));
+    }
   });
 });

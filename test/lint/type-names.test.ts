@@ -27,7 +27,7 @@ const ALLOWED: Readonly<Record<string, { readonly files: readonly string[]; read
   ModelStatistics: { files: ['src/client/types.ts', 'src/core/types.ts'], why: CLIENT },
   RepositoryIndexEntry: { files: ['src/client/types.ts', 'src/core/types.ts'], why: CLIENT },
   LogSettings: { files: ['src/client/types.ts', 'src/common/logger.ts'], why: CLIENT },
-  TraceSettingsUpdate: { files: ['src/client/types.ts', 'src/core/types.ts'], why: CLIENT },
+  TraceSettingsUpdate: { files: ['src/client/types.ts', 'src/core/trace/types.ts'], why: CLIENT },
   ModelConfigJson: {
     files: ['src/client/types.ts', 'src/sdk/config.ts'],
     why: 'both published packages name the config JSON; the client passes it through untyped, the SDK types the fields models read',

@@ -4,12 +4,10 @@
  * It is READY while loaded and every member a step names can serve; unload() lets accepted requests finish
  * (the repository unloads an ensemble before its members, so they still serve meanwhile).
  */
-import { unavailable } from '../../common/errors.js';
 import { silentLogger, type Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
-import { prepareRequest, withRequestId } from '../inference.js';
 import { VersionCache, type ResponseCache } from '../cache/index.js';
-import { recordRequestStart, traceRefused } from '../trace/report.js';
+import { admitRequest, versionNotReady } from '../model/admission.js';
 import { VersionHolds } from '../model/holds.js';
 import { modelMetadataOf } from '../model/model-version.js';
 import { ResponseStream, type ResponseSink } from '../response-stream.js';
@@ -19,7 +17,7 @@ import type { InferenceRequest, InferenceResponse, ModelMetadata } from '../type
 import { StepLimiter } from './limiter.js';
 import { requestPlan, type EnsemblePlan, type RequestPlan } from './plan.js';
 import { EnsembleRun, type EnsembleContext } from './run.js';
-import type { ServableVersion, VersionLookup } from './servable.js';
+import type { ServableVersion, VersionLookup } from '../model/servable.js';
 
 type State = 'READY' | 'UNLOADING' | 'UNLOADED';
 
@@ -130,19 +128,17 @@ export class EnsembleVersion implements ServableVersion {
   }
 
   infer(request: InferenceRequest, held = false, queuedSince?: bigint): ResponseStream<InferenceResponse> {
-    if (this.state !== 'READY' && !(held && this.state === 'UNLOADING' && this.holds.honoured)) {
-      throw this.notReady();
-    }
     const requestStart = queuedSince ?? process.hrtime.bigint();
-    let prepared;
-    try {
-      prepared = prepareRequest(this.config, request);
-    } catch (err) {
-      if (request.trace) traceRefused(request.trace, this.modelName, this.version, request, requestStart);
-      throw withRequestId(err, request.id);
-    }
-    const record = this.stats.startRequest(requestStart, prepared.batchSize);
-    recordRequestStart(record, request, this.modelName, this.version, requestStart);
+    // Queue time starts at admission, also after a wait for an on-demand load (the model's counts the wait).
+    const { prepared, record } = admitRequest(
+      this,
+      this.state,
+      this.holds,
+      held,
+      request,
+      requestStart,
+      undefined,
+    );
     // No queue of its own: the request is "executing" once it reaches the step graph (as in Triton).
     record.computeStart = record.queueStart;
     const stream = new ResponseStream<InferenceResponse>();
@@ -164,9 +160,7 @@ export class EnsembleVersion implements ServableVersion {
   }
 
   private notReady(): Error {
-    return unavailable(
-      `Request for unknown model: '${this.modelName}' version ${this.version} is not at ready state`,
-    );
+    return versionNotReady(this.modelName, this.version);
   }
 
   private planFor(outputs: readonly string[]): RequestPlan {

@@ -14,11 +14,10 @@ import {
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
 import { modelMetadataOf } from '../model/model-version.js';
 import { prepareRequest } from '../inference.js';
-import type { LoadedVersion } from '../repository/contract.js';
 import { ResponseStream } from '../response-stream.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata } from '../types.js';
-import type { ServableVersion, VersionLookup } from './servable.js';
+import type { ServableVersion, VersionLookup } from '../model/servable.js';
 
 export interface TensorSpec {
   readonly name: string;
@@ -209,7 +208,7 @@ export class FakeRepository implements VersionLookup {
     return member;
   }
 
-  getVersion(name: string, version?: string): LoadedVersion {
+  getVersion(name: string, version?: string): ServableVersion {
     const v = this.versions.get(name);
     if (!v || (version !== undefined && String(v.version) !== version)) {
       throw notFound(`Request for unknown model: '${name}' is not found`);

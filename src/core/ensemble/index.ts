@@ -17,5 +17,5 @@ export {
   type StepBinding,
 } from './plan.js';
 export { StepLimiter } from './limiter.js';
-export { isServable, type ServableVersion, type VersionLookup } from './servable.js';
+export type { ServableVersion, VersionLookup } from '../model/servable.js';
 export { shapeForConsumer } from './shapes.js';

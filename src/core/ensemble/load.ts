@@ -12,7 +12,7 @@ import type { StatsRegistry } from '../stats/registry.js';
 import { EnsembleVersion } from './ensemble-version.js';
 import { checkMembers } from './members.js';
 import { describeStep, planEnsemble } from './plan.js';
-import { isServable, type VersionLookup } from './servable.js';
+import type { VersionLookup } from '../model/servable.js';
 
 export function isEnsembleConfig(config: { readonly platform: string }): boolean {
   return config.platform === ENSEMBLE_PLATFORM;
@@ -69,11 +69,6 @@ export function loadEnsembleVersion(
     } catch (err) {
       const e = NereidError.from(err);
       throw invalidArg(`in ensemble '${config.name}', ${describeStep(step)}: ${e.message}`);
-    }
-    if (!isServable(member)) {
-      throw invalidArg(
-        `in ensemble '${config.name}', ${describeStep(step)}: the model cannot serve requests`,
-      );
     }
     return member.config;
   });

@@ -26,7 +26,7 @@ import type { InferenceTrace } from '../trace/types.js';
 import type { InferInput, InferenceResponse, OutputTensor } from '../types.js';
 import type { StepLimiter } from './limiter.js';
 import { describeStep, type EnsemblePlan, type PlannedStep, type RequestPlan } from './plan.js';
-import { isServable, type VersionLookup } from './servable.js';
+import type { VersionLookup } from '../model/servable.js';
 import { shapeForConsumer } from './shapes.js';
 import { NEVER_ABORTED } from '../../common/never-aborted.js';
 
@@ -219,7 +219,6 @@ export class EnsembleRun {
         step.modelName,
         step.modelVersion < 0 ? undefined : String(step.modelVersion),
       );
-      if (!isServable(member)) throw internal(`model '${step.modelName}' cannot serve requests`);
       const cfg = member.config;
       decoupled = cfg.model_transaction_policy?.decoupled === true;
       if (decoupled !== this.ctx.decoupledSteps[step.index]) {

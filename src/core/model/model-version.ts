@@ -20,7 +20,6 @@ import { fromConfigDataType } from '../../common/datatype.js';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { FrozenModelConfig } from '../../model-config/model-config.js';
-import { prepareRequest, withRequestId } from '../inference.js';
 import { DEFAULT_READINESS_POLL, ModelHealthMonitor, type ReadinessPollOptions } from '../model-health.js';
 import { VersionCache, type ResponseCache } from '../cache/index.js';
 import type { LoadedVersion } from '../repository/contract.js';
@@ -32,12 +31,12 @@ import type { Scheduler } from '../scheduling/scheduler.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { StatsRegistry } from '../stats/registry.js';
 import type { InferenceRequest, InferenceResponse, ModelMetadata, TensorMetadata } from '../types.js';
-import { recordRequestStart, traceRefused } from '../trace/report.js';
+import { admitRequest, versionNotReady } from './admission.js';
 import { VersionHolds } from './holds.js';
 import { InstanceProcesses, type InstanceProcessesSnapshot } from './instance-processes.js';
 import type { VersionMemory } from './memory.js';
-import { JobSender, type OutputContext } from './job-sender.js';
-import { OutputContract } from './output-contract.js';
+import { JobSender, type OutputContext } from '../scheduling/job-sender.js';
+import { OutputContract } from '../scheduling/output-contract.js';
 import { NEVER_ABORTED } from '../../common/never-aborted.js';
 
 type State = 'READY' | 'UNLOADING' | 'UNLOADED';
@@ -220,20 +219,17 @@ export class ModelVersion implements LoadedVersion {
    * caller holds the version (hold()), so an unloading version still accepts the request.
    */
   infer(request: InferenceRequest, held = false, queuedSince?: bigint): ResponseStream<InferenceResponse> {
-    if (this.state !== 'READY' && !(held && this.state === 'UNLOADING' && this.holds.honoured)) {
-      throw this.notReady();
-    }
     // A request that waited for an on-demand load arrived then: the wait counts as its queue time.
     const requestStart = queuedSince ?? process.hrtime.bigint();
-    let prepared;
-    try {
-      prepared = prepareRequest(this.config, request);
-    } catch (err) {
-      if (request.trace) traceRefused(request.trace, this.modelName, this.version, request, requestStart);
-      throw withRequestId(err, request.id);
-    }
-    const record = this.stats.startRequest(requestStart, prepared.batchSize, queuedSince);
-    recordRequestStart(record, request, this.modelName, this.version, requestStart);
+    const { prepared, record } = admitRequest(
+      this,
+      this.state,
+      this.holds,
+      held,
+      request,
+      requestStart,
+      queuedSince,
+    );
     const signal = request.signal ?? NEVER_ABORTED;
     const stream = new ResponseStream<InferenceResponse>({ signal, onEnd: this.requestEnded });
     this.inFlight++;
@@ -247,9 +243,7 @@ export class ModelVersion implements LoadedVersion {
   }
 
   private notReady(): Error {
-    return unavailable(
-      `Request for unknown model: '${this.modelName}' version ${this.version} is not at ready state`,
-    );
+    return versionNotReady(this.modelName, this.version);
   }
 
   get sharesInputMemory(): boolean {

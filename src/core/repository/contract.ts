@@ -35,7 +35,8 @@ export interface LoadedVersion {
   residentBytes?(): number;
 }
 
-export interface VersionLoader {
+/** Loads versions of type `V`: the manager hands back what its loader made, typed (no run-time check). */
+export interface VersionLoader<V extends LoadedVersion = LoadedVersion> {
   /**
    * read → auto-complete → normalise → validate. `raw` is undefined when the model folder has no config
    * file (then auto-complete must derive everything). `availableVersions` are the numeric folders found.
@@ -54,9 +55,5 @@ export interface VersionLoader {
    * `signal` aborts when the load is no longer wanted (an unload of the model, shutdown): the loader stops
    * what it can stop (warmup, between its iterations) and rejects with the signal's reason.
    */
-  loadVersion(
-    config: FrozenModelConfig,
-    location: VersionLocation,
-    signal?: AbortSignal,
-  ): Promise<LoadedVersion>;
+  loadVersion(config: FrozenModelConfig, location: VersionLocation, signal?: AbortSignal): Promise<V>;
 }

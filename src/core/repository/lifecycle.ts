@@ -20,11 +20,11 @@ export class Generation {
 }
 
 /** One version's visible state. Slots are replaced, never mutated, so late callbacks can tell if they are stale. */
-export interface VersionSlot {
+export interface VersionSlot<V extends LoadedVersion = LoadedVersion> {
   readonly state: ModelVersionState;
   readonly reason: string;
   /** Present while READY or UNLOADING. */
-  readonly loaded?: LoadedVersion;
+  readonly loaded?: V;
   readonly generation?: Generation;
 }
 
@@ -38,8 +38,8 @@ export interface ModelSource {
   readonly override: boolean;
 }
 
-export class ModelRecord {
-  readonly slots = new Map<number, VersionSlot>();
+export class ModelRecord<V extends LoadedVersion = LoadedVersion> {
+  readonly slots = new Map<number, VersionSlot<V>>();
   /** Versions a `specific` policy names that have no folder (shown in the index, never served). */
   missing: readonly number[] = [];
   /** A load reached the lifecycle (Triton's lifecycle map has an entry): getVersion knows the model. */
@@ -95,11 +95,11 @@ export function parseModelVersion(version: string | undefined): number {
 }
 
 /** Triton's ModelLifeCycle::GetModel, with its messages. */
-export function findServingVersion(
-  record: ModelRecord | undefined,
+export function findServingVersion<V extends LoadedVersion>(
+  record: ModelRecord<V> | undefined,
   name: string,
   version: string | undefined,
-): LoadedVersion {
+): V {
   if (!record || !record.tracked) throw msg.unknownModel(name);
   const v = parseModelVersion(version);
   if (v === -1) {

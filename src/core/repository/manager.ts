@@ -51,6 +51,7 @@ import {
 import { Poller } from './poller.js';
 import { RepositoryWatcher } from './watcher.js';
 import { readModel, withModelName, type PolledModel, type ReadSettings } from './reader.js';
+import { planPoll } from './poll-plan.js';
 import { VersionLifecycle } from './versions.js';
 
 export interface ModelLoadFailure {
@@ -115,14 +116,14 @@ interface RemoteListing {
   refreshing: boolean;
 }
 
-export class ModelRepositoryManager {
+export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
   readonly options: ResolvedRepositoryOptions;
   private readonly log: Logger;
   private readonly readSettings: ReadSettings;
-  private readonly records = new Map<string, ModelRecord>();
+  private readonly records = new Map<string, ModelRecord<V>>();
   private readonly locks = new NameLocks();
   private readonly limiter: Limiter;
-  private readonly versions: VersionLifecycle;
+  private readonly versions: VersionLifecycle<V>;
   private poller: Poller | undefined;
   private watcher: RepositoryWatcher | undefined;
   private started = false;
@@ -140,7 +141,7 @@ export class ModelRepositoryManager {
 
   constructor(
     options: RepositoryOptions,
-    private readonly loader: VersionLoader,
+    private readonly loader: VersionLoader<V>,
   ) {
     this.options = resolveOptions(options);
     this.log = this.options.log;
@@ -189,13 +190,13 @@ export class ModelRepositoryManager {
   // ---------------------------------------------------------------- queries (synchronous, never wait)
 
   /** The version that serves a request: '' / undefined = the highest READY one. Triton's errors. */
-  getVersion(name: string, version?: string): LoadedVersion {
+  getVersion(name: string, version?: string): V {
     return findServingVersion(this.records.get(name), name, version);
   }
 
   /** Every version that is READY or still draining (UNLOADING). */
-  loadedVersions(): LoadedVersion[] {
-    const out: LoadedVersion[] = [];
+  loadedVersions(): V[] {
+    const out: V[] = [];
     for (const r of this.records.values()) {
       for (const s of r.slots.values()) if (s.loaded) out.push(s.loaded);
     }
@@ -757,10 +758,9 @@ export class ModelRepositoryManager {
         this.log.error(`failed to poll model repository '${e.repositoryPath}': ${e.message}`);
       }
       for (const d of scan.duplicates) this.log.error(msg.notUnique(d));
-      const polled = new Map<string, PolledModel>();
-      const invalid = new Map<string, string>();
       const backOff = this.options.watch;
-      const invalidFingerprints = new Map<string, string | undefined>();
+      const polled = new Map<string, PolledModel>();
+      const invalid = new Map<string, { reason: string; fingerprint?: string }>();
       const reads = new Limiter(POLL_READ_CONCURRENCY);
       await Promise.all(
         [...scan.models.values()].map((f) =>
@@ -769,67 +769,63 @@ export class ModelRepositoryManager {
             try {
               polled.set(f.name, await readModel(f.name, source, this.readSettings));
             } catch (err) {
-              invalid.set(f.name, errText(err));
-              if (backOff) invalidFingerprints.set(f.name, await fingerprintOf(source));
+              const reason = errText(err);
+              invalid.set(
+                f.name,
+                backOff ? { reason, fingerprint: await fingerprintOf(source) } : { reason },
+              );
             }
           }),
         ),
       );
 
-      const failed: ModelLoadFailure[] = [];
-      for (const d of scan.duplicates) failed.push({ name: d, reason: msg.notUnique(d) });
-
-      // Gone (or now ambiguous): unload, with the ensembles that needed them.
       // A repository that could not be listed says nothing about its models: they keep serving.
       const unreadable = new Set(scan.errors.map((e) => e.repositoryPath));
-      const removed = new Set<string>();
-      for (const r of this.records.values()) {
-        if (!r.wanted || r.source?.override || scan.models.has(r.name)) continue;
-        if (r.source && unreadable.has(r.source.repositoryPath) && !scan.duplicates.has(r.name)) continue;
-        removed.add(r.name);
-      }
+      const reading = {
+        listed: new Set(scan.models.keys()),
+        duplicates: scan.duplicates,
+        unreadable,
+        polled,
+        invalid,
+      };
+      const {
+        removed,
+        load: plan,
+        wasReady,
+        report,
+      } = planPoll(reading, this.records.values(), (name) => this.records.get(name), backOff);
+
+      const failed: ModelLoadFailure[] = [];
+      for (const d of scan.duplicates) failed.push({ name: d, reason: msg.notUnique(d) });
+      // Gone (or now ambiguous): unload, with the ensembles that needed them.
       for (const n of removed) {
-        const r = this.records.get(n) as ModelRecord;
+        const r = this.records.get(n) as ModelRecord<V>;
         r.wanted = false;
         r.explicit = false;
         r.suspended = false;
         r.fingerprint = undefined;
         r.failedFingerprint = undefined;
       }
-
-      const plan = new Map<string, PolledModel>();
-      const wasReady = new Set<string>();
       for (const p of polled.values()) {
         const rec = this.record(p.name);
         rec.explicit = true;
         rec.wanted = true;
-        if (rec.hasReady()) wasReady.add(p.name);
-        const unchanged =
-          !rec.overridden &&
-          rec.hasReady() &&
-          rec.fingerprint !== undefined &&
-          rec.fingerprint === p.fingerprint;
-        // Watch mode: these very files failed to load already; wait for them to change.
-        const knownBad = backOff && p.fingerprint !== undefined && rec.failedFingerprint === p.fingerprint;
-        if (!unchanged && !knownBad) plan.set(p.name, p);
       }
-      for (const [n, reason] of invalid) {
+      for (const [n, { reason }] of invalid) {
         const rec = this.record(n);
         rec.explicit = true;
         rec.wanted = true;
         if (!rec.hasReady()) rec.modelError = reason;
-        const fingerprint = invalidFingerprints.get(n);
-        if (backOff && fingerprint !== undefined) {
-          if (rec.failedFingerprint === fingerprint) continue;
-          rec.failedFingerprint = fingerprint;
-        }
-        this.log.error(`Poll failed for model directory '${n}': ${reason}`);
-        failed.push({ name: n, reason });
+      }
+      for (const { name, reason, failedFingerprint } of report) {
+        if (failedFingerprint !== undefined) this.record(name).failedFingerprint = failedFingerprint;
+        this.log.error(`Poll failed for model directory '${name}': ${reason}`);
+        failed.push({ name, reason });
       }
 
       const invalidated = this.invalidateDependents(removed, plan);
       await this.unloadInOrder(new Set([...removed, ...invalidated]));
-      const outcomes = await this.applyLoads(plan, invalid);
+      const outcomes = await this.applyLoads(plan, new Map([...invalid].map(([n, i]) => [n, i.reason])));
       await this.revive(outcomes);
 
       const added: string[] = [];
@@ -1026,10 +1022,10 @@ export class ModelRepositoryManager {
     };
   }
 
-  private record(name: string): ModelRecord {
+  private record(name: string): ModelRecord<V> {
     let r = this.records.get(name);
     if (!r) {
-      r = new ModelRecord(name);
+      r = new ModelRecord<V>(name);
       this.records.set(name, r);
     }
     return r;

@@ -38,8 +38,8 @@ interface Prepared {
   readonly copyVersions: ReadonlySet<number>;
 }
 
-type Attempt =
-  | { readonly version: number; readonly loaded: LoadedVersion; readonly error?: undefined }
+type Attempt<V extends LoadedVersion> =
+  | { readonly version: number; readonly loaded: V; readonly error?: undefined }
   | { readonly version: number; readonly loaded?: undefined; readonly error: unknown };
 
 /** The versions an object-store copy holds: those to load, and the latest (auto-complete reads it). */
@@ -49,13 +49,13 @@ function wantedCopy(p: PolledModel, versions: readonly number[]): Set<number> {
   return set;
 }
 
-export class VersionLifecycle {
+export class VersionLifecycle<V extends LoadedVersion = LoadedVersion> {
   private readonly background = new Set<Promise<void>>();
   /** Loads running now, by model name: aborted by cancelLoads(). */
   private readonly running = new Map<string, Set<AbortController>>();
 
   constructor(
-    private readonly loader: VersionLoader,
+    private readonly loader: VersionLoader<V>,
     private readonly limiter: Limiter,
     private readonly log: Logger,
   ) {}
@@ -80,7 +80,7 @@ export class VersionLifecycle {
    * Loads the policy's versions of one model beside whatever serves now, then swaps them in. Returns the
    * failure reason (Triton's "version <v> is at UNAVAILABLE state: ...;" clauses), undefined on success.
    */
-  async loadModel(rec: ModelRecord, p: PolledModel): Promise<string | undefined> {
+  async loadModel(rec: ModelRecord<V>, p: PolledModel): Promise<string | undefined> {
     rec.tracked = true;
     rec.members = p.members;
     const configured = await this.prepareConfig(rec, p);
@@ -109,7 +109,7 @@ export class VersionLifecycle {
    * versions its policy asks for, and the latest, which auto-complete reads); the copy lives as long as a
    * version loaded from it. A failure is the load's reason (the copy, if any, removed).
    */
-  private async prepareConfig(rec: ModelRecord, p: PolledModel): Promise<string | Prepared> {
+  private async prepareConfig(rec: ModelRecord<V>, p: PolledModel): Promise<string | Prepared> {
     const copyVersions = wantedCopy(p, selectVersions(p.raw?.version_policy, p.versions).load);
     let copy: LocalFolder;
     try {
@@ -138,7 +138,7 @@ export class VersionLifecycle {
    * one; copied again when its policy asks for versions the first copy left out.
    */
   private async prepareVersions(
-    rec: ModelRecord,
+    rec: ModelRecord<V>,
     p: PolledModel,
     prepared: Prepared,
   ): Promise<string | Prepared> {
@@ -181,12 +181,12 @@ export class VersionLifecycle {
   }
 
   /** LOADING for each version not READY now; those slots are this load's own (the foreground). */
-  private markLoading(rec: ModelRecord, versions: readonly number[]): Map<number, VersionSlot> {
-    const foreground = new Map<number, VersionSlot>();
+  private markLoading(rec: ModelRecord<V>, versions: readonly number[]): Map<number, VersionSlot<V>> {
+    const foreground = new Map<number, VersionSlot<V>>();
     for (const v of versions) {
       this.log.info(`loading: ${rec.name}:${v}`);
       if (rec.slots.get(v)?.state !== 'READY') {
-        const s: VersionSlot = { state: 'LOADING', reason: '' };
+        const s: VersionSlot<V> = { state: 'LOADING', reason: '' };
         rec.slots.set(v, s);
         foreground.set(v, s);
       }
@@ -199,9 +199,9 @@ export class VersionLifecycle {
     config: FrozenModelConfig,
     location: ModelLocation,
     versions: readonly number[],
-  ): Promise<Attempt[]> {
+  ): Promise<Attempt<V>[]> {
     return Promise.all(
-      versions.map(async (version): Promise<Attempt> => {
+      versions.map(async (version): Promise<Attempt<V>> => {
         const controller = new AbortController();
         let forModel = this.running.get(location.modelName);
         if (forModel === undefined) {
@@ -236,9 +236,9 @@ export class VersionLifecycle {
    * versions UNAVAILABLE. Resolves with the reasons once the drops are done.
    */
   private async undoLoad(
-    rec: ModelRecord,
-    results: readonly Attempt[],
-    foreground: ReadonlyMap<number, VersionSlot>,
+    rec: ModelRecord<V>,
+    results: readonly Attempt<V>[],
+    foreground: ReadonlyMap<number, VersionSlot<V>>,
   ): Promise<string> {
     const undo: Promise<void>[] = [];
     for (const r of results) {
@@ -270,11 +270,11 @@ export class VersionLifecycle {
    * the background, READY versions the policy no longer wants unload visibly; the record takes the config.
    */
   private swapIn(
-    rec: ModelRecord,
+    rec: ModelRecord<V>,
     p: PolledModel,
     config: FrozenModelConfig,
     sel: VersionSelection,
-    results: readonly Attempt[],
+    results: readonly Attempt<V>[],
     copy: LocalFolder,
   ): void {
     const generation = new Generation(p.source.override ? p.source.repositoryPath : copy.tempRoot);
@@ -304,7 +304,7 @@ export class VersionLifecycle {
 
   /** A load that failed before any version was tried: Triton's per-version reasons, or the model's. */
   private failWhole(
-    rec: ModelRecord,
+    rec: ModelRecord<V>,
     reason: string,
     sel: { readonly load: readonly number[]; readonly missing: readonly number[] },
   ): string {
@@ -327,7 +327,7 @@ export class VersionLifecycle {
   }
 
   /** Unloads every READY version of a model; resolves when they have drained. */
-  async unloadModel(rec: ModelRecord | undefined): Promise<void> {
+  async unloadModel(rec: ModelRecord<V> | undefined): Promise<void> {
     if (!rec) return;
     const jobs: Promise<void>[] = [];
     for (const [v, slot] of rec.slots) {
@@ -337,8 +337,8 @@ export class VersionLifecycle {
   }
 
   /** Visible unload: UNLOADING while draining, then UNAVAILABLE "unloaded". */
-  private async unloadSlot(rec: ModelRecord, version: number, unloading: VersionSlot): Promise<void> {
-    const slot: VersionSlot = { ...unloading, state: 'UNLOADING', reason: '' };
+  private async unloadSlot(rec: ModelRecord<V>, version: number, unloading: VersionSlot<V>): Promise<void> {
+    const slot: VersionSlot<V> = { ...unloading, state: 'UNLOADING', reason: '' };
     rec.slots.set(version, slot);
     if (slot.loaded) await this.safeUnload(slot.loaded, rec.name, version);
     if (rec.slots.get(version) === slot)
@@ -347,7 +347,7 @@ export class VersionLifecycle {
   }
 
   /** Invisible unload of a version a reload replaced. */
-  private async retire(old: VersionSlot, name: string, version: number): Promise<void> {
+  private async retire(old: VersionSlot<V>, name: string, version: number): Promise<void> {
     if (old.loaded) await this.safeUnload(old.loaded, name, version);
     await this.release(old.generation);
   }
@@ -372,7 +372,7 @@ export class VersionLifecycle {
   }
 
   /** True while a version loaded from the override copy at `tempRoot` is still tracked. */
-  generationInUse(records: Iterable<ModelRecord>, tempRoot: string): boolean {
+  generationInUse(records: Iterable<ModelRecord<V>>, tempRoot: string): boolean {
     for (const r of records) {
       for (const s of r.slots.values()) if (s.generation?.tempRoot === tempRoot) return true;
     }

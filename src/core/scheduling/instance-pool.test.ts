@@ -13,7 +13,7 @@ import {
   validateModelConfig,
 } from '../../model-config/index.js';
 import { prepareRequest } from '../inference.js';
-import { JobSender } from '../model/job-sender.js';
+import { JobSender } from './job-sender.js';
 import { ResponseStream } from '../response-stream.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { InferenceResponse } from '../types.js';

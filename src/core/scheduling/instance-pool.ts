@@ -26,10 +26,11 @@ import type {
 } from '../../backend-api/backend.js';
 import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import { JobSender } from '../model/job-sender.js';
+import { JobSender } from './job-sender.js';
 import type { ModelStats } from '../stats/model-stats.js';
 import type { RequestRecord } from '../stats/request-record.js';
-import { traceCompute, traceRequestEnd } from '../trace/report.js';
+import { traceCompute } from '../stats/record-trace.js';
+import { traceRequestEnd } from '../trace/report.js';
 import type { ModelRateLimit, RateLimitTicket } from './rate-limiter.js';
 import type { ResponseOrder } from './response-order.js';
 import type { Job } from './scheduler.js';

@@ -30,7 +30,7 @@ export class RequestRecord {
   /** Phase timings the backend reported, if any. */
   timing: PhaseTimings | undefined;
   private onEnd: (() => void) | undefined;
-  /** The request's trace, when it is traced (trace/report.ts reads this record). */
+  /** The request's trace, when it is traced (stats/record-trace.ts reads this record). */
   trace: InferenceTrace | undefined;
   /** Filled in when the request ends (the access log's queue and compute time). */
   timings: RequestTimings | undefined;

@@ -4,7 +4,8 @@
  * global ones. The Tracer (tracer.ts) turns the effective values into live TraceSetting objects.
  */
 import { invalidArg, notFound, unsupported } from '../../common/errors.js';
-import type { TraceSettings, TraceSettingsUpdate } from '../types.js';
+import type { TraceSettings } from '../../common/trace-settings.js';
+import type { TraceSettingsUpdate } from './types.js';
 
 const LEVELS = new Set(['OFF', 'TIMESTAMPS', 'TENSORS']);
 const MODES = new Set(['triton', 'opentelemetry']);

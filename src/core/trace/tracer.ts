@@ -6,7 +6,7 @@
  */
 import { invalidArg } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import type { TraceSettings, TraceSettingsUpdate } from '../types.js';
+import type { TraceSettings } from '../../common/trace-settings.js';
 import type { TraceOptions } from './options.js';
 import type { OtelExporter } from './otel-recorder.js';
 import { SampledTrace } from './sampled-trace.js';
@@ -14,7 +14,7 @@ import { TraceSetting, type TraceLevel, type TraceSettingValues } from './settin
 import { TraceSettingsStore } from './settings-store.js';
 import { TraceFile } from './trace-file.js';
 import { TritonRecorder } from './triton-recorder.js';
-import type { RequestTrace, TraceCarrier } from './types.js';
+import type { RequestTrace, TraceCarrier, TraceSettingsUpdate } from './types.js';
 
 function levelOf(v: string | string[] | undefined): TraceLevel {
   const levels = Array.isArray(v) ? v : v === undefined ? [] : [v];

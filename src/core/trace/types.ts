@@ -8,6 +8,9 @@
  */
 import type { Tensor } from '../../common/tensor.js';
 
+/** A trace settings update (the trace extension's form); `null` clears a model's key back to the global value. */
+export type TraceSettingsUpdate = Record<string, string | string[] | null>;
+
 /** Triton's activity names (TRITONSERVER_InferenceTraceActivityString). */
 export type TraceActivity =
   | 'REQUEST_START'

@@ -13,7 +13,7 @@ import type {
   SystemSharedMemoryRegionStatus,
   TraceSettings,
   TraceSettingsUpdate,
-} from '../../core/types.js';
+} from '../../core/index.js';
 import { FakeApi } from '../http/fake-api.testkit.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

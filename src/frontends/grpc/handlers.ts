@@ -5,8 +5,12 @@
  * Texts of errors raised here are Triton's (src/grpc/grpc_server.cc).
  */
 import { invalidArg, unsupported } from '../../common/errors.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
-import type { LoadOptions, LogSettingsUpdate, TraceSettingsUpdate } from '../../core/types.js';
+import type {
+  InferenceServerApi,
+  LoadOptions,
+  LogSettingsUpdate,
+  TraceSettingsUpdate,
+} from '../../core/index.js';
 import type { Plain } from './messages.js';
 
 export interface ColdRpc {

@@ -7,7 +7,7 @@
  */
 import { isDataType } from '../../common/datatype.js';
 import { invalidArg } from '../../common/errors.js';
-import type { InferenceRequest, InferInput, Parameters, RequestedOutput } from '../../core/types.js';
+import type { InferenceRequest, InferInput, Parameters, RequestedOutput } from '../../core/index.js';
 import { contentsToRaw } from './contents.js';
 import {
   classificationOf,

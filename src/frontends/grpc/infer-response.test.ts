@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ALL_DATATYPES, byteSizeOf } from '../../common/datatype.js';
-import type { OutputTensor } from '../../core/types.js';
+import type { OutputTensor } from '../../core/index.js';
 import {
   SCATTER_MIN_BYTES,
   encodeInferResponse,

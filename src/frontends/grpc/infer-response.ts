@@ -6,7 +6,7 @@
  * are not copied at all but handed out as separate pieces between the slices of that allocation.
  */
 import { invalidArg } from '../../common/errors.js';
-import type { OutputTensor, Parameters } from '../../core/types.js';
+import type { OutputTensor, Parameters } from '../../core/index.js';
 import { parameterMapSize, writeParameterMap } from './parameters.js';
 import { ProtoWriter, int64Size, lenFieldSize } from './wire.js';
 

@@ -3,9 +3,7 @@
  * message, run the request with the call's AbortSignal, encode the one response.
  */
 import { unsupported } from '../../common/errors.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
-import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
-import type { RequestTimings } from '../../core/types.js';
+import type { InferenceServerApi, RequestTimings, RequestTrace, TraceCarrier } from '../../core/index.js';
 import { forwardedParameters } from '../header-forward.js';
 import { modelForVariant } from '../model-variant.js';
 import { parseInferRequest, toInferenceRequest } from './infer-request.js';

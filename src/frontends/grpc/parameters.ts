@@ -6,7 +6,7 @@
  */
 import { invalidArg } from '../../common/errors.js';
 import { setOwn } from '../../common/own.js';
-import type { Parameters, ParameterValue, SharedMemoryRef } from '../../core/types.js';
+import type { Parameters, ParameterValue, SharedMemoryRef } from '../../core/index.js';
 import {
   ProtoReader,
   ProtoWriter,

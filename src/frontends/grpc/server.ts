@@ -17,7 +17,7 @@ import {
 } from 'node:http2';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
+import { hostAndPort, type InferenceServerApi, traceCarrier, type TraceEdge } from '../../core/index.js';
 import { ByteBudget } from './transport/budget.js';
 import { ServerCall, responseHeaders, type CallLimits, type ResponseHeaders } from './transport/call.js';
 import {
@@ -45,8 +45,6 @@ import {
   type Restrictions,
 } from '../restricted.js';
 import { COLD_RPCS } from './handlers.js';
-import { hostAndPort, traceCarrier } from '../../core/trace/carrier.js';
-import type { TraceEdge } from '../../core/trace/types.js';
 import type { AccessLog } from '../access-log.js';
 import { modelInfer, type InferContext } from './infer.js';
 import { MAX_MESSAGE_SIZE } from './infer-response.js';

@@ -16,10 +16,14 @@
  */
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import type { ResolvedModel } from '../../core/model-handle.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
-import type { RequestTrace, TraceCarrier } from '../../core/trace/types.js';
-import type { InferenceResponse, RequestTimings } from '../../core/types.js';
+import type {
+  InferenceResponse,
+  InferenceServerApi,
+  RequestTimings,
+  RequestTrace,
+  ResolvedModel,
+  TraceCarrier,
+} from '../../core/index.js';
 import { MODEL_VARIANT_HEADER, modelForVariant } from '../model-variant.js';
 import { forwardedParameters } from '../header-forward.js';
 import type { AccessLog } from '../access-log.js';

@@ -6,22 +6,22 @@
 import type { DataType } from '../../common/datatype.js';
 import { NereidError, invalidArg, notFound, unsupported } from '../../common/errors.js';
 import type { Tensor } from '../../common/tensor.js';
-import type { ResolvedModel } from '../../core/model-handle.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
 import type {
   CudaSharedMemoryRegionStatus,
   InferenceRequest,
   InferenceResponse,
+  InferenceServerApi,
   LoadOptions,
   LogSettingsView,
-  SystemSharedMemoryRegionStatus,
-  TraceSettings,
   ModelMetadata,
   ModelStatistics,
   Parameters,
   RepositoryIndexEntry,
+  ResolvedModel,
   ServerMetadata,
-} from '../../core/types.js';
+  SystemSharedMemoryRegionStatus,
+  TraceSettings,
+} from '../../core/index.js';
 import type { JsonObject } from '../../model-config/json.js';
 
 interface FakeModel {

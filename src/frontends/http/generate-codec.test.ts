@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { joinBytesElements } from '../../common/tensor.js';
-import type { InferenceResponse, ModelMetadata } from '../../core/types.js';
+import type { InferenceResponse, ModelMetadata } from '../../core/index.js';
 import { generateResponseJson, parseGenerateRequest, shapeFor, topLevelKeys } from './generate-codec.js';
 
 const META: ModelMetadata = {

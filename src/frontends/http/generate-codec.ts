@@ -11,7 +11,7 @@ import { byteSizeOf, type DataType } from '../../common/datatype.js';
 import { internal, invalidArg, NereidError } from '../../common/errors.js';
 import { setOwn } from '../../common/own.js';
 import { elementCount, splitBytesElements } from '../../common/tensor.js';
-import type { InferInput, InferenceResponse, ModelMetadata, Parameters } from '../../core/types.js';
+import type { InferenceResponse, InferInput, ModelMetadata, Parameters } from '../../core/index.js';
 import {
   isJsonObject,
   isRoundedInteger,

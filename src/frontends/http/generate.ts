@@ -13,11 +13,13 @@ import { MODEL_VARIANT_HEADER, modelForVariant } from '../model-variant.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { internal, NereidError } from '../../common/errors.js';
 import { drainOrClose } from '../drain.js';
-import type { ResolvedModel } from '../../core/model-handle.js';
-import { traceCarrier } from '../../core/trace/carrier.js';
+import {
+  type InferenceResponse,
+  type RequestTrace,
+  type ResolvedModel,
+  traceCarrier,
+} from '../../core/index.js';
 import { httpTraceEdge } from './trace-edge.js';
-import type { RequestTrace } from '../../core/trace/types.js';
-import type { InferenceResponse } from '../../core/types.js';
 import { decodeContentEncoding, readBody } from './transport/body.js';
 import { errorBody, httpStatusOf } from './transport/errors.js';
 import { generateResponseJson, type GenerateRequestParts } from './generate-codec.js';

@@ -15,7 +15,7 @@
 import { Worker } from 'node:worker_threads';
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
+import type { InferenceServerApi } from '../../core/index.js';
 import { listenError } from '../listen.js';
 import {
   BEAT_BYTE_OFFSET,

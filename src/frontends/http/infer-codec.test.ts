@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { NereidError, type ErrorCode } from '../../common/errors.js';
 import { joinBytesElements, type Tensor } from '../../common/tensor.js';
-import type { InferenceResponse } from '../../core/types.js';
+import type { InferenceResponse } from '../../core/index.js';
 import {
   decodeInferRequest,
   encodeInferResponse,

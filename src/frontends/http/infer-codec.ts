@@ -18,7 +18,7 @@ import type {
   ParameterValue,
   RequestedOutput,
   SharedMemoryRef,
-} from '../../core/types.js';
+} from '../../core/index.js';
 import {
   isJsonObject,
   isRoundedInteger,

@@ -14,7 +14,7 @@
 import type { ServerResponse } from 'node:http';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { createDeflate, createGzip, type Deflate, type Gzip } from 'node:zlib';
-import type { InferenceResponse } from '../../core/types.js';
+import type { InferenceResponse } from '../../core/index.js';
 import { drainOrClose } from '../drain.js';
 import type { ResponseCoding } from './transport/body.js';
 import { jsonTooLarge, MAX_JSON_RESPONSE_BYTES, type OutputFormat } from './infer-codec.js';

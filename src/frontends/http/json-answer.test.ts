@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { NereidError } from '../../common/errors.js';
 import { joinBytesElements } from '../../common/tensor.js';
-import type { InferenceResponse, OutputTensor } from '../../core/types.js';
+import type { InferenceResponse, OutputTensor } from '../../core/index.js';
 import { encodeInferResponse, MAX_JSON_RESPONSE_BYTES, type OutputFormat } from './infer-codec.js';
 import { jsonAnswerPieces, jsonElementCount, planJsonAnswer, SLICE_ELEMENTS } from './json-answer.js';
 

@@ -9,7 +9,7 @@
 import { isUtf8 } from 'node:buffer';
 import { byteSizeOf } from '../../common/datatype.js';
 import { internal } from '../../common/errors.js';
-import type { InferenceResponse, OutputTensor } from '../../core/types.js';
+import type { InferenceResponse, OutputTensor } from '../../core/index.js';
 import {
   binaryTail,
   elementCountOf,

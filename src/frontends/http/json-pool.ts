@@ -23,7 +23,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Piscina } from 'piscina';
 import { internal, invalidArg, NereidError, unavailable } from '../../common/errors.js';
-import type { ModelMetadata } from '../../core/types.js';
+import type { ModelMetadata } from '../../core/index.js';
 import { refusedBeforeBody } from './transport/body.js';
 import { parseGenerateRequest, type GenerateRequestParts } from './generate-codec.js';
 import { decodeInferRequest, type DecodeOptions, type DecodedInferRequest } from './infer-codec.js';

@@ -7,7 +7,7 @@
  */
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { invalidArg, NereidError, type ErrorCode } from '../../common/errors.js';
-import type { ModelMetadata } from '../../core/types.js';
+import type { ModelMetadata } from '../../core/index.js';
 import { parseGenerateRequest, type GenerateRequestParts } from './generate-codec.js';
 import { decodeInferRequest, type DecodeOptions, type DecodedInferRequest } from './infer-codec.js';
 import { parseJson, type JsonIn } from './json.js';

@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { Logger } from '../../common/logger.js';
-import type { OutputTensor } from '../../core/types.js';
+import type { OutputTensor } from '../../core/index.js';
 import { FakeApi } from './fake-api.testkit.js';
 import { SLICE_ELEMENTS } from './json-answer.js';
 import { createHttpFrontend, type HttpFrontend } from './server.js';

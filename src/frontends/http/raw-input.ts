@@ -5,7 +5,7 @@
  */
 import { fromConfigDataType, byteSizeOf } from '../../common/datatype.js';
 import { internal, invalidArg } from '../../common/errors.js';
-import type { InferInput } from '../../core/types.js';
+import type { InferInput } from '../../core/index.js';
 import type { JsonObject, JsonValue } from '../../model-config/json.js';
 
 /**

@@ -4,9 +4,7 @@
  * route table (routes.ts) share it without importing each other.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { InferenceServerApi } from '../../core/server-api.js';
-import type { RequestTrace } from '../../core/trace/types.js';
-import type { RequestTimings } from '../../core/types.js';
+import type { InferenceServerApi, RequestTimings, RequestTrace } from '../../core/index.js';
 import type { HeaderForwarder } from '../header-forward.js';
 import type { JsonPool } from './json-pool.js';
 import type { RouteMatch } from './router.js';

@@ -3,11 +3,14 @@
  * back; they throw NereidError and the server's one funnel (errors.ts) turns that into the reply.
  */
 import { invalidArg, unsupported } from '../../common/errors.js';
-import type { ResolvedModel } from '../../core/model-handle.js';
-import { CUDA_IPC_HANDLE_BYTES } from '../../core/shm/cuda.js';
-import { traceCarrier } from '../../core/trace/carrier.js';
+import {
+  CUDA_IPC_HANDLE_BYTES,
+  type InferenceResponse,
+  type LoadOptions,
+  type ResolvedModel,
+  traceCarrier,
+} from '../../core/index.js';
 import { httpTraceEdge } from './trace-edge.js';
-import type { InferenceResponse, LoadOptions } from '../../core/types.js';
 import { withForwarded } from '../header-forward.js';
 import { returnController, takeController } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './transport/body.js';

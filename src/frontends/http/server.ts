@@ -11,7 +11,7 @@ import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../connection-share.js';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
+import type { InferenceServerApi } from '../../core/index.js';
 import { HeaderForwarder } from '../header-forward.js';
 import { listen } from '../listen.js';
 import {

@@ -5,8 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { hostAndPort } from '../../core/trace/carrier.js';
-import type { TraceEdge } from '../../core/trace/types.js';
+import { hostAndPort, type TraceEdge } from '../../core/index.js';
 import type { RouteMatch } from './router.js';
 
 const ACTIONS: Readonly<Partial<Record<RouteMatch['name'], string>>> = {

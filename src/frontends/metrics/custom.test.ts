@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CustomMetricFamily } from '../../backend-api/backend.js';
-import type { ModelCustomMetrics } from '../../core/model/custom-metrics.js';
+import type { ModelCustomMetrics } from '../../core/index.js';
 import { ReservedNames, isValidMetricName, renderCustomMetrics } from './custom.js';
 
 const reserved = new ReservedNames([

@@ -13,7 +13,7 @@
  * shared prometheus-cpp series would hold in Triton, where every model's families live in one registry.
  */
 import type { CustomMetricFamily, CustomMetricKind } from '../../backend-api/backend.js';
-import type { ModelCustomMetrics } from '../../core/model/custom-metrics.js';
+import type { ModelCustomMetrics } from '../../core/index.js';
 import {
   familyText,
   histogramSamples,

@@ -4,8 +4,7 @@
  * observer is registered with the core only when one of them is enabled. State lives per series and goes
  * away with it (WeakMap), so a model unloaded and loaded again starts a fresh series, as in Triton.
  */
-import type { LatencyObserver, MetricSeries } from '../../core/stats/registry.js';
-import type { SuccessSample } from '../../core/stats/model-stats.js';
+import type { LatencyObserver, MetricSeries, SuccessSample } from '../../core/index.js';
 import { DEFAULT_FIRST_RESPONSE_BUCKETS_MS, type MetricsSettings } from './config.js';
 import type { HistogramValues, SummaryValues } from './exposition.js';
 import { TimeWindowQuantiles, type QuantileTarget } from './quantiles.js';

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { freezeModelConfig, normalizeModelConfig, parseModelConfigText } from '../../model-config/index.js';
-import { ModelStats } from '../../core/stats/model-stats.js';
-import { RequestRecord } from '../../core/stats/request-record.js';
-import { StatsRegistry } from '../../core/stats/registry.js';
+import { ModelStats, RequestRecord, StatsRegistry } from '../../core/assembly.js';
 import { metricsSettings } from './config.js';
 import { escapeLabelValue, formatValue } from './exposition.js';
 import { LatencyTracker } from './latency.js';

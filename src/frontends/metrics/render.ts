@@ -3,10 +3,12 @@
  * each series' totals, summaries and histograms from the latency tracker, host values from the poller.
  * Families and their order follow Triton's registry; which ones appear follows --metrics-config.
  */
-import { FAILURE_REASONS } from '../../core/stats/model-stats.js';
-import type { CacheMetrics } from '../../core/cache/index.js';
-import type { OnDemandStatus } from '../../core/repository/index.js';
-import type { MetricSeries } from '../../core/stats/registry.js';
+import {
+  type CacheMetrics,
+  FAILURE_REASONS,
+  type MetricSeries,
+  type OnDemandStatus,
+} from '../../core/index.js';
 import type { MetricsSettings } from './config.js';
 import {
   familyText,

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Logger, silentLogger } from '../../common/logger.js';
 import { freezeModelConfig, normalizeModelConfig, parseModelConfigText } from '../../model-config/index.js';
-import { ModelStats } from '../../core/stats/model-stats.js';
-import { StatsRegistry } from '../../core/stats/registry.js';
+import { ModelStats, StatsRegistry } from '../../core/assembly.js';
 import { createMetricsFrontend, type MetricsFrontend } from './server.js';
 
 describe('metrics endpoint', () => {

@@ -8,9 +8,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../../common/logger.js';
-import type { CacheMetrics } from '../../core/cache/index.js';
-import type { ModelCustomMetrics } from '../../core/model/custom-metrics.js';
-import type { MetricsSource } from '../../core/stats/registry.js';
+import type { CacheMetrics, MetricsSource, ModelCustomMetrics } from '../../core/index.js';
 import { listen } from '../listen.js';
 import { metricsSettings, type MetricsSettings } from './config.js';
 import { ReservedNames, renderCustomMetrics } from './custom.js';

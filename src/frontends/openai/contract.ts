@@ -19,8 +19,7 @@
  */
 import type { DataType } from '../../common/datatype.js';
 import { joinBytesElements, splitBytesElements } from '../../common/tensor.js';
-import type { ResolvedModel } from '../../core/model-handle.js';
-import type { InferInput, InferenceResponse, TensorMetadata } from '../../core/types.js';
+import type { InferenceResponse, InferInput, ResolvedModel, TensorMetadata } from '../../core/index.js';
 import { badRequest } from './errors.js';
 import type { GenerationOptions } from './request.js';
 

@@ -12,8 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import type { InferenceServerApi } from '../../core/server-api.js';
-import type { InferenceResponse } from '../../core/types.js';
+import type { InferenceResponse, InferenceServerApi } from '../../core/index.js';
 import {
   checkFeatures,
   generationInputs,

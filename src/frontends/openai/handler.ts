@@ -8,8 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../common/logger.js';
-import type { ResolvedModel } from '../../core/model-handle.js';
-import type { InferenceServerApi } from '../../core/server-api.js';
+import type { InferenceServerApi, ResolvedModel } from '../../core/index.js';
 import { decodeContentEncoding, readBody } from '../http/transport/body.js';
 import { isAllowed, restrictionTable, type Restrictions } from '../restricted.js';
 import { ChatTemplates } from './chat-template.js';

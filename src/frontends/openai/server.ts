@@ -3,7 +3,7 @@
  * port: the same handler (handler.ts), every other path a 404 in OpenAI's error shape. close() stops
  * accepting and lets in-flight requests (streams included) finish.
  */
-import type { InferenceServerApi } from '../../core/server-api.js';
+import type { InferenceServerApi } from '../../core/index.js';
 import { createHttpServer } from '../http/transport/tls.js';
 import { listen } from '../listen.js';
 import type { TlsCredentials } from '../tls.js';

@@ -11,28 +11,29 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Backend, BackendCatalog, InstanceHandle, ServerApi } from '../../backend-api/backend.js';
-import { realFolder, relativizePaths } from '../../common/confine.js';
-import { NereidError, invalidArg } from '../../common/errors.js';
-import type { Logger } from '../../common/logger.js';
+import type { Backend, BackendCatalog, InstanceHandle, ServerApi } from '../backend-api/backend.js';
+import { realFolder, relativizePaths } from '../common/confine.js';
+import { NereidError, invalidArg } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
 import {
   freezeModelConfig,
   normalizeModelConfig,
   parseModelConfigText,
   validateModelConfig,
-} from '../../model-config/index.js';
-import type { FrozenModelConfig, ModelConfig } from '../../model-config/model-config.js';
-import { isEnsembleConfig, loadEnsembleVersion, type VersionLookup } from '../ensemble/index.js';
-import type { LoadedVersion, ModelLocation, VersionLoader, VersionLocation } from '../repository/contract.js';
-import type { ModelRateLimit, RateLimiter } from '../scheduling/rate-limiter.js';
-import type { ReadinessPollOptions } from '../model-health.js';
-import type { ResponseCache } from '../cache/index.js';
-import type { StatsRegistry } from '../stats/registry.js';
-import { InstanceBudget, instancesPerVersion, type InstanceLease } from './instance-budget.js';
-import { ModelFolder } from './model-paths.js';
-import { MeasureLock, VersionMemory, residentBytesOf } from './memory.js';
-import { ModelVersion } from './model-version.js';
-import { warmUpInstances, warmupFilePath } from './warmup.js';
+} from '../model-config/index.js';
+import type { FrozenModelConfig, ModelConfig } from '../model-config/model-config.js';
+import { isEnsembleConfig, loadEnsembleVersion, type VersionLookup } from './ensemble/index.js';
+import type { ModelLocation, VersionLoader, VersionLocation } from './repository/contract.js';
+import type { ServableVersion } from './model/servable.js';
+import type { ModelRateLimit, RateLimiter } from './scheduling/rate-limiter.js';
+import type { ReadinessPollOptions } from './model-health.js';
+import type { ResponseCache } from './cache/index.js';
+import type { StatsRegistry } from './stats/registry.js';
+import { InstanceBudget, instancesPerVersion, type InstanceLease } from './model/instance-budget.js';
+import { ModelFolder } from './model/model-paths.js';
+import { MeasureLock, VersionMemory, residentBytesOf } from './model/memory.js';
+import { ModelVersion } from './model/model-version.js';
+import { warmUpInstances, warmupFilePath } from './model/warmup.js';
 
 export interface LoaderOptions {
   readonly backends: readonly Backend[];
@@ -128,7 +129,7 @@ function servable(backends: readonly Backend[], more: readonly string[], asked: 
   );
 }
 
-export class ModelLoader implements VersionLoader {
+export class ModelLoader implements VersionLoader<ServableVersion> {
   readonly instanceBudget: InstanceBudget;
   private readonly measureLock = new MeasureLock();
 
@@ -328,7 +329,7 @@ export class ModelLoader implements VersionLoader {
     config: FrozenModelConfig,
     location: VersionLocation,
     signal?: AbortSignal,
-  ): Promise<LoadedVersion> {
+  ): Promise<ServableVersion> {
     return this.relativeErrors(location, () => this.doLoadVersion(config, location, signal));
   }
 
@@ -353,7 +354,7 @@ export class ModelLoader implements VersionLoader {
     config: FrozenModelConfig,
     location: VersionLocation,
     signal: AbortSignal | undefined,
-  ): Promise<LoadedVersion> {
+  ): Promise<ServableVersion> {
     const loadStart = process.hrtime.bigint();
     const folder = await ModelFolder.of(location);
     if (isEnsembleConfig(config)) return this.loadEnsemble(config, location, loadStart, folder);
@@ -525,7 +526,7 @@ export class ModelLoader implements VersionLoader {
     location: VersionLocation,
     loadStart: bigint,
     folder: ModelFolder,
-  ): Promise<LoadedVersion> {
+  ): Promise<ServableVersion> {
     const members = this.options.ensembleMembers;
     if (!members) {
       throw invalidArg(

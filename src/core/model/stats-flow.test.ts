@@ -12,10 +12,10 @@ import {
   parseModelConfigText,
   validateModelConfig,
 } from '../../model-config/index.js';
-import { ModelVersion } from '../model/model-version.js';
+import { ModelVersion } from './model-version.js';
 import type { InferenceRequest, InferenceResponse } from '../types.js';
-import type { InferResponseStatistics } from './model-stats.js';
-import { StatsRegistry } from './registry.js';
+import type { InferResponseStatistics } from '../stats/model-stats.js';
+import { StatsRegistry } from '../stats/registry.js';
 
 type Script = (r: BackendRequest) => Promise<void> | void;
 

@@ -1,7 +1,9 @@
 /**
  * What the server and the ensemble runner need from a loaded version beyond the repository's contract:
  * it takes requests and keeps statistics. Both a ModelVersion and an EnsembleVersion are servable, so an
- * ensemble step can name a plain model or another ensemble.
+ * ensemble step can name a plain model or another ensemble. The loader (core/loader.ts) makes only
+ * servable versions and the repository manager hands back what its loader made, so every version the
+ * server or an ensemble looks up is known to be servable when the code is compiled.
  */
 import type { ModelChatTemplate } from '../../backend-api/backend.js';
 import type { LoadedVersion } from '../repository/contract.js';
@@ -29,10 +31,5 @@ export interface ServableVersion extends LoadedVersion {
 
 /** Finds the version that serves a request (the repository manager): '' / undefined = the default one. */
 export interface VersionLookup {
-  getVersion(name: string, version?: string): LoadedVersion;
-}
-
-export function isServable(v: LoadedVersion): v is ServableVersion {
-  const s = v as Partial<ServableVersion>;
-  return typeof s.infer === 'function' && s.stats !== undefined;
+  getVersion(name: string, version?: string): ServableVersion;
 }
