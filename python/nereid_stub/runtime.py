@@ -34,6 +34,8 @@ from .shm import InputArena, OutputArena
 
 _INTERNAL = int(api.TritonError.INTERNAL)
 _RESCHEDULE = api.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+# BLS responses the host may send ahead of what a call's iterator took (BLS_REQUEST's window; bls.ts).
+BLS_WINDOW = 32
 _error_json = messages.error_json
 
 
@@ -89,7 +91,9 @@ class Runtime:
         # ones (batches the host pipelined behind the running one): both under the dispatcher's lock.
         self._last_rid = 0
         self._early_cancels: set[int] = set()
-        self._orphans: queue.SimpleQueue[int] = queue.SimpleQueue()
+        # Work for the janitor thread, queued from finalizers: (False, rid) a request released without a
+        # final response, (True, call) a BLS iterator dropped before its final response.
+        self._orphans: queue.SimpleQueue[tuple[bool, int]] = queue.SimpleQueue()
         # rid -> the request's state, weakly (a state the model dropped must die: that is how an unanswered
         # request is noticed); dead entries are swept as the map grows (_sweep).
         self._requests: dict[int, weakref.ref[api._RequestState]] = {}
@@ -180,7 +184,10 @@ class Runtime:
 
     def _janitor_loop(self) -> None:
         while True:
-            rid = self._orphans.get()
+            is_bls, rid = self._orphans.get()
+            if is_bls:
+                self.bls_cancel(rid)
+                continue
             self._send_error(
                 rid,
                 "the Python model released the request without sending a final response "
@@ -191,7 +198,10 @@ class Runtime:
     # --- Channel -----------------------------------------------------------------------------------------
 
     def orphaned(self, rid: int) -> None:
-        self._orphans.put(rid)
+        self._orphans.put((False, rid))
+
+    def bls_dropped(self, call_id: int) -> None:
+        self._orphans.put((True, call_id))
 
     def poll(self) -> None:
         self._dispatch.poll()
@@ -240,7 +250,12 @@ class Runtime:
         with self._bls_lock:
             call_id = self._next_bls
             self._next_bls += 1
-            call = api.ResponseQueue(call_id, self._dispatch.wait_for)
+            call = api.ResponseQueue(
+                call_id,
+                self._dispatch.wait_for,
+                lambda n: self.send(messages.BLS_CREDIT, messages.bls_credit(call_id, n)),
+                BLS_WINDOW,
+            )
             self._bls[call_id] = call
         blobs: list[memoryview] = []
         try:
@@ -256,6 +271,7 @@ class Runtime:
                 request.requested_output_names(),
                 self._describe_tensors(request.inputs(), None, blobs),
                 request.trace()._rid,
+                BLS_WINDOW,
             )
             self._writer.send_text(messages.BLS_REQUEST, text, blobs)
         except BaseException:
