@@ -323,6 +323,7 @@ class _RequestState:
         "credit",
         "decoupled",
         "has_sender",
+        "overdrawn",
         "pending",
         "requested",
         "returned",
@@ -337,6 +338,9 @@ class _RequestState:
         # Responses the request may still send before the host grants more (CREDIT); -1 = no limit.
         # Changed under the dispatcher's lock (runtime.py).
         self.credit = credit
+        # Responses sent past the credit from the asyncio thread (runtime._take_credit_on_loop); grants
+        # pay them back first.
+        self.overdrawn = 0
         self.cancelled = False
         self.closed = False
         self.has_sender = False

@@ -123,6 +123,8 @@ class Init(TypedDict):
     shm_growth: int
     # Responses each request may send before the host grants more (CREDIT); absent or 0 = no limit.
     response_window: NotRequired[int]
+    # Responses past its credit a request may send from the asyncio thread (which must not wait).
+    response_overdraft: NotRequired[int]
     args: dict[str, str]  # initialize(args), Triton's keys
 
 

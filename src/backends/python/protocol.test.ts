@@ -39,6 +39,7 @@ const SAMPLES: { [T in MessageType]: Messages[T] } = {
     decoupled: true,
     shm_threshold: 65536,
     response_window: 32,
+    response_overdraft: 256,
     shm_initial: 1048576,
     shm_growth: 1048576,
     args: { model_name: 'm', model_version: '1' },

@@ -121,6 +121,11 @@ export interface InitMessage {
    * control, credit.ts); absent or 0 = no limit (a default-mode model's one response).
    */
   readonly response_window?: number;
+  /**
+   * Responses past its credit a request may send from the stub's asyncio thread, which must not wait
+   * (credit.ts RESPONSE_OVERDRAFT); absent = 0.
+   */
+  readonly response_overdraft?: number;
   readonly shm_initial: number;
   readonly shm_growth: number;
   /** initialize(args): Triton's keys, all strings. */
