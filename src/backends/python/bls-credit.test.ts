@@ -81,6 +81,7 @@ class Producer {
     const count = new Int32Array(Uint8Array.from(input.data).buffer)[0];
     try {
       for (let i = 0; i < count; i++) {
+        await Promise.resolve(); // an inference stream's next response arrives later
         this.produced++;
         const out: Tensor = {
           name: 'OUT',
