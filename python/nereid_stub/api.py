@@ -323,6 +323,7 @@ class _RequestState:
         "credit",
         "decoupled",
         "has_sender",
+        "overdrawn",
         "pending",
         "requested",
         "returned",
@@ -337,6 +338,9 @@ class _RequestState:
         # Responses the request may still send before the host grants more (CREDIT); -1 = no limit.
         # Changed under the dispatcher's lock (runtime.py).
         self.credit = credit
+        # Responses sent past the credit from the asyncio thread (runtime._take_credit_on_loop); grants
+        # pay them back first.
+        self.overdrawn = 0
         self.cancelled = False
         self.closed = False
         self.has_sender = False
@@ -416,12 +420,28 @@ class InferenceResponseSender:
 
 class ResponseQueue:
     """Responses of one BLS call as (response, final) pairs. The runtime appends them as it reads them;
-    `get` waits through `waiter`, which reads the control socket itself when no other thread does."""
+    `get` waits through `waiter`, which reads the control socket itself when no other thread does.
 
-    def __init__(self, call_id: int, waiter: Callable[[Callable[[], bool]], None] | None = None) -> None:
+    Flow control (issue 33): the host sends at most `window` responses ahead of what `get` took, and
+    `grant(n)` (a BLS_CREDIT frame) lets it send n more; they are granted a quarter of the window at a
+    time, as they are taken. So a model that reads its iterator slowly, or holds it, holds back its own
+    call (the target model waits in its send), and neither this process nor the host buffers without
+    bound. window 0: no flow control."""
+
+    def __init__(
+        self,
+        call_id: int,
+        waiter: Callable[[Callable[[], bool]], None] | None = None,
+        grant: Callable[[int], None] | None = None,
+        window: int = 0,
+    ) -> None:
         self.call_id = call_id
         self._items: collections.deque[tuple[InferenceResponse, bool]] = collections.deque()
         self._waiter = waiter
+        self._grant = grant if window > 0 else None
+        self._grant_at = max(1, window // 4)
+        self._owed = 0
+        self.finished = False
 
     def put(self, response: InferenceResponse, final: bool) -> None:
         self._items.append((response, final))
@@ -429,12 +449,22 @@ class ResponseQueue:
     def get(self) -> tuple[InferenceResponse, bool]:
         if self._waiter is not None:
             self._waiter(lambda: bool(self._items))
-        return self._items.popleft()
+        item = self._items.popleft()
+        if item[1]:
+            self.finished = True
+        elif self._grant is not None:
+            self._owed += 1
+            if self._owed >= self._grant_at:
+                n, self._owed = self._owed, 0
+                self._grant(n)
+        return item
 
 
 class ResponseIterator:
     """What `exec(decoupled=True)` returns: the target model's responses as they arrive. The last one
-    carries the final flag and may have no outputs (a model's final-only flag)."""
+    carries the final flag and may have no outputs (a model's final-only flag). An iterator dropped
+    before its final response cancels its call (the host would otherwise keep the call, and the target
+    model waiting on it, until the iterator's flow-control window is read)."""
 
     def __init__(self, responses: ResponseQueue) -> None:
         self._responses = responses
@@ -457,6 +487,14 @@ class ResponseIterator:
         ch = _channel.current()
         if ch is not None:
             ch.bls_cancel(self._responses.call_id)
+
+    def __del__(self) -> None:
+        if self._finished or self._responses.finished or self._responses.call_id <= 0:
+            return
+        ch = _channel.current()
+        if ch is not None:
+            # From a finalizer: only queued (reentrant-safe); the runtime's janitor thread sends it.
+            ch.bls_dropped(self._responses.call_id)
 
 
 def _bls_error(message: str, code: int = TritonError.INTERNAL) -> InferenceResponse:

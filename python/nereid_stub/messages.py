@@ -42,6 +42,7 @@ FINALIZE_DONE = 28
 FATAL = 29
 MODEL_CONTROL = 30
 METRICS = 31
+BLS_CREDIT = 32
 
 
 # --- the pieces messages are made of -----------------------------------------------------------------------
@@ -122,6 +123,8 @@ class Init(TypedDict):
     shm_growth: int
     # Responses each request may send before the host grants more (CREDIT); absent or 0 = no limit.
     response_window: NotRequired[int]
+    # Responses past its credit a request may send from the asyncio thread (which must not wait).
+    response_overdraft: NotRequired[int]
     args: dict[str, str]  # initialize(args), Triton's keys
 
 
@@ -240,10 +243,19 @@ class _BlsRequest(TypedDict):
 
 class BlsRequest(_BlsRequest, total=False):
     trace_rid: int  # the executing request whose trace the call joins (`trace=request.trace()`)
+    # BLS_RESPONSE frames the host may send ahead of what the iterator took (BLS_CREDIT grants more).
+    window: int
 
 
 class BlsCancel(TypedDict):
     call: int
+
+
+class BlsCredit(TypedDict):
+    """The BLS call's iterator took `n` more responses: the host may send that many more."""
+
+    call: int
+    n: int
 
 
 class Log(TypedDict):
@@ -309,6 +321,7 @@ SHAPES: dict[int, type] = {
     FATAL: Fatal,
     MODEL_CONTROL: ModelControl,
     METRICS: Metrics,
+    BLS_CREDIT: BlsCredit,
 }
 
 
@@ -401,8 +414,10 @@ def bls_request_json(
     requested_outputs: list[str],
     inputs: list[str],
     trace_rid: int = 0,
+    window: int = 0,
 ) -> str:
-    """A BlsRequest as JSON text; `inputs` are tensor_json texts; `trace_rid` 0 = not traced."""
+    """A BlsRequest as JSON text; `inputs` are tensor_json texts; `trace_rid` 0 = not traced; `window`
+    0 = no flow control of the responses."""
     header: dict[str, Any] = {
         "call": call,
         "model_name": model_name,
@@ -417,6 +432,8 @@ def bls_request_json(
     }
     if trace_rid:
         header["trace_rid"] = trace_rid  # the host traces the call as that request's child
+    if window:
+        header["window"] = window
     head = json.dumps(header, separators=(",", ":"))[:-1]
     return f'{head},"inputs":[{",".join(inputs)}]}}'
 
@@ -450,6 +467,10 @@ def execute_failed(batch: int, error: str, info: ErrorInfo, started: int, finish
 
 def bls_cancel(call: int) -> BlsCancel:
     return {"call": call}
+
+
+def bls_credit(call: int, n: int) -> BlsCredit:
+    return {"call": call, "n": n}
 
 
 def log(level: int, message: str, file: str, line: int) -> Log:

@@ -23,7 +23,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -34,6 +34,8 @@ from .shm import InputArena, OutputArena
 
 _INTERNAL = int(api.TritonError.INTERNAL)
 _RESCHEDULE = api.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+# BLS responses the host may send ahead of what a call's iterator took (BLS_REQUEST's window; bls.ts).
+BLS_WINDOW = 32
 _error_json = messages.error_json
 
 
@@ -89,7 +91,9 @@ class Runtime:
         # ones (batches the host pipelined behind the running one): both under the dispatcher's lock.
         self._last_rid = 0
         self._early_cancels: set[int] = set()
-        self._orphans: queue.SimpleQueue[int] = queue.SimpleQueue()
+        # Work for the janitor thread, queued from finalizers: (False, rid) a request released without a
+        # final response, (True, call) a BLS iterator dropped before its final response.
+        self._orphans: queue.SimpleQueue[tuple[bool, int]] = queue.SimpleQueue()
         # rid -> the request's state, weakly (a state the model dropped must die: that is how an unanswered
         # request is noticed); dead entries are swept as the map grows (_sweep).
         self._requests: dict[int, weakref.ref[api._RequestState]] = {}
@@ -107,6 +111,9 @@ class Runtime:
         self._decoupled = False
         # Each request's initial credit (INIT's response_window; 0 = no limit): see send_response.
         self._window = 0
+        # ... and how far past it a send on the asyncio thread may go (INIT's response_overdraft).
+        self._overdraft = 0
+        self._loop_thread: int | None = None
         # Output names the config declares: a response naming another is reported to the host (which warns
         # or fails the request, src/backends/output-check.ts) before the pruning below drops it.
         self._declared: frozenset[str] | None = None
@@ -157,7 +164,10 @@ class Runtime:
         elif t == messages.CREDIT:
             state = self._request_state(int(h["rid"]))
             if state is not None and state.credit >= 0:
-                state.credit += int(h["n"])
+                n = int(h["n"])
+                paid = min(n, state.overdrawn)
+                state.overdrawn -= paid
+                state.credit += n - paid
         elif t == messages.BLS_RESPONSE:
             call_id = int(h["call"])
             with self._bls_lock:
@@ -180,7 +190,10 @@ class Runtime:
 
     def _janitor_loop(self) -> None:
         while True:
-            rid = self._orphans.get()
+            is_bls, rid = self._orphans.get()
+            if is_bls:
+                self.bls_cancel(rid)
+                continue
             self._send_error(
                 rid,
                 "the Python model released the request without sending a final response "
@@ -191,7 +204,10 @@ class Runtime:
     # --- Channel -----------------------------------------------------------------------------------------
 
     def orphaned(self, rid: int) -> None:
-        self._orphans.put(rid)
+        self._orphans.put((False, rid))
+
+    def bls_dropped(self, call_id: int) -> None:
+        self._orphans.put((True, call_id))
 
     def poll(self) -> None:
         self._dispatch.poll()
@@ -222,7 +238,29 @@ class Runtime:
                 return True
             return state.cancelled
 
+        if self._loop_thread is not None and threading.get_ident() == self._loop_thread:
+            self._take_credit_on_loop(state, take)
+            return
         self._dispatch.wait_for(take)
+
+    def _take_credit_on_loop(self, state: api._RequestState, take: Callable[[], bool]) -> None:
+        """send() from an `async def execute` on the asyncio thread: waiting for credit there would stall
+        every coroutine of this stub (every other request) behind one slow client. So it does not wait: the
+        response goes past the credit, up to the overdraft the host parks for it, and a send beyond that
+        fails with an error saying how to wait without blocking the loop."""
+        self._dispatch.poll()  # credit that already arrived
+        with self._dispatch.lock:
+            if take():
+                return
+            if state.overdrawn < self._overdraft:
+                state.overdrawn += 1
+                return
+        raise api.TritonModelException(
+            f"the client of this request has not taken its last {self._window + self._overdraft} responses, "
+            "and a send on the asyncio event loop cannot wait for it without stalling every other request "
+            "of this model instance; send from a thread instead, e.g. "
+            "`await loop.run_in_executor(None, response_sender.send, response)`, which waits for the client"
+        )
 
     def _request_state(self, rid: int) -> api._RequestState | None:
         ref = self._requests.get(rid)
@@ -240,7 +278,12 @@ class Runtime:
         with self._bls_lock:
             call_id = self._next_bls
             self._next_bls += 1
-            call = api.ResponseQueue(call_id, self._dispatch.wait_for)
+            call = api.ResponseQueue(
+                call_id,
+                self._dispatch.wait_for,
+                lambda n: self.send(messages.BLS_CREDIT, messages.bls_credit(call_id, n)),
+                BLS_WINDOW,
+            )
             self._bls[call_id] = call
         blobs: list[memoryview] = []
         try:
@@ -256,6 +299,7 @@ class Runtime:
                 request.requested_output_names(),
                 self._describe_tensors(request.inputs(), None, blobs),
                 request.trace()._rid,
+                BLS_WINDOW,
             )
             self._writer.send_text(messages.BLS_REQUEST, text, blobs)
         except BaseException:
@@ -430,6 +474,7 @@ class Runtime:
         self._declared = _declared_outputs(str(h["args"].get("model_config", "")))
         self._decoupled = bool(h.get("decoupled"))
         self._window = max(0, int(h.get("response_window", 0)))
+        self._overdraft = max(0, int(h.get("response_overdraft", 0)))
         self._threshold = int(h.get("shm_threshold", self._threshold))
         if self._out_fd is not None:
             self._outputs = OutputArena(
@@ -495,7 +540,9 @@ class Runtime:
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="nereid-asyncio", daemon=True).start()
+            thread = threading.Thread(target=loop.run_forever, name="nereid-asyncio", daemon=True)
+            thread.start()
+            self._loop_thread = thread.ident
             self._loop = loop
         return self._loop
 

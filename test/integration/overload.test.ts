@@ -143,21 +143,47 @@ describe('fast refusals do not starve the accept queue', () => {
   });
 });
 
+/** Answers in ten minutes: a request to it is being served for the whole test (cancelled when its client leaves). */
+const HELD = `name: "held"
+backend: "identity"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+parameters { key: "execute_delay_ms" value: { string_value: "600000" } }
+`;
+
+function heldRequest(): Buffer[] {
+  const json = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'INPUT0', shape: [16], datatype: 'FP32', data: new Array(16).fill(0) }],
+    }),
+  );
+  return [
+    requestHead('POST', '/v2/models/held/infer', json.length, { 'Content-Type': 'application/json' }),
+    json,
+  ];
+}
+
 describe('--http-max-connections', () => {
   it('refuses requests on connections over the cap with a clean 503 and Connection: close, health checks excepted', async () => {
-    const repo = makeRepository({ queued: { config: QUEUED } });
+    const repo = makeRepository({ queued: { config: QUEUED }, held: { config: HELD } });
     const s = await startServer([`--model-repository=${repo}`, '--http-max-connections=3']);
     const port = Number(new URL(s.url).port);
     const open: RawConnection[] = [];
     try {
-      // Three connections, each proven accepted by an answer, are the cap.
+      // Three connections, each proven accepted by an answer and then with a request being served, are the
+      // cap: none of them may be closed for a newcomer (an idle one would be, see below).
       for (let i = 0; i < 3; i++) {
-        const c = await connect(port, '127.0.0.1', 30_000);
+        const c = await connect(port, '127.0.0.1', 600_000);
         if (typeof c === 'string') assert.fail(`connect: ${c}`);
         const o = await c.send(requestHead('GET', '/v2/health/live', 0));
         assert.equal(o.kind === 'response' && o.status, 200);
+        void c.send(heldRequest());
         open.push(c);
       }
+      // The server reads the three small requests as soon as its loop runs; this only gives it the turn.
+      await new Promise((r) => setTimeout(r, 1_000));
       const over = await connect(port, '127.0.0.1', 30_000);
       assert.ok(typeof over !== 'string');
       const refused = await over.send(inferRequest(new Array<number>(16).fill(1)));
@@ -197,6 +223,35 @@ describe('--http-max-connections', () => {
       assert.ok(!served.closes);
     } finally {
       for (const c of open) c.close();
+      await s.stop();
+      removeRepository(repo);
+    }
+  });
+});
+
+describe('--http-max-connections with idle connections', () => {
+  it('closes a connection that never sent a request for a newcomer, which is served', async () => {
+    const repo = makeRepository({ queued: { config: QUEUED } });
+    const s = await startServer([`--model-repository=${repo}`, '--http-max-connections=3']);
+    const port = Number(new URL(s.url).port);
+    const idle: RawConnection[] = [];
+    try {
+      // The cap held by connections that send nothing (an attacker's): a newcomer is served at once.
+      for (let i = 0; i < 3; i++) {
+        const c = await connect(port, '127.0.0.1', 30_000);
+        if (typeof c === 'string') assert.fail(`connect: ${c}`);
+        idle.push(c);
+      }
+      const c = await connect(port, '127.0.0.1', 30_000);
+      assert.ok(typeof c !== 'string');
+      const served = await c.send(inferRequest(new Array<number>(16).fill(3)));
+      assert.ok(served.kind === 'response' && served.status === 200, JSON.stringify(served));
+      // The idle connection accepted first is the one closed.
+      await idle[0].whenClosed();
+      assert.ok(!idle[1].closed && !idle[2].closed);
+      c.close();
+    } finally {
+      for (const c of idle) c.close();
       await s.stop();
       removeRepository(repo);
     }

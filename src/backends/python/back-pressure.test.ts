@@ -79,7 +79,35 @@ class TritonPythonModel:
         sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 `;
 
+// The same as an `async def execute`: every request's coroutine runs on the stub's one asyncio thread.
+const ASYNC_PY = `
+import asyncio
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            progress = json.loads(request.parameters())["progress"]
+            n = int(pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()[0])
+            for i in range(n):
+                out = pb_utils.Tensor("OUT", np.full([4096], i, dtype=np.int32))
+                sender.send(pb_utils.InferenceResponse([out]))
+                with open(progress, "w") as f:
+                    f.write(str(i + 1))
+                await asyncio.sleep(0)
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+`;
+
 const CAP = 8;
+/** credit.ts: a request's window and the overdraft a send on the stub's asyncio thread may take. */
+const WINDOW = 32;
+const OVERDRAFT = 256;
 const COUNT = 400; // 400 x 16 KiB: far more than any socket buffer holds
 
 /** A response queue with the core's contract (full at CAP, whenWritable waits for room) that the test drains. */
@@ -311,5 +339,31 @@ describe('a decoupled Python model and a reader that does not read', { timeout: 
     while (!progressText(progress).includes('cancelled')) await sleep(100);
     const sent = readProgress(progress);
     assert.ok(sent < COUNT, `the model stopped at ${sent} of ${COUNT} (held at ${held})`);
+  });
+
+  it("an async execute: a send past its credit does not stall the stub's other coroutines, and past the overdraft fails", async () => {
+    const model = await instance(ASYNC_PY, 'async');
+    const heldProgress = path.join(tmp, 'async-held');
+    const held = new BoundedQueue();
+    await model.execute([slowRequest('async-unread', COUNT, heldProgress, held)]);
+    // Another request of the same stub, read as it comes: it is served although the first one's client
+    // takes nothing (a send that waited for credit on the loop would stall this coroutine too).
+    const read = new BoundedQueue();
+    await model.execute([slowRequest('async-read', COUNT, path.join(tmp, 'async-read'), read)]);
+    assert.deepEqual(
+      await drain(read),
+      Array.from({ length: COUNT }, (_, i) => i),
+    );
+    assert.equal(read.error, undefined);
+    // The unread request went past its credit by the overdraft, then its send failed; read now, its
+    // responses come in order, then the error, which says what to do.
+    const sent = readProgress(heldProgress);
+    assert.equal(sent, WINDOW + OVERDRAFT, `the unread request's sends returned ${sent} times`);
+    assert.deepEqual(
+      await drain(held),
+      Array.from({ length: sent }, (_, i) => i),
+    );
+    assert.match(held.error?.message ?? '', /asyncio event loop cannot wait.*run_in_executor/);
+    assert.ok(held.maxQueued <= CAP, `its queue held at most ${CAP} (saw ${held.maxQueued})`);
   });
 });

@@ -4,6 +4,14 @@
  * every response back as BLS_RESPONSE frames, the last one final. Errors (unknown model, bad input, the
  * target failing) come back as an error response, as Triton does; `ResponseIterator.cancel()` aborts the
  * call. As in Triton, a model calling itself with no free instance waits forever: don't.
+ *
+ * Flow control (issue 33): the host sends at most the call's window (BLS_REQUEST's `window`, the stub's
+ * BLS_WINDOW) of responses ahead of what the model's ResponseIterator took; the stub grants more with
+ * BLS_CREDIT frames as the iterator is read. While a call has no credit this side simply does not take
+ * the next response from the core, so the target model's responses wait in the core's bounded queue of
+ * undelivered responses (--max-undelivered-responses) and a decoupled target waits in its send: a model
+ * that reads its BLS responses slowly, or holds the iterator, holds back its own call, never the host's
+ * memory. Cancelling the iterator (or the stub closing) ends the wait.
  */
 import type {
   BackendTraceToken,
@@ -11,7 +19,7 @@ import type {
   ServerApi,
   ServerInferRequest,
 } from '../../backend-api/backend.js';
-import { NereidError, internal, unavailable } from '../../common/errors.js';
+import { NereidError, cancelled, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import { isJsonObject } from './frames.js';
@@ -64,8 +72,21 @@ export function blsRequest(
   };
 }
 
+/** One running BLS call: its cancellation and its credit (responses it may still send). */
+interface Call {
+  readonly ac: AbortController;
+  credit: number;
+  /** Responses sent and not granted back yet (a call with a window). */
+  ahead: number;
+  /** Wakes the call waiting for credit (a grant, or its cancellation). */
+  wake: (() => void) | undefined;
+}
+
 export class BlsService {
-  private readonly calls = new Map<number, AbortController>();
+  private readonly calls = new Map<number, Call>();
+  /** BLS_RESPONSE frames sent and not yet granted back, summed over the calls; and one call's most. */
+  private ahead = 0;
+  private peak = 0;
 
   constructor(
     private readonly stub: StubProcess,
@@ -88,18 +109,53 @@ export class BlsService {
 
   /** A BLS_CANCEL (ResponseIterator.cancel()). */
   onCancel(call: number): void {
-    this.calls.get(call)?.abort();
+    this.calls.get(call)?.ac.abort();
+  }
+
+  /** A BLS_CREDIT: the call's iterator took `n` more responses. */
+  onCredit(call: number, n: number): void {
+    const c = this.calls.get(call);
+    if (c === undefined || n <= 0) return;
+    c.credit += n;
+    const back = Math.min(n, c.ahead);
+    c.ahead -= back;
+    this.ahead -= back;
+    const wake = c.wake;
+    c.wake = undefined;
+    wake?.();
+  }
+
+  /** Responses sent to the stub that its iterators have not taken (and granted back) yet. */
+  get responsesAhead(): number {
+    return this.ahead;
+  }
+
+  /** The most responses one call ever had ahead of its iterator (tests: bounded by the window). */
+  get peakAhead(): number {
+    return this.peak;
   }
 
   abortAll(): void {
-    for (const ac of this.calls.values()) ac.abort();
+    for (const c of this.calls.values()) c.ac.abort();
     this.calls.clear();
+  }
+
+  /** Waits until `c` may send another response; throws CANCELLED if the call is cancelled meanwhile. */
+  private async credit(c: Call): Promise<void> {
+    while (c.credit <= 0) {
+      if (c.ac.signal.aborted) throw cancelled('the BLS call was cancelled');
+      await new Promise<void>((resolve) => (c.wake = resolve));
+    }
+    c.credit--;
   }
 
   private async run(h: BlsRequestIn, blob: Buffer): Promise<void> {
     const q = h.call;
     const ac = new AbortController();
-    this.calls.set(q, ac);
+    const windowed = h.window > 0;
+    const c: Call = { ac, credit: windowed ? h.window : Infinity, ahead: 0, wake: undefined };
+    ac.signal.addEventListener('abort', () => c.wake?.(), { once: true });
+    this.calls.set(q, c);
     try {
       const freed: FreedRanges = [];
       let inputs: Tensor[];
@@ -115,8 +171,15 @@ export class BlsService {
       }
       let final = false;
       const parent = h.traceRid !== 0 ? this.traceOf(h.traceRid) : undefined;
+      // The next response is taken from the core only once the stub has room for it (credit).
       for await (const r of this.infer(blsRequest(h, inputs, ac.signal, parent))) {
+        await this.credit(c);
         await this.reply(q, r.outputs, r.parameters, r.final);
+        if (windowed) {
+          c.ahead++;
+          this.ahead++;
+          if (c.ahead > this.peak) this.peak = c.ahead;
+        }
         final ||= r.final;
       }
       if (!final) await this.reply(q, [], {}, true);
@@ -130,6 +193,8 @@ export class BlsService {
       });
     } finally {
       this.calls.delete(q);
+      // The call is over: what the stub did not grant back is no longer ahead.
+      this.ahead -= c.ahead;
     }
   }
 

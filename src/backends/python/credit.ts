@@ -24,6 +24,13 @@ import { MessageType, type ResponseIn } from './protocol.js';
 
 /** Responses a request may have sent and not been granted back (the stub's initial credit, INIT). */
 export const RESPONSE_WINDOW = 32;
+/**
+ * Responses past its credit a request may send from the stub's asyncio thread (an `async def execute`
+ * calling response_sender.send), where waiting for credit would stall every other coroutine of the stub:
+ * the stub sends them anyway, up to this many, and fails the send beyond (python/nereid_stub/runtime.py).
+ * They are parked here like the window's (INIT's response_overdraft).
+ */
+export const RESPONSE_OVERDRAFT = 256;
 /** Credit is granted back this many responses at a time (one CREDIT frame per GRANT_AT responses). */
 const GRANT_AT = RESPONSE_WINDOW / 4;
 
@@ -46,8 +53,8 @@ export class ResponseFlows {
     const parked = f?.flow?.parked;
     if (f !== undefined && parked !== undefined) {
       parked.push([r, outputs]);
-      // The window's responses and a final one fit; more means the stub ignored its credit.
-      if (parked.length > RESPONSE_WINDOW + 1) this.overflow(f);
+      // The window's responses, the overdraft and a final one fit; more means the stub ignored its credit.
+      if (parked.length > RESPONSE_WINDOW + RESPONSE_OVERDRAFT + 1) this.overflow(f);
       return;
     }
     this.hand(r, outputs);

@@ -295,6 +295,11 @@ export class PythonInstance implements InstanceHandle {
       case MessageType.BlsCancel:
         this.bls?.onCancel(decode[MessageType.BlsCancel](h).call);
         break;
+      case MessageType.BlsCredit: {
+        const credit = decode[MessageType.BlsCredit](h);
+        this.bls?.onCredit(credit.call, credit.n);
+        break;
+      }
       case MessageType.ModelControl:
         this.control?.onRequest(decode[MessageType.ModelControl](h), frame.blob);
         break;

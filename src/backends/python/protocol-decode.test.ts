@@ -67,6 +67,7 @@ void test("a well-behaved stub's messages decode whole", () => {
     requested_outputs: ['OUT'],
     inputs: [tensor],
     trace_rid: 9,
+    window: 32,
   });
   assert.deepEqual(bls, {
     call: 2,
@@ -81,6 +82,7 @@ void test("a well-behaved stub's messages decode whole", () => {
     requestedOutputs: ['OUT'],
     inputs: [tensor],
     traceRid: 9,
+    window: 32,
   });
   assert.deepEqual(
     decode[MessageType.ModelControl]({
@@ -228,7 +230,7 @@ built = [
     (m.EXECUTE_DONE, m.execute_failed(1, "E: no", info, 1, 2)),
     (m.RESPONSE, json.loads(m.error_json(3, "bad", 3, True, info, final=False))),
     (m.RESPONSE, json.loads(m.error_json(3, "bad", 3))),
-    (m.BLS_REQUEST, json.loads(m.bls_request_json(1, "x", -1, "r", "seq", 0, 0, "{}", ["OUT"], [t], 7))),
+    (m.BLS_REQUEST, json.loads(m.bls_request_json(1, "x", -1, "r", "seq", 0, 0, "{}", ["OUT"], [t], 7, 32))),
     (m.BLS_REQUEST, json.loads(m.bls_request_json(1, "x", -1, "r", 5, 0, 0, "{}", [], []))),
     (m.BLS_CANCEL, m.bls_cancel(1)),
     (m.LOG, m.log(0, "hi", "model.py", 3)),
@@ -238,6 +240,7 @@ built = [
     (m.MODEL_CONTROL, m.model_control(2, m.unload_op("x", True))),
     (m.MODEL_CONTROL, m.model_control(3, m.ready_op("x", ""))),
     (m.METRICS, m.metrics_reply(4, [])),
+    (m.BLS_CREDIT, m.bls_credit(4, 8)),
 ]
 out = []
 for type_, header in built:
@@ -252,17 +255,24 @@ void test("every builder in messages.py writes its message's shape, and the host
   const out = JSON.parse(
     execFileSync(PYTHON, ['-c', BUILDERS, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
   ) as [number, boolean, Record<string, unknown>][];
-  assert.equal(out.length, 18);
+  assert.equal(out.length, 19);
   for (const [type, ok, header] of out) assert.equal(ok, true, `type ${type}: ${JSON.stringify(header)}`);
   const [, , notFinal] = out[6];
   const r = decode[MessageType.Response](notFinal);
   assert.deepEqual([r.rid, r.final, r.error?.code, r.error?.fromModel], [3, false, 'INVALID_ARG', true]);
   const bls = decode[MessageType.BlsRequest](out[8][2]);
   assert.deepEqual(
-    [bls.correlationId, bls.correlationIsString, bls.traceRid, bls.inputs],
-    ['seq', true, 7, [{ name: 'IN', datatype: 'FP32', shape: [1], in_shm: false, offset: 0, byte_size: 4 }]],
+    [bls.correlationId, bls.correlationIsString, bls.traceRid, bls.window, bls.inputs],
+    [
+      'seq',
+      true,
+      7,
+      32,
+      [{ name: 'IN', datatype: 'FP32', shape: [1], in_shm: false, offset: 0, byte_size: 4 }],
+    ],
   );
   const numeric = decode[MessageType.BlsRequest](out[9][2]);
   assert.deepEqual([numeric.correlationId, numeric.correlationIsString, numeric.traceRid], ['5', false, 0]);
   assert.deepEqual(decode[MessageType.ModelControl](out[15][2]).unloadDependents, true);
+  assert.deepEqual(decode[MessageType.BlsCredit](out[18][2]), { call: 4, n: 8 });
 });

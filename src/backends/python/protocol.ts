@@ -39,6 +39,7 @@ export const MessageType = {
   Fatal: 29,
   ModelControl: 30,
   Metrics: 31,
+  BlsCredit: 32,
 } as const;
 export type MessageType = (typeof MessageType)[keyof typeof MessageType];
 
@@ -120,6 +121,11 @@ export interface InitMessage {
    * control, credit.ts); absent or 0 = no limit (a default-mode model's one response).
    */
   readonly response_window?: number;
+  /**
+   * Responses past its credit a request may send from the stub's asyncio thread, which must not wait
+   * (credit.ts RESPONSE_OVERDRAFT); absent = 0.
+   */
+  readonly response_overdraft?: number;
   readonly shm_initial: number;
   readonly shm_growth: number;
   /** initialize(args): Triton's keys, all strings. */
@@ -235,10 +241,21 @@ export interface BlsRequestMessage {
   readonly inputs: readonly StubTensor[];
   /** The executing request (its rid) whose trace the call joins (`trace=request.trace()`). */
   readonly trace_rid?: number;
+  /**
+   * BLS_RESPONSE frames the host may send ahead of what the call's iterator took; the stub grants more
+   * with BLS_CREDIT frames (bls.ts). Absent or 0 = no limit.
+   */
+  readonly window?: number;
 }
 
 export interface BlsCancelMessage {
   readonly call: number;
+}
+
+/** The BLS call's iterator took `n` more responses: the host may send that many more (bls.ts). */
+export interface BlsCreditMessage {
+  readonly call: number;
+  readonly n: number;
 }
 
 export interface LogMessage {
@@ -299,6 +316,7 @@ export interface Messages {
   [MessageType.Fatal]: FatalMessage;
   [MessageType.ModelControl]: ModelControlMessage;
   [MessageType.Metrics]: MetricsMessage;
+  [MessageType.BlsCredit]: BlsCreditMessage;
 }
 
 export type HostMessageType =
@@ -418,6 +436,8 @@ export interface BlsRequestIn {
   readonly inputs: unknown;
   /** The executing request whose trace the call joins (0 = none). */
   readonly traceRid: number;
+  /** Responses the host may send ahead of the stub's grants (0 = no limit). */
+  readonly window: number;
 }
 
 export interface ModelControlIn {
@@ -455,6 +475,7 @@ export interface Incoming {
   [MessageType.Fatal]: { readonly message: string | undefined };
   [MessageType.ModelControl]: ModelControlIn;
   [MessageType.Metrics]: { readonly query: number; readonly families: StubFamily[] };
+  [MessageType.BlsCredit]: { readonly call: number; readonly n: number };
 }
 
 function decodeError(v: unknown): ErrorIn {
@@ -509,6 +530,7 @@ function decodeBlsRequest(h: RawJsonObject): BlsRequestIn {
     requestedOutputs: listOf(h.requested_outputs).map(String),
     inputs: h.inputs,
     traceRid: numberOr(h.trace_rid, 0),
+    window: typeof h.window === 'number' && h.window > 0 ? Math.floor(h.window) : 0,
   };
 }
 
@@ -550,4 +572,8 @@ export const decode: { readonly [T in StubMessageType]: (header: RawJsonObject) 
   [MessageType.Fatal]: (h) => ({ message: typeof h.message === 'string' ? h.message : undefined }),
   [MessageType.ModelControl]: decodeModelControl,
   [MessageType.Metrics]: (h) => ({ query: numberOr(h.query, 0), families: parseMetricsReply(h) }),
+  [MessageType.BlsCredit]: (h) => ({
+    call: numberOr(h.call, 0),
+    n: typeof h.n === 'number' && h.n > 0 ? Math.floor(h.n) : 0,
+  }),
 };

@@ -23,7 +23,7 @@ import type { InstanceSpec } from '../../backend-api/backend.js';
 import { NereidError, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { capModelText } from '../model-errors.js';
-import { RESPONSE_WINDOW } from './credit.js';
+import { RESPONSE_OVERDRAFT, RESPONSE_WINDOW } from './credit.js';
 import type { Batch, BatchLedger } from './ledger.js';
 import { watchMemory } from './memory-watch.js';
 import { MessageType, type InitMessage } from './protocol.js';
@@ -79,7 +79,7 @@ export function initMessage(o: SupervisorOptions): InitMessage {
     decoupled: o.decoupled,
     shm_threshold: o.shmThreshold,
     // Each request's flow control (credit.ts); a default-mode request sends one response.
-    ...(o.decoupled && { response_window: RESPONSE_WINDOW }),
+    ...(o.decoupled && { response_window: RESPONSE_WINDOW, response_overdraft: RESPONSE_OVERDRAFT }),
     shm_initial: t.shm_initial,
     shm_growth: t.shm_growth,
     args: {

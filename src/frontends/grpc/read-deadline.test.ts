@@ -14,6 +14,8 @@ import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from 
 import { TestClient } from './test-client.testkit.js';
 
 const SERVER_LIVE = '/inference.GRPCInferenceService/ServerLive';
+const STREAM_INFER = '/inference.GRPCInferenceService/ModelStreamInfer';
+const NO_ERROR = 0;
 const ENHANCE_YOUR_CALM = 11;
 const DEADLINE_EXCEEDED = 4;
 
@@ -52,13 +54,34 @@ async function liveOn(c: RawConnection, streamId: number): Promise<boolean> {
   return f !== undefined;
 }
 
+/**
+ * A call being served on a raw connection: a ModelStreamInfer stream with one whole message (an empty
+ * request, answered in the stream with an error), left open. True once the server answered it.
+ */
+async function busyOn(c: RawConnection, streamId: number): Promise<boolean> {
+  c.write(
+    grpcHeaders(streamId, STREAM_INFER),
+    frame(FrameType.DATA, 0, streamId, grpcFrame(Buffer.alloc(0))),
+  );
+  const f = await c.waitFor((x) => x.streamId === streamId && x.type === FrameType.DATA);
+  return f !== undefined;
+}
+
+/** Waits until `c` is closed and returns its first GOAWAY, or undefined when it stays open (20 s). */
+async function goneWith(c: RawConnection): Promise<{ code: number; debug: string } | undefined> {
+  await c.waitFor((f) => f.type === FrameType.GOAWAY);
+  if (!(await c.waitClosed())) return undefined;
+  return c.goaways()[0];
+}
+
 describe('gRPC connection cap and request read deadline (fake api, real sockets)', () => {
-  it('a connection over --grpc-max-connections gets GOAWAY ENHANCE_YOUR_CALM and is closed; the others work', async () => {
+  it('a connection over --grpc-max-connections gets GOAWAY ENHANCE_YOUR_CALM and is closed when every open one is busy; the others work', async () => {
     const r = await start({ maxConnections: 2 });
     const a = await RawConnection.open(r.port);
     const b = await RawConnection.open(r.port);
-    assert.ok(await liveOn(a, 1));
-    assert.ok(await liveOn(b, 1));
+    // Each has a call being served: neither may be closed to make room.
+    assert.ok(await busyOn(a, 1));
+    assert.ok(await busyOn(b, 1));
     const over = await RawConnection.open(r.port);
     assert.ok(await over.waitClosed(), 'the connection over the cap is closed');
     const goaways = over.goaways();
@@ -68,6 +91,7 @@ describe('gRPC connection cap and request read deadline (fake api, real sockets)
     // The connections under the cap keep working.
     assert.ok(await liveOn(a, 3));
     assert.ok(await liveOn(b, 3));
+    assert.ok(a.isOpen && b.isOpen, 'no busy connection was closed for the newcomer');
     // One closes: a new one fits again.
     a.destroy();
     await a.closed;
@@ -79,6 +103,50 @@ describe('gRPC connection cap and request read deadline (fake api, real sockets)
     }
     assert.deepEqual(live, { live: true });
     b.destroy();
+  });
+
+  it('at the cap the connection that did least is closed with GOAWAY NO_ERROR and the newcomer is served; a busy one never is', async () => {
+    // The drip attack on the cap, scaled down: 3 places, held by connections that send no call (one of
+    // them drips a request it never finishes). A newcomer is served at once instead of being refused
+    // until the read deadlines (60 s by default) free a place.
+    const r = await start({ maxConnections: 3 });
+    const busy = await RawConnection.open(r.port);
+    assert.ok(await busyOn(busy, 1));
+    const idle = await RawConnection.open(r.port);
+    const drip = await RawConnection.open(r.port);
+    // A request begun and never finished: some bytes, no whole message.
+    drip.write(grpcHeaders(1, SERVER_LIVE), frame(FrameType.DATA, 0, 1, Buffer.from([0, 0, 0])));
+    await drip.waitFor(() => false, 300);
+
+    const first = await RawConnection.open(r.port);
+    assert.ok(await liveOn(first, 1), 'a fourth client is served at the cap');
+    const idleGone = await goneWith(idle);
+    assert.equal(idleGone?.code, NO_ERROR, 'the connection that never sent a byte of a call is closed first');
+    assert.match(idleGone.debug, /connection limit \(3\).*least active.*--grpc-max-connections/);
+    assert.ok(drip.isOpen, 'the dripping one has sent more: it is still open');
+
+    const second = await RawConnection.open(r.port);
+    assert.ok(await busyOn(second, 1), 'a fifth client is served');
+    assert.equal((await goneWith(drip))?.code, NO_ERROR, 'then the dripping connection is closed');
+
+    // first finished its call: once it has been quiet a moment (ACTIVE_MS) it is the one to go.
+    await first.waitFor(() => false, 1_500);
+    const third = await RawConnection.open(r.port);
+    assert.ok(await busyOn(third, 1), 'a sixth client is served');
+    assert.equal((await goneWith(first))?.code, NO_ERROR, 'the quiet connection is closed');
+
+    // Now every connection has a call being served: a newcomer is refused, as before.
+    const over = await RawConnection.open(r.port);
+    assert.equal(
+      (await goneWith(over))?.code,
+      ENHANCE_YOUR_CALM,
+      'nothing to close: the newcomer is refused',
+    );
+    for (const c of [busy, second, third]) {
+      assert.ok(c.isOpen, 'a connection with a call being served is never closed for a newcomer');
+      assert.ok(await liveOn(c, 3), 'and it still works');
+    }
+    for (const c of [busy, second, third]) c.destroy();
   });
 
   it('one address holds at most --grpc-max-connections-per-address connections; other addresses still get in', async () => {

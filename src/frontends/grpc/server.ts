@@ -34,6 +34,7 @@ import {
   tagSocket,
   type ConnectionSettings,
 } from './transport/connection.js';
+import { leastActive } from '../eviction.js';
 import { frame } from './transport/framing.js';
 import { HeaderForwarder } from '../header-forward.js';
 import { listen } from '../listen.js';
@@ -461,17 +462,36 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
   };
 
   let open = 0;
+  /** Connections closed at the cap so far (verbose log), and those of them whose sessions still close. */
+  let evictions = 0;
+  let evicting = 0;
+  const evicted = new WeakSet<ServerHttp2Session>();
   const { maxConnections } = settings;
   const share = new ConnectionShare(settings.maxConnectionsPerAddress);
+  /**
+   * At the cap, the open connection that has done the least (../eviction.ts) is closed to make room; one
+   * with a call being served or one just active never is (GrpcConnection.evictionRank). O(connections),
+   * only at the cap.
+   */
+  const evictOne = (): boolean => {
+    const now = performance.now();
+    const victim = leastActive(connections.values(), (c) => c.evictionRank(now));
+    if (victim === undefined) return false;
+    evictions++;
+    if (log.isVerbose()) log.verbose(`GRPC connection evicted at the connection limit (${evictions} so far)`);
+    victim.evict(
+      `the server is at its gRPC connection limit (${maxConnections}) and this connection was the least ` +
+        'active; reconnect (--grpc-max-connections)',
+    );
+    // It no longer counts against the cap: it is destroyed on the next tick.
+    connections.delete(victim.session);
+    evicted.add(victim.session);
+    evicting++;
+    return true;
+  };
   const onSession = (session: ServerHttp2Session): void => {
     const connection = new GrpcConnection(session, settings.connectionSettings, settings.serverBudget, log);
-    if (maxConnections > 0 && open >= maxConnections) {
-      connection.refuse(
-        `the server is at its gRPC connection limit (${maxConnections}); retry later (--grpc-max-connections)`,
-      );
-      return;
-    }
-    // Checked after the cap, so a refusal there never holds a place here.
+    // The address's share first, so a connection refused for it never costs another one its place.
     const place = share.take(session.socket?.remoteAddress);
     if (place === null) {
       connection.refuse(
@@ -480,10 +500,18 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       );
       return;
     }
+    if (maxConnections > 0 && open - evicting >= maxConnections && !evictOne()) {
+      share.release(place);
+      connection.refuse(
+        `the server is at its gRPC connection limit (${maxConnections}); retry later (--grpc-max-connections)`,
+      );
+      return;
+    }
     open++;
     connections.set(session, connection);
     session.on('close', () => {
       open--;
+      if (evicted.has(session)) evicting--;
       share.release(place);
       connections.delete(session);
     });

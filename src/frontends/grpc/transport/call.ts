@@ -151,7 +151,7 @@ export class ServerCall {
     const streaming = handlers.streaming === true;
     if (!streaming) this.startReadTimer();
     this.stream.on('data', (chunk: Buffer) => {
-      transport?.received();
+      transport?.received(chunk.length);
       if (this.done) return;
       let messages;
       try {
@@ -166,6 +166,7 @@ export class ServerCall {
         if (reader.partial) this.startReadTimer();
         else this.stopReadTimer();
       }
+      if (messages.length > 0) transport?.messageArrived(this.stream);
       for (const m of messages) {
         if (this.done) break; // e.g. a unary call refused its second message
         if (!m.compressed && this.pending === undefined) {

@@ -34,6 +34,7 @@
 import { constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../common/logger.js';
+import { ACTIVE_MS, type EvictionRank } from '../../eviction.js';
 import { ByteBudget } from './budget.js';
 
 export interface ConnectionSettings {
@@ -105,8 +106,13 @@ export function tagSocket(socket: Socket): void {
 /** What a call needs from its connection. */
 export interface CallTransport {
   readonly budget: ByteBudget | undefined;
-  /** Bytes arrived from the client (the connection is alive). */
-  received(): void;
+  /** `bytes` of a call's request arrived from the client (the connection is alive). */
+  received(bytes: number): void;
+  /**
+   * A whole request message of `stream` arrived: the connection made progress, and the call counts as in
+   * flight (never evicted at the connection cap) until its stream closes.
+   */
+  messageArrived(stream: ServerHttp2Stream): void;
   /** The server wrote headers or data (clears ping strikes, re-allows keepalive pings). */
   dataSent(): void;
   /**
@@ -147,6 +153,14 @@ export class GrpcConnection implements CallTransport {
   private lingerTimer: NodeJS.Timeout | undefined;
   /** Runs until the first call starts (requestReadTimeoutMs). */
   private firstCallTimer: NodeJS.Timeout | undefined;
+  /** Streams that received a whole request message and have not closed: calls being served. */
+  private readonly serving = new WeakSet<ServerHttp2Stream>();
+  private servingCount = 0;
+  /** Whole request messages received, and call bytes (of any message, whole or not). */
+  private messages = 0;
+  private bytesReceived = 0;
+  /** When the connection last made progress (a message in, a served call done); first, its accept time. */
+  private lastProgress = performance.now();
 
   constructor(
     readonly session: ServerHttp2Session,
@@ -211,6 +225,11 @@ export class GrpcConnection implements CallTransport {
     // and clearing a timer per call was measurable at one call at a time).
     stream.once('close', () => {
       this.activeStreams--;
+      if (this.serving.has(stream)) {
+        this.serving.delete(stream);
+        this.servingCount--;
+        this.lastProgress = performance.now();
+      }
       // A reset counts whatever its code: h2 libraries send RST_STREAM NO_ERROR by default, and such a
       // stream is `aborted` (closed before the server ended its side).
       if (stream.aborted || (stream.rstCode !== constants.NGHTTP2_NO_ERROR && stream.rstCode !== undefined)) {
@@ -222,8 +241,38 @@ export class GrpcConnection implements CallTransport {
     });
   }
 
-  received(): void {
+  received(bytes: number): void {
     this.heard = true;
+    this.bytesReceived += bytes;
+  }
+
+  messageArrived(stream: ServerHttp2Stream): void {
+    this.messages++;
+    this.lastProgress = performance.now();
+    if (!this.serving.has(stream) && !stream.closed) {
+      this.serving.add(stream);
+      this.servingCount++;
+    }
+  }
+
+  /**
+   * How little this connection has done, for the choice of which connection to close when the server is
+   * at its connection cap (../eviction.ts); undefined: not to be closed for that — it is closing already,
+   * it has a call being served, or it completed something within the last ACTIVE_MS.
+   */
+  evictionRank(now: number): EvictionRank | undefined {
+    if (this.closing || this.closed || this.servingCount > 0) return undefined;
+    if (this.messages > 0 && now - this.lastProgress < ACTIVE_MS) return undefined;
+    return { progressed: this.messages > 0, bytes: this.bytesReceived, since: this.lastProgress };
+  }
+
+  /**
+   * Closed to make room for a new connection at the server's cap: GOAWAY NO_ERROR with `message` and no
+   * stream accepted (the connection had no call being served: a client retries whatever it had begun),
+   * then closed at once.
+   */
+  evict(message: string): void {
+    this.kill(constants.NGHTTP2_NO_ERROR, message);
   }
 
   writing(delta: 1 | -1): void {
