@@ -381,5 +381,11 @@ async function main(): Promise<void> {
   );
 }
 
-if (isMainThread) await main();
-else serveAsks();
+if (isMainThread) {
+  try {
+    await main();
+  } finally {
+    // The worker's gRPC channels would keep the process up after the servers stopped.
+    await worker?.terminate();
+  }
+} else serveAsks();
