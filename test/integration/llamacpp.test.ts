@@ -1,13 +1,16 @@
 // The llamacpp backend on a running server with the tiny GGUF model the test setup writes
 // (scripts/setup-llm-models.sh): generate and generate_stream agree, seeds repeat, stop strings end the
-// text, concurrent streams over fewer sequences all finish with their own text, a cancelled stream gives
-// its sequence back, the queue bound refuses, the real `openai` npm client chats; a corrupt or truncated
-// GGUF, a bad model.json, a context too large to allocate, a prompt over the context and max_tokens over
-// the limit are 4xx; 32 streams over 4 sequences are all answered in bounded memory.
+// text, a step detokenizes a few tokens (not the whole text so far), concurrent streams over fewer
+// sequences all finish with their own text, a cancelled stream gives its sequence back, the queue bound
+// refuses, the real `openai` npm client chats; a corrupt or truncated GGUF, a bad model.json, a context
+// too large to allocate, a prompt over the context and max_tokens over the limit are 4xx; 32 streams
+// over 4 sequences are all answered in bounded memory.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { LlamaModel } from 'node-llama-cpp';
 import OpenAI from 'openai';
+import { CONTEXT_TOKENS, MAX_SPLIT } from '../../src/backends/llamacpp/token-text.js';
 import { makeRepository, post, removeRepository, startServer, waitFor, type TestServer } from './harness.js';
 import { LLAMACPP_CONFIG as CONFIG, TINY_GGUF as TINY } from './llamacpp-support.js';
 
@@ -113,6 +116,7 @@ describe('llamacpp backend on a running server', () => {
     });
     repo = makeRepository({
       tiny: engine({ context_size: 256, parallel_sequences: 2 }),
+      counted: engine({ context_size: 256, parallel_sequences: 1 }),
       one: engine({ context_size: 2048, parallel_sequences: 1, max_queue_size: 1 }),
       four: engine({ context_size: 256, parallel_sequences: 4 }),
       // A KV cache no machine has: 256 sequences of a million tokens.
@@ -205,6 +209,48 @@ describe('llamacpp backend on a running server', () => {
     const stopped = await generate('tiny', 'blue stone', { temperature: 0, max_tokens: 30, stop: [stop] });
     assert.equal(stopped.reply.text_output, full.slice(0, full.indexOf(stop)));
     assert.equal(stopped.reply.finish_reason, 'stop');
+  });
+
+  it('detokenizes a few tokens a step, not the whole text so far', async () => {
+    // Every detokenization of a model loaded now, counted where node-llama-cpp does it (the server runs
+    // in this process; a model binds its detokenize when it loads, so the spy goes in before the load).
+    type Detokenize = (this: LlamaModel, ...args: Parameters<LlamaModel['detokenize']>) => string;
+    const proto = LlamaModel.prototype;
+    const original = Object.getOwnPropertyDescriptor(proto, 'detokenize')!.value as Detokenize;
+    const calls: number[] = [];
+    proto.detokenize = function (this: LlamaModel, ...args: Parameters<LlamaModel['detokenize']>) {
+      calls.push(args[0].length);
+      return original.apply(this, args);
+    };
+    try {
+      const load = await post(`${server.url}/v2/repository/models/counted/load`, {});
+      assert.equal(load.status, 200, load.body.toString());
+    } finally {
+      proto.detokenize = original;
+    }
+    const steps = 200;
+    calls.length = 0;
+    const streamed = await readStream(`${server.url}/v2/models/counted/generate_stream`, {
+      text_input: 'the',
+      stream: true,
+      exclude_input_in_output: true,
+      sampling_parameters: sampling({ temperature: 0, max_tokens: steps }),
+    });
+    const counted = [...calls];
+    assert.equal(streamed.status, 200);
+    const text = streamed.events.map((e) => e.text_output ?? '').join('');
+    const whole = (await generate('counted', 'the', { temperature: 0, max_tokens: steps })).reply;
+    assert.equal(text, whole.text_output);
+    await post(`${server.url}/v2/repository/models/counted/unload`, {});
+    // The whole text every step: the last call would read 200 tokens, all of them 20,100.
+    assert.ok(counted.length >= steps, `${counted.length} calls`);
+    const largest = Math.max(...counted);
+    const total = counted.reduce((a, b) => a + b, 0);
+    assert.ok(largest <= CONTEXT_TOKENS + MAX_SPLIT + 1, `a call detokenized ${largest} tokens`);
+    assert.ok(
+      total <= (4 * CONTEXT_TOKENS + 2 * MAX_SPLIT + 1) * steps,
+      `${total} tokens detokenized for ${steps} generated`,
+    );
   });
 
   it('answers 8 concurrent streams over 2 sequences, each with its own text', async () => {

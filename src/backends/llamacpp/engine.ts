@@ -32,6 +32,7 @@ import { ggufProblem } from './gguf-check.js';
 import type { LlamacppOptions } from './options.js';
 import { EngineMeters, type RequestMeter } from './meter.js';
 import { SlotQueue } from './slot-queue.js';
+import { textAfter, TokenText } from './token-text.js';
 
 export type { Token, TokenBias, LlamaGrammarEvaluationState };
 
@@ -282,13 +283,19 @@ export class LlamaEngine {
   }
 
   /**
-   * One token's text as it reads after `previous` (for log probs: SentencePiece's leading space shows only
-   * after another token; a piece of a multi-byte character reads as U+FFFD).
+   * One token's text as it reads after `previous`, special tokens as their text (for log probs:
+   * SentencePiece's leading space shows only after another token; a piece of a multi-byte character reads
+   * as U+FFFD). The same reading as a generation's text (token-text.ts).
    */
   tokenText(token: Token, previous?: Token): string {
-    if (previous === undefined) return this.model.detokenize([token], true);
-    const before = this.model.detokenize([previous], true);
-    return this.model.detokenize([previous, token], true).slice(before.length);
+    return textAfter(this.specialText, previous === undefined ? [] : [previous], [token]);
+  }
+
+  private readonly specialText = (tokens: readonly Token[]): string => this.model.detokenize(tokens, true);
+
+  /** A generation's text, token by token, each step detokenizing a few tokens only (token-text.ts). */
+  textOf(): TokenText {
+    return new TokenText((tokens) => this.model.detokenize(tokens));
   }
 
   /** Tokens each sequence holds, prompt and generated text together (llama.cpp may round it up). */
@@ -349,10 +356,6 @@ export class LlamaEngine {
     const bos = this.model.tokens.bos;
     if (this.model.tokens.shouldPrependBosToken && bos !== null && tokens[0] !== bos) tokens.unshift(bos);
     return tokens;
-  }
-
-  detokenize(tokens: readonly Token[]): string {
-    return this.model.detokenize(tokens);
   }
 
   isEndOfGeneration(token: Token): boolean {

@@ -2,7 +2,8 @@
  * One request's generation: read the vLLM-interface inputs, check the prompt and max_tokens against the
  * context, wait for a sequence, then evaluate token by token and answer (one response per text piece when
  * streaming, one response at the end otherwise). The sequence is given back the moment the request ends:
- * finished, stopped, cancelled or failed. Every problem ends the request through its sender.
+ * finished, stopped, cancelled or failed. Every problem ends the request through its sender. The text is
+ * read token by token over a few tokens each step (token-text.ts), then cut at stop strings (stop-text.ts).
  *
  * `guided_decoding` (sampling.ts) becomes a llama.cpp grammar the sampler obeys, so the text is valid
  * JSON for the schema (node-llama-cpp's JSON-schema grammar) and ends when the grammar does; `logprobs`
@@ -203,6 +204,7 @@ async function decode(
   /** Log probs of the tokens not yet sent (streaming) or of every token (one response). */
   let entries: LogprobEntry[] = [];
   const stop = new StopText(sampling.stop);
+  const detokenizer = engine.textOf();
   // Like vLLM's backend, the prompt leads the first response unless exclude_input_in_output.
   let prefix = request.excludeInputInOutput ? '' : request.prompt;
   let text = '';
@@ -232,7 +234,7 @@ async function decode(
     generated.push(token);
     meter.token();
     unsentTokens++;
-    const piece = stop.update(engine.detokenize(generated));
+    const piece = stop.push(detokenizer.push(token));
     text += piece;
     if (request.stream && piece !== '') {
       await sender.whenWritable?.();
@@ -251,7 +253,9 @@ async function decode(
     if (generated.length >= sampling.maxTokens) break;
   }
   if (signal.aborted || sender.done) return;
-  const rest = stop.flush();
+  // A character still incomplete at the end reads as U+FFFD, and may yet complete a stop string.
+  const rest = stop.push(detokenizer.flush()) + stop.flush();
+  if (stop.done) finishReason = 'stop';
   text += rest;
   if (!request.stream) {
     sender.send(responseTensors(request, prefix + text, counts(generated.length), finishReason, logprobs()), {

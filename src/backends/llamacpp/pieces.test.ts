@@ -1,7 +1,7 @@
 // The llamacpp backend's pure parts: sampling_parameters (vLLM's keys, defaults, refusals), stop strings
-// held back while streaming, model.json checks, the sequence queue's bound and cancellation, the
-// context budget of a request, which free sequence a prompt takes for its cached prefix, and the GGUF
-// header walk with the chat template it reads.
+// held back while streaming (token-text.test.ts has the text of tokens), model.json checks, the sequence
+// queue's bound and cancellation, the context budget of a request, which free sequence a prompt takes for
+// its cached prefix, and the GGUF header walk with the chat template it reads.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { NereidError } from '../../common/errors.js';
@@ -109,22 +109,25 @@ describe('sampling_parameters', () => {
 describe('stop strings', () => {
   it('ends before the stop string and never sends part of it', () => {
     const s = new StopText(['END']);
-    assert.equal(s.update('ab'), 'ab');
-    assert.equal(s.update('abcE'), 'c'); // 'E' may start END
-    assert.equal(s.update('abcEN'), '');
-    assert.equal(s.update('abcENX'), 'ENX'); // it did not
-    assert.equal(s.update('abcENXEND tail'), '');
+    assert.equal(s.push('ab'), 'ab');
+    assert.equal(s.push('cE'), 'c'); // 'E' may start END
+    assert.equal(s.push('N'), '');
+    assert.equal(s.push('X'), 'ENX'); // it did not
+    assert.equal(s.push('EN'), '');
+    assert.equal(s.push('D tail'), '');
     assert.ok(s.done);
+    assert.equal(s.push('more'), '');
     assert.equal(s.flush(), '');
   });
 
-  it('flushes held-back text when the generation ends, and holds a split character', () => {
+  it('flushes held-back text when the generation ends, and takes the first of several stops', () => {
     const s = new StopText(['\n\n']);
-    assert.equal(s.update('hi\n'), 'hi');
+    assert.equal(s.push('hi\n'), 'hi');
     assert.equal(s.flush(), '\n');
-    const u = new StopText([]);
-    assert.equal(u.update('a\ufffd'), 'a');
-    assert.equal(u.update('aé'), 'é');
+    const t = new StopText(['yz', 'bc']);
+    assert.equal(t.push('ab'), 'a');
+    assert.equal(t.push('cxyz'), '');
+    assert.ok(t.done);
   });
 });
 
