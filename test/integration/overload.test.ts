@@ -6,7 +6,7 @@
 // asserted here.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeRepository, removeRepository, request, startServer } from './harness.js';
+import { makeRepository, removeRepository, request, startServer, waitFor } from './harness.js';
 import { connect, requestHead, type Outcome, type RawConnection } from './raw-http.js';
 import { spawnServer, type SpawnedServer } from './spawned-server.js';
 
@@ -182,8 +182,15 @@ describe('--http-max-connections', () => {
         void c.send(heldRequest());
         open.push(c);
       }
-      // The server reads the three small requests as soon as its loop runs; this only gives it the turn.
-      await new Promise((r) => setTimeout(r, 1_000));
+      // Until the server has read all three: one runs on the model's one instance, two wait in its queue.
+      const metricsUrl = `http://127.0.0.1:${s.running.metrics!.port}/metrics`;
+      await waitFor(
+        async () =>
+          (await (await fetch(metricsUrl)).text()).includes(
+            'nv_inference_pending_request_count{model="held",version="1"} 2\n',
+          ),
+        120_000,
+      );
       const over = await connect(port, '127.0.0.1', 30_000);
       assert.ok(typeof over !== 'string');
       const refused = await over.send(inferRequest(new Array<number>(16).fill(1)));
