@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { ROOT } from '../integration/harness.js';
 
 export interface BrowserSetup {
@@ -33,4 +33,27 @@ export function setupBrowser(): BrowserSetup {
     version: env.NEREID_CHROMIUM_VERSION,
     launch: () => chromium.launch({ executablePath, headless: true }),
   };
+}
+
+export interface DashboardPageOptions {
+  readonly width?: number;
+  readonly height?: number;
+  /** Every page error goes here (a test asserts it stays empty). */
+  readonly errors?: string[];
+  /** How long any wait on the page may take, in milliseconds. */
+  readonly timeout: number;
+}
+
+/** A new page of `browser` on the dashboard at `serverUrl`, once its models table has drawn. */
+export async function openDashboard(
+  browser: Browser,
+  serverUrl: string,
+  { width = 1400, height = 1000, errors, timeout }: DashboardPageOptions,
+): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width, height } });
+  page.setDefaultTimeout(timeout);
+  if (errors !== undefined) page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${serverUrl}/dashboard/`);
+  await page.locator('#models-table').waitFor({ timeout });
+  return page;
 }

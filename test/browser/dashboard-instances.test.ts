@@ -14,7 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { EXAMPLES, ROOT, makeRepository, post, removeRepository, request } from '../integration/harness.js';
 import { pythonFlags } from '../integration/python-support.js';
 import { spawnServer, type SpawnedServer } from '../integration/spawned-server.js';
-import { setupBrowser } from './browser.testkit.js';
+import { openDashboard, setupBrowser } from './browser.testkit.js';
 
 const setup = setupBrowser();
 const WAIT = { timeout: 90_000 };
@@ -81,10 +81,7 @@ describe('the dashboard: instance health of a Python model', { skip: setup.skip 
       ...pythonFlags(`nereid_dash_${process.pid}_`),
     ]);
     browser = await setup.launch();
-    page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
-    page.setDefaultTimeout(WAIT.timeout);
-    await page.goto(`${server.url}/dashboard/`);
-    await page.locator('#models-table').waitFor(WAIT);
+    page = await openDashboard(browser, server.url, { width: 1600, ...WAIT });
   });
 
   after(async () => {
@@ -164,10 +161,7 @@ describe(
         ...pythonFlags(`nereid_dash_od_${process.pid}_`),
       ]);
       browser = await setup.launch();
-      page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
-      page.setDefaultTimeout(WAIT.timeout);
-      await page.goto(`${server.url}/dashboard/`);
-      await page.locator('#models-table').waitFor(WAIT);
+      page = await openDashboard(browser, server.url, { width: 1600, ...WAIT });
     });
 
     after(async () => {

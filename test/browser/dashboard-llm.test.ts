@@ -13,7 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import { EXAMPLES, makeRepository, removeRepository, request } from '../integration/harness.js';
 import { LLAMACPP_CONFIG, TINY_GGUF } from '../integration/llamacpp-support.js';
 import { spawnServer, type SpawnedServer } from '../integration/spawned-server.js';
-import { setupBrowser } from './browser.testkit.js';
+import { openDashboard, setupBrowser } from './browser.testkit.js';
 
 const setup = setupBrowser();
 const WAIT = { timeout: 120_000 };
@@ -110,11 +110,7 @@ describe('the dashboard: tokens/s and time to first token of LLM models', { skip
       '--metrics-address=127.0.0.1',
     ]);
     browser = await setup.launch();
-    page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
-    page.setDefaultTimeout(WAIT.timeout);
-    page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(`${server.url}/dashboard/`);
-    await page.locator('#models-table').waitFor(WAIT);
+    page = await openDashboard(browser, server.url, { width: 1600, errors: pageErrors, ...WAIT });
   });
 
   after(async () => {

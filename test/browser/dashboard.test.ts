@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { EXAMPLES, ROOT, makeRepository, removeRepository, request } from '../integration/harness.js';
 import { spawnServer, type SpawnedServer } from '../integration/spawned-server.js';
-import { setupBrowser } from './browser.testkit.js';
+import { openDashboard, setupBrowser } from './browser.testkit.js';
 
 const setup = setupBrowser();
 const SHOTS = process.env.NEREID_DASHBOARD_SCREENSHOTS;
@@ -192,11 +192,7 @@ describe('the dashboard in a browser', { skip: setup.skip }, () => {
       '--metrics-config=summary_latencies=true',
     ]);
     browser = await setup.launch();
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    page.setDefaultTimeout(WAIT.timeout);
-    page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(`${server.url}/dashboard/`);
-    await page.locator('#models-table').waitFor(WAIT);
+    page = await openDashboard(browser, server.url, { errors: pageErrors, ...WAIT });
   });
 
   after(async () => {
