@@ -7,7 +7,10 @@
  *
  * - drip: `--connections` (default 20,000) gRPC connections, each starting a ModelInfer whose message
  *   arrives one byte every 3 s; reports how many the server refused (connection cap) or ended
- *   (request read deadline), and whether a fresh gRPC call still works during the attack;
+ *   (request read deadline), and whether a fresh gRPC call still works during the attack. With
+ *   `--addresses N` the connections come from N loopback addresses (127.0.0.2 ...), so the per-address
+ *   share no longer stops them before the server's cap, and the probes (from 127.0.0.1) show whether the
+ *   cap closes an attacker's connection for a newcomer;
  * - resets: one connection opening and resetting streams (RST_STREAM CANCEL) until the server GOAWAYs;
  *   reports the resets sent, the GOAWAY code and how long the socket stayed open after it;
  * - big: one 300 MiB FP32 ModelInfer from tritonclient.grpc (.venv/bin/python) to an identity model.
@@ -15,12 +18,14 @@
  * The client needs as many descriptors as connections: raise `ulimit -n` in the shell first (the server is
  * started under `ulimit -n 65536` where the hard limit allows). Run it on a quiet machine:
  *   npx tsc -p tsconfig.json && (ulimit -n 65536; node dist/test/hostile/grpc-attacks.js \
- *     [--nereid bin/nereid.js] [--attacks drip,resets,big] [--connections 20000] [--seconds 30])
+ *     [--nereid bin/nereid.js] [--attacks drip,resets,big] [--connections 20000] [--seconds 30]
+ *     [--addresses 1])
  * Not part of `npm test`: it takes minutes and gigabytes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as h2connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
+import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -32,6 +37,7 @@ const { values } = parseArgs({
     attacks: { type: 'string', default: 'drip,resets,big' },
     connections: { type: 'string', default: '20000' },
     seconds: { type: 'string', default: '30' },
+    addresses: { type: 'string', default: '1' },
   },
 });
 const attackSeconds = Number(values.seconds);
@@ -97,7 +103,12 @@ function grpcLive(port: number): Promise<boolean> {
   });
 }
 
-async function drip(port: number, count: number, seconds: number): Promise<Record<string, unknown>> {
+async function drip(
+  port: number,
+  count: number,
+  seconds: number,
+  addresses: number,
+): Promise<Record<string, unknown>> {
   const sessions: ClientHttp2Session[] = [];
   const calls: ClientHttp2Stream[] = [];
   let opened = 0;
@@ -105,7 +116,14 @@ async function drip(port: number, count: number, seconds: number): Promise<Recor
   let ended = 0;
   const statuses: Record<string, number> = {};
   for (let i = 0; i < count; i++) {
-    const s = h2connect(`http://127.0.0.1:${port}`);
+    // One address: the default (127.0.0.1, as the probes). More: 127.0.0.2, .3, ... in turn.
+    const localAddress = addresses > 1 ? `127.0.0.${2 + (i % addresses)}` : undefined;
+    const s = h2connect(
+      `http://127.0.0.1:${port}`,
+      localAddress === undefined
+        ? {}
+        : { createConnection: () => netConnect({ host: '127.0.0.1', port, localAddress }) },
+    );
     s.on('error', () => undefined);
     s.on('goaway', () => refused++);
     s.on('connect', () => opened++);
@@ -136,6 +154,7 @@ async function drip(port: number, count: number, seconds: number): Promise<Recor
   for (const s of sessions) s.destroy();
   return {
     connections: count,
+    addresses,
     opened,
     refused,
     callsEnded: ended,
@@ -214,7 +233,8 @@ async function main(): Promise<void> {
       const rssBeforeMb = rssMb(pid);
       const w = watch(port, pid);
       let detail: Record<string, unknown>;
-      if (attack === 'drip') detail = await drip(grpcPort, Number(values.connections), attackSeconds);
+      if (attack === 'drip')
+        detail = await drip(grpcPort, Number(values.connections), attackSeconds, Number(values.addresses));
       else if (attack === 'resets') detail = await resets(grpcPort);
       else if (attack === 'big') detail = await big(grpcPort, 300);
       else throw new Error(`unknown attack '${attack}'`);
