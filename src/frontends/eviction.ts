@@ -34,6 +34,29 @@ export interface EvictionRank {
   readonly since: number;
 }
 
+/** What a port knows of one open connection, for its rank. */
+export interface ConnectionProgress {
+  /** A request (message) of it arrived whole and is not answered yet. */
+  readonly serving: boolean;
+  readonly progressed: boolean;
+  readonly bytes: number;
+  readonly since: number;
+}
+
+/**
+ * A connection's rank at the cap, or undefined when it may not be closed (the header's "never closed": a
+ * request being served, or progress within `activeMs`). The one statement of that rule for both ports.
+ */
+export function rankConnection(
+  c: ConnectionProgress,
+  now: number,
+  activeMs = ACTIVE_MS,
+): EvictionRank | undefined {
+  if (c.serving) return undefined;
+  if (c.progressed && now - c.since < activeMs) return undefined;
+  return { progressed: c.progressed, bytes: c.bytes, since: c.since };
+}
+
 /** Negative when `a` should be closed before `b` (the order in the header). */
 export function evictionOrder(a: EvictionRank, b: EvictionRank): number {
   if (a.progressed !== b.progressed) return a.progressed ? 1 : -1;

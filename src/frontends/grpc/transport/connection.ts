@@ -34,7 +34,7 @@
 import { constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../common/logger.js';
-import { ACTIVE_MS, type EvictionRank } from '../../eviction.js';
+import { rankConnection, type EvictionRank } from '../../eviction.js';
 import { ByteBudget } from './budget.js';
 
 export interface ConnectionSettings {
@@ -261,9 +261,16 @@ export class GrpcConnection implements CallTransport {
    * it has a call being served, or it completed something within the last ACTIVE_MS.
    */
   evictionRank(now: number): EvictionRank | undefined {
-    if (this.closing || this.closed || this.servingCount > 0) return undefined;
-    if (this.messages > 0 && now - this.lastProgress < ACTIVE_MS) return undefined;
-    return { progressed: this.messages > 0, bytes: this.bytesReceived, since: this.lastProgress };
+    if (this.closing || this.closed) return undefined;
+    return rankConnection(
+      {
+        serving: this.servingCount > 0,
+        progressed: this.messages > 0,
+        bytes: this.bytesReceived,
+        since: this.lastProgress,
+      },
+      now,
+    );
   }
 
   /**

@@ -20,7 +20,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { ConnectionShare } from '../../connection-share.js';
-import { ACTIVE_MS, leastActive, type EvictionRank } from '../../eviction.js';
+import { ACTIVE_MS, leastActive, rankConnection, type EvictionRank } from '../../eviction.js';
 
 /** Default --http-max-connections: well above ordinary fleets of clients, well below common fd limits. */
 export const DEFAULT_MAX_CONNECTIONS = 8192;
@@ -62,9 +62,13 @@ interface Held {
 
 function rank(h: Held, now: number, activeMs: number): EvictionRank | undefined {
   // A request that arrived whole (headers and body) is being served.
-  for (const req of h.requests) if (req.complete) return undefined;
-  if (h.progressed && now - h.since < activeMs) return undefined;
-  return { progressed: h.progressed, bytes: h.socket.bytesRead, since: h.since };
+  let serving = false;
+  for (const req of h.requests) serving ||= req.complete;
+  return rankConnection(
+    { serving, progressed: h.progressed, bytes: h.socket.bytesRead, since: h.since },
+    now,
+    activeMs,
+  );
 }
 
 /** Counts `server`'s connections and refuses those over the cap or over their address's share. */
