@@ -8,12 +8,15 @@
 # `triton`, the real Triton 2.51 from .venv-triton (scripts/setup-triton.sh), on a copy of
 # bench/vs-triton/models; warms up; runs perf_analyzer over three time windows; prints requests/s, p50/p99,
 # the server process's and the model's stub processes' CPU µs per request (utime+stime over the run divided
-# by the requests the server's statistics counted), and the server main thread's voluntary and involuntary
-# context switches per request.
+# by the requests the server's statistics counted), the server main thread's own share of that CPU (its
+# JavaScript, node:http2 and system calls, without onnxruntime's or the compiler's threads), and the main
+# thread's voluntary and involuntary context switches per request.
 #
 # Env: PORT (18100; PORT+1 is gRPC, PORT+2 Triton's metrics), WINDOW_MS (4000), SERVER_FLAGS (extra server
-# flags), NODE_FLAGS (e.g. --perf-basic-prof), PERF=<file> (records `perf record -g` of the server and its
-# stubs during the run), STAT=1 (counts system calls and context switches per request with `perf stat`).
+# flags), EXTRA_MODELS (a directory whose models join the copy: bench/cpu-per-request-models holds
+# vt_identity_large_onnx, the 600 KB identity without a stub), NODE_FLAGS (e.g. --perf-basic-prof),
+# PERF=<file> (records `perf record -g` of the server and its stubs during the run), STAT=1 (counts
+# system calls and context switches per request with `perf stat`).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=${1:?usage: cpu-per-request.sh <checkout|triton> <http|grpc> <concurrency> [model]}
@@ -26,6 +29,7 @@ perf_analyzer=$root/.venv/bin/perf_analyzer
 
 repo=$(mktemp -d /tmp/cpu-per-request.XXXXXX)
 cp -r "$root"/bench/vs-triton/models/* "$repo/"
+[[ -n ${EXTRA_MODELS:-} ]] && cp -r "$EXTRA_MODELS"/* "$repo/"
 log=$repo/server.log
 if [[ $target == triton ]]; then
   "$root"/.venv-triton/bin/tritonserver --model-repository="$repo" --http-port="$port" \
@@ -53,6 +57,7 @@ url=localhost:$port
 [[ $protocol == grpc ]] && url=localhost:$((port + 1))
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+main_ticks() { sed 's/.*) //' "/proc/$pid/task/$pid/stat" | awk '{print $12 + $13}'; }
 stub_ticks() {
   local t=0 p
   for p in $stubs; do t=$((t + $(ticks "$p"))); done
@@ -68,6 +73,7 @@ served() {
   --request-count 300 >/dev/null 2>&1 || true
 n0=$(served)
 h0=$(ticks "$pid")
+m0=$(main_ticks)
 s0=$(stub_ticks)
 vol0=$(switches voluntary_ctxt_switches)
 inv0=$(switches nonvoluntary_ctxt_switches)
@@ -89,6 +95,7 @@ for w in "${watchers[@]}"; do kill -INT "$w" 2>/dev/null || true; done
 for w in "${watchers[@]}"; do wait "$w" 2>/dev/null || true; done
 n=$(($(served) - n0))
 h=$(($(ticks "$pid") - h0))
+m=$(($(main_ticks) - m0))
 s=$(($(stub_ticks) - s0))
 vol=$(($(switches voluntary_ctxt_switches) - vol0))
 inv=$(($(switches nonvoluntary_ctxt_switches) - inv0))
@@ -97,13 +104,15 @@ p50=$(awk '/p50 latency:/ {print $3; exit}' "$repo/pa.txt")
 p99=$(awk '/p99 latency:/ {print $3; exit}' "$repo/pa.txt")
 name=$target
 [[ $target != triton ]] && name=$(basename "$target")
-python3 - "$name" "$protocol" "$concurrency" "$n" "$h" "$s" "$vol" "$inv" "${rate:-0}" "${p50:-?}" "${p99:-?}" "$repo" <<'EOF'
+python3 - "$name" "$protocol" "$concurrency" "$n" "$h" "$m" "$s" "$vol" "$inv" "${rate:-0}" "${p50:-?}" "${p99:-?}" "$repo" <<'EOF'
 import os, sys
-name, proto, c, n, h, s, vol, inv, rate, p50, p99, repo = sys.argv[1:]
+name, proto, c, n, h, m, s, vol, inv, rate, p50, p99, repo = sys.argv[1:]
 n = max(int(n), 1)
 tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
 load = open("/proc/loadavg").read().split()[0]
-print(f"{name} {proto} c{c}: {float(rate):,.0f}/s p50 {p50} p99 {p99} µs | server {int(h) * tick_us / n:.0f} µs/req, "
+# Triton's main thread only waits: its share is left out.
+main = f" (main thread {int(m) * tick_us / n:.0f})" if name != "triton" else ""
+print(f"{name} {proto} c{c}: {float(rate):,.0f}/s p50 {p50} p99 {p99} µs | server {int(h) * tick_us / n:.0f} µs/req{main}, "
       f"stubs {int(s) * tick_us / n:.0f} µs/req | main thread switches/req: voluntary {int(vol) / n:.2f}, "
       f"involuntary {int(inv) / n:.2f} | {n} requests, load {load}")
 for side in ("server", "stub"):
