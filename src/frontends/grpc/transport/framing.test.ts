@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ByteBudget } from './budget.js';
 import {
@@ -166,6 +167,35 @@ describe('MessageReader', () => {
     );
     r.dispose();
     assert.equal(server.held, 0);
+  });
+
+  it('assembles 600 KB messages from separately allocated 64 KiB reads, however the boundaries fall', () => {
+    // As node:http2 hands a large DATA frame over: one chunk per socket read, each its own allocation.
+    const body = randomBytes(614_497);
+    const next = randomBytes(1000);
+    const two = Buffer.concat([frame(body), frame(next)]);
+    const cuts = (first: number): Buffer[] => {
+      const chunks = [Buffer.from(two.subarray(0, first))];
+      for (let i = first; i < two.length; i += 65_536) chunks.push(Buffer.from(two.subarray(i, i + 65_536)));
+      return chunks;
+    };
+    // The first read ends inside the prefix (1–4), right after it (5), at half the message, exactly at the
+    // end of the first message (the second starts a chunk), and one byte into the second message's prefix.
+    for (const first of [1, 4, 5, 307_253, 5 + body.length, 6 + body.length, 65_536]) {
+      const budget = new ByteBudget(Infinity);
+      const reader = new MessageReader(body.length, budget);
+      const got = feed(reader, cuts(first));
+      assert.equal(got.length, 2, `first read ${first}`);
+      assert.ok(got[0].data.equals(body), `first read ${first}: the message's bytes in order`);
+      assert.ok(got[1].data.equals(next), `first read ${first}: the next message`);
+      assert.equal(reader.partial, false);
+      assert.equal(budget.held, 0, `first read ${first}: everything given back`);
+    }
+    // The limit is the message's own length: exactly it passes (above), one byte less refuses at the prefix.
+    assert.throws(
+      () => feed(new MessageReader(body.length - 1), cuts(65_536)),
+      (e: unknown) => e instanceof GrpcStatusError && e.code === Status.RESOURCE_EXHAUSTED,
+    );
   });
 
   it('refuses an invalid compression flag and reports compressed messages', () => {
