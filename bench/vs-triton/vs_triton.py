@@ -169,6 +169,18 @@ class Server:
         except OSError:
             return 0, b""
 
+    def batches(self, model: str) -> dict[int, int]:
+        """The model's executions per batch size (batch_stats' compute_infer counts), summed over versions."""
+        status, body = self.get(f"/v2/models/{model}/stats")
+        if status != 200:
+            raise RuntimeError(f"{self.name}: statistics of {model}: HTTP {status} {body[:200]!r}")
+        out: dict[int, int] = {}
+        for s in json.loads(body)["model_stats"]:
+            for b in s.get("batch_stats", []):
+                size = int(b["batch_size"])
+                out[size] = out.get(size, 0) + int(b["compute_infer"]["count"])
+        return out
+
     def statistics(self, model: str) -> dict[str, int]:
         """The model's success count and its success / queue / compute_* nanoseconds, summed over versions."""
         status, body = self.get(f"/v2/models/{model}/stats")
@@ -280,6 +292,8 @@ class Point:
     load_after: float
     requests: int
     server_stats_us: dict[str, float]
+    # executions per batch size during the point (batch_stats deltas)
+    batches: dict[int, int] = field(default_factory=dict)
 
 
 def perf_analyzer(server: Server, case: Case, out: Path, window_ms: int) -> tuple[float, float]:
@@ -334,10 +348,12 @@ def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
     busy0 = machine_busy_seconds()
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     stats0 = server.statistics(case.model)
+    batches0 = server.batches(case.model)
     t0 = time.monotonic()
     rate, p99 = perf_analyzer(server, case, out, window_ms)
     wall = time.monotonic() - t0
     stats1 = server.statistics(case.model)
+    batches1 = server.batches(case.model)
     delta = {k: stats1[k] - stats0[k] for k in stats1}
     count = delta["count"]
     kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -359,6 +375,7 @@ def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
         count,
         # The server's own statistics per request (µs): queue + compute_* must fit in success.
         {k: delta[k] / max(count, 1) / 1000 for k in delta if k != "count"},
+        {k: v - batches0.get(k, 0) for k, v in sorted(batches1.items()) if v > batches0.get(k, 0)},
     )
 
 
@@ -509,7 +526,8 @@ def main() -> int:
                     print(
                         f"  {case.name} [{name}] {fmt(p.rate)} req/s, p99 {fmt(p.p99_us)} µs, CPU/req host "
                         f"{fmt(p.host_us)} µs + stub {fmt(p.stub_us)} µs, others {p.others_share:.0%}, "
-                        f"load {p.load_before:.1f}",
+                        f"load {p.load_before:.1f}"
+                        + (f", average batch {average_batch(p.batches):.2f}" if p.batches else ""),
                         file=sys.stderr,
                     )
             results.append(result)
@@ -539,6 +557,48 @@ def main() -> int:
     print(report)
     print(f"vs-triton: results in {out}", file=sys.stderr)
     return 0
+
+
+def average_batch(hist: dict[int, int]) -> float:
+    return sum(size * n for size, n in hist.items()) / max(sum(hist.values()), 1)
+
+
+def merged_batches(points: list[Point]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for p in points:
+        for size, n in p.batches.items():
+            out[size] = out.get(size, 0) + n
+    return out
+
+
+def batch_histograms(results: list[CaseResult], servers: list[str]) -> list[str]:
+    """Per case that batched (some execution above 1), the executions per batch size of every server side
+    by side, summed over its points (the measured windows only: statistics before and after each point),
+    with the share of requests each size carried and the average batch."""
+    lines: list[str] = []
+    for r in results:
+        hist = {name: merged_batches(r.points.get(name, [])) for name in servers}
+        if not any(size > 1 for h in hist.values() for size in h):
+            continue
+        sizes = sorted({size for h in hist.values() for size in h})
+        names = [n for n in servers if hist[n]]
+        rows = {n: sum(size * c for size, c in hist[n].items()) for n in names}
+        lines += [
+            "",
+            f"Batch sizes formed, {r.case.name} (executions, share of requests; over the measured windows):",
+            "",
+            "| batch size | " + " | ".join(names) + " |",
+            "|---:|" + "---:|" * len(names),
+        ]
+        for size in sizes:
+            cells = []
+            for n in names:
+                c = hist[n].get(size, 0)
+                cells.append(f"{c:,} ({size * c / max(rows[n], 1):.0%})" if c else "-")
+            lines.append(f"| {size} | " + " | ".join(cells) + " |")
+        avg = [f"{average_batch(hist[n]):.2f}" for n in names]
+        lines.append("| average | " + " | ".join(avg) + " |")
+    return lines
 
 
 def summarize(
@@ -662,6 +722,7 @@ def summarize(
                 > v["success"] * 1.001
             ):
                 misses.append(f"{r.case.name} [{name}]: its statistics' phases exceed its success time")
+    lines += batch_histograms(results, servers)
     lines.append("")
     if not both:
         lines.append("Only one server measured: no ratios, no verdict.")

@@ -89,6 +89,7 @@ function harness(
   instanceCount = 1,
   limiter?: RateLimiter,
   pipelineDepth?: number,
+  realClock = false,
 ): Harness {
   const config: FrozenModelConfig = parseModelConfigText(configText, 'm');
   const clock = new FakeClock();
@@ -102,7 +103,12 @@ function harness(
     instanceCount,
   );
   const pool = new InstancePool(instances, stats, new Logger({}, () => undefined), rateLimit);
-  const batcher = new DynamicBatcher({ config, pool, log: new Logger({}, () => undefined), clock });
+  const batcher = new DynamicBatcher({
+    config,
+    pool,
+    log: new Logger({}, () => undefined),
+    ...(!realClock && { clock }),
+  });
   const answered: string[] = [];
   return {
     batcher,
@@ -166,6 +172,112 @@ test('dynamic batcher: requests queued behind a busy instance form one batch whe
   await flush();
   assert.deepEqual(h.instances[0].batches, [['a'], ['b', 'c', 'd']]);
   assert.equal(h.batcher.queued, 0);
+});
+
+/**
+ * Batch formation by event-loop turn. Each turn is a list of events handled in one turn of the loop (a
+ * burst the server read together): `x` queues request x, `x/p` with priority p, `done<i>` finishes the
+ * oldest execution of instance i. Batches form when the turn ends, from everything queued by then, on
+ * whatever instance is free; `expect` is every instance's batches, in order, after the last turn.
+ */
+interface TurnRow {
+  readonly name: string;
+  /** The dynamic_batching body, max_batch_size, instances (and their pipeline depth). */
+  readonly config: [string, number, number] | [string, number, number, number];
+  readonly turns: readonly string[];
+  readonly expect: readonly (readonly (readonly string[])[])[];
+}
+
+const TURN_ROWS: readonly TurnRow[] = [
+  {
+    name: 'a burst read in one turn goes to the free instance as one batch',
+    config: ['', 8, 1],
+    turns: ['a b c'],
+    expect: [[['a', 'b', 'c']]],
+  },
+  {
+    name: 'two idle instances: a burst goes whole to one; the other is not handed its first request',
+    config: ['', 8, 2],
+    turns: ['a b c d'],
+    expect: [[['a', 'b', 'c', 'd']], []],
+  },
+  {
+    name: 'requests in turns of their own still go at once, each to a free instance (no delay)',
+    config: ['', 8, 2],
+    turns: ['a', 'b'],
+    expect: [[['a']], [['b']]],
+  },
+  {
+    name: 'an instance that frees takes what was queued and what the same turn read after it',
+    config: ['', 8, 1],
+    turns: ['a', 'b', 'done0 c d'],
+    expect: [[['a'], ['b', 'c', 'd']]],
+  },
+  {
+    name: 'a burst larger than max_batch_size: the rest waits for the next free instance',
+    config: ['', 2, 2],
+    turns: ['a b c d e', 'done1'],
+    expect: [[['a', 'b']], [['c', 'd'], ['e']]],
+  },
+  {
+    name: 'a burst with priorities: the higher level leads the batch',
+    config: ['priority_levels: 2 default_priority_level: 2', 2, 1],
+    turns: ['l1 l2 h/1'],
+    expect: [[['h', 'l1']]],
+  },
+  {
+    name: 'a queue delay still waits for a preferred size when the burst does not reach it',
+    config: ['preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 100000', 8, 1],
+    turns: ['a b c', 'd'],
+    expect: [[['a', 'b', 'c', 'd']]],
+  },
+  {
+    name: 'a pipelined instance takes a burst that fills the batch behind its running one',
+    config: ['', 3, 1, 2],
+    turns: ['a', 'b c d'],
+    expect: [[['a'], ['b', 'c', 'd']]],
+  },
+];
+
+for (const row of TURN_ROWS) {
+  test(`dynamic batcher, by turn: ${row.name}`, async () => {
+    const [body, maxBatch, instances, depth] = row.config;
+    const h = harness(model(body, maxBatch, '[ 4 ]'), instances, undefined, depth);
+    for (const turn of row.turns) {
+      h.clock.holdTurn();
+      for (const event of turn.split(' ')) {
+        const done = /^done(\d+)$/.exec(event);
+        if (done) {
+          h.instances[Number(done[1])].complete();
+          await flush(); // the pool sees the execution end; the batcher waits for the turn to end
+        } else {
+          const [id, priority] = event.split('/');
+          h.submit(id, { priority: priority === undefined ? 0 : Number(priority) });
+        }
+      }
+      h.clock.endTurn();
+    }
+    assert.deepEqual(
+      h.instances.map((i) => i.batches),
+      row.expect,
+    );
+  });
+}
+
+test('dynamic batcher: with the real clock, requests queued in one turn of the loop form one batch', async () => {
+  const h = harness(model(''), 2, undefined, undefined, true);
+  h.submit('a');
+  h.submit('b');
+  h.submit('c');
+  assert.deepEqual(h.instances[0].batches, [], 'not inside the turn that queued them');
+  await flush();
+  assert.deepEqual(
+    h.instances.map((i) => i.batches),
+    [[['a', 'b', 'c']], []],
+  );
+  h.submit('d');
+  await flush();
+  assert.deepEqual(h.instances[1].batches, [['d']], 'a request of a later turn goes to the idle instance');
 });
 
 test('dynamic batcher: waits max_queue_delay for a preferred size, then sends what there is', async () => {

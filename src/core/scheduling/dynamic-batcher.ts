@@ -33,10 +33,15 @@ import { PriorityQueue, priorityQueueConfig, type QueueEntry } from './priority-
 import { ResponseOrder } from './response-order.js';
 import type { Job, Scheduler } from './scheduler.js';
 
-/** Time and timers, replaceable in tests. */
+/** Time, timers and the end of the event loop's turn, replaceable in tests. */
 export interface BatcherClock {
   now(): bigint;
   setTimer(callback: () => void, delayNs: bigint): () => void;
+  /**
+   * Runs `callback` once the I/O the event loop is handling now has been handled: every request whose
+   * bytes this turn read has been parsed and queued by then.
+   */
+  endOfTurn(callback: () => void): void;
 }
 
 export const REAL_CLOCK: BatcherClock = {
@@ -44,6 +49,11 @@ export const REAL_CLOCK: BatcherClock = {
   // Not setTimeout: counting whole milliseconds on the loop's clock, it ended a 2 ms queue delay up to
   // 0.95 ms early or 0.4 ms late (p99). A precise timer fires about 0.1 ms after the delay, never before.
   setTimer: setPreciseTimer,
+  // The check phase follows the poll phase of the same loop iteration: every socket (and worker message,
+  // and finished execution) that poll returned has had its callback and its microtasks by then.
+  endOfTurn: (callback) => {
+    setImmediate(callback);
+  },
 };
 
 interface Queued extends BatchCandidate {
@@ -91,6 +101,8 @@ export class DynamicBatcher implements Scheduler {
   private timer: { at: bigint; cancel: () => void } | undefined;
   private pumping = false;
   private pumpAgain = false;
+  /** A pump is due at the end of this turn (formBatchesSoon). */
+  private pumpDue = false;
   /**
    * The latest time a timer was set for, once it fired: Node's timers run on a millisecond loop clock
    * that may lag process.hrtime, and a batch whose delay has run out must not wait another tick for it.
@@ -112,7 +124,7 @@ export class DynamicBatcher implements Scheduler {
     this.keyOf = batchKeyFunction(config);
     this.order = db.preserve_ordering ? new ResponseOrder() : undefined;
     this.peak = earlyDispatchOf(config) ? new InFlightPeak() : undefined;
-    pool.onAvailable(this.pump);
+    pool.onAvailable(this.formBatchesSoon);
   }
 
   get queued(): number {
@@ -146,8 +158,26 @@ export class DynamicBatcher implements Scheduler {
     }
     job.signal.addEventListener('abort', item.onAbort, { once: true });
     this.peak?.observe(this.inFlight(), now);
-    this.pump();
+    this.formBatchesSoon();
   }
+
+  /**
+   * A request arrived or an instance can take a batch: form batches at the end of this event-loop turn,
+   * not now. The requests of one burst reach the server together but are parsed one callback after
+   * another on this thread; forming the batch inside the first one's callback would send it alone to a
+   * free instance while the others wait, already read, for the next batch. Triton's batcher thread is
+   * woken by the first request and forms its batch from everything queued by then (its frontends parse
+   * on other threads meanwhile); the end of the turn is this thread's "by then". Nothing waits longer
+   * than the turn, so max_queue_delay_microseconds 0 still means no delay.
+   */
+  private readonly formBatchesSoon = (): void => {
+    if (this.pumpDue) return;
+    this.pumpDue = true;
+    this.clock.endOfTurn(() => {
+      this.pumpDue = false;
+      this.pump();
+    });
+  };
 
   /** Forms and dispatches batches while instances can take them, then sets the timer. */
   private readonly pump = (): void => {
@@ -256,12 +286,12 @@ export class DynamicBatcher implements Scheduler {
     if (this.queue.size === 0) this.pool.idle();
     this.checkDrained();
     // The removed request may have been the one a waiting batch was timed by.
-    this.pump();
+    this.formBatchesSoon();
   }
 
   private readonly onDone = (): void => {
     this.checkDrained();
-    this.pump();
+    this.formBatchesSoon();
   };
 
   drain(): Promise<void> {

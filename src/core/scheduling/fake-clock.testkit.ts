@@ -13,6 +13,8 @@ export class FakeClock implements BatcherClock, SequenceClock {
   lag = 0n;
   fired = 0;
   private timers: { at: bigint; cb: () => void; live: boolean }[] = [];
+  /** Set by holdTurn(): endOfTurn() callbacks wait for endTurn(). */
+  private turn: (() => void)[] | undefined;
   now(): bigint {
     return this.t;
   }
@@ -20,6 +22,24 @@ export class FakeClock implements BatcherClock, SequenceClock {
     const timer = { at: this.t + delayNs, cb, live: true };
     this.timers.push(timer);
     return () => (timer.live = false);
+  }
+  /**
+   * The end of the event loop's turn. Unless the test holds the turn, every call is a turn of its own
+   * (the callback runs at once), as when each request arrives in a loop iteration of its own.
+   */
+  endOfTurn(cb: () => void): void {
+    if (this.turn) this.turn.push(cb);
+    else cb();
+  }
+  /** What happens from now until endTurn() happens in one event-loop turn (a burst read together). */
+  holdTurn(): void {
+    this.turn ??= [];
+  }
+  /** Ends the held turn: runs the endOfTurn() callbacks queued in it, in order. */
+  endTurn(): void {
+    const callbacks = this.turn ?? [];
+    this.turn = undefined;
+    for (const cb of callbacks) cb();
   }
   get pendingTimers(): number {
     return this.timers.filter((t) => t.live).length;
