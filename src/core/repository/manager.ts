@@ -355,7 +355,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
             .then(() => {
               validateModelName(name);
               // On-demand mode: the startup models are pinned (never unloaded to make room).
-              if (this.onDemand) this.record(name).pinned = true;
+              if (this.onDemand) this.record(name).on({ type: 'pin' });
               return this.loadByName(name, {});
             })
             .catch((err: unknown) => {
@@ -393,10 +393,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
     const release = await this.locks.acquire(null);
     try {
       const names = [...this.records.values()].filter((r) => r.slots.size > 0).map((r) => r.name);
-      for (const n of names) {
-        const r = this.records.get(n);
-        if (r) r.wanted = false;
-      }
+      for (const n of names) this.records.get(n)?.on({ type: 'drop' });
       await this.unloadInOrder(new Set(names));
       await this.idle();
       if (this.ownsStorage) await this.storage.close();
@@ -568,14 +565,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
           }
         }
       }
-      for (const n of removed) {
-        const r = this.records.get(n);
-        if (!r) continue;
-        r.wanted = false;
-        r.explicit = false;
-        r.suspended = false;
-        r.fingerprint = undefined;
-      }
+      for (const n of removed) this.records.get(n)?.on({ type: 'drop' });
       const invalidated = this.invalidateDependents(removed);
       await this.unloadInOrder(new Set([...removed, ...invalidated]));
     } finally {
@@ -727,14 +717,13 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
     const plan = new Map<string, PolledModel>();
     for (const p of found.polled.values()) {
       const rec = this.record(p.name);
-      if (p.name === name) rec.explicit = true;
       const unchanged =
         !p.overridden &&
         !rec.overridden &&
         rec.hasReady() &&
         rec.fingerprint !== undefined &&
         rec.fingerprint === p.fingerprint;
-      rec.wanted = true;
+      rec.on({ type: 'want', byName: p.name === name });
       if (!unchanged) plan.set(p.name, p);
     }
     for (const [m, reason] of found.invalid) {
@@ -800,21 +789,13 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
       // Gone (or now ambiguous): unload, with the ensembles that needed them.
       for (const n of removed) {
         const r = this.records.get(n) as ModelRecord<V>;
-        r.wanted = false;
-        r.explicit = false;
-        r.suspended = false;
-        r.fingerprint = undefined;
+        r.on({ type: 'drop' });
         r.failedFingerprint = undefined;
       }
-      for (const p of polled.values()) {
-        const rec = this.record(p.name);
-        rec.explicit = true;
-        rec.wanted = true;
-      }
+      for (const p of polled.values()) this.record(p.name).on({ type: 'want', byName: true });
       for (const [n, { reason }] of invalid) {
         const rec = this.record(n);
-        rec.explicit = true;
-        rec.wanted = true;
+        rec.on({ type: 'want', byName: true });
         if (!rec.hasReady()) rec.modelError = reason;
       }
       for (const { name, reason, failedFingerprint } of report) {
@@ -927,8 +908,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
       rec.members = p.members;
       if (!rec.hasReady()) rec.modelError = reason;
       if (rec.hasReady()) {
-        rec.suspended = true;
-        rec.fingerprint = undefined;
+        rec.on({ type: 'suspend' });
         await this.versions.unloadModel(rec);
       }
       return reason;
@@ -946,7 +926,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
     while (justLoaded.size > 0) {
       const plan = new Map<string, PolledModel>();
       for (const r of this.records.values()) {
-        if (!r.suspended || !r.wanted || tried.has(r.name) || !r.source || r.source.override) continue;
+        if (!r.suspended || tried.has(r.name) || !r.source || r.source.override) continue;
         if (!r.memberNames().some((m) => justLoaded.has(m))) continue;
         tried.add(r.name);
         try {
@@ -974,8 +954,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
       if (gone.has(d) || exclude?.has(d)) continue;
       const r = this.records.get(d);
       if (!r || !r.wanted) continue;
-      r.suspended = true;
-      r.fingerprint = undefined;
+      r.on({ type: 'suspend' });
       const lost = r.memberNames().filter((m) => gone.has(m) || out.has(m));
       r.modelError = msg.ensembleMissing(r.name, lost.length > 0 ? lost : r.memberNames());
       out.add(d);
