@@ -142,6 +142,15 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
+  {
+    // Plain Node scripts (scripts/*.mjs) are outside the tsconfig: linted without type information.
+    files: ['scripts/**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: { console: 'readonly', process: 'readonly' },
+    },
+  },
   ...Object.entries(LAYERS).map(([layer, allowed]) =>
     restrict([`src/${layer}/**/*.ts`], `src/${layer}`, allowed, layer),
   ),

@@ -12,6 +12,18 @@ import type { LoadedVersion } from './contract.js';
 import type { MemberRef } from './dependencies.js';
 import type { RepositoryScan } from './layout.js';
 import { REASON_DUPLICATE, REASON_UNLOADED, msg } from './messages.js';
+import {
+  INITIAL_STATE,
+  isExplicit,
+  isOverridden,
+  isSuspended,
+  isTracked,
+  isWanted,
+  loadedFingerprint,
+  nextState,
+  type RecordEvent,
+  type RecordState,
+} from './record-state.js';
 
 /** The files a set of loaded versions came from; a private override copy is removed with its last version. */
 export class Generation {
@@ -42,30 +54,62 @@ export class ModelRecord<V extends LoadedVersion = LoadedVersion> {
   readonly slots = new Map<number, VersionSlot<V>>();
   /** Versions a `specific` policy names that have no folder (shown in the index, never served). */
   missing: readonly number[] = [];
-  /** A load reached the lifecycle (Triton's lifecycle map has an entry): getVersion knows the model. */
-  tracked = false;
-  /** The model should be loaded (explicitly, as an ensemble member, or by none/poll mode). */
-  wanted = false;
-  /** Asked for by name (API, --load-model, none/poll mode) rather than pulled in as an ensemble member. */
-  explicit = false;
-  /** On-demand mode: loaded by --load-model at start, never unloaded to make room. */
-  pinned = false;
-  /** Unloaded because a model it depends on went away; it comes back when that model does. */
-  suspended = false;
   /** Why the model could not be loaded at all; shown while it has no version to show. */
   modelError: string | undefined;
-  /** Fingerprint of the folder the current versions were loaded from (undefined: reload on next ask). */
-  fingerprint: string | undefined;
   /** Watch mode: fingerprint of the folder whose last load failed (not tried again while it is the same). */
   failedFingerprint: string | undefined;
-  /** The current versions came from a config or file override. */
-  overridden = false;
   /** Ensemble members according to the last config read. */
   members: readonly MemberRef[] = [];
   source: ModelSource | undefined;
   config: FrozenModelConfig | undefined;
+  /** Wanted or not and why, known to the lifecycle and from which files, pinned: changed only by `on`. */
+  #state: RecordState = INITIAL_STATE;
 
   constructor(readonly name: string) {}
+
+  get state(): RecordState {
+    return this.#state;
+  }
+
+  /** The one way a record's state changes (record-state.ts nextState). */
+  on(event: RecordEvent): void {
+    this.#state = nextState(this.#state, event);
+  }
+
+  /** A load reached the lifecycle (Triton's lifecycle map has an entry): getVersion knows the model. */
+  get tracked(): boolean {
+    return isTracked(this.#state);
+  }
+
+  /** The model should be loaded (explicitly, as an ensemble member, or by none/poll mode). */
+  get wanted(): boolean {
+    return isWanted(this.#state);
+  }
+
+  /** Asked for by name (API, --load-model, none/poll mode) rather than pulled in as an ensemble member. */
+  get explicit(): boolean {
+    return isExplicit(this.#state);
+  }
+
+  /** On-demand mode: loaded by --load-model at start, never unloaded to make room. */
+  get pinned(): boolean {
+    return this.#state.pinned;
+  }
+
+  /** Unloaded because a model it depends on went away; it comes back when that model does. */
+  get suspended(): boolean {
+    return isSuspended(this.#state);
+  }
+
+  /** The current versions came from a config or file override. */
+  get overridden(): boolean {
+    return isOverridden(this.#state);
+  }
+
+  /** Fingerprint of the folder the current versions were loaded from (undefined: reload on next ask). */
+  get fingerprint(): string | undefined {
+    return loadedFingerprint(this.#state);
+  }
 
   readyVersions(): number[] {
     return [...this.slots]

@@ -1,9 +1,9 @@
 /**
  * ModelRepositoryManager: owns every model version the server can serve. It reads the repositories
  * (layout.ts, reader.ts), applies the model control mode (none / poll / explicit / on-demand, whose
- * decisions on-demand.ts makes), orders loads and
- * unloads along ensemble dependencies (dependencies.ts), and has versions.ts load, swap and unload each
- * model's versions with Triton's states (lifecycle.ts). The server asks it synchronous questions
+ * decisions on-demand.ts makes; a poll is read here, planned by poll-plan.ts, applied by poll-apply.ts),
+ * orders loads and unloads along ensemble dependencies (dependencies.ts), and has versions.ts load, swap
+ * and unload each model's versions with Triton's states (lifecycle.ts; a record's state, record-state.ts). The server asks it synchronous questions
  * (getVersion, index, allReady) that never wait for a load; state-changing operations are serialised per
  * model (locks.ts).
  *
@@ -51,24 +51,11 @@ import {
 import { Poller } from './poller.js';
 import { RepositoryWatcher } from './watcher.js';
 import { readModel, withModelName, type PolledModel, type ReadSettings } from './reader.js';
-import { planPoll } from './poll-plan.js';
+import { applyPoll, type ModelLoadFailure, type PollApplyHost, type PollSummary } from './poll-apply.js';
+import { planPoll, type PollReading } from './poll-plan.js';
 import { VersionLifecycle } from './versions.js';
 
-export interface ModelLoadFailure {
-  readonly name: string;
-  readonly reason: string;
-}
-
-export interface PollSummary {
-  /** Models loaded for the first time (or again after an unload) by this cycle. */
-  readonly added: readonly string[];
-  /** Loaded models reloaded because their folder changed. */
-  readonly modified: readonly string[];
-  /** Models unloaded because their folder went away (or became a duplicate). */
-  readonly removed: readonly string[];
-  /** Models that could not be read or loaded, with the reason. */
-  readonly failed: readonly ModelLoadFailure[];
-}
+export type { ModelLoadFailure, PollSummary } from './poll-apply.js';
 
 export interface OnDemandStatus {
   readonly maxLoadedModels: number;
@@ -355,7 +342,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
             .then(() => {
               validateModelName(name);
               // On-demand mode: the startup models are pinned (never unloaded to make room).
-              if (this.onDemand) this.record(name).pinned = true;
+              if (this.onDemand) this.record(name).on({ type: 'pin' });
               return this.loadByName(name, {});
             })
             .catch((err: unknown) => {
@@ -393,10 +380,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
     const release = await this.locks.acquire(null);
     try {
       const names = [...this.records.values()].filter((r) => r.slots.size > 0).map((r) => r.name);
-      for (const n of names) {
-        const r = this.records.get(n);
-        if (r) r.wanted = false;
-      }
+      for (const n of names) this.records.get(n)?.on({ type: 'drop' });
       await this.unloadInOrder(new Set(names));
       await this.idle();
       if (this.ownsStorage) await this.storage.close();
@@ -568,14 +552,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
           }
         }
       }
-      for (const n of removed) {
-        const r = this.records.get(n);
-        if (!r) continue;
-        r.wanted = false;
-        r.explicit = false;
-        r.suspended = false;
-        r.fingerprint = undefined;
-      }
+      for (const n of removed) this.records.get(n)?.on({ type: 'drop' });
       const invalidated = this.invalidateDependents(removed);
       await this.unloadInOrder(new Set([...removed, ...invalidated]));
     } finally {
@@ -727,14 +704,13 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
     const plan = new Map<string, PolledModel>();
     for (const p of found.polled.values()) {
       const rec = this.record(p.name);
-      if (p.name === name) rec.explicit = true;
       const unchanged =
         !p.overridden &&
         !rec.overridden &&
         rec.hasReady() &&
         rec.fingerprint !== undefined &&
         rec.fingerprint === p.fingerprint;
-      rec.wanted = true;
+      rec.on({ type: 'want', byName: p.name === name });
       if (!unchanged) plan.set(p.name, p);
     }
     for (const [m, reason] of found.invalid) {
@@ -748,108 +724,65 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
     if (found.pollErrors.length > 0) throw msg.pollFailed(name, found.pollErrors.join('; '));
   }
 
+  /** One poll of every repository: read (readPoll) → plan (poll-plan.ts) → apply (poll-apply.ts). */
   private async pollAll(): Promise<PollSummary> {
     // Reads happen under the lock too: two overlapping polls must not apply an older read after a newer one.
     const release = await this.locks.acquire(null);
     try {
       this.assertOpen();
-      const scan = await this.scan();
-      for (const e of scan.errors) {
-        this.log.error(`failed to poll model repository '${e.repositoryPath}': ${e.message}`);
-      }
-      for (const d of scan.duplicates) this.log.error(msg.notUnique(d));
       const backOff = this.options.watch;
-      const polled = new Map<string, PolledModel>();
-      const invalid = new Map<string, { reason: string; fingerprint?: string }>();
-      const reads = new Limiter(POLL_READ_CONCURRENCY);
-      await Promise.all(
-        [...scan.models.values()].map((f) =>
-          reads.run(async () => {
-            const source = this.sourceOf(f);
-            try {
-              polled.set(f.name, await readModel(f.name, source, this.readSettings));
-            } catch (err) {
-              const reason = errText(err);
-              invalid.set(
-                f.name,
-                backOff ? { reason, fingerprint: await fingerprintOf(source) } : { reason },
-              );
-            }
-          }),
-        ),
-      );
-
-      // A repository that could not be listed says nothing about its models: they keep serving.
-      const unreadable = new Set(scan.errors.map((e) => e.repositoryPath));
-      const reading = {
-        listed: new Set(scan.models.keys()),
-        duplicates: scan.duplicates,
-        unreadable,
-        polled,
-        invalid,
-      };
-      const {
-        removed,
-        load: plan,
-        wasReady,
-        report,
-      } = planPoll(reading, this.records.values(), (name) => this.records.get(name), backOff);
-
-      const failed: ModelLoadFailure[] = [];
-      for (const d of scan.duplicates) failed.push({ name: d, reason: msg.notUnique(d) });
-      // Gone (or now ambiguous): unload, with the ensembles that needed them.
-      for (const n of removed) {
-        const r = this.records.get(n) as ModelRecord<V>;
-        r.wanted = false;
-        r.explicit = false;
-        r.suspended = false;
-        r.fingerprint = undefined;
-        r.failedFingerprint = undefined;
-      }
-      for (const p of polled.values()) {
-        const rec = this.record(p.name);
-        rec.explicit = true;
-        rec.wanted = true;
-      }
-      for (const [n, { reason }] of invalid) {
-        const rec = this.record(n);
-        rec.explicit = true;
-        rec.wanted = true;
-        if (!rec.hasReady()) rec.modelError = reason;
-      }
-      for (const { name, reason, failedFingerprint } of report) {
-        if (failedFingerprint !== undefined) this.record(name).failedFingerprint = failedFingerprint;
-        this.log.error(`Poll failed for model directory '${name}': ${reason}`);
-        failed.push({ name, reason });
-      }
-
-      const invalidated = this.invalidateDependents(removed, plan);
-      await this.unloadInOrder(new Set([...removed, ...invalidated]));
-      const outcomes = await this.applyLoads(plan, new Map([...invalid].map(([n, i]) => [n, i.reason])));
-      await this.revive(outcomes);
-
-      const added: string[] = [];
-      const modified: string[] = [];
-      for (const [n, reason] of outcomes) {
-        if (reason !== undefined && backOff && this.records.get(n)?.failedFingerprint !== undefined) {
-          this.log.warn(
-            `--watch: '${n}' failed to load${this.records.get(n)?.hasReady() ? ' (the last good version keeps serving)' : ''}; it is tried again when its files change`,
-          );
-        }
-        if (reason !== undefined) failed.push({ name: n, reason: reason.trimEnd() });
-        else if (wasReady.has(n)) modified.push(n);
-        else added.push(n);
-      }
-      const sort = (a: string[]): string[] => a.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
-      return {
-        added: sort(added),
-        modified: sort(modified),
-        removed: sort([...removed]),
-        failed: failed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-      };
+      const reading = await this.readPoll(backOff);
+      const plan = planPoll(reading, this.records.values(), (name) => this.records.get(name), backOff);
+      return await applyPoll(this.pollHost(), reading, plan, backOff);
     } finally {
       release();
     }
+  }
+
+  /** Lists the repositories and reads every model folder in them (logging what cannot be listed). */
+  private async readPoll(backOff: boolean): Promise<PollReading> {
+    const scan = await this.scan();
+    for (const e of scan.errors) {
+      this.log.error(`failed to poll model repository '${e.repositoryPath}': ${e.message}`);
+    }
+    for (const d of scan.duplicates) this.log.error(msg.notUnique(d));
+    const polled = new Map<string, PolledModel>();
+    const invalid = new Map<string, { reason: string; fingerprint?: string }>();
+    const reads = new Limiter(POLL_READ_CONCURRENCY);
+    await Promise.all(
+      [...scan.models.values()].map((f) =>
+        reads.run(async () => {
+          const source = this.sourceOf(f);
+          try {
+            polled.set(f.name, await readModel(f.name, source, this.readSettings));
+          } catch (err) {
+            const reason = errText(err);
+            invalid.set(f.name, backOff ? { reason, fingerprint: await fingerprintOf(source) } : { reason });
+          }
+        }),
+      ),
+    );
+    return {
+      listed: new Set(scan.models.keys()),
+      duplicates: scan.duplicates,
+      // A repository that could not be listed says nothing about its models: they keep serving.
+      unreadable: new Set(scan.errors.map((e) => e.repositoryPath)),
+      polled,
+      invalid,
+    };
+  }
+
+  /** What poll-apply.ts does its loads and unloads with. */
+  private pollHost(): PollApplyHost<V> {
+    return {
+      log: this.log,
+      find: (name) => this.records.get(name),
+      record: (name) => this.record(name),
+      invalidateDependents: (gone, exclude) => this.invalidateDependents(gone, exclude),
+      unloadInOrder: (names) => this.unloadInOrder(names),
+      applyLoads: (plan, invalid) => this.applyLoads(plan, invalid),
+      revive: (outcomes) => this.revive(outcomes),
+    };
   }
 
   /**
@@ -927,8 +860,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
       rec.members = p.members;
       if (!rec.hasReady()) rec.modelError = reason;
       if (rec.hasReady()) {
-        rec.suspended = true;
-        rec.fingerprint = undefined;
+        rec.on({ type: 'suspend' });
         await this.versions.unloadModel(rec);
       }
       return reason;
@@ -946,7 +878,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
     while (justLoaded.size > 0) {
       const plan = new Map<string, PolledModel>();
       for (const r of this.records.values()) {
-        if (!r.suspended || !r.wanted || tried.has(r.name) || !r.source || r.source.override) continue;
+        if (!r.suspended || tried.has(r.name) || !r.source || r.source.override) continue;
         if (!r.memberNames().some((m) => justLoaded.has(m))) continue;
         tried.add(r.name);
         try {
@@ -974,8 +906,7 @@ export class ModelRepositoryManager<V extends LoadedVersion = LoadedVersion> {
       if (gone.has(d) || exclude?.has(d)) continue;
       const r = this.records.get(d);
       if (!r || !r.wanted) continue;
-      r.suspended = true;
-      r.fingerprint = undefined;
+      r.on({ type: 'suspend' });
       const lost = r.memberNames().filter((m) => gone.has(m) || out.has(m));
       r.modelError = msg.ensembleMissing(r.name, lost.length > 0 ? lost : r.memberNames());
       out.add(d);

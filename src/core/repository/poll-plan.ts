@@ -1,7 +1,7 @@
 /**
  * What one poll of the repositories does, decided from what it read and what the records say, before
  * anything changes (manager.ts pollAll: read → plan → apply). Pure: no files, no records changed, no
- * logs; the manager applies the plan. The rules are Triton's poll: a model folder gone (or now found in
+ * logs; poll-apply.ts applies the plan. The rules are Triton's poll: a model folder gone (or now found in
  * two repositories) is unloaded, unless its repository could not be listed this time; a folder whose
  * files are unchanged since its serving versions loaded is left alone; in watch mode, files that failed
  * to load already wait until they change, and so does a folder that cannot be read.

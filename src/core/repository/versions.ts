@@ -81,7 +81,7 @@ export class VersionLifecycle<V extends LoadedVersion = LoadedVersion> {
    * failure reason (Triton's "version <v> is at UNAVAILABLE state: ...;" clauses), undefined on success.
    */
   async loadModel(rec: ModelRecord<V>, p: PolledModel): Promise<string | undefined> {
-    rec.tracked = true;
+    rec.on({ type: 'track' });
     rec.members = p.members;
     const configured = await this.prepareConfig(rec, p);
     if (typeof configured === 'string') return configured;
@@ -292,9 +292,7 @@ export class VersionLifecycle<V extends LoadedVersion = LoadedVersion> {
     }
     rec.config = config;
     rec.source = p.source;
-    rec.fingerprint = p.fingerprint;
-    rec.overridden = p.overridden;
-    rec.suspended = false;
+    rec.on({ type: 'loaded', fingerprint: p.fingerprint, overridden: p.overridden });
   }
 
   /** Removes a private copy no version was loaded from (nothing for the repository's own folder). */
