@@ -237,7 +237,7 @@ export class PythonInstance implements InstanceHandle {
     }
     const rids = wire.map((w) => w.rid);
     const batch = this.ledger.open({ stub, requests: live, rids, execStart, unpin, resolve });
-    stub.sendExecute({ batch: batch.id, requests: wire }, blob.parts);
+    stub.send(MessageType.Execute, { batch: batch.id, requests: wire }, blob.parts);
     this.supervisor.armRunning();
   }
 

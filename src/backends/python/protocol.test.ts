@@ -15,8 +15,6 @@ import {
   MessageType,
   decodeExecuteDone,
   encodeExecuteDone,
-  executeJson,
-  type ExecuteMessage,
   type Messages,
   type StubError,
   type StubTensor,
@@ -166,9 +164,7 @@ function encodeAll(): Buffer {
     TYPES.flatMap((t) =>
       t === MessageType.ExecuteDone
         ? encodeRawFrame(t, encodeExecuteDone(SAMPLES[MessageType.ExecuteDone]), [BLOB])
-        : t === MessageType.Execute
-          ? encodeRawFrame(t, Buffer.from(executeJson(SAMPLES[MessageType.Execute]), 'utf8'), [BLOB])
-          : encodeFrame(t, SAMPLES[t], [BLOB]),
+        : encodeFrame(t, SAMPLES[t], [BLOB]),
     ),
   );
 }
@@ -277,33 +273,6 @@ void test('every message type crosses to the stub and back with exactly the fiel
     assertSample(f);
     assert.ok(f.blob.equals(BLOB));
   }
-});
-
-void test("EXECUTE's assembled JSON is what JSON.stringify writes, for any request", () => {
-  const odd: ExecuteMessage = {
-    batch: 1,
-    requests: [
-      {
-        rid: 2,
-        request_id: 'quote " back \\ nl \n tab \t ctl \u0001 ls \u2028 é 😀',
-        correlation_id: '',
-        correlation_is_string: true,
-        flags: 0,
-        parameters: '{}',
-        requested_outputs: [],
-        inputs: [],
-      },
-      { ...SAMPLES[MessageType.Execute].requests[0], cancelled: false, traced: undefined },
-    ],
-  };
-  for (const m of [odd, SAMPLES[MessageType.Execute], { batch: 3, requests: [] }]) {
-    assert.deepEqual(JSON.parse(executeJson(m)), JSON.parse(JSON.stringify(m)));
-  }
-  assert.equal(
-    executeJson(odd).includes('"traced"'),
-    false,
-    'an undefined field is left out, as JSON.stringify does',
-  );
 });
 
 void test('a field the other side does not know is caught', () => {

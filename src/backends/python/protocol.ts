@@ -184,35 +184,6 @@ export interface CreditMessage {
   readonly n: number;
 }
 
-/**
- * An EXECUTE header as JSON text, assembled field by field: what JSON.stringify writes for the message
- * (protocol.test.ts compares them), in about half its time on the objects batch-input.ts builds (their
- * optional fields give them several shapes, which JSON.stringify's fast path does not take).
- */
-export function executeJson(m: ExecuteMessage): string {
-  let text = `{"batch":${m.batch},"requests":[`;
-  m.requests.forEach((r, i) => {
-    if (i > 0) text += ',';
-    text +=
-      `{"rid":${r.rid},"request_id":${JSON.stringify(r.request_id)},` +
-      `"correlation_id":${JSON.stringify(r.correlation_id)},"correlation_is_string":${r.correlation_is_string},` +
-      `"flags":${r.flags},"parameters":${JSON.stringify(r.parameters)},` +
-      `"requested_outputs":${JSON.stringify(r.requested_outputs)},"inputs":[`;
-    r.inputs.forEach((t, k) => {
-      if (k > 0) text += ',';
-      text +=
-        `{"name":${JSON.stringify(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(',')}],` +
-        `"in_shm":${t.in_shm},"offset":${t.offset},"byte_size":${t.byte_size}}`;
-    });
-    text += ']';
-    if (r.cancelled !== undefined) text += `,"cancelled":${r.cancelled}`;
-    if (r.traced !== undefined) text += `,"traced":${r.traced}`;
-    if (r.trace_context !== undefined) text += `,"trace_context":${JSON.stringify(r.trace_context)}`;
-    text += '}';
-  });
-  return text + ']}';
-}
-
 // --- stub -> host -----------------------------------------------------------------------------------------
 
 export interface HelloMessage {

@@ -10,15 +10,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { NereidError, internal } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import { encodeFrame, encodeRawFrame, FrameDecoder, type Frame } from './frames.js';
+import { encodeFrame, FrameDecoder, type Frame } from './frames.js';
 import { STUB_SCRIPT, type Interpreter } from './interpreter.js';
 import { BoundedLineSplitter, LineRateLimit } from './output-lines.js';
 import {
   BINARY_HEADERS,
   MessageType,
   decode,
-  executeJson,
-  type ExecuteMessage,
   type HostMessageType,
   type Incoming,
   type JsonStubMessageType,
@@ -153,16 +151,7 @@ export class StubProcess {
 
   send<T extends HostMessageType>(type: T, message: Messages[T], blobs: readonly Buffer[] = []): void {
     if (!this.alive) return;
-    this.write(encodeFrame(type, message, blobs));
-  }
-
-  /** An EXECUTE frame, its JSON header assembled directly (protocol.ts executeJson). */
-  sendExecute(message: ExecuteMessage, blobs: readonly Buffer[]): void {
-    if (!this.alive) return;
-    this.write(encodeRawFrame(MessageType.Execute, Buffer.from(executeJson(message), 'utf8'), blobs));
-  }
-
-  private write(parts: readonly Buffer[]): void {
+    const parts = encodeFrame(type, message, blobs);
     // Every frame written in this turn of the event loop goes out in one writev (several pipelined
     // batches, a batch and a FREE of output space): the stub wakes once and reads them in one recv.
     if (!this.corked) {
