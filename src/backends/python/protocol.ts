@@ -4,10 +4,10 @@
  * message types and the shape of the JSON header each carries, with readable field names. Tensor bytes
  * never travel in these headers; a tensor descriptor says where its bytes are — inline in the frame's
  * blob, or in one of the instance's two /dev/shm files. Messages from the stub come from a process running
- * user code: each stub->host header is read through its decoder at the end of this file (`decode`), which
- * checks every field and gives its reader a typed message; tensor descriptors are checked one by one where
- * their bytes are read (tensors.ts), so a bad one fails its own request while the others' /dev/shm ranges
- * are still handed back.
+ * user code: each stub->host header is read through its decoder near the end of this file (`decode`; the
+ * binary EXECUTE_DONE through `decodeExecuteDone`, at the very end), which checks every field and gives
+ * its reader a typed message; tensor descriptors are checked one by one where their bytes are read
+ * (tensors.ts), so a bad one fails its own request while the others' /dev/shm ranges are still handed back.
  */
 import type { DataType } from '../../common/datatype.js';
 import { internal, type ErrorCode } from '../../common/errors.js';
