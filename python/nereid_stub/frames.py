@@ -1,11 +1,13 @@
 """Length-prefixed binary frames over the control socket (fd 3), the same format the host's
 src/backends/python/frames.ts writes and reads:
 
-    u32 LE body length | u8 message type | u32 LE header length | header (UTF-8 JSON) | blob
+    u32 LE body length | u8 message type | u32 LE header length | header | blob
 
-The JSON header describes the message; tensor bytes small enough to travel inline follow as the blob and
-are referenced by (offset, size) from the header, so no tensor byte is ever put into JSON. Writers from
-several threads share one lock; the read side is used by one thread at a time (dispatch.py).
+The header describes the message: UTF-8 JSON, or a fixed binary layout for the types a reader is told
+are binary (EXECUTE_DONE, which only the host reads: messages.execute_done()). Tensor bytes small enough
+to travel inline follow as the blob and are referenced by (offset, size) from the header, so no tensor
+byte is ever put into a header. Writers from several threads share one lock; the read side is used by
+one thread at a time (dispatch.py).
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ def _decode_header(text: str) -> Any:
 
 
 class Frame:
-    __slots__ = ("blob", "header", "type")
+    __slots__ = ("blob", "head", "header", "type")
 
-    def __init__(self, type_: int, header: dict[str, Any], blob: memoryview) -> None:
+    def __init__(self, type_: int, header: dict[str, Any], blob: memoryview, head: bytes = b"") -> None:
         self.type = type_
         self.header = header
         self.blob = blob
+        self.head = head  # a binary type's header bytes (b"" for a JSON header)
 
 
 class FrameReader:
@@ -57,8 +60,9 @@ class FrameReader:
     (and numpy arrays over it writable, as Triton's are). A frame too large for the buffer is received
     straight into its own buffer."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, binary: frozenset[int] = frozenset()) -> None:
         self._sock = sock
+        self._binary = binary  # types whose header is kept as bytes, not decoded as JSON
         self._buf = bytearray(_CHUNK)
         self._view = memoryview(self._buf)
         # Buffered bytes not yet returned as frames: self._buf[self._start : self._end].
@@ -122,7 +126,12 @@ class FrameReader:
         (header_len,) = _LENGTH.unpack_from(body, 1)
         if 5 + header_len > body_len:
             raise ValueError("malformed frame: header longer than the frame")
-        header = _decode_header(str(body[5 : 5 + header_len], "utf-8")) if header_len else {}
+        head = b""
+        header: Any
+        if type_ in self._binary:
+            head, header = bytes(body[5 : 5 + header_len]), {}
+        else:
+            header = _decode_header(str(body[5 : 5 + header_len], "utf-8")) if header_len else {}
         if not isinstance(header, dict):
             raise ValueError("malformed frame: header is not an object")
         if body.obj is self._buf:
@@ -130,7 +139,7 @@ class FrameReader:
             blob = memoryview(bytearray(body[5 + header_len :]))
         else:
             blob = body[5 + header_len :]
-        return Frame(type_, header, blob)
+        return Frame(type_, header, blob, head)
 
 
 class FrameWriter:
@@ -146,7 +155,10 @@ class FrameWriter:
     def send_text(self, type_: int, header: str, blobs: Sequence[bytes | memoryview] = ()) -> None:
         """Sends a header that is already JSON text (the hot paths build it directly). Blobs are bytes or
         memoryviews of format "B" (every one this stub makes), so len() is their size."""
-        head = header.encode("utf-8")
+        self.send_bytes(type_, header.encode("utf-8"), blobs)
+
+    def send_bytes(self, type_: int, head: bytes, blobs: Sequence[bytes | memoryview] = ()) -> None:
+        """Sends a header that is already bytes (JSON text, or EXECUTE_DONE's binary layout)."""
         blob_len = sum(map(len, blobs))
         body_len = 5 + len(head) + blob_len
         if body_len > MAX_BODY:

@@ -7,14 +7,17 @@ frame's blob, or the sender's /dev/shm file).
 The shapes are TypedDicts, so a decoded header is the dict json.loads made, with no object built per
 message; optional fields sit in a `total=False` part (NotRequired needs Python 3.11, stubs run on 3.10).
 Every message the stub sends is built here, by the builders after the shapes: the runtime and the model
-API only call them. The hot messages (EXECUTE_DONE, RESPONSE, BLS_REQUEST and their tensor descriptors)
-are assembled as JSON text rather than by json.dumps, which costs twice as much per response;
+API only call them. EXECUTE_DONE, the one answer of every default-mode batch, has a fixed binary header
+(its layout is written down at execute_done() below and in protocol.ts, which decodes it); its ExecuteDone
+shape here names the fields it carries. The other hot messages (RESPONSE, BLS_REQUEST and their tensor
+descriptors) are assembled as JSON text rather than by json.dumps, which costs twice as much per response;
 protocol.test.ts checks that what they write is exactly these shapes.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any, Literal, NotRequired, TypedDict
 
 # --- message types (MessageType in protocol.ts) -------------------------------------------------------------
@@ -372,16 +375,78 @@ def error_response_json(
     return f'{{"rid":{rid},"final":true,"error":{{"code":{code},"message":{json.dumps(message)}{mine}}}}}'
 
 
-def execute_done_json(
-    batch: int, responses: list[str], rescheduled: list[int], started: int, finished: int
-) -> str:
-    """An ExecuteDone without error as JSON text; `responses` are response texts."""
-    text = f'{{"batch":{batch},"started":{started},"finished":{finished}'
-    if responses:
-        text += f',"responses":[{",".join(responses)}]'
+# --- EXECUTE_DONE: a fixed binary header (protocol.ts decodeExecuteDone reads it) -------------------------
+#
+# Little-endian: u32 batch | f64 started | f64 finished | u32 responses | u32 rescheduled | u32 tail bytes
+# | u32 rid x rescheduled | tail (a JSON object {error, error_info} when the whole batch failed, else nothing)
+# | responses, each a u8 kind then:
+#   0 (outputs): u32 rid | u8 flags (1 final, 2 parameters, 4 undeclared) | u16 outputs | each output:
+#       u16 name bytes | name | u8 datatype bytes | datatype | u8 dims | f64 x dims | u8 in_shm | f64 offset
+#       | f64 byte_size
+#     then, by its flags, u32 bytes + the parameters' JSON object text, u32 bytes + undeclared's JSON list
+#   1 (JSON): u32 bytes | a StubResponse as JSON text (a response carrying an error)
+
+_DONE_HEAD = struct.Struct("<IddIII")
+_ENTRY_HEAD = struct.Struct("<BIBH")
+_U32 = struct.Struct("<I")
+_TENSOR_TAIL = struct.Struct("<Bdd")
+_FINAL, _PARAMETERS, _UNDECLARED = 1, 2, 4
+# The fixed start of a binary tensor descriptor (name, datatype, dims) by (name, datatype, *shape).
+_TENSOR_BIN_HEAD: dict[tuple[Any, ...], bytes] = {}
+
+
+def tensor_bin(name: str, datatype: str, shape: list[int], in_shm: bool, offset: int, size: int) -> bytes:
+    """A tensor descriptor of an EXECUTE_DONE response (the layout above)."""
+    key = (name, datatype, *shape)
+    head = _TENSOR_BIN_HEAD.get(key)
+    if head is None:
+        n, d = name.encode("utf-8"), datatype.encode("ascii")
+        head = struct.pack(f"<H{len(n)}sB{len(d)}sB{len(shape)}d", len(n), n, len(d), d, len(shape), *shape)
+        if len(_TENSOR_BIN_HEAD) < 4096:
+            _TENSOR_BIN_HEAD[key] = head
+    return head + _TENSOR_TAIL.pack(in_shm, offset, size)
+
+
+def _sized(text: str) -> bytes:
+    data = text.encode("utf-8")
+    return _U32.pack(len(data)) + data
+
+
+def response_entry(
+    rid: int, final: bool, outputs: list[bytes], parameters: str = "", undeclared: list[str] | None = None
+) -> bytes:
+    """A response of EXECUTE_DONE with outputs (tensor_bin descriptors), in the binary layout."""
+    flags = _FINAL if final else 0
+    tail = b""
+    if parameters and parameters != "{}":
+        flags |= _PARAMETERS
+        tail = _sized(parameters)
+    if undeclared:
+        flags |= _UNDECLARED
+        tail += _sized(json.dumps(undeclared))
+    return _ENTRY_HEAD.pack(0, rid, flags, len(outputs)) + b"".join(outputs) + tail
+
+
+def json_entry(response: str) -> bytes:
+    """A response of EXECUTE_DONE given as StubResponse JSON text (error_json's)."""
+    return b"\x01" + _sized(response)
+
+
+def execute_done(
+    batch: int,
+    responses: list[bytes],
+    rescheduled: list[int],
+    started: int,
+    finished: int,
+    failure: tuple[str, ErrorInfo] | None = None,
+) -> bytes:
+    """An EXECUTE_DONE header; `responses` are response_entry/json_entry bytes, `failure` the batch's error
+    text and what execute raised."""
+    tail = b"" if failure is None else json.dumps({"error": failure[0], "error_info": failure[1]}).encode()
+    head = _DONE_HEAD.pack(batch, started, finished, len(responses), len(rescheduled), len(tail))
     if rescheduled:
-        text += f',"rescheduled":[{",".join(map(str, rescheduled))}]'
-    return text + "}"
+        head += struct.pack(f"<{len(rescheduled)}I", *rescheduled)
+    return head + tail + b"".join(responses)
 
 
 def error_json(
@@ -461,8 +526,8 @@ def autocomplete_failed(error: str) -> AutoCompleteDone:
     return {"error": error}
 
 
-def execute_failed(batch: int, error: str, info: ErrorInfo, started: int, finished: int) -> ExecuteDone:
-    return {"batch": batch, "error": error, "error_info": info, "started": started, "finished": finished}
+def execute_failed(batch: int, error: str, info: ErrorInfo, started: int, finished: int) -> bytes:
+    return execute_done(batch, [], [], started, finished, (error, info))
 
 
 def bls_cancel(call: int) -> BlsCancel:

@@ -25,7 +25,7 @@ import traceback
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 from . import api, frames, messages, metrics
 from . import channel as _channel
@@ -37,6 +37,12 @@ _RESCHEDULE = api.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 # BLS responses the host may send ahead of what a call's iterator took (BLS_REQUEST's window; bls.ts).
 BLS_WINDOW = 32
 _error_json = messages.error_json
+_D = TypeVar("_D", str, bytes)
+
+
+def _error_entry(rid: int, message: str, code: int) -> bytes:
+    """An error response of EXECUTE_DONE."""
+    return messages.json_entry(messages.error_json(rid, message, code))
 
 
 def format_exception(e: BaseException) -> str:
@@ -297,7 +303,7 @@ class Runtime:
                 request.timeout(),
                 request.parameters(),
                 request.requested_output_names(),
-                self._describe_tensors(request.inputs(), None, blobs),
+                self._describe_tensors(request.inputs(), None, blobs, messages.tensor_json),
                 request.trace()._rid,
                 BLS_WINDOW,
             )
@@ -356,16 +362,16 @@ class Runtime:
         tensors: Sequence[api.Tensor],
         requested: frozenset[str] | None,
         blobs: list[memoryview],
+        tensor_json: Callable[[str, str, list[int], bool, int, int], _D],
         undeclared: list[str] | None = None,
         inline: int = -1,
-    ) -> list[str]:
-        """Tensor descriptors as JSON texts; inline bytes are appended to `blobs` (`inline`: their size so
-        far, when the caller keeps count); pruned outputs the config does not declare are added to
-        `undeclared`."""
-        descs: list[str] = []
+    ) -> list[_D]:
+        """Tensor descriptors as JSON texts (or what `tensor_json` makes: messages.tensor_bin for
+        EXECUTE_DONE); inline bytes are appended to `blobs` (`inline`: their size so far, when the caller
+        keeps count); pruned outputs the config does not declare are added to `undeclared`."""
+        descs: list[_D] = []
         if inline < 0:
             inline = sum(map(len, blobs))
-        tensor_json = messages.tensor_json
         for t in tensors:
             name = t._name
             if requested is not None and name not in requested:
@@ -417,8 +423,31 @@ class Runtime:
             # The model answered with this error: Triton counts the request as a success.
             return messages.error_json(rid, err.message(), int(err.code()), from_model=True, final=final)
         undeclared: list[str] = []
-        tensors = self._describe_tensors(response._tensors, requested, blobs, undeclared, inline)
+        tensors = self._describe_tensors(
+            response._tensors, requested, blobs, messages.tensor_json, undeclared, inline
+        )
         return messages.response_json(rid, final, tensors, response._parameters, undeclared)
+
+    def _response_entry(
+        self,
+        rid: int,
+        response: api.InferenceResponse,
+        requested: frozenset[str] | None,
+        blobs: list[memoryview],
+        inline: int,
+    ) -> bytes:
+        """A final response of EXECUTE_DONE (messages.response_entry); `inline`: the size of `blobs`."""
+        err = response._error
+        if err is not None:
+            # The model answered with this error: Triton counts the request as a success.
+            return messages.json_entry(
+                messages.error_json(rid, err.message(), int(err.code()), from_model=True, final=True)
+            )
+        undeclared: list[str] = []
+        tensors = self._describe_tensors(
+            response._tensors, requested, blobs, messages.tensor_bin, undeclared, inline
+        )
+        return messages.response_entry(rid, True, tensors, response._parameters, undeclared)
 
     def _bls_response(self, h: messages.BlsResponse, blob: memoryview) -> api.InferenceResponse:
         err = h.get("error")
@@ -634,12 +663,12 @@ class Runtime:
             failed = messages.execute_failed(
                 batch, self._failure(e), exception_info(e), started, time.monotonic_ns()
             )
-            self.send(messages.EXECUTE_DONE, failed)
+            self._writer.send_bytes(messages.EXECUTE_DONE, failed)
             return
         for s in states:
             s.returned = True
-        done = messages.execute_done_json(batch, entries, handed_back, started, time.monotonic_ns())
-        self._writer.send_text(messages.EXECUTE_DONE, done, blobs)
+        done = messages.execute_done(batch, entries, handed_back, started, time.monotonic_ns())
+        self._writer.send_bytes(messages.EXECUTE_DONE, done, blobs)
 
     def _failure(self, e: BaseException) -> str:
         return f"Failed to process the request(s) for model '{self._name}', message: {format_exception(e)}"
@@ -650,14 +679,14 @@ class Runtime:
         states: list[api._RequestState],
         result: Any,
         blobs: list[memoryview],
-    ) -> tuple[list[str], list[int]]:
+    ) -> tuple[list[bytes], list[int]]:
         """What execute returned -> the response entries of EXECUTE_DONE (default mode answers in it) and
         the requests the model rescheduled (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)."""
         if result is None:
             return self._returned_none(requests, states)
         self._check_returned(requests, result)
         handed_back: list[int] = []
-        out: list[str] = []
+        out: list[bytes] = []
         inline = sum(map(len, blobs))  # the blobs' size, kept up to date as responses add theirs
         for request, state, response in zip(requests, states, result, strict=True):
             if state.closed:
@@ -669,14 +698,14 @@ class Runtime:
             state.closed = True
             if response is not None:
                 before = len(blobs)
-                out.append(self._response_json(state.rid, True, response, state.requested, blobs, inline))
+                out.append(self._response_entry(state.rid, response, state.requested, blobs, inline))
                 for b in blobs[before:]:
                     inline += len(b)
             elif request._rescheduled():
                 handed_back.append(state.rid)
             else:
                 out.append(
-                    _error_json(
+                    _error_entry(
                         state.rid,
                         "execute() returned None for this request: return an InferenceResponse for every "
                         "request, or reschedule it first with request.set_release_flags("
@@ -688,10 +717,10 @@ class Runtime:
 
     def _returned_none(
         self, requests: list[api.InferenceRequest], states: list[api._RequestState]
-    ) -> tuple[list[str], list[int]]:
+    ) -> tuple[list[bytes], list[int]]:
         """_returned for an execute that returned None (every decoupled model; a default-mode model only
         when it answered or rescheduled each request itself)."""
-        errors: list[str] = []
+        errors: list[bytes] = []
         handed_back: list[int] = []
         for request, s in zip(requests, states, strict=True):
             if s.closed:
@@ -703,7 +732,7 @@ class Runtime:
             elif not self._decoupled and not s.has_sender:
                 s.closed = True
                 errors.append(
-                    _error_json(
+                    _error_entry(
                         s.rid,
                         "Expected a list in the execute return, found type '<class 'NoneType'>'.",
                         _INTERNAL,

@@ -23,9 +23,16 @@ import { NereidError, cancelled, internal, unavailable } from '../../common/erro
 import type { Logger } from '../../common/logger.js';
 import type { Tensor } from '../../common/tensor.js';
 import { isJsonObject } from './frames.js';
-import { MessageType, tritonErrorCode, type BlsRequestIn } from './protocol.js';
+import { MessageType, tritonErrorCode, type BlsRequestIn, type StubTensor } from './protocol.js';
 import type { StubProcess } from './stub-process.js';
-import { BlobBuilder, describeTensors, readTensors, type FreedRanges } from './tensors.js';
+import {
+  BlobBuilder,
+  describeInline,
+  describeTensors,
+  readInlineTensors,
+  readTensors,
+  type FreedRanges,
+} from './tensors.js';
 
 export type ServerInfer = ServerApi['infer'];
 
@@ -109,7 +116,8 @@ export class BlsService {
 
   /** A BLS_CANCEL (ResponseIterator.cancel()). */
   onCancel(call: number): void {
-    this.calls.get(call)?.ac.abort();
+    const c = this.calls.get(call);
+    if (c !== undefined) abortCall(c);
   }
 
   /** A BLS_CREDIT: the call's iterator took `n` more responses. */
@@ -136,34 +144,39 @@ export class BlsService {
   }
 
   abortAll(): void {
-    for (const c of this.calls.values()) c.ac.abort();
+    for (const c of this.calls.values()) abortCall(c);
     this.calls.clear();
   }
 
   /** Waits until `c` may send another response; throws CANCELLED if the call is cancelled meanwhile. */
-  private async credit(c: Call): Promise<void> {
+  private async waitForCredit(c: Call): Promise<void> {
     while (c.credit <= 0) {
       if (c.ac.signal.aborted) throw cancelled('the BLS call was cancelled');
       await new Promise<void>((resolve) => (c.wake = resolve));
     }
-    c.credit--;
+  }
+
+  /** The call's inputs: in this turn when they are all inline (the small-call path). */
+  private async inputs(h: BlsRequestIn, blob: Buffer): Promise<Tensor[]> {
+    const inline = readInlineTensors(h.inputs, blob);
+    if (inline !== undefined) return inline;
+    const freed: FreedRanges = [];
+    try {
+      return await readTensors(h.inputs, blob, this.stub.files?.fromStub, freed);
+    } finally {
+      if (freed.length > 0) this.stub.send(MessageType.Free, { ranges: freed });
+    }
   }
 
   private async run(h: BlsRequestIn, blob: Buffer): Promise<void> {
     const q = h.call;
     const ac = new AbortController();
     const windowed = h.window > 0;
+    // No 'abort' listener (one costs more than a small call): whoever aborts the call wakes it (abortCall).
     const c: Call = { ac, credit: windowed ? h.window : Infinity, ahead: 0, wake: undefined };
-    ac.signal.addEventListener('abort', () => c.wake?.(), { once: true });
     this.calls.set(q, c);
     try {
-      const freed: FreedRanges = [];
-      let inputs: Tensor[];
-      try {
-        inputs = await readTensors(h.inputs, blob, this.stub.files?.fromStub, freed);
-      } finally {
-        if (freed.length > 0) this.stub.send(MessageType.Free, { ranges: freed });
-      }
+      const inputs = await this.inputs(h, blob);
       if (!this.infer) {
         throw unavailable(
           'BLS is not available: this server did not give the python backend its inference API',
@@ -173,8 +186,10 @@ export class BlsService {
       const parent = h.traceRid !== 0 ? this.traceOf(h.traceRid) : undefined;
       // The next response is taken from the core only once the stub has room for it (credit).
       for await (const r of this.infer(blsRequest(h, inputs, ac.signal, parent))) {
-        await this.credit(c);
-        await this.reply(q, r.outputs, r.parameters, r.final);
+        if (c.credit <= 0) await this.waitForCredit(c);
+        c.credit--;
+        const sending = this.reply(q, r.outputs, r.parameters, r.final);
+        if (sending !== undefined) await sending;
         if (windowed) {
           c.ahead++;
           this.ahead++;
@@ -198,22 +213,53 @@ export class BlsService {
     }
   }
 
-  private async reply(
+  /** Sends one response: in this turn when its outputs all go inline, else once written to /dev/shm. */
+  private reply(
     q: number,
     outputs: readonly Tensor[],
     parameters: Readonly<Record<string, ParameterValue>>,
     final: boolean,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     const blob = new BlobBuilder();
     const sink = { arena: this.stub.files?.toStub, threshold: this.threshold };
-    const tensors = await describeTensors(outputs, sink, blob);
-    const p = Object.keys(parameters).length > 0 ? JSON.stringify(parameters, bigintReplacer) : undefined;
+    const inline = describeInline(outputs, sink, blob);
+    if (inline !== undefined) {
+      this.send(q, inline, blob, parameters, final);
+      return undefined;
+    }
+    return describeTensors(outputs, sink, blob).then((tensors) =>
+      this.send(q, tensors, blob, parameters, final),
+    );
+  }
+
+  private send(
+    q: number,
+    tensors: StubTensor[],
+    blob: BlobBuilder,
+    parameters: Readonly<Record<string, ParameterValue>>,
+    final: boolean,
+  ): void {
+    let p: string | undefined;
+    for (const _ in parameters) {
+      p = JSON.stringify(parameters, bigintReplacer);
+      break;
+    }
     this.stub.send(
       MessageType.BlsResponse,
-      { call: q, final, outputs: tensors, ...(p ? { parameters: p } : {}) },
+      p === undefined
+        ? { call: q, final, outputs: tensors }
+        : { call: q, final, outputs: tensors, parameters: p },
       blob.parts,
     );
   }
+}
+
+/** Cancels the call and wakes it if it waits for credit. */
+function abortCall(c: Call): void {
+  c.ac.abort();
+  const wake = c.wake;
+  c.wake = undefined;
+  wake?.();
 }
 
 function bigintReplacer(_key: string, value: unknown): unknown {

@@ -1,6 +1,8 @@
 /**
  * Length-prefixed binary frames on a stub's control socket (the format python/nereid_stub/frames.py
- * speaks): `u32 LE body length | u8 type | u32 LE header length | header JSON | blob`. The decoder accepts
+ * speaks): `u32 LE body length | u8 type | u32 LE header length | header | blob`. The header is JSON, but
+ * for the hot message types given to the decoder as `binary` (EXECUTE_DONE: protocol.ts), whose header is a
+ * fixed layout their own decoder reads. The decoder accepts
  * socket chunks of any size and yields whole frames; a frame that fits in one chunk is a view of it (no
  * copy), one that spans chunks is joined once.
  */
@@ -20,8 +22,10 @@ export function listOf(v: unknown): readonly unknown[] {
 
 export interface Frame {
   readonly type: number;
-  /** The header's JSON object; its fields are read through protocol.ts's decoders. */
+  /** The header's JSON object (empty for a binary type); its fields are read through protocol.ts's decoders. */
   readonly header: RawJsonObject;
+  /** The header's bytes as they came (what a binary type's decoder reads). */
+  readonly head: Buffer;
   /** Inline tensor bytes that follow the header. */
   readonly blob: Buffer;
 }
@@ -31,7 +35,11 @@ const FORMAT_MAX_BODY = 0xffffffff;
 
 /** Encodes one frame as buffers to write in order (the blobs are not copied). */
 export function encodeFrame(type: number, header: unknown, blobs: readonly Buffer[] = []): Buffer[] {
-  const head = Buffer.from(JSON.stringify(header), 'utf8');
+  return encodeRawFrame(type, Buffer.from(JSON.stringify(header), 'utf8'), blobs);
+}
+
+/** Encodes one frame whose header is already bytes (a binary layout). */
+export function encodeRawFrame(type: number, head: Buffer, blobs: readonly Buffer[] = []): Buffer[] {
   let blobLength = 0;
   for (const b of blobs) blobLength += b.length;
   const bodyLength = 5 + head.length + blobLength;
@@ -49,8 +57,14 @@ export class FrameDecoder {
   private readonly chunks: Buffer[] = [];
   private buffered = 0;
 
-  /** `maxBody` bounds what a confused or hostile peer can make us allocate. */
-  constructor(private readonly maxBody: number) {}
+  /**
+   * `maxBody` bounds what a confused or hostile peer can make us allocate; frames of the `binary` types
+   * keep their header as bytes (not parsed as JSON).
+   */
+  constructor(
+    private readonly maxBody: number,
+    private readonly binary: ReadonlySet<number> = new Set(),
+  ) {}
 
   /** Adds a chunk; returns the frames it completed. Throws on a malformed stream. */
   push(chunk: Buffer): Frame[] {
@@ -78,7 +92,7 @@ export class FrameDecoder {
       throw internal(`the Python stub sent a frame of ${bodyLength} bytes, over the ${this.maxBody} limit`);
     }
     if (this.buffered < 4 + bodyLength) return undefined;
-    return parseBody(this.take(4 + bodyLength).subarray(4));
+    return parseBody(this.take(4 + bodyLength).subarray(4), this.binary);
   }
 
   private peekLength(): number {
@@ -120,11 +134,16 @@ export class FrameDecoder {
   }
 }
 
-function parseBody(body: Buffer): Frame {
+const NO_HEADER: RawJsonObject = {};
+
+function parseBody(body: Buffer, binary: ReadonlySet<number>): Frame {
   const type = body.readUInt8(0);
   const headerLength = body.readUInt32LE(1);
   if (5 + headerLength > body.length) throw internal('malformed frame from the Python stub: header overflow');
-  let header: unknown = {};
+  const head = body.subarray(5, 5 + headerLength);
+  const blob = body.subarray(5 + headerLength);
+  if (binary.has(type)) return { type, header: NO_HEADER, head, blob };
+  let header: unknown = NO_HEADER;
   if (headerLength > 0) {
     try {
       header = JSON.parse(body.toString('utf8', 5, 5 + headerLength));
@@ -135,5 +154,5 @@ function parseBody(body: Buffer): Frame {
   if (!isJsonObject(header)) {
     throw internal('malformed frame from the Python stub: header is not an object');
   }
-  return { type, header, blob: body.subarray(5 + headerLength) };
+  return { type, header, head, blob };
 }

@@ -44,7 +44,14 @@ import type { Frame } from './frames.js';
 import { BatchLedger } from './ledger.js';
 import type { StubFamily } from './metrics.js';
 import { ModelControlService } from './model-control.js';
-import { MessageType, decode, type ExecuteDoneIn, type LogIn, type ResponseIn } from './protocol.js';
+import {
+  MessageType,
+  decode,
+  decodeExecuteDone,
+  type ExecuteDoneIn,
+  type LogIn,
+  type ResponseIn,
+} from './protocol.js';
 import { ResponseReader, nsBetween, type ResponseReaderSink } from './response-reader.js';
 import type { StubProcess } from './stub-process.js';
 import { StubSupervisor, type SupervisorOptions } from './supervisor.js';
@@ -283,7 +290,14 @@ export class PythonInstance implements InstanceHandle {
         break;
       case MessageType.ExecuteDone: {
         const arrived = process.hrtime.bigint();
-        const done = decode[MessageType.ExecuteDone](h);
+        let done: ExecuteDoneIn;
+        try {
+          done = decodeExecuteDone(frame.head);
+        } catch (err) {
+          // As for a frame that is not one at all (stub-process.ts): the stub is stopped, its requests fail.
+          stub.terminate(`protocol error: ${NereidError.from(err).message}`);
+          return;
+        }
         this.reader.read(stub, done.responses, frame.blob, (readingNs) =>
           this.executeReturned(done, arrived, readingNs),
         );

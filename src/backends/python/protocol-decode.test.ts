@@ -1,22 +1,42 @@
 // The host's decoders for stub->host messages (protocol.ts `decode`): what a well-behaved stub sends
 // arrives typed and whole, and what a broken or hostile one sends becomes the documented fallbacks instead
-// of a throw. And the stub's side: every builder in python/nereid_stub/messages.py writes exactly the
-// fields of its message's shape.
+// of a throw. EXECUTE_DONE's header is a binary layout (decodeExecuteDone): one that is cut short, says
+// more than it holds or carries a bad entry is a clear error, never a read past its end. And the stub's
+// side: every builder in python/nereid_stub/messages.py writes exactly the fields of its message's shape
+// (EXECUTE_DONE: the very bytes the host's own encoder writes).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 import { PACKAGE_ROOT } from './interpreter.js';
-import { MessageType, decode, type StubMessageType } from './protocol.js';
+import {
+  BINARY_HEADERS,
+  MessageType,
+  decode,
+  decodeExecuteDone,
+  encodeExecuteDone,
+  type JsonStubMessageType,
+  type StubTensor,
+} from './protocol.js';
 
 const PYTHON = path.join(PACKAGE_ROOT, '.venv/bin/python');
 
 const info = { type: 'ValueError', message: 'no', frames: [], traceback: 'Traceback ...' };
-const tensor = { name: 'OUT', datatype: 'FP32', shape: [1, 4], in_shm: false, offset: 0, byte_size: 16 };
+const tensor: StubTensor = {
+  name: 'OUT',
+  datatype: 'FP32',
+  shape: [1, 4],
+  in_shm: false,
+  offset: 0,
+  byte_size: 16,
+};
 
 void test('there is a decoder for every stub->host message type and none for the host->stub ones', () => {
-  const stubTypes = Object.values(MessageType).filter((t) => t >= MessageType.Hello);
+  const stubTypes = Object.values(MessageType).filter(
+    (t) => t >= MessageType.Hello && !BINARY_HEADERS.has(t),
+  );
   assert.deepEqual(Object.keys(decode).map(Number).sort(), stubTypes.sort());
+  assert.deepEqual([...BINARY_HEADERS], [MessageType.ExecuteDone]);
 });
 
 void test("a well-behaved stub's messages decode whole", () => {
@@ -36,15 +56,17 @@ void test("a well-behaved stub's messages decode whole", () => {
     error: { code: 'INVALID_ARG', message: 'bad', fromModel: true, info },
     undeclared: ['EXTRA'],
   });
-  const done = decode[MessageType.ExecuteDone]({
-    batch: 7,
-    error: 'Failed',
-    error_info: info,
-    responses: [{ rid: 4, final: true }],
-    rescheduled: [5, 6],
-    started: 100,
-    finished: 200,
-  });
+  const done = decodeExecuteDone(
+    encodeExecuteDone({
+      batch: 7,
+      error: 'Failed',
+      error_info: info,
+      responses: [{ rid: 4, final: true }],
+      rescheduled: [5, 6],
+      started: 100,
+      finished: 200,
+    }),
+  );
   assert.equal(done.batch, 7);
   assert.equal(done.error, 'Failed');
   assert.deepEqual(done.errorInfo, info);
@@ -155,20 +177,6 @@ void test('malformed fields become the fallbacks their readers expect, never a t
     error: { code: 'INTERNAL', message: '"boom"', fromModel: false, info: undefined },
     undeclared: undefined,
   });
-  const done = decode[MessageType.ExecuteDone]({
-    batch: '1',
-    error: { why: 1 },
-    responses: 'none',
-    rescheduled: [1, 'two', 3],
-    started: 'soon',
-    finished: Number.NaN,
-  });
-  assert.equal(done.batch, 0);
-  assert.equal(done.error, '{"why":1}');
-  assert.deepEqual(done.responses, []);
-  assert.deepEqual(done.rescheduled, [1, 3]);
-  assert.deepEqual([done.started, done.finished], [undefined, undefined]);
-  assert.deepEqual(decode[MessageType.ExecuteDone]({ batch: 2, responses: [null] }).responses[0].rid, 0);
   const bls = decode[MessageType.BlsRequest]({
     model_version: -1,
     flags: '3',
@@ -209,8 +217,80 @@ void test('malformed fields become the fallbacks their readers expect, never a t
   });
   assert.deepEqual(decode[MessageType.Fatal]({ message: 3 }), { message: undefined });
   assert.deepEqual(decode[MessageType.Metrics]({ families: 'x' }), { query: 0, families: [] });
-  const types: StubMessageType[] = [MessageType.FinalizeDone, MessageType.Hello, MessageType.BlsCancel];
+  const types: JsonStubMessageType[] = [MessageType.FinalizeDone, MessageType.Hello, MessageType.BlsCancel];
   for (const t of types) assert.doesNotThrow(() => decode[t]({}));
+});
+
+const sampleDone = encodeExecuteDone({
+  batch: 9,
+  responses: [
+    { rid: 4, final: true, outputs: [tensor, { ...tensor, name: 'Ü', in_shm: true, offset: 64 }] },
+    { rid: 5, final: true, error: { code: 3, message: 'bad' } },
+  ],
+  rescheduled: [6],
+  started: 100,
+  finished: 200,
+});
+
+void test('an EXECUTE_DONE cut short anywhere, or saying more than it holds, is a clear error', () => {
+  const whole = decodeExecuteDone(sampleDone);
+  assert.deepEqual(
+    whole.responses.map((r) => [r.rid, r.final, r.error?.code, r.outputs]),
+    [
+      [4, true, undefined, [tensor, { ...tensor, name: 'Ü', in_shm: true, offset: 64 }]],
+      [5, true, 'INVALID_ARG', undefined],
+    ],
+  );
+  assert.deepEqual([whole.batch, whole.rescheduled, whole.started, whole.finished], [9, [6], 100, 200]);
+  for (let n = 0; n < sampleDone.length; n++) {
+    assert.throws(
+      () => decodeExecuteDone(sampleDone.subarray(0, n)),
+      /malformed EXECUTE_DONE from the Python stub: (header truncated|an entry is not JSON)/,
+      `cut at ${n} of ${sampleDone.length}`,
+    );
+  }
+  const trailing = Buffer.concat([sampleDone, Buffer.from([0])]);
+  assert.throws(() => decodeExecuteDone(trailing), /bytes after the last response/);
+  // Counts far beyond what the header holds: the reads run out, nothing that large is allocated.
+  for (const at of [20, 24, 28]) {
+    const lying = Buffer.from(sampleDone);
+    lying.writeUInt32LE(0xffffffff, at);
+    assert.throws(() => decodeExecuteDone(lying), /header truncated/, `count at ${at}`);
+  }
+  const badKind = Buffer.from(sampleDone);
+  badKind[32 + 4] = 7; // the first response's kind (after the one rescheduled rid)
+  assert.throws(() => decodeExecuteDone(badKind), /response kind 7/);
+  const notJson = encodeExecuteDone({ batch: 1, error: 'x' });
+  notJson[32] = 0x7b; // '{' where the tail starts: the tail's JSON no longer parses
+  notJson[33] = 0x7b;
+  assert.throws(() => decodeExecuteDone(notJson), /an entry is not JSON/);
+});
+
+void test("an EXECUTE_DONE's odd but well-formed fields become the fallbacks their readers expect", () => {
+  const unstamped = decodeExecuteDone(encodeExecuteDone({ batch: 2 }));
+  assert.deepEqual(
+    [unstamped.started, unstamped.finished, unstamped.error],
+    [undefined, undefined, undefined],
+  );
+  // A JSON response that is not an object answers no request (rid 0); a tail that is not an object, none.
+  const odd = Buffer.from(
+    encodeExecuteDone({ batch: 2, responses: [{ rid: 1, final: true, error: { code: 1, message: '' } }] }),
+  );
+  const entry = 32;
+  const text = Buffer.from('null');
+  const withNull = Buffer.concat([odd.subarray(0, entry + 1), Buffer.from([4, 0, 0, 0]), text]);
+  assert.equal(decodeExecuteDone(withNull).responses[0].rid, 0);
+  const tailArray = Buffer.concat([encodeExecuteDone({ batch: 3 }), Buffer.from('[1]')]);
+  tailArray.writeUInt32LE(3, 28);
+  assert.equal(decodeExecuteDone(tailArray).error, undefined);
+  // tensors.ts checks each descriptor where it is read: a datatype the stub made up arrives as it is
+  const made = Buffer.from(
+    encodeExecuteDone({ batch: 4, responses: [{ rid: 1, final: true, outputs: [tensor] }] }),
+  );
+  const dtypeAt = made.indexOf('FP32');
+  made.write('XX32', dtypeAt, 'latin1');
+  const outputs = decodeExecuteDone(made).responses[0].outputs;
+  assert.deepEqual(outputs, [{ ...tensor, datatype: 'XX32' }]);
 });
 
 // Each builder's output against its shape in messages.SHAPES: the required fields present, nothing else.
@@ -227,7 +307,6 @@ built = [
     (m.INIT_DONE, m.init_failed("E: no", info)),
     (m.AUTOCOMPLETE_DONE, m.autocomplete_done("{}")),
     (m.AUTOCOMPLETE_DONE, m.autocomplete_failed("E: no")),
-    (m.EXECUTE_DONE, m.execute_failed(1, "E: no", info, 1, 2)),
     (m.RESPONSE, json.loads(m.error_json(3, "bad", 3, True, info, final=False))),
     (m.RESPONSE, json.loads(m.error_json(3, "bad", 3))),
     (m.BLS_REQUEST, json.loads(m.bls_request_json(1, "x", -1, "r", "seq", 0, 0, "{}", ["OUT"], [t], 7, 32))),
@@ -248,19 +327,74 @@ for type_, header in built:
     keys = set(header)
     ok = set(shape.__required_keys__) <= keys <= set(shape.__required_keys__) | set(shape.__optional_keys__)
     out.append([type_, ok, header])
-print(json.dumps(out))
+# EXECUTE_DONE is binary: its builders' bytes, for the host to decode (and compare with its own encoder's)
+outs = [m.tensor_bin("OUT", "FP32", [1, 4], False, 0, 16), m.tensor_bin("Ü", "BYTES", [2], True, 64, 9)]
+binary = [
+    m.execute_done(9, [m.response_entry(4, True, outs, '{"a":1}', ["EXTRA"]), m.response_entry(5, False, [])], [7, 8], 100, 200),
+    m.execute_done(3, [m.json_entry(m.error_json(6, "bad é", 3, True, info))], [], 1, 2),
+    m.execute_failed(1, "E: no", info, 1, 2),
+]
+print(json.dumps({"json": out, "binary": [b.hex() for b in binary]}))
 `;
 
 void test("every builder in messages.py writes its message's shape, and the host decodes what it wrote", () => {
-  const out = JSON.parse(
+  const built = JSON.parse(
     execFileSync(PYTHON, ['-c', BUILDERS, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
-  ) as [number, boolean, Record<string, unknown>][];
-  assert.equal(out.length, 19);
+  ) as { json: [number, boolean, Record<string, unknown>][]; binary: string[] };
+  const out = built.json;
+  assert.equal(out.length, 18);
   for (const [type, ok, header] of out) assert.equal(ok, true, `type ${type}: ${JSON.stringify(header)}`);
-  const [, , notFinal] = out[6];
+  const [outputs, errorOnly, failed] = built.binary.map((hex) => Buffer.from(hex, 'hex'));
+  const out0: StubTensor = {
+    name: 'OUT',
+    datatype: 'FP32',
+    shape: [1, 4],
+    in_shm: false,
+    offset: 0,
+    byte_size: 16,
+  };
+  const out1: StubTensor = {
+    name: 'Ü',
+    datatype: 'BYTES',
+    shape: [2],
+    in_shm: true,
+    offset: 64,
+    byte_size: 9,
+  };
+  const sameAsHost = {
+    batch: 9,
+    responses: [
+      { rid: 4, final: true, outputs: [out0, out1], parameters: '{"a":1}', undeclared: ['EXTRA'] },
+      { rid: 5, final: false, outputs: [] },
+    ],
+    rescheduled: [7, 8],
+    started: 100,
+    finished: 200,
+  };
+  assert.ok(outputs.equals(encodeExecuteDone(sameAsHost)), 'the stub writes the bytes the host would');
+  const done = decodeExecuteDone(outputs);
+  assert.deepEqual(
+    done.responses.map((r) => [r.rid, r.final, r.outputs, r.parameters, r.undeclared]),
+    [
+      [4, true, [out0, out1], '{"a":1}', ['EXTRA']],
+      [5, false, [], '', undefined],
+    ],
+  );
+  assert.deepEqual([done.batch, done.rescheduled, done.started, done.finished], [9, [7, 8], 100, 200]);
+  const e = decodeExecuteDone(errorOnly).responses[0];
+  assert.deepEqual(
+    [e.rid, e.final, e.error?.code, e.error?.message, e.error?.fromModel],
+    [6, true, 'INVALID_ARG', 'bad é', true],
+  );
+  const f = decodeExecuteDone(failed);
+  assert.deepEqual(
+    [f.batch, f.error, f.errorInfo, f.responses, f.started],
+    [1, 'E: no', { type: 'E', message: 'no', frames: [], traceback: 't' }, [], 1],
+  );
+  const [, , notFinal] = out[5];
   const r = decode[MessageType.Response](notFinal);
   assert.deepEqual([r.rid, r.final, r.error?.code, r.error?.fromModel], [3, false, 'INVALID_ARG', true]);
-  const bls = decode[MessageType.BlsRequest](out[8][2]);
+  const bls = decode[MessageType.BlsRequest](out[7][2]);
   assert.deepEqual(
     [bls.correlationId, bls.correlationIsString, bls.traceRid, bls.window, bls.inputs],
     [
@@ -271,8 +405,8 @@ void test("every builder in messages.py writes its message's shape, and the host
       [{ name: 'IN', datatype: 'FP32', shape: [1], in_shm: false, offset: 0, byte_size: 4 }],
     ],
   );
-  const numeric = decode[MessageType.BlsRequest](out[9][2]);
+  const numeric = decode[MessageType.BlsRequest](out[8][2]);
   assert.deepEqual([numeric.correlationId, numeric.correlationIsString, numeric.traceRid], ['5', false, 0]);
-  assert.deepEqual(decode[MessageType.ModelControl](out[15][2]).unloadDependents, true);
-  assert.deepEqual(decode[MessageType.BlsCredit](out[18][2]), { call: 4, n: 8 });
+  assert.deepEqual(decode[MessageType.ModelControl](out[14][2]).unloadDependents, true);
+  assert.deepEqual(decode[MessageType.BlsCredit](out[17][2]), { call: 4, n: 8 });
 });

@@ -4,13 +4,13 @@
  * message types and the shape of the JSON header each carries, with readable field names. Tensor bytes
  * never travel in these headers; a tensor descriptor says where its bytes are — inline in the frame's
  * blob, or in one of the instance's two /dev/shm files. Messages from the stub come from a process running
- * user code: each stub->host header is read through its decoder at the end of this file (`decode`), which
- * checks every field and gives its reader a typed message; tensor descriptors are checked one by one where
- * their bytes are read (tensors.ts), so a bad one fails its own request while the others' /dev/shm ranges
- * are still handed back.
+ * user code: each stub->host header is read through its decoder near the end of this file (`decode`; the
+ * binary EXECUTE_DONE through `decodeExecuteDone`, at the very end), which checks every field and gives
+ * its reader a typed message; tensor descriptors are checked one by one where their bytes are read
+ * (tensors.ts), so a bad one fails its own request while the others' /dev/shm ranges are still handed back.
  */
 import type { DataType } from '../../common/datatype.js';
-import type { ErrorCode } from '../../common/errors.js';
+import { internal, type ErrorCode } from '../../common/errors.js';
 import { isJsonObject, listOf, type RawJsonObject } from './frames.js';
 import { parseMetricsReply, type StubFamily } from './metrics.js';
 
@@ -360,13 +360,16 @@ export function tritonErrorCode(code: ErrorCode): number {
 // number 0), an absent text '', a list that is not one is empty.
 
 export type StubMessageType = Exclude<MessageType, HostMessageType>;
+/** Stub->host types whose header is a fixed binary layout, not JSON (decoded by their own function). */
+export type BinaryMessageType = typeof MessageType.ExecuteDone;
+export type JsonStubMessageType = Exclude<StubMessageType, BinaryMessageType>;
+/** What the host's FrameDecoder keeps as bytes. */
+export const BINARY_HEADERS: ReadonlySet<number> = new Set([MessageType.ExecuteDone]);
 
 const EMPTY: RawJsonObject = {};
 const objectOf = (v: unknown): RawJsonObject => (isJsonObject(v) ? v : EMPTY);
 const numberOr = (v: unknown, absent: number): number => (typeof v === 'number' ? v : absent);
 const stringOr = (v: unknown, absent: string): string => (typeof v === 'string' ? v : absent);
-const finiteOrUndefined = (v: unknown): number | undefined =>
-  typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 /** A model's text the host prints: a string as it is, anything else as its JSON. */
 const textOf = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
 
@@ -500,21 +503,6 @@ function decodeResponse(v: unknown): ResponseIn {
   };
 }
 
-function decodeExecuteDone(h: RawJsonObject): ExecuteDoneIn {
-  const responses = listOf(h.responses).map(decodeResponse);
-  const rescheduled: number[] = [];
-  for (const rid of listOf(h.rescheduled)) if (typeof rid === 'number') rescheduled.push(rid);
-  return {
-    batch: numberOr(h.batch, 0),
-    error: h.error === undefined ? undefined : textOf(h.error),
-    errorInfo: h.error_info,
-    responses,
-    rescheduled,
-    started: finiteOrUndefined(h.started),
-    finished: finiteOrUndefined(h.finished),
-  };
-}
-
 function decodeBlsRequest(h: RawJsonObject): BlsRequestIn {
   const version = h.model_version;
   return {
@@ -546,8 +534,8 @@ function decodeModelControl(h: RawJsonObject): ModelControlIn {
   };
 }
 
-/** The decoder of each stub->host message type: the one place their headers are read. */
-export const decode: { readonly [T in StubMessageType]: (header: RawJsonObject) => Incoming[T] } = {
+/** The decoder of each JSON stub->host message type: the one place their headers are read. */
+export const decode: { readonly [T in JsonStubMessageType]: (header: RawJsonObject) => Incoming[T] } = {
   [MessageType.Hello]: (h) => ({ pid: numberOr(h.pid, 0) }),
   [MessageType.InitDone]: (h) => ({
     failed: h.error !== undefined,
@@ -559,7 +547,6 @@ export const decode: { readonly [T in StubMessageType]: (header: RawJsonObject) 
     config: typeof h.config === 'string' ? h.config : undefined,
   }),
   [MessageType.Response]: decodeResponse,
-  [MessageType.ExecuteDone]: decodeExecuteDone,
   [MessageType.BlsRequest]: decodeBlsRequest,
   [MessageType.BlsCancel]: (h) => ({ call: numberOr(h.call, 0) }),
   [MessageType.Log]: (h) => ({
@@ -577,3 +564,207 @@ export const decode: { readonly [T in StubMessageType]: (header: RawJsonObject) 
     n: typeof h.n === 'number' && h.n > 0 ? Math.floor(h.n) : 0,
   }),
 };
+
+// --- EXECUTE_DONE: a fixed binary layout --------------------------------------------------------------------
+//
+// The one stub->host message of every default-mode request, so its header is not JSON (python/nereid_stub/
+// messages.py execute_done() writes it). Little-endian throughout:
+//
+//   u32 batch | f64 started | f64 finished (NaN: not stamped) | u32 responses | u32 rescheduled | u32 tail bytes
+//   u32 rid × rescheduled
+//   tail: a JSON object {error?, error_info?} (the whole batch failed) or nothing
+//   responses, each: u8 kind
+//     kind 0 (outputs): u32 rid | u8 flags (1 final, 2 parameters, 4 undeclared) | u16 outputs | each output:
+//       u16 name bytes | name (UTF-8) | u8 datatype bytes | datatype | u8 dims | f64 × dims
+//       | u8 in_shm | f64 offset | f64 byte_size
+//       then by its flags: u32 bytes + the parameters' JSON object text; u32 bytes + undeclared's JSON list
+//     kind 1 (a response carrying an error): u32 bytes | a StubResponse as JSON
+//
+// The stub runs user code, so a header that ends early or says more than it holds is a clear error (the
+// stub is stopped, protocol error), never a read past the header.
+
+const KIND_OUTPUTS = 0;
+const KIND_JSON = 1;
+const FLAG_FINAL = 1;
+const FLAG_PARAMETERS = 2;
+const FLAG_UNDECLARED = 4;
+
+/** Bounds-checked little-endian reads over one header. */
+class HeadReader {
+  private pos = 0;
+  constructor(private readonly b: Buffer) {}
+
+  private need(n: number): number {
+    const at = this.pos;
+    if (at + n > this.b.length)
+      throw internal('malformed EXECUTE_DONE from the Python stub: header truncated');
+    this.pos = at + n;
+    return at;
+  }
+  u8(): number {
+    return this.b[this.need(1)];
+  }
+  u16(): number {
+    return this.b.readUInt16LE(this.need(2));
+  }
+  u32(): number {
+    return this.b.readUInt32LE(this.need(4));
+  }
+  f64(): number {
+    return this.b.readDoubleLE(this.need(8));
+  }
+  utf8(n: number): string {
+    const at = this.need(n);
+    return this.b.toString('utf8', at, at + n);
+  }
+  latin1(n: number): string {
+    const at = this.need(n);
+    return this.b.toString('latin1', at, at + n);
+  }
+  json(n: number): unknown {
+    const text = this.utf8(n);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw internal('malformed EXECUTE_DONE from the Python stub: an entry is not JSON');
+    }
+  }
+  get done(): boolean {
+    return this.pos === this.b.length;
+  }
+}
+
+/** An output's descriptor as the stub wrote it; tensors.ts checks it (its datatype too) where it is read. */
+interface WireTensor {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+  readonly in_shm: boolean;
+  readonly offset: number;
+  readonly byte_size: number;
+}
+
+function readDescriptor(r: HeadReader): WireTensor {
+  const name = r.utf8(r.u16());
+  const datatype = r.latin1(r.u8());
+  const dims = r.u8();
+  const shape: number[] = [];
+  for (let i = 0; i < dims; i++) shape.push(r.f64());
+  const inShm = r.u8() !== 0;
+  const offset = r.f64();
+  return { name, datatype, shape, in_shm: inShm, offset, byte_size: r.f64() };
+}
+
+function readResponse(r: HeadReader): ResponseIn {
+  const kind = r.u8();
+  if (kind === KIND_JSON) return decodeResponse(r.json(r.u32()));
+  if (kind !== KIND_OUTPUTS)
+    throw internal(`malformed EXECUTE_DONE from the Python stub: response kind ${kind}`);
+  const rid = r.u32();
+  const flags = r.u8();
+  const n = r.u16();
+  const outputs: WireTensor[] = [];
+  for (let i = 0; i < n; i++) outputs.push(readDescriptor(r));
+  const parameters = (flags & FLAG_PARAMETERS) !== 0 ? r.utf8(r.u32()) : '';
+  const undeclared = (flags & FLAG_UNDECLARED) !== 0 ? listOf(r.json(r.u32())) : undefined;
+  return { rid, final: (flags & FLAG_FINAL) !== 0, outputs, parameters, error: undefined, undeclared };
+}
+
+/** Decodes an EXECUTE_DONE header (its binary layout above); throws on a malformed one. */
+export function decodeExecuteDone(head: Buffer): ExecuteDoneIn {
+  const r = new HeadReader(head);
+  const batch = r.u32();
+  const started = r.f64();
+  const finished = r.f64();
+  const count = r.u32();
+  const rescheduledCount = r.u32();
+  const tailBytes = r.u32();
+  const rescheduled: number[] = [];
+  for (let i = 0; i < rescheduledCount; i++) rescheduled.push(r.u32());
+  const tail = tailBytes === 0 ? EMPTY : objectOf(r.json(tailBytes));
+  const responses: ResponseIn[] = [];
+  for (let i = 0; i < count; i++) responses.push(readResponse(r));
+  if (!r.done) throw internal('malformed EXECUTE_DONE from the Python stub: bytes after the last response');
+  return {
+    batch,
+    error: tail.error === undefined ? undefined : textOf(tail.error),
+    errorInfo: tail.error_info,
+    responses,
+    rescheduled,
+    started: Number.isFinite(started) ? started : undefined,
+    finished: Number.isFinite(finished) ? finished : undefined,
+  };
+}
+
+/**
+ * Writes an EXECUTE_DONE header in the layout above, from the fields its JSON shape names (ExecuteDoneMessage).
+ * The host never sends one: this is the layout written out once on this side, for the tests that check
+ * the decoder and the stub's encoder against it.
+ */
+export function encodeExecuteDone(m: ExecuteDoneMessage): Buffer {
+  const parts: Buffer[] = [];
+  const u32 = (n: number): Buffer => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(n);
+    return b;
+  };
+  const sized = (text: string): Buffer => {
+    const b = Buffer.from(text, 'utf8');
+    return Buffer.concat([u32(b.length), b]);
+  };
+  const responses = m.responses ?? [];
+  const rescheduled = m.rescheduled ?? [];
+  const tail =
+    m.error === undefined && m.error_info === undefined
+      ? Buffer.alloc(0)
+      : Buffer.from(JSON.stringify({ error: m.error, error_info: m.error_info }), 'utf8');
+  const head = Buffer.alloc(32);
+  head.writeUInt32LE(m.batch, 0);
+  head.writeDoubleLE(m.started ?? NaN, 4);
+  head.writeDoubleLE(m.finished ?? NaN, 12);
+  head.writeUInt32LE(responses.length, 20);
+  head.writeUInt32LE(rescheduled.length, 24);
+  head.writeUInt32LE(tail.length, 28);
+  parts.push(head, ...rescheduled.map(u32), tail);
+  for (const r of responses) {
+    if (r.error !== undefined) {
+      parts.push(Buffer.from([KIND_JSON]), sized(JSON.stringify(r)));
+      continue;
+    }
+    const outputs = r.outputs ?? [];
+    const parameters = r.parameters !== undefined && r.parameters !== '' && r.parameters !== '{}';
+    const undeclared = r.undeclared !== undefined && r.undeclared.length > 0;
+    const entry = Buffer.alloc(8);
+    entry.writeUInt8(KIND_OUTPUTS, 0);
+    entry.writeUInt32LE(r.rid, 1);
+    entry.writeUInt8(
+      (r.final ? FLAG_FINAL : 0) | (parameters ? FLAG_PARAMETERS : 0) | (undeclared ? FLAG_UNDECLARED : 0),
+      5,
+    );
+    entry.writeUInt16LE(outputs.length, 6);
+    parts.push(entry);
+    for (const t of outputs) {
+      const name = Buffer.from(t.name, 'utf8');
+      const fixed = Buffer.alloc(2);
+      fixed.writeUInt16LE(name.length);
+      const dims = Buffer.alloc(1 + 8 * t.shape.length);
+      dims.writeUInt8(t.shape.length, 0);
+      t.shape.forEach((d, i) => dims.writeDoubleLE(d, 1 + 8 * i));
+      const where = Buffer.alloc(17);
+      where.writeUInt8(t.in_shm ? 1 : 0, 0);
+      where.writeDoubleLE(t.offset, 1);
+      where.writeDoubleLE(t.byte_size, 9);
+      parts.push(
+        fixed,
+        name,
+        Buffer.from([t.datatype.length]),
+        Buffer.from(t.datatype, 'latin1'),
+        dims,
+        where,
+      );
+    }
+    if (parameters) parts.push(sized(r.parameters ?? ''));
+    if (undeclared) parts.push(sized(JSON.stringify(r.undeclared)));
+  }
+  return Buffer.concat(parts);
+}

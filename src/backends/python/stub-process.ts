@@ -14,10 +14,12 @@ import { encodeFrame, FrameDecoder, type Frame } from './frames.js';
 import { STUB_SCRIPT, type Interpreter } from './interpreter.js';
 import { BoundedLineSplitter, LineRateLimit } from './output-lines.js';
 import {
+  BINARY_HEADERS,
   MessageType,
   decode,
   type HostMessageType,
   type Incoming,
+  type JsonStubMessageType,
   type Messages,
   type StubMessageType,
 } from './protocol.js';
@@ -51,7 +53,7 @@ export class StubProcess {
   onFrame: ((frame: Frame) => void) | undefined;
   private readonly child: ChildProcess;
   private readonly socket: Socket;
-  private readonly decoder = new FrameDecoder(MAX_FRAME);
+  private readonly decoder = new FrameDecoder(MAX_FRAME, BINARY_HEADERS);
   private readonly waiters = new Map<number, Waiter>();
   private readonly exitListeners: ((reason: string, expected: boolean) => void)[] = [];
   private readonly stderrTail: string[] = [];
@@ -170,7 +172,7 @@ export class StubProcess {
    * Sends a command and waits for its reply, decoded (bounded by `timeoutMs`; the stub is killed on
    * timeout).
    */
-  async call<T extends HostMessageType, R extends StubMessageType>(
+  async call<T extends HostMessageType, R extends JsonStubMessageType>(
     type: T,
     message: Messages[T],
     replyType: R,
