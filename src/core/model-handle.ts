@@ -90,7 +90,7 @@ export class VersionHandle implements ResolvedModel {
     private readonly queuedSince?: bigint,
   ) {
     this.version = String(v.version);
-    this.decoupled = v.config.model_transaction_policy?.decoupled === true;
+    this.decoupled = v.decoupled;
     // Throws UNAVAILABLE when the version stopped being READY since the lookup.
     this.releaseHold = v.hold?.() ?? NOTHING;
     this.held = v.hold !== undefined;
