@@ -109,47 +109,43 @@ export async function generate(ctx: RouteContext, streaming: boolean): Promise<R
   const handle = resolved instanceof Promise ? await resolved : resolved;
   ctx.resolvedVersion = handle.version;
   try {
-    const trace = startHttpTrace(ctx, model);
-    const parts = await readGenerateRequest(ctx, handle, trace);
-    ctx.requestId = parts.id;
-    const request = generateRequest(model, ctx.match.version, parts);
-    const cancel = new CancelOnClose(ctx.res, false);
-    try {
-      // Validation errors throw here, before anything was accepted: they are plain JSON error replies.
-      const responses = streamCall(handle, request, {
-        signal: cancel.signal,
-        trace,
-        timings: ctx.timings,
-        forwarded: undefined,
-      });
-      const countable = handle.decoupled ? isReportable : everyResponse;
-      if (!streaming) return await oneResponse(responses, countable, trace);
-      await stream(ctx, responses, countable);
-      return STREAMED;
-    } finally {
-      cancel.done();
-    }
+    return await generateOn(ctx, handle, streaming, model);
   } finally {
     handle.release();
   }
 }
 
-/** Reads, decompresses and parses a /generate body against the model's inputs (HTTP_RECV_END once in). */
-async function readGenerateRequest(
+async function generateOn(
   ctx: RouteContext,
   handle: ResolvedModel,
-  trace: RequestTrace | undefined,
-): Promise<GenerateRequestParts> {
+  streaming: boolean,
+  model: string,
+): Promise<Reply> {
   const { req } = ctx;
+  const trace = startHttpTrace(ctx, model);
   const ticket = ctx.json.admit(req, false);
+  let parts: GenerateRequestParts;
   try {
     const raw = await readBody(req, ctx.maxInputSize, undefined, ticket.onBytes);
     const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
     trace?.capture('HTTP_RECV_END');
     ctx.bytesIn = body.length;
-    return await ctx.json.parseGenerate(body, handle.metadata, ctx.maxInputSize, ticket);
+    parts = await ctx.json.parseGenerate(body, handle.metadata, ctx.maxInputSize, ticket);
   } finally {
     ticket.release();
+  }
+  ctx.requestId = parts.id;
+  const cancel = new CancelOnClose(ctx.res, false);
+  try {
+    const call = { signal: cancel.signal, trace, timings: ctx.timings, forwarded: undefined };
+    // Validation errors throw here, before anything was accepted: they are plain JSON error replies.
+    const responses = streamCall(handle, generateRequest(model, ctx.match.version, parts), call);
+    const countable = handle.decoupled ? isReportable : everyResponse;
+    if (!streaming) return await oneResponse(responses, countable, trace);
+    await stream(ctx, responses, countable);
+    return STREAMED;
+  } finally {
+    cancel.done();
   }
 }
 

@@ -7,7 +7,6 @@ import {
   CUDA_IPC_HANDLE_BYTES,
   type InferenceResponse,
   type LoadOptions,
-  type RequestTrace,
   type ResolvedModel,
   refuseDecoupled,
   resolveCall,
@@ -30,6 +29,7 @@ import { sendSlicedJsonAnswer } from './json-answer-send.js';
 import { isJsonObject, type JsonIn, type JsonInObject } from './json.js';
 import { openApiDocument } from './openapi.js';
 import { deduceRawInput } from './raw-input.js';
+import type { JsonTicket } from './json-pool.js';
 import type { Reply, RouteContext } from './route-context.js';
 import type { RouteName } from './router.js';
 
@@ -118,18 +118,24 @@ async function inferOn(ctx: RouteContext, handle: ResolvedModel, model: string):
     ctx.resolvedVersion = handle.version;
     refuseDecoupled(handle, HTTP_DECOUPLED);
     const trace = startHttpTrace(ctx, model);
-    const decoded = await readInferRequest(ctx, handle, model, trace);
+    // A large JSON document takes its share of the JSON workers' budget as its body arrives.
+    const ticket = ctx.json.admit(req, true);
+    let decoded: DecodedInferRequest;
+    try {
+      const body = await readInferBody(ctx, handle, ticket.onBytes);
+      trace?.capture('HTTP_RECV_END');
+      const d = decodeInferBody(ctx, handle, model, body, ticket);
+      decoded = d instanceof Promise ? await d : d;
+    } finally {
+      ticket.release();
+    }
     ctx.requestId = decoded.request.id;
     const cancel = new CancelOnClose(res);
     let response: InferenceResponse;
     try {
       const forwarded = ctx.forwardHeaders?.parameters(req.rawHeaders);
-      response = await runCall(handle, decoded.request, {
-        signal: cancel.signal,
-        trace,
-        timings: ctx.timings,
-        forwarded,
-      });
+      const call = { signal: cancel.signal, trace, timings: ctx.timings, forwarded };
+      response = await runCall(handle, decoded.request, call);
     } finally {
       cancel.done();
     }
@@ -143,41 +149,47 @@ async function inferOn(ctx: RouteContext, handle: ResolvedModel, model: string):
 
 const HTTP_DECOUPLED = "HTTP end point doesn't support models with decoupled transaction policy";
 
-/** Reads, decompresses and decodes an /infer body (HTTP_RECV_END once it is in). */
-async function readInferRequest(
+/**
+ * An /infer body, decompressed. Not an async function: an uncompressed body (most) is readBody's own
+ * promise, so inferOn's one await takes it (core/call.ts, performance rules).
+ */
+function readInferBody(
+  ctx: RouteContext,
+  handle: ResolvedModel,
+  onBytes: ((bytes: number) => void) | undefined,
+): Promise<Buffer> {
+  const { req, maxInputSize } = ctx;
+  const raw = readBody(req, maxInputSize, () => handle.sharesInputMemory, onBytes);
+  const contentEncoding = req.headers['content-encoding'];
+  if (contentEncoding === undefined) return raw;
+  return raw.then((r) => decodeContentEncoding(r, contentEncoding, maxInputSize));
+}
+
+/** Decodes an /infer body: a raw binary input, or the JSON header (on a JSON worker when large: a promise). */
+function decodeInferBody(
   ctx: RouteContext,
   handle: ResolvedModel,
   model: string,
-  trace: RequestTrace | undefined,
-): Promise<DecodedInferRequest> {
-  const { req } = ctx;
+  body: Buffer,
+  ticket: JsonTicket,
+): DecodedInferRequest | Promise<DecodedInferRequest> {
+  ctx.bytesIn = body.length;
   const version = ctx.match.version;
-  // A large JSON document takes its share of the JSON workers' budget as its body arrives.
-  const ticket = ctx.json.admit(req, true);
-  try {
-    const raw = await readBody(req, ctx.maxInputSize, () => handle.sharesInputMemory, ticket.onBytes);
-    const contentEncoding = req.headers['content-encoding'];
-    // Most requests are not compressed: no await for them (core/call.ts, performance rules).
-    const body =
-      contentEncoding === undefined
-        ? raw
-        : await decodeContentEncoding(raw, contentEncoding, ctx.maxInputSize);
-    trace?.capture('HTTP_RECV_END');
-    ctx.bytesIn = body.length;
-    const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
-    if (headerLength === 0) {
-      const input = deduceRawInput(handle.configJson(), model, body);
-      return {
-        request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
-        format: { defaultBinary: true, binary: new Map() },
-      };
-    }
-    const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
-    const d = ctx.json.decodeInfer(body, headerLength, options, ticket);
-    return d instanceof Promise ? await d : d;
-  } finally {
-    ticket.release();
+  const headerLength = inferenceHeaderLength(ctx.req.headers['inference-header-content-length'], body.length);
+  if (headerLength === 0) {
+    const input = deduceRawInput(handle.configJson(), model, body);
+    const request = {
+      modelName: model,
+      modelVersion: version ?? '',
+      id: undefined,
+      inputs: [input],
+      outputs: undefined,
+      parameters: undefined,
+    };
+    return { request, format: { defaultBinary: true, binary: new Map() } };
   }
+  const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
+  return ctx.json.decodeInfer(body, headerLength, options, ticket);
 }
 
 /** The /infer reply: JSON, JSON and binary outputs in one body, or a large JSON answer written in slices. */
