@@ -22,3 +22,15 @@ export type { OnDemandStatus } from './repository/index.js';
 
 // CUDA shared memory: the size of the handle a registration carries.
 export { CUDA_IPC_HANDLE_BYTES } from './shm/cuda.js';
+
+// One inference call, as every frontend runs it: resolve, refuse a decoupled model, run (call.ts).
+export {
+  callRequest,
+  forwardedParameters,
+  refuseDecoupled,
+  resolveCall,
+  runCall,
+  streamCall,
+  type CallContext,
+  type DecodedRequest,
+} from './call.js';

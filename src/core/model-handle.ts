@@ -58,6 +58,22 @@ export interface ResolvedModel {
 
 const NOTHING = (): void => {};
 
+/**
+ * A call that answers once cannot serve a decoupled model: UNSUPPORTED, in the caller's own words (each
+ * protocol has its wording, some naming the model: a function of the handle's name, called only to refuse).
+ * The one place a decoupled model is refused (call.ts).
+ */
+export function refuseDecoupled(
+  handle: Pick<ResolvedModel, 'name' | 'decoupled'>,
+  wording: string | ((model: string) => string),
+): void {
+  if (handle.decoupled) throw unsupported(typeof wording === 'string' ? wording : wording(handle.name));
+}
+
+/** How the handle's own infer() refuses a decoupled model (the in-process API's inferOnce). */
+const STREAM_ONLY = (model: string): string =>
+  `doesn't support models with decoupled transaction policy: use streaming inference for model '${model}'`;
+
 /** The handle on one servable version, made by InferenceServer.resolveModel. */
 export class VersionHandle implements ResolvedModel {
   readonly version: string;
@@ -74,7 +90,7 @@ export class VersionHandle implements ResolvedModel {
     private readonly queuedSince?: bigint,
   ) {
     this.version = String(v.version);
-    this.decoupled = v.config.model_transaction_policy?.decoupled === true;
+    this.decoupled = v.decoupled;
     // Throws UNAVAILABLE when the version stopped being READY since the lookup.
     this.releaseHold = v.hold?.() ?? NOTHING;
     this.held = v.hold !== undefined;
@@ -112,13 +128,8 @@ export class VersionHandle implements ResolvedModel {
   }
 
   async infer(request: InferenceRequest): Promise<InferenceResponse> {
-    if (this.decoupled) {
-      throw unsupported(
-        `doesn't support models with decoupled transaction policy: use streaming inference for model '${this.name}'`,
-      );
-    }
-    // The iterator by hand rather than for-await: this is every in-process request's path, and the loop's
-    // protocol (return() on exit, a promise per step) costs more than the request's own bookkeeping.
+    refuseDecoupled(this, STREAM_ONLY);
+    // The iterator by hand rather than for-await (call.ts, performance rules).
     const responses = this.stream(request)[Symbol.asyncIterator]();
     for (;;) {
       const next = await responses.next();

@@ -5,7 +5,7 @@
  */
 import { invalidArg } from '../common/errors.js';
 import type {
-  InferenceRequest as CoreRequest,
+  DecodedRequest as CoreRequest,
   InferenceResponse as CoreResponse,
   InferInput,
   ModelMetadata,
@@ -58,12 +58,11 @@ function shapeFor(dims: readonly number[], length: number, name: string): number
   return shape;
 }
 
-/** A core request; `metadata` is asked only when some input is given as bare values. */
-export function toCoreRequest(
-  r: InferRequest,
-  metadata: () => ModelMetadata,
-  signal: AbortSignal | undefined,
-): CoreRequest {
+/**
+ * The core's request, without the call's context (its signal: server.ts runs it with core/call.ts);
+ * `metadata` is asked only when some input is given as bare values.
+ */
+export function toCoreRequest(r: InferRequest, metadata: () => ModelMetadata): CoreRequest {
   let inputs: InferInput[];
   if (Array.isArray(r.inputs)) {
     inputs = (r.inputs as readonly Tensor[]).map(coreInput);
@@ -89,7 +88,6 @@ export function toCoreRequest(
         : { name: o.name, ...(o.classification ? { parameters: { classification: o.classification } } : {}) },
     ),
     parameters: r.parameters,
-    signal,
   };
 }
 

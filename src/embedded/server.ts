@@ -10,12 +10,17 @@ import { parseFlags } from '../compose/flags.js';
 import type { ServerOptions } from '../compose/options.js';
 import { unsupported } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import type {
-  InferenceServerApi,
-  ModelMetadata,
-  ModelStatistics,
-  RepositoryIndexEntry,
-  ResolvedModel,
+import {
+  refuseDecoupled,
+  resolveCall,
+  runCall,
+  streamCall,
+  type CallContext,
+  type InferenceServerApi,
+  type ModelMetadata,
+  type ModelStatistics,
+  type RepositoryIndexEntry,
+  type ResolvedModel,
 } from '../core/index.js';
 import { createGrpcFrontend } from '../frontends/grpc/index.js';
 import { createHttpFrontend } from '../frontends/http/index.js';
@@ -89,21 +94,15 @@ export class NereidServer {
    * is UNSUPPORTED here, as on HTTP /infer: inferStream() gives its responses.
    */
   async infer(request: InferRequest): Promise<InferenceResponse> {
-    const server = this.running.server;
-    const wait = server.whenServable(request.model, versionText(request.version));
-    const since = wait === undefined ? undefined : await wait;
-    const model = server.resolveModel(request.model, versionText(request.version), since);
+    const resolved = resolveCall(this.running.server, request.model, versionText(request.version));
+    const model = resolved instanceof Promise ? await resolved : resolved;
     try {
-      if (model.decoupled) {
-        throw unsupported(
-          `model '${request.model}' is decoupled (0..n responses per request): call inferStream() for its responses`,
-        );
-      }
+      refuseDecoupled(model, EMBEDDED_DECOUPLED);
+      const core = toCoreRequest(request, () => model.metadata);
       // No signal of our own when the caller gave none: the core uses a shared never-aborted one, and its
       // schedulers remove the listeners they add at dispatch (a new AbortSignal costs more than the rest of
       // a small request's bookkeeping).
-      const core = toCoreRequest(request, () => model.metadata, request.signal);
-      return fromCoreResponse(await model.infer(core));
+      return fromCoreResponse(await runCall(model, core, embeddedCall(request.signal)));
     } finally {
       model.release();
     }
@@ -127,8 +126,9 @@ export class NereidServer {
     const model = this.modelFor(request, since);
     let ended = false;
     try {
-      const core = toCoreRequest(request, () => model.get().metadata, controller.signal);
-      for await (const r of model.get().stream(core)) {
+      // The request is converted before the model is looked up (a malformed request fails first).
+      const core = toCoreRequest(request, () => model.get().metadata);
+      for await (const r of streamCall(model.get(), core, embeddedCall(controller.signal))) {
         const response = fromCoreResponse(r);
         if (response.final) ended = true;
         yield response;
@@ -317,6 +317,18 @@ export class NereidServer {
     }
   }
 }
+
+/** How infer() refuses a decoupled model (inferStream() serves it). */
+const EMBEDDED_DECOUPLED = (model: string): string =>
+  `model '${model}' is decoupled (0..n responses per request): call inferStream() for its responses`;
+
+/** An in-process call: cancelled by its signal (if any), not traced, logged or forwarded. */
+const embeddedCall = (signal: AbortSignal | undefined): CallContext => ({
+  signal,
+  trace: undefined,
+  timings: undefined,
+  forwarded: undefined,
+});
 
 const versionText = (version: string | number | undefined): string | undefined =>
   version === undefined ? undefined : String(version);

@@ -20,7 +20,7 @@
 import { RE2JS } from 're2js';
 import { isServerParameter } from '../backend-api/backend.js';
 import { invalidArg } from '../common/errors.js';
-import type { Parameters } from '../core/index.js';
+import { forwardedParameters, type Parameters } from '../core/index.js';
 
 /** Compiles a forward pattern as Triton does (`(?i)` + pattern); a syntax error is INVALID_ARG naming the flag. */
 export function compileForwardPattern(flag: string, pattern: string): RE2JS {
@@ -95,15 +95,10 @@ export class HeaderForwarder {
   }
 }
 
-/** Request parameters with forwarded headers added: a header wins over a body parameter of its name. */
-export function forwardedParameters<P extends Readonly<Parameters>>(
-  parameters: P | undefined,
-  forwarded: Readonly<Record<string, string>>,
-): P {
-  return { ...parameters, ...forwarded } as P;
-}
-
-/** A request with forwarded headers added to its parameters (forwardedParameters' rule). */
+/**
+ * A request with forwarded headers added to its parameters (the core's forwardedParameters rule, which
+ * an inference call applies: core/call.ts).
+ */
 export function withForwarded<T extends { readonly parameters?: Readonly<Parameters> }>(
   request: T,
   forwarded: Readonly<Record<string, string>> | undefined,

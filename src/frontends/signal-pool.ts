@@ -32,3 +32,42 @@ export function returnController(controller: AbortController): void {
 export function idleControllers(): number {
   return idle.length;
 }
+
+/** What cancelOnClose() watches: an HTTP response (node:http's ServerResponse). */
+interface ClosingResponse {
+  readonly writableFinished: boolean;
+  on(event: 'close', listener: () => void): unknown;
+  removeListener(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * An HTTP call's cancel signal: a client that disconnects before its response is sent cancels the request.
+ * done() once the core is done with the request: the listener goes and a pooled controller (the default)
+ * goes back to the pool for the next request (returnController's rule: only if it is still clean).
+ */
+export class CancelOnClose {
+  readonly controller: AbortController;
+  private readonly onClose: () => void;
+
+  constructor(
+    private readonly res: ClosingResponse,
+    private readonly pooled = true,
+  ) {
+    const controller = pooled ? takeController() : new AbortController();
+    this.controller = controller;
+    this.onClose = () => {
+      if (!res.writableFinished) controller.abort();
+    };
+    // on, not once: the listener is removed by done() either way, and once wraps it in another closure.
+    res.on('close', this.onClose);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  done(): void {
+    this.res.removeListener('close', this.onClose);
+    if (this.pooled) returnController(this.controller);
+  }
+}

@@ -47,6 +47,7 @@ export class EnsembleVersion implements ServableVersion {
   readonly metadata: ModelMetadata;
   readonly stats: ModelStats;
   readonly plan: EnsemblePlan;
+  readonly decoupled: boolean;
   private state: State = 'READY';
   private readonly ctx: EnsembleContext;
   private readonly fullPlan: RequestPlan;
@@ -64,6 +65,7 @@ export class EnsembleVersion implements ServableVersion {
     this.modelName = parts.config.name;
     this.version = parts.version;
     this.plan = parts.plan;
+    this.decoupled = parts.config.model_transaction_policy?.decoupled === true;
     this.metadata = modelMetadataOf(parts.config, [String(parts.version)]);
     this.stats = new ModelStats(this.modelName, String(this.version));
     this.detachStats = parts.statsRegistry?.attach(this.stats, parts.config, parts.loadDurationNs);
@@ -82,7 +84,7 @@ export class EnsembleVersion implements ServableVersion {
       config: parts.config,
       version: String(parts.version),
       plan: parts.plan,
-      decoupled: parts.config.model_transaction_policy?.decoupled === true,
+      decoupled: this.decoupled,
       decoupledSteps: parts.decoupledSteps,
       members: parts.members,
       labels: parts.labels,

@@ -133,6 +133,7 @@ export class FakeMember implements ServableVersion {
   readonly version: number;
   readonly metadata: ModelMetadata;
   readonly stats: ModelStats;
+  readonly decoupled: boolean;
   readonly requests: InferenceRequest[] = [];
   ready = true;
   /** Requests whose stream has not ended. */
@@ -147,6 +148,7 @@ export class FakeMember implements ServableVersion {
     this.version = version;
     this.metadata = modelMetadataOf(config, [String(version)]);
     this.stats = new ModelStats(this.modelName, String(version));
+    this.decoupled = config.model_transaction_policy?.decoupled === true;
   }
 
   isReady(): boolean {

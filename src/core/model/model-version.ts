@@ -116,7 +116,7 @@ export class ModelVersion implements LoadedVersion {
   private readonly pool: InstancePool;
   private readonly scheduler: Scheduler;
   private readonly outputContext: OutputContext;
-  private readonly decoupled: boolean;
+  readonly decoupled: boolean;
   private unloading: Promise<void> | undefined;
   private readonly detachStats: (() => void) | undefined;
   private readonly health: ModelHealthMonitor | undefined;

@@ -12,6 +12,11 @@ import type { InferenceRequest, InferenceResponse } from '../types.js';
 
 export interface ServableVersion extends LoadedVersion {
   readonly stats: ModelStats;
+  /**
+   * model_transaction_policy.decoupled (an ensemble's set from its members), settled once at load: what a
+   * request's handle (model-handle.ts) and the version's own scheduling read.
+   */
+  readonly decoupled: boolean;
   /** The backend reads inputs in shared memory in place (ModelHandle.sharesInputMemory). */
   readonly sharesInputMemory?: boolean;
   /** The chat template the model file carries (ModelHandle.chatTemplate). */

@@ -242,7 +242,8 @@ export class InstancePool {
         signal: job.signal,
         sender,
         reportTiming: record?.reportTiming,
-        ...(record?.trace && { trace: record.trace }),
+        // Every member written out: one object shape (core/call.ts, performance rules).
+        trace: record?.trace,
         reschedule: job.reschedule
           ? (): void => {
               handedBack[i] = true;

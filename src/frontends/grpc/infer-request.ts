@@ -7,7 +7,7 @@
  */
 import { isDataType } from '../../common/datatype.js';
 import { invalidArg } from '../../common/errors.js';
-import type { InferenceRequest, InferInput, Parameters, RequestedOutput } from '../../core/index.js';
+import type { DecodedRequest, InferInput, Parameters, RequestedOutput } from '../../core/index.js';
 import { contentsToRaw } from './contents.js';
 import {
   classificationOf,
@@ -158,11 +158,8 @@ const EMPTY = Buffer.alloc(0);
 export type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 export interface ConvertedRequest {
-  /**
-   * The request without `signal` (the frontend adds it, with the trace and timings): a fresh object the
-   * caller owns.
-   */
-  readonly request: Writable<InferenceRequest>;
+  /** The request without the call's context (the frontend runs it with core/call.ts runCall/streamCall). */
+  readonly request: DecodedRequest;
   /** `triton_enable_empty_final_response` (streaming). */
   readonly enableEmptyFinalResponse: boolean;
 }
@@ -228,13 +225,14 @@ export function toInferenceRequest(w: WireInferRequest): ConvertedRequest {
   const hasRaw = w.raw.length > 0;
   const inputs = w.inputs.map((i) => toInput(i, w.modelName, hasRaw, w.raw, next));
   const outputs = w.outputs.length > 0 ? w.outputs.map(toOutput) : undefined;
-  const request: Writable<InferenceRequest> = {
+  // One literal, every member written out (core/call.ts, performance rules).
+  const request: DecodedRequest = {
     modelName: w.modelName,
     modelVersion: w.modelVersion,
     id: w.id,
     inputs,
+    outputs,
+    parameters: Object.keys(parameters).length > 0 ? parameters : undefined,
   };
-  if (outputs !== undefined) request.outputs = outputs;
-  if (Object.keys(parameters).length > 0) request.parameters = parameters;
   return { request, enableEmptyFinalResponse };
 }

@@ -2,9 +2,15 @@
  * The unary ModelInfer rpc: decode with the hand-written codec, refuse decoupled models with Triton's
  * message, run the request with the call's AbortSignal, encode the one response.
  */
-import { unsupported } from '../../common/errors.js';
-import type { InferenceServerApi, RequestTimings, RequestTrace, TraceCarrier } from '../../core/index.js';
-import { forwardedParameters } from '../header-forward.js';
+import {
+  refuseDecoupled,
+  resolveCall,
+  runCall,
+  type InferenceServerApi,
+  type RequestTimings,
+  type RequestTrace,
+  type TraceCarrier,
+} from '../../core/index.js';
 import { modelForVariant } from '../model-variant.js';
 import { parseInferRequest, toInferenceRequest } from './infer-request.js';
 import { encodeInferResponse } from './infer-response.js';
@@ -42,22 +48,13 @@ export async function modelInfer(
   const trace = api.startTrace?.(wire.modelName, carrier);
   if (trace) ctx.trace = trace;
   // One lookup for the whole request: the handle holds the version it resolved until released.
-  const version = wire.modelVersion === '' ? undefined : wire.modelVersion;
-  const wait = api.whenServable?.(wire.modelName, version);
-  // On-demand mode, the model is loading: the wait is the request's queue time.
-  const since = wait === undefined ? undefined : await wait;
-  const model = api.resolveModel(wire.modelName, version, since);
+  const resolved = resolveCall(api, wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion);
+  const model = resolved instanceof Promise ? await resolved : resolved;
   ctx.version = model.version;
   try {
-    if (model.decoupled) throw unsupported(DECOUPLED_UNARY_MESSAGE);
-    const request = toInferenceRequest(wire).request;
-    if (forwarded !== undefined) request.parameters = forwardedParameters(request.parameters, forwarded);
-    // Added in place: the request is this call's own, and spreading it into a new object cost more than
-    // the whole decode (V8's object-clone slow path on every request).
-    request.signal = signal;
-    if (trace) request.trace = trace.inference;
-    if (ctx.timings) request.timings = ctx.timings;
-    const response = await model.infer(request);
+    refuseDecoupled(model, DECOUPLED_UNARY_MESSAGE);
+    const { request } = toInferenceRequest(wire);
+    const response = await runCall(model, request, { signal, trace, timings: ctx.timings, forwarded });
     return encodeInferResponse(response);
   } finally {
     model.release();

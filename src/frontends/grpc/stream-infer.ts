@@ -16,16 +16,17 @@
  */
 import { unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import type {
-  InferenceResponse,
-  InferenceServerApi,
-  RequestTimings,
-  RequestTrace,
-  ResolvedModel,
-  TraceCarrier,
+import {
+  resolveCall,
+  streamCall,
+  type InferenceResponse,
+  type InferenceServerApi,
+  type RequestTimings,
+  type RequestTrace,
+  type ResolvedModel,
+  type TraceCarrier,
 } from '../../core/index.js';
 import { MODEL_VARIANT_HEADER, modelForVariant } from '../model-variant.js';
-import { forwardedParameters } from '../header-forward.js';
 import type { AccessLog } from '../access-log.js';
 import type { ServerCall } from './transport/call.js';
 import { parseInferRequest, toInferenceRequest, type WireInferRequest } from './infer-request.js';
@@ -80,6 +81,18 @@ interface Slot {
 }
 
 const NO_OUTPUTS: ResponseFields['outputs'] = [];
+
+/** A message that could not be read: the request fails, in order, with this. */
+class Unread {
+  constructor(readonly error: unknown) {}
+}
+
+/** A request's handle (or why it has none) and its place in the response order (none: decoupled). */
+interface Placement {
+  readonly model: ResolvedModel | undefined;
+  readonly slot: Slot | undefined;
+  readonly lookupError: unknown;
+}
 
 export class StreamInfer {
   private inFlight = 0;
@@ -204,98 +217,164 @@ export class StreamInfer {
   private async run(message: Buffer, exchange: Exchange): Promise<void> {
     const controller = takeController();
     this.controllers.add(controller);
-    let wire: WireInferRequest | undefined;
-    let parseError: unknown;
-    try {
-      wire = parseInferRequest(message);
-      if (this.variant !== undefined) wire.modelName = modelForVariant(wire.modelName, this.variant);
-    } catch (err) {
-      parseError = err;
-    }
-    // One lookup per request, on arrival: the handle holds the version it resolved until released.
-    let model: ResolvedModel | undefined;
-    let lookupError: unknown;
-    const version = wire === undefined || wire.modelVersion === '' ? undefined : wire.modelVersion;
-    const wait = wire === undefined ? undefined : this.api.whenServable?.(wire.modelName, version);
-    let slot: Slot | undefined;
-    if (wait !== undefined && wire !== undefined) {
-      // On-demand mode, the model is loading: its slot is taken now, in request order, then given back
-      // if the model turns out decoupled (whose responses are not ordered).
-      slot = { pieces: undefined, sent: false, exchange };
-      this.order.push(slot);
-      try {
-        model = this.api.resolveModel(wire.modelName, version, await wait);
-      } catch (err) {
-        lookupError = err;
-      }
-      if (model?.decoupled === true) {
-        this.order.splice(this.order.indexOf(slot), 1);
-        slot = undefined;
-        this.flushOrdered();
-      }
-    } else {
-      if (wire !== undefined) {
-        try {
-          model = this.api.resolveModel(wire.modelName, version);
-        } catch (err) {
-          lookupError = err; // unknown model: the request fails below, in order
-        }
-      }
-      // Still synchronous with the message's arrival, so slots are taken in request order.
-      if (model === undefined || !model.decoupled) {
-        slot = { pieces: undefined, sent: false, exchange };
-        this.order.push(slot);
-      }
-    }
-    if (wire !== undefined) {
-      exchange.model = wire.modelName;
-      exchange.version = model?.version ?? wire.modelVersion;
-      exchange.requestId = wire.id;
-      const trace = this.api.startTrace?.(wire.modelName, this.observers.carrier);
-      if (trace) exchange.trace = trace;
-      if (this.observers.accessLog) exchange.timings = { queueNs: 0, computeNs: 0 };
-    }
+    const parsed = this.read(message);
+    const wire = parsed instanceof Unread ? undefined : parsed;
+    // Synchronous unless the model is loading: no turn of its own (core/call.ts, performance rules).
+    const placing = wire === undefined ? this.placeUnread(exchange) : this.resolve(wire, exchange);
+    const place = placing instanceof Promise ? await placing : placing;
+    const { model, slot } = place;
+    if (wire !== undefined) this.observe(wire, model, exchange);
     let started = false;
     try {
-      if (wire === undefined) throw parseError;
-      if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
-      const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
-      if (model === undefined) throw lookupError;
-      // Completed in place (the request is this exchange's own): see infer.ts.
-      const forwarded = this.forwarded;
-      if (forwarded !== undefined) request.parameters = forwardedParameters(request.parameters, forwarded);
-      request.signal = controller.signal;
-      if (exchange.trace) request.trace = exchange.trace.inference;
-      if (exchange.timings) request.timings = exchange.timings;
-      const responses = model.stream(request);
+      if (wire === undefined) throw (parsed as Unread).error;
+      const { responses, enableEmptyFinalResponse } = this.start(wire, place, controller, exchange);
       started = true;
       let final = false;
       for await (const r of responses) {
         if (r.final) final = true;
-        if (exchange.trace) exchange.responded = process.hrtime.bigint();
-        if (slot === undefined && r.final && r.outputs.length === 0) {
-          // A decoupled model's flag-only final response.
-          if (enableEmptyFinalResponse) this.emit(undefined, this.emptyFinal(wire), exchange);
-          continue;
-        }
-        this.emit(slot, this.response(r), exchange);
         // Back-pressure: the next response is taken once the client has read enough of this one.
-        await this.call.whenWritable();
+        if (this.deliver(r, wire, slot, enableEmptyFinalResponse, exchange)) await this.call.whenWritable();
       }
-      if (!final && slot === undefined && enableEmptyFinalResponse)
-        this.emit(undefined, this.emptyFinal(wire), exchange);
-      if (!final && slot !== undefined) this.emit(slot, this.response(undefined, wire), exchange);
+      if (!final) this.endUnfinished(wire, slot, enableEmptyFinalResponse, exchange);
     } catch (err) {
       this.fail(err, wire, slot, started, exchange);
     } finally {
-      model?.release();
-      // Out of the set, nothing here aborts it any more: a clean signal serves the next request.
-      this.controllers.delete(controller);
-      returnController(controller);
-      // A decoupled request's responses are all out; an ordered one's may wait for earlier requests.
-      if (slot === undefined || slot.sent || this.call.stream.closed) this.observeEnd(exchange);
-      else slot.onSent = () => this.observeEnd(exchange);
+      this.settle(model, controller, slot, exchange);
     }
+  }
+
+  /** Starts the request on its model (throws what refuses it: shutdown, its contents, its lookup). */
+  private start(
+    wire: WireInferRequest,
+    place: Placement,
+    controller: AbortController,
+    exchange: Exchange,
+  ): { responses: AsyncIterable<InferenceResponse>; enableEmptyFinalResponse: boolean } {
+    if (this.closing) throw unavailable(SHUTTING_DOWN_MESSAGE);
+    const { request, enableEmptyFinalResponse } = toInferenceRequest(wire);
+    const model = place.model;
+    if (model === undefined) throw place.lookupError;
+    const { trace, timings } = exchange;
+    const responses = streamCall(model, request, {
+      signal: controller.signal,
+      trace,
+      timings,
+      forwarded: this.forwarded,
+    });
+    return { responses, enableEmptyFinalResponse };
+  }
+
+  /** Sends one response of the model; false when there was nothing to send (a flag-only final kept back). */
+  private deliver(
+    r: InferenceResponse,
+    wire: WireInferRequest,
+    slot: Slot | undefined,
+    enableEmptyFinalResponse: boolean,
+    exchange: Exchange,
+  ): boolean {
+    if (exchange.trace) exchange.responded = process.hrtime.bigint();
+    if (slot === undefined && r.final && r.outputs.length === 0) {
+      // A decoupled model's flag-only final response.
+      if (enableEmptyFinalResponse) this.emit(undefined, this.emptyFinal(wire), exchange);
+      return false;
+    }
+    this.emit(slot, this.response(r), exchange);
+    return true;
+  }
+
+  /** The model ended the request without a final response. */
+  private endUnfinished(
+    wire: WireInferRequest,
+    slot: Slot | undefined,
+    enableEmptyFinalResponse: boolean,
+    exchange: Exchange,
+  ): void {
+    if (slot === undefined && enableEmptyFinalResponse) this.emit(undefined, this.emptyFinal(wire), exchange);
+    if (slot !== undefined) this.emit(slot, this.response(undefined, wire), exchange);
+  }
+
+  /** The request is done here: its handle and signal go, and it is observed once its response is out. */
+  private settle(
+    model: ResolvedModel | undefined,
+    controller: AbortController,
+    slot: Slot | undefined,
+    exchange: Exchange,
+  ): void {
+    model?.release();
+    // Out of the set, nothing here aborts it any more: a clean signal serves the next request.
+    this.controllers.delete(controller);
+    returnController(controller);
+    // A decoupled request's responses are all out; an ordered one's may wait for earlier requests.
+    if (slot === undefined || slot.sent || this.call.stream.closed) this.observeEnd(exchange);
+    else slot.onSent = () => this.observeEnd(exchange);
+  }
+
+  /** The message's request, for the model the stream's variant names; or why it could not be read. */
+  private read(message: Buffer): WireInferRequest | Unread {
+    try {
+      const wire = parseInferRequest(message);
+      if (this.variant !== undefined) wire.modelName = modelForVariant(wire.modelName, this.variant);
+      return wire;
+    } catch (err) {
+      return new Unread(err);
+    }
+  }
+
+  /**
+   * One lookup per request, on arrival (resolveCall): the handle holds the version it resolved until
+   * released. A non-decoupled request (or one whose model is unknown: it fails in order) takes its slot in
+   * the response order still synchronously with the message's arrival, so slots are taken in request order.
+   */
+  private resolve(wire: WireInferRequest, exchange: Exchange): Placement | Promise<Placement> {
+    let model: ResolvedModel | Promise<ResolvedModel> | undefined;
+    let lookupError: unknown;
+    try {
+      model = resolveCall(this.api, wire.modelName, wire.modelVersion === '' ? undefined : wire.modelVersion);
+    } catch (err) {
+      lookupError = err; // unknown model: the request fails below, in order
+    }
+    if (model instanceof Promise) return this.resolveLoading(model, exchange);
+    const slot = model === undefined || !model.decoupled ? this.takeSlot(exchange) : undefined;
+    return { model, slot, lookupError };
+  }
+
+  /**
+   * On-demand mode, the model is loading: its slot is taken now, in request order, then given back if the
+   * model turns out decoupled (whose responses are not ordered).
+   */
+  private async resolveLoading(loading: Promise<ResolvedModel>, exchange: Exchange): Promise<Placement> {
+    const slot = this.takeSlot(exchange);
+    let model: ResolvedModel;
+    try {
+      model = await loading;
+    } catch (lookupError) {
+      return { model: undefined, slot, lookupError };
+    }
+    if (!model.decoupled) return { model, slot, lookupError: undefined };
+    this.order.splice(this.order.indexOf(slot), 1);
+    this.flushOrdered();
+    return { model, slot: undefined, lookupError: undefined };
+  }
+
+  /** A message that could not be read fails in order. */
+  private placeUnread(exchange: Exchange): Placement {
+    return { model: undefined, slot: this.takeSlot(exchange), lookupError: undefined };
+  }
+
+  private takeSlot(exchange: Exchange): Slot {
+    const slot: Slot = { pieces: undefined, sent: false, exchange };
+    this.order.push(slot);
+    return slot;
+  }
+
+  /** The request as its trace (sampled per request) and access-log line see it. */
+  private observe(wire: WireInferRequest, model: ResolvedModel | undefined, exchange: Exchange): void {
+    exchange.model = wire.modelName;
+    exchange.version = model?.version ?? wire.modelVersion;
+    exchange.requestId = wire.id;
+    const trace = this.api.startTrace?.(wire.modelName, this.observers.carrier);
+    if (trace) exchange.trace = trace;
+    if (this.observers.accessLog) exchange.timings = { queueNs: 0, computeNs: 0 };
   }
 
   /** The request is over: its trace ends and its access-log line is written. */

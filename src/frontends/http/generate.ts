@@ -14,12 +14,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { internal, NereidError } from '../../common/errors.js';
 import { drainOrClose } from '../drain.js';
 import {
+  type DecodedRequest,
   type InferenceResponse,
   type RequestTrace,
   type ResolvedModel,
-  traceCarrier,
+  resolveCall,
+  streamCall,
 } from '../../core/index.js';
-import { httpTraceEdge } from './trace-edge.js';
+import { CancelOnClose } from '../signal-pool.js';
+import { startHttpTrace } from './trace-edge.js';
 import { decodeContentEncoding, readBody } from './transport/body.js';
 import { errorBody, httpStatusOf } from './transport/errors.js';
 import { generateResponseJson, type GenerateRequestParts } from './generate-codec.js';
@@ -99,26 +102,11 @@ async function stream(
   end();
 }
 
-/** Samples the request for tracing (the server ends the trace after the reply). */
-function startTrace(ctx: RouteContext, model: string): RequestTrace | undefined {
-  const { req } = ctx;
-  const carrier = traceCarrier(req.headers.traceparent, req.headers.tracestate, () =>
-    httpTraceEdge(req, ctx.match),
-  );
-  const trace = ctx.api.startTrace?.(model, carrier);
-  if (trace) {
-    ctx.trace = trace;
-    trace.capture('HTTP_RECV_START');
-  }
-  return trace;
-}
-
 export async function generate(ctx: RouteContext, streaming: boolean): Promise<Reply> {
-  // One lookup for the whole request: the handle holds the version it resolved until released.
   const model = modelForVariant(ctx.match.model!, ctx.req.headers[MODEL_VARIANT_HEADER]);
-  const wait = ctx.api.whenServable?.(model, ctx.match.version);
-  const since = wait === undefined ? undefined : await wait;
-  const handle = ctx.api.resolveModel(model, ctx.match.version, since);
+  // One lookup for the whole request: the handle holds the version it resolved until released.
+  const resolved = resolveCall(ctx.api, model, ctx.match.version);
+  const handle = resolved instanceof Promise ? await resolved : resolved;
   ctx.resolvedVersion = handle.version;
   try {
     return await generateOn(ctx, handle, streaming, model);
@@ -133,10 +121,8 @@ async function generateOn(
   streaming: boolean,
   model: string,
 ): Promise<Reply> {
-  const { req, res } = ctx;
-  const version = ctx.match.version;
-  const metadata = handle.metadata;
-  const trace = startTrace(ctx, model);
+  const { req } = ctx;
+  const trace = startHttpTrace(ctx, model);
   const ticket = ctx.json.admit(req, false);
   let parts: GenerateRequestParts;
   try {
@@ -144,36 +130,52 @@ async function generateOn(
     const body = await decodeContentEncoding(raw, req.headers['content-encoding'], ctx.maxInputSize);
     trace?.capture('HTTP_RECV_END');
     ctx.bytesIn = body.length;
-    parts = await ctx.json.parseGenerate(body, metadata, ctx.maxInputSize, ticket);
+    parts = await ctx.json.parseGenerate(body, handle.metadata, ctx.maxInputSize, ticket);
   } finally {
     ticket.release();
   }
   ctx.requestId = parts.id;
-  const decoupled = handle.decoupled;
-  // A decoupled model's flag-only final response carries nothing to report.
-  const countable = (r: InferenceResponse): boolean =>
-    !decoupled || !r.final || r.outputs.length > 0 || Object.keys(r.parameters).length > 0;
-
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  // Validation errors throw here, before anything was accepted: they are plain JSON error replies.
-  const responses = handle.stream({
-    modelName: model,
-    modelVersion: version ?? '',
-    ...(parts.id !== undefined && { id: parts.id }),
-    inputs: parts.inputs,
-    parameters: parts.parameters,
-    signal: controller.signal,
-    ...(trace && { trace: trace.inference }),
-    ...(ctx.timings && { timings: ctx.timings }),
-  });
-
-  if (streaming) {
+  const cancel = new CancelOnClose(ctx.res, false);
+  try {
+    const call = { signal: cancel.signal, trace, timings: ctx.timings, forwarded: undefined };
+    // Validation errors throw here, before anything was accepted: they are plain JSON error replies.
+    const responses = streamCall(handle, generateRequest(model, ctx.match.version, parts), call);
+    const countable = handle.decoupled ? isReportable : everyResponse;
+    if (!streaming) return await oneResponse(responses, countable, trace);
     await stream(ctx, responses, countable);
     return STREAMED;
+  } finally {
+    cancel.done();
   }
+}
+
+/** The request a /generate body makes (the model's default outputs). */
+function generateRequest(
+  model: string,
+  version: string | undefined,
+  parts: GenerateRequestParts,
+): DecodedRequest {
+  return {
+    modelName: model,
+    modelVersion: version ?? '',
+    id: parts.id,
+    inputs: parts.inputs,
+    outputs: undefined,
+    parameters: parts.parameters,
+  };
+}
+
+/** A decoupled model's flag-only final response carries nothing to report. */
+const isReportable = (r: InferenceResponse): boolean =>
+  !r.final || r.outputs.length > 0 || Object.keys(r.parameters).length > 0;
+const everyResponse = (): boolean => true;
+
+/** /generate: the model's one reportable response, else Triton's EXACTLY_ONE_RESPONSE error. */
+async function oneResponse(
+  responses: AsyncIterable<InferenceResponse>,
+  countable: (r: InferenceResponse) => boolean,
+  trace: RequestTrace | undefined,
+): Promise<Reply> {
   let first: InferenceResponse | undefined;
   let count = 0;
   for await (const r of responses) {

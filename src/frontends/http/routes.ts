@@ -8,21 +8,28 @@ import {
   type InferenceResponse,
   type LoadOptions,
   type ResolvedModel,
-  traceCarrier,
+  refuseDecoupled,
+  resolveCall,
+  runCall,
 } from '../../core/index.js';
-import { httpTraceEdge } from './trace-edge.js';
-import { withForwarded } from '../header-forward.js';
-import { returnController, takeController } from '../signal-pool.js';
+import { startHttpTrace } from './trace-edge.js';
+import { CancelOnClose } from '../signal-pool.js';
 import { decodeContentEncoding, chooseResponseCoding, encodeResponse, readBody } from './transport/body.js';
 import { errorBody } from './transport/errors.js';
 import { MODEL_VARIANT_HEADER, modelForVariant } from '../model-variant.js';
 import { generate } from './generate.js';
-import { encodeInferResponse, inferenceHeaderLength, type DecodedInferRequest } from './infer-codec.js';
+import {
+  encodeInferResponse,
+  inferenceHeaderLength,
+  type DecodedInferRequest,
+  type OutputFormat,
+} from './infer-codec.js';
 import { jsonElementCount, SLICED_ANSWER_MIN_ELEMENTS } from './json-answer.js';
 import { sendSlicedJsonAnswer } from './json-answer-send.js';
 import { isJsonObject, type JsonIn, type JsonInObject } from './json.js';
 import { openApiDocument } from './openapi.js';
 import { deduceRawInput } from './raw-input.js';
+import type { JsonTicket } from './json-pool.js';
 import type { Reply, RouteContext } from './route-context.js';
 import type { RouteName } from './router.js';
 
@@ -97,132 +104,130 @@ export function modelOf(ctx: RouteContext): string {
 
 function infer(ctx: RouteContext): Promise<Reply> {
   const model = modelOf(ctx);
-  const version = ctx.match.version;
   // One lookup for the whole request: the handle holds the version it resolved until inferOn releases it.
-  // (Not an async function of its own around inferOn: that would be one more promise and microtask turn.)
-  const wait = ctx.api.whenServable?.(model, version);
-  if (wait !== undefined) {
-    // On-demand mode, the model is loading: the wait is the request's queue time.
-    return wait.then((since) => inferOn(ctx, ctx.api.resolveModel(model, version, since), model, version));
-  }
-  return inferOn(ctx, ctx.api.resolveModel(model, version), model, version);
+  // No async function of its own around inferOn (core/call.ts, performance rules).
+  const handle = resolveCall(ctx.api, model, ctx.match.version);
+  if (handle instanceof Promise) return handle.then((h) => inferOn(ctx, h, model));
+  return inferOn(ctx, handle, model);
 }
 
 /** Runs one inference request on `handle`, and releases it whatever happens. */
-async function inferOn(
-  ctx: RouteContext,
-  handle: ResolvedModel,
-  model: string,
-  version: string | undefined,
-): Promise<Reply> {
+async function inferOn(ctx: RouteContext, handle: ResolvedModel, model: string): Promise<Reply> {
   try {
-    const { api, req, res } = ctx;
+    const { req, res } = ctx;
     ctx.resolvedVersion = handle.version;
-    if (handle.decoupled) {
-      throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
-    }
-    const carrier = traceCarrier(req.headers.traceparent, req.headers.tracestate, () =>
-      httpTraceEdge(req, ctx.match),
-    );
-    const trace = api.startTrace?.(model, carrier);
-    if (trace) {
-      ctx.trace = trace;
-      trace.capture('HTTP_RECV_START');
-    }
+    refuseDecoupled(handle, HTTP_DECOUPLED);
+    const trace = startHttpTrace(ctx, model);
     // A large JSON document takes its share of the JSON workers' budget as its body arrives.
     const ticket = ctx.json.admit(req, true);
     let decoded: DecodedInferRequest;
     try {
-      const raw = await readBody(req, ctx.maxInputSize, () => handle.sharesInputMemory, ticket.onBytes);
-      const contentEncoding = req.headers['content-encoding'];
-      // Most requests are not compressed: no await (a microtask turn) for them.
-      const body =
-        contentEncoding === undefined
-          ? raw
-          : await decodeContentEncoding(raw, contentEncoding, ctx.maxInputSize);
+      const body = await readInferBody(ctx, handle, ticket.onBytes);
       trace?.capture('HTTP_RECV_END');
-      ctx.bytesIn = body.length;
-      const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
-      if (headerLength === 0) {
-        const input = deduceRawInput(handle.configJson(), model, body);
-        decoded = {
-          request: { modelName: model, modelVersion: version ?? '', inputs: [input] },
-          format: { defaultBinary: true, binary: new Map() },
-        };
-      } else {
-        const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
-        const d = ctx.json.decodeInfer(body, headerLength, options, ticket);
-        decoded = d instanceof Promise ? await d : d;
-      }
+      const d = decodeInferBody(ctx, handle, model, body, ticket);
+      decoded = d instanceof Promise ? await d : d;
     } finally {
       ticket.release();
     }
     ctx.requestId = decoded.request.id;
-
-    // A client that disconnects before its response is sent cancels the request. Once the core is done
-    // with it, the (unaborted, unobserved) signal goes back to the pool for the next request.
-    const controller = takeController();
-    const onClose = (): void => {
-      if (!res.writableFinished) controller.abort();
-    };
-    // on, not once: the listener is removed below either way, and once wraps it in another closure.
-    res.on('close', onClose);
+    const cancel = new CancelOnClose(res);
     let response: InferenceResponse;
     try {
-      const request = withForwarded(decoded.request, ctx.forwardHeaders?.parameters(req.rawHeaders));
-      // Every member written out, absent ones undefined: one object shape for every request (the core's
-      // property reads stay monomorphic), where spreads of optional members made a different one per mix
-      // and went through V8's slow path each time.
-      response = await handle.infer({
-        modelName: request.modelName,
-        modelVersion: request.modelVersion,
-        id: request.id,
-        inputs: request.inputs,
-        outputs: request.outputs,
-        parameters: request.parameters,
-        signal: controller.signal,
-        trace: trace?.inference,
-        parentTrace: undefined,
-        timings: ctx.timings,
-      });
+      const forwarded = ctx.forwardHeaders?.parameters(req.rawHeaders);
+      const call = { signal: cancel.signal, trace, timings: ctx.timings, forwarded };
+      response = await runCall(handle, decoded.request, call);
     } finally {
-      res.removeListener('close', onClose);
-      returnController(controller);
+      cancel.done();
     }
     trace?.capture('INFER_RESPONSE_COMPLETE');
-    const acceptEncoding = req.headers['accept-encoding'];
-    const coding = acceptEncoding === undefined ? 'identity' : chooseResponseCoding(acceptEncoding);
-    // A large JSON answer is formatted and written in slices, the event loop running between them.
-    if (jsonElementCount(response, decoded.format) >= SLICED_ANSWER_MIN_ELEMENTS) {
-      return await sendSlicedJsonAnswer(ctx, response, decoded.format, coding, (headers, whole) =>
-        compressed(headers, whole, coding as 'gzip' | 'deflate'),
-      );
-    }
-    const encoded = encodeInferResponse(response, decoded.format);
-    if (!encoded.hasBinary) {
-      if (coding === 'identity') return { status: 200, headers: JSON_TYPE, body: encoded.json };
-      return compressed(JSON_TYPE, Buffer.from(encoded.json, 'utf8'), coding);
-    }
-    // The JSON header and the binary outputs in one Buffer: one copy of the (usually small) outputs instead
-    // of a Buffer for the header and a write per part.
-    const headerBytes = Buffer.byteLength(encoded.json, 'utf8');
-    let size = headerBytes;
-    for (const b of encoded.binary) size += b.length;
-    const headers = {
-      'Content-Type': 'application/octet-stream',
-      'Inference-Header-Content-Length': headerBytes,
-    };
-    if (coding === 'identity' && size > BINARY_JOIN_MAX_BYTES) {
-      // Large outputs are written as they are, not copied.
-      return { status: 200, headers, body: [Buffer.from(encoded.json, 'utf8'), ...encoded.binary] };
-    }
-    const whole = Buffer.allocUnsafe(size);
-    let at = whole.write(encoded.json, 0, 'utf8');
-    for (const b of encoded.binary) at += b.copy(whole, at);
-    return coding === 'identity' ? { status: 200, headers, body: whole } : compressed(headers, whole, coding);
+    const reply = inferReply(ctx, response, decoded.format);
+    return reply instanceof Promise ? await reply : reply;
   } finally {
     handle.release();
   }
+}
+
+const HTTP_DECOUPLED = "HTTP end point doesn't support models with decoupled transaction policy";
+
+/**
+ * An /infer body, decompressed. Not an async function: an uncompressed body (most) is readBody's own
+ * promise, so inferOn's one await takes it (core/call.ts, performance rules).
+ */
+function readInferBody(
+  ctx: RouteContext,
+  handle: ResolvedModel,
+  onBytes: ((bytes: number) => void) | undefined,
+): Promise<Buffer> {
+  const { req, maxInputSize } = ctx;
+  const raw = readBody(req, maxInputSize, () => handle.sharesInputMemory, onBytes);
+  const contentEncoding = req.headers['content-encoding'];
+  if (contentEncoding === undefined) return raw;
+  return raw.then((r) => decodeContentEncoding(r, contentEncoding, maxInputSize));
+}
+
+/** Decodes an /infer body: a raw binary input, or the JSON header (on a JSON worker when large: a promise). */
+function decodeInferBody(
+  ctx: RouteContext,
+  handle: ResolvedModel,
+  model: string,
+  body: Buffer,
+  ticket: JsonTicket,
+): DecodedInferRequest | Promise<DecodedInferRequest> {
+  ctx.bytesIn = body.length;
+  const version = ctx.match.version;
+  const headerLength = inferenceHeaderLength(ctx.req.headers['inference-header-content-length'], body.length);
+  if (headerLength === 0) {
+    const input = deduceRawInput(handle.configJson(), model, body);
+    const request = {
+      modelName: model,
+      modelVersion: version ?? '',
+      id: undefined,
+      inputs: [input],
+      outputs: undefined,
+      parameters: undefined,
+    };
+    return { request, format: { defaultBinary: true, binary: new Map() } };
+  }
+  const options = { modelName: model, modelVersion: version, maxInputSize: ctx.maxInputSize };
+  return ctx.json.decodeInfer(body, headerLength, options, ticket);
+}
+
+/** The /infer reply: JSON, JSON and binary outputs in one body, or a large JSON answer written in slices. */
+function inferReply(
+  ctx: RouteContext,
+  response: InferenceResponse,
+  format: OutputFormat,
+): Reply | Promise<Reply> {
+  const acceptEncoding = ctx.req.headers['accept-encoding'];
+  const coding = acceptEncoding === undefined ? 'identity' : chooseResponseCoding(acceptEncoding);
+  // A large JSON answer is formatted and written in slices, the event loop running between them.
+  if (jsonElementCount(response, format) >= SLICED_ANSWER_MIN_ELEMENTS) {
+    return sendSlicedJsonAnswer(ctx, response, format, coding, (headers, whole) =>
+      compressed(headers, whole, coding as 'gzip' | 'deflate'),
+    );
+  }
+  const encoded = encodeInferResponse(response, format);
+  if (!encoded.hasBinary) {
+    if (coding === 'identity') return { status: 200, headers: JSON_TYPE, body: encoded.json };
+    return compressed(JSON_TYPE, Buffer.from(encoded.json, 'utf8'), coding);
+  }
+  // The JSON header and the binary outputs in one Buffer: one copy of the (usually small) outputs instead
+  // of a Buffer for the header and a write per part.
+  const headerBytes = Buffer.byteLength(encoded.json, 'utf8');
+  let size = headerBytes;
+  for (const b of encoded.binary) size += b.length;
+  const headers = {
+    'Content-Type': 'application/octet-stream',
+    'Inference-Header-Content-Length': headerBytes,
+  };
+  if (coding === 'identity' && size > BINARY_JOIN_MAX_BYTES) {
+    // Large outputs are written as they are, not copied.
+    return { status: 200, headers, body: [Buffer.from(encoded.json, 'utf8'), ...encoded.binary] };
+  }
+  const whole = Buffer.allocUnsafe(size);
+  let at = whole.write(encoded.json, 0, 'utf8');
+  for (const b of encoded.binary) at += b.copy(whole, at);
+  return coding === 'identity' ? { status: 200, headers, body: whole } : compressed(headers, whole, coding);
 }
 
 /** Largest binary reply built as one Buffer (see inferOn); larger ones go out as their parts. */

@@ -5,7 +5,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { hostAndPort, type TraceEdge } from '../../core/index.js';
+import { hostAndPort, traceCarrier, type RequestTrace, type TraceEdge } from '../../core/index.js';
+import type { RouteContext } from './route-context.js';
 import type { RouteMatch } from './router.js';
 
 const ACTIONS: Readonly<Partial<Record<RouteMatch['name'], string>>> = {
@@ -34,4 +35,21 @@ export function httpTraceEdge(req: IncomingMessage, match: RouteMatch): TraceEdg
     ...(address !== undefined && { serverAddress: address }),
     ...(port !== undefined && { serverPort: port }),
   };
+}
+
+/**
+ * Samples an inference request (/infer, /generate) for tracing, joined to its W3C traceparent: the trace,
+ * also on ctx.trace (the server ends it after the reply), with HTTP_RECV_START; undefined when not traced.
+ */
+export function startHttpTrace(ctx: RouteContext, model: string): RequestTrace | undefined {
+  const { req } = ctx;
+  const carrier = traceCarrier(req.headers.traceparent, req.headers.tracestate, () =>
+    httpTraceEdge(req, ctx.match),
+  );
+  const trace = ctx.api.startTrace?.(model, carrier);
+  if (trace) {
+    ctx.trace = trace;
+    trace.capture('HTTP_RECV_START');
+  }
+  return trace;
 }

@@ -19,7 +19,14 @@
  */
 import type { DataType } from '../../common/datatype.js';
 import { joinBytesElements, splitBytesElements } from '../../common/tensor.js';
-import type { InferenceResponse, InferInput, ResolvedModel, TensorMetadata } from '../../core/index.js';
+import type {
+  CallContext,
+  DecodedRequest,
+  InferenceResponse,
+  InferInput,
+  ResolvedModel,
+  TensorMetadata,
+} from '../../core/index.js';
 import { badRequest } from './errors.js';
 import type { GenerationOptions } from './request.js';
 
@@ -35,6 +42,23 @@ export interface ModelFacts {
   readonly backend: string;
   /** The request's handle on the model (resolved once): runs the request on that version. */
   readonly model: ResolvedModel;
+}
+
+/** The request an OpenAI route runs on its model (the default version; no id, outputs or parameters). */
+export function openAiRequest(facts: ModelFacts, inputs: readonly InferInput[]): DecodedRequest {
+  return {
+    modelName: facts.name,
+    modelVersion: undefined,
+    id: undefined,
+    inputs,
+    outputs: undefined,
+    parameters: undefined,
+  };
+}
+
+/** An OpenAI route's call context: cancelled by its signal, not traced, logged or forwarded. */
+export function openAiCall(signal: AbortSignal): CallContext {
+  return { signal, trace: undefined, timings: undefined, forwarded: undefined };
 }
 
 type Scalar = number | bigint | boolean | string;

@@ -5,7 +5,16 @@
  * `usage` comes from a `num_input_tokens` output when the model has one.
  */
 import type { ServerResponse } from 'node:http';
-import { embeddingContract, embeddingInput, readEmbedding, type ModelFacts } from './contract.js';
+import { runCall } from '../../core/index.js';
+import { CancelOnClose } from '../signal-pool.js';
+import {
+  embeddingContract,
+  embeddingInput,
+  openAiCall,
+  openAiRequest,
+  readEmbedding,
+  type ModelFacts,
+} from './contract.js';
 import type { EmbeddingRequest } from './request.js';
 
 export async function runEmbeddings(
@@ -14,20 +23,12 @@ export async function runEmbeddings(
   request: EmbeddingRequest,
 ): Promise<string> {
   const { input, output } = embeddingContract(facts);
-  const controller = new AbortController();
-  const onClose = (): void => {
-    if (!res.writableFinished) controller.abort();
-  };
-  res.once('close', onClose);
+  const cancel = new CancelOnClose(res, false);
   let promptTokens: number | undefined;
   try {
     const results = await Promise.all(
       request.input.map((text) =>
-        facts.model.infer({
-          modelName: facts.name,
-          inputs: [embeddingInput(input, text)],
-          signal: controller.signal,
-        }),
+        runCall(facts.model, openAiRequest(facts, [embeddingInput(input, text)]), openAiCall(cancel.signal)),
       ),
     );
     const data = results.map((r, index) => {
@@ -51,9 +52,9 @@ export async function runEmbeddings(
       }),
     });
   } catch (err) {
-    controller.abort(); // one failed: the others are not wanted
+    cancel.controller.abort(); // one failed: the others are not wanted
     throw err;
   } finally {
-    res.removeListener('close', onClose);
+    cancel.done();
   }
 }

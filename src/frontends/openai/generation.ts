@@ -12,11 +12,14 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import type { InferenceResponse, InferenceServerApi } from '../../core/index.js';
+import { streamCall, type InferenceResponse, type InferenceServerApi } from '../../core/index.js';
+import { CancelOnClose } from '../signal-pool.js';
 import {
   checkFeatures,
   generationInputs,
   modelHandlesEcho,
+  openAiCall,
+  openAiRequest,
   readGeneration,
   type ModelFacts,
 } from './contract.js';
@@ -120,11 +123,8 @@ export async function runGeneration(
   const id = (kind === 'chat' ? 'chatcmpl-' : 'cmpl-') + randomUUID();
   const created = Math.floor(Date.now() / 1000);
 
-  const controller = new AbortController();
-  const onClose = (): void => {
-    if (!res.writableFinished) controller.abort();
-  };
-  res.once('close', onClose);
+  const cancel = new CancelOnClose(res, false);
+  const { controller } = cancel;
 
   const decoder = new StringDecoder('utf8');
   const stop = new StopMatcher(options.stop);
@@ -135,7 +135,7 @@ export async function runGeneration(
   const finishReason = (): 'stop' | 'length' =>
     !stop.done && usage.usage() !== undefined && usage.completionTokens >= maxTokens ? 'length' : 'stop';
 
-  const responses = facts.model.stream({ modelName: facts.name, inputs, signal: controller.signal });
+  const responses = streamCall(facts.model, openAiRequest(facts, inputs), openAiCall(cancel.signal));
   // Where the next log-prob token starts in the choice's text (completions' text_offset).
   let offset = kind === 'completion' && echo ? prompt.length : 0;
   const logprobsOf = (entries: readonly ModelLogprob[]): Record<string, unknown> | null => {
@@ -256,7 +256,7 @@ export async function runGeneration(
     sse.done();
     return undefined;
   } finally {
-    res.removeListener('close', onClose);
+    cancel.done();
   }
 }
 
