@@ -19,7 +19,14 @@ import { DEFAULT_JSON_LIMITS } from '../json-pool.js';
 import { createHttpFrontend, DEFAULT_BACKLOG, DEFAULT_MAX_INPUT_SIZE } from '../server.js';
 import type { HttpFrontend, HttpFrontendOptions } from '../server.js';
 import { toErrorReply } from '../transport/errors.js';
-import { packTensors, unpackTensors, type ThreadWorkerData, type ToMain, type ToThread } from './wire.js';
+import {
+  Coalescer,
+  packTensors,
+  unpackTensors,
+  type ThreadWorkerData,
+  type ToMain,
+  type ToThread,
+} from './wire.js';
 
 /** Whether this Node can bind several listeners to one port (net.Server.listen `reusePort`). */
 export function threadsSupported(version: string = process.versions.node): boolean {
@@ -42,6 +49,7 @@ export function threadsRefusal(options: HttpFrontendOptions, version?: string): 
 
 interface Running {
   readonly worker: Worker;
+  readonly answers: Coalescer<ToThread>;
   readonly cancels: Map<number, AbortController>;
 }
 
@@ -61,7 +69,7 @@ export function createThreadedHttpFrontend(
 
   /** One decoded request from a thread, run through the core as routes.ts inferOn runs it. */
   const serve = async (r: Running, m: ToMain & { t: 'infer' }): Promise<void> => {
-    const { worker, cancels } = r;
+    const { answers, cancels } = r;
     let handle: ResolvedModel | undefined;
     const controller = takeController();
     cancels.set(m.id, controller);
@@ -102,7 +110,7 @@ export function createThreadedHttpFrontend(
       const outputs = packTensors(response.outputs, transfer);
       trace?.capture('HTTP_SEND_START');
       const answer: ToThread = { t: 'answer', id: m.id, response: { ...response, outputs } };
-      worker.postMessage(answer, transfer);
+      answers.post(answer, transfer);
       trace?.capture('HTTP_SEND_END');
       trace?.end(200);
     } catch (err) {
@@ -110,7 +118,7 @@ export function createThreadedHttpFrontend(
       const reply = toErrorReply(err, { log, requestId: m.request.id, method: 'POST', path });
       status = reply.status;
       const failed: ToThread = { t: 'failed', id: m.id, status: reply.status, body: reply.body };
-      worker.postMessage(failed);
+      answers.post(failed);
     } finally {
       handle?.release();
       cancels.delete(m.id);
@@ -138,10 +146,14 @@ export function createThreadedHttpFrontend(
           workerData: data(port),
           name: 'nereid-http',
         });
-        const r: Running = { worker, cancels: new Map() };
+        const answers = new Coalescer<ToThread>((m, transfer) => worker.postMessage(m, transfer));
+        const r: Running = { worker, answers, cancels: new Map() };
         running.push(r);
-        worker.on('message', (m: ToMain) => {
+        const receive = (m: ToMain): void => {
           switch (m.t) {
+            case 'batch':
+              for (const item of m.items) receive(item);
+              break;
             case 'infer':
               void serve(r, m);
               break;
@@ -157,7 +169,8 @@ export function createThreadedHttpFrontend(
             case 'closed':
               break;
           }
-        });
+        };
+        worker.on('message', receive);
         worker.on('error', (err) => {
           log.error(`HTTP thread failed: ${err.message}`);
           reject(err);

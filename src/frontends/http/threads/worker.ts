@@ -30,6 +30,7 @@ import {
 import { framingError } from '../transport/request-framing.js';
 import { errorBody } from '../transport/errors.js';
 import {
+  Coalescer,
   ownedBuffer,
   packTensors,
   unpackTensors,
@@ -46,13 +47,17 @@ interface Pending {
 
 function run(data: ThreadWorkerData, port: NonNullable<typeof parentPort>): void {
   const post = (m: ToMain, transfer?: ArrayBuffer[]): void => port.postMessage(m, transfer);
+  const toMain = new Coalescer<ToMain>((m, transfer) => port.postMessage(m, transfer));
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let closing = false;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
-  port.on('message', (m: ToThread) => {
+  const receive = (m: ToThread): void => {
     switch (m.t) {
+      case 'batch':
+        for (const item of m.items) receive(item);
+        break;
       case 'answer':
       case 'failed': {
         const p = pending.get(m.id);
@@ -74,7 +79,8 @@ function run(data: ThreadWorkerData, port: NonNullable<typeof parentPort>): void
         server.closeIdleConnections();
         break;
     }
-  });
+  };
+  port.on('message', receive);
 
   /** Sends `body` to the main thread's server as the request `req` and relays its answer. */
   const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer | undefined): void => {
@@ -216,12 +222,12 @@ function run(data: ThreadWorkerData, port: NonNullable<typeof parentPort>): void
       pending.set(id, { resolve }),
     );
     const onClose = (): void => {
-      if (!res.writableFinished && pending.has(id)) post({ t: 'cancel', id });
+      if (!res.writableFinished && pending.has(id)) toMain.post({ t: 'cancel', id });
     };
     res.on('close', onClose);
     const tp = req.headers.traceparent;
     const ts = req.headers.tracestate;
-    post(
+    toMain.post(
       {
         t: 'infer',
         id,
