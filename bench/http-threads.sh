@@ -36,10 +36,12 @@ cleanup() {
   rm -rf "$repo"
 }
 trap cleanup EXIT
-for _ in $(seq 150); do
-  curl -sf "localhost:$port/v2/models/$model/ready" >/dev/null && break
+ready=
+for _ in $(seq 600); do
+  curl -sf "localhost:$port/v2/models/$model/ready" >/dev/null && ready=1 && break
   sleep 0.2
 done
+[[ -n $ready ]] || { echo "the server did not get ready:" >&2; cat "$repo/server.log" >&2; exit 1; }
 served() {
   curl -s "localhost:$port/v2/models/$model/stats" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["model_stats"][0]["inference_stats"]["success"]["count"])'

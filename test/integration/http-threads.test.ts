@@ -179,6 +179,38 @@ describe('--http-thread-count', { skip: !supported && 'needs reusePort (Node 22.
   });
 });
 
+describe(
+  '--http-thread-count with settings that need the main thread',
+  { skip: !supported && 'needs reusePort (Node 22.12+)' },
+  () => {
+    let repo: string;
+    let plain: TestServer;
+    let threaded: TestServer;
+    const flags = (): string[] => [
+      `--model-repository=${repo}`,
+      '--http-restricted-api=inference:Infer-Key=k1',
+    ];
+    before(async () => {
+      repo = makeRepository({ ident: { config: IDENTITY } });
+      plain = await startServer(flags());
+      threaded = await startServer([...flags(), '--http-thread-count=2']);
+    });
+    after(async () => {
+      await threaded?.stop();
+      await plain?.stop();
+      removeRepository(repo);
+    });
+
+    it('refuses and admits inference by --http-restricted-api as without threads', async () => {
+      for (const headers of [undefined, { 'Infer-Key': 'k1' }, { 'Infer-Key': 'wrong' }]) {
+        const a = await post(`${plain.url}/v2/models/ident/infer`, JSON_REQUEST, headers);
+        const b = await post(`${threaded.url}/v2/models/ident/infer`, JSON_REQUEST, headers);
+        assert.deepEqual(answer(b), answer(a), JSON.stringify(headers));
+      }
+    });
+  },
+);
+
 describe('--http-thread-count without reusePort', { skip: supported && 'this Node has reusePort' }, () => {
   it('warns and serves HTTP on the main thread', async () => {
     const repo = makeRepository({ ident: { config: IDENTITY } });
