@@ -60,6 +60,7 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   httpMaxJsonSize: 'show',
   httpJsonWorkerThreshold: 'show',
   httpJsonWorkerThreads: 'show',
+  httpThreadCount: 'show',
   httpJsonWorkerBytes: 'show',
   httpBacklog: 'show',
   httpMaxConnections: 'show',

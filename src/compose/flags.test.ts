@@ -103,13 +103,13 @@ describe('parseFlags', () => {
     const r = parseFlags([
       '--model-repository=/a',
       '--pinned-memory-pool-byte-size=0',
-      '--http-thread-count=4',
-      '--http-thread-count=8',
+      '--grpc-infer-thread-count=4',
+      '--grpc-infer-thread-count=8',
     ]);
-    assert.deepEqual(r.ignored, ['--pinned-memory-pool-byte-size', '--http-thread-count']);
+    assert.deepEqual(r.ignored, ['--pinned-memory-pool-byte-size', '--grpc-infer-thread-count']);
     assert.equal(r.warnings.length, 2, 'one warning per flag, however often it is given');
     assert.match(r.warnings[0], /--pinned-memory-pool-byte-size .*no GPU support/);
-    assert.match(r.warnings[1], /--http-thread-count .*event loop/);
+    assert.match(r.warnings[1], /--grpc-infer-thread-count .*event loop/);
     assert.match(helpText(), /--model-repository=<string>, --model-store=<string>/);
   });
 

@@ -767,8 +767,9 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'http-thread-count',
     kind: 'int',
-    help: "Triton's HTTP handler thread count.",
-    inert: 'Nereid serves HTTP on its event loop and runs models off it; there are no HTTP threads to size',
+    defaultText: '0',
+    help: 'Threads doing the HTTP protocol work (framing, reading and decoding inference requests, encoding and compressing answers), each with a listener of its own on the HTTP port (SO_REUSEPORT); the models still run on the one core. Needs Node 22.12+ (or 23.1+) on Linux and clear-text HTTP; elsewhere it is ignored with a warning. 0 (the default) serves HTTP on the main thread.',
+    apply: (d, v) => (d.httpThreadCount = parseInt10('http-thread-count', v, 0, 256)),
   },
   {
     name: 'http-header-forward-pattern',
@@ -1235,6 +1236,7 @@ export function defaultDraft(): Draft {
     httpMaxJsonSize: 64 * 1024 * 1024,
     httpJsonWorkerThreshold: 64 * 1024,
     httpJsonWorkerThreads: 1,
+    httpThreadCount: 0,
     httpJsonWorkerBytes: 256 * 1024 * 1024,
     httpBacklog: 4096,
     httpMaxConnections: 8192,

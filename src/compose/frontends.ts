@@ -12,6 +12,8 @@ import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from 
 import {
   createHealthListener,
   createHttpFrontend,
+  createThreadedHttpFrontend,
+  threadsRefusal,
   type HealthListener,
   type HttpFrontend,
   type HttpFrontendOptions,
@@ -193,10 +195,19 @@ async function startHttp(
   const { options, log } = ctx;
   const metricsText = (): Promise<string> =>
     started.metricsFrontend?.scrape() ?? Promise.reject(unavailable('metrics are not up yet'));
-  started.httpFrontend = createHttpFrontend(ctx.server, httpFrontendOptions(ctx, metricsText, requestCounts));
+  const httpOptions = httpFrontendOptions(ctx, metricsText, requestCounts);
+  const refusal = options.httpThreadCount > 0 ? threadsRefusal(httpOptions) : undefined;
+  if (refusal !== undefined) log.warn(refusal);
+  started.httpFrontend =
+    options.httpThreadCount > 0 && refusal === undefined
+      ? createThreadedHttpFrontend(ctx.server, httpOptions, options.httpThreadCount)
+      : createHttpFrontend(ctx.server, httpOptions);
   const http = await started.httpFrontend.listen();
   started.http = http;
   log.info(`Started HTTPService at ${http.address}:${http.port}`);
+  if (options.httpThreadCount > 0 && refusal === undefined) {
+    log.info(`HTTP protocol work on ${options.httpThreadCount} threads (--http-thread-count)`);
+  }
   warnIfBacklogCapped(options.httpBacklog, log);
   if (options.httpHealthPort >= 0) {
     started.healthListener = createHealthListener(ctx.server, {

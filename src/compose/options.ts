@@ -115,6 +115,8 @@ export interface ServerOptions {
   readonly httpJsonWorkerThreshold: number;
   /** `--http-json-worker-threads`: 0 = parse on the event loop. */
   readonly httpJsonWorkerThreads: number;
+  /** --http-thread-count: HTTP protocol threads (frontends/http/threads); 0 = none. */
+  readonly httpThreadCount: number;
   /** `--http-json-worker-bytes`: large JSON documents in flight at once, in bytes. */
   readonly httpJsonWorkerBytes: number;
   /** `--http-backlog`: the HTTP listen queue. */

@@ -6,3 +6,4 @@ export { DEFAULT_MAX_CONNECTIONS } from './transport/connection-limits.js';
 export { DEFAULT_JSON_LIMITS } from './json-pool.js';
 export type { HttpFrontend, HttpFrontendOptions, HttpMount } from './server.js';
 export { httpStatusOf } from './transport/errors.js';
+export { createThreadedHttpFrontend, threadsRefusal } from './threads/pool.js';
