@@ -147,7 +147,8 @@ async function inferOn(ctx: RouteContext, handle: ResolvedModel, model: string):
   }
 }
 
-const HTTP_DECOUPLED = "HTTP end point doesn't support models with decoupled transaction policy";
+/** The HTTP frontend's wording for a decoupled model on a unary route (Triton's text). */
+export const HTTP_DECOUPLED = "HTTP end point doesn't support models with decoupled transaction policy";
 
 /**
  * An /infer body, decompressed. Not an async function: an uncompressed body (most) is readBody's own

@@ -2,22 +2,30 @@
  * --http-thread-count: the HTTP frontend with its protocol work on N threads (worker.ts). The threads hold
  * the HTTP port (each its own listener, SO_REUSEPORT); the main thread keeps the usual frontend
  * (server.ts, routes.ts) on 127.0.0.1 at a port of its own for the requests the threads forward, and runs
- * each request the threads decoded through the core as the infer route does: the model resolved (waiting
- * for an on-demand load), decoupled models refused, traced, cancelled when the client goes, counted.
+ * each request the threads decoded through the core's one inference call (core/call.ts) as the infer route
+ * does: resolved (after an on-demand load), decoupled models refused, traced, cancelled when the client
+ * goes, counted.
  *
  * SO_REUSEPORT needs net.Server.listen's `reusePort` (Node 22.12+ and 23.1+, on Linux): on an older Node
  * the flag is ignored with a warning (threadsSupported).
  */
 import { Worker } from 'node:worker_threads';
-import { unsupported } from '../../../common/errors.js';
 import type { Logger } from '../../../common/logger.js';
 import { productToken } from '../../../common/product.js';
-import { traceCarrier, type InferenceServerApi, type ResolvedModel } from '../../../core/index.js';
+import {
+  refuseDecoupled,
+  resolveCall,
+  runCall,
+  traceCarrier,
+  type InferenceServerApi,
+  type ResolvedModel,
+} from '../../../core/index.js';
 import { listenError } from '../../listen.js';
 import { returnController, takeController } from '../../signal-pool.js';
 import { DEFAULT_JSON_LIMITS } from '../json-pool.js';
 import { createHttpFrontend, DEFAULT_BACKLOG, DEFAULT_MAX_INPUT_SIZE } from '../server.js';
 import type { HttpFrontend, HttpFrontendOptions } from '../server.js';
+import { HTTP_DECOUPLED } from '../routes.js';
 import { toErrorReply } from '../transport/errors.js';
 import {
   Coalescer,
@@ -75,32 +83,25 @@ export function createThreadedHttpFrontend(
     cancels.set(m.id, controller);
     let status = 200;
     try {
-      const wait = api.whenServable?.(m.model, m.version);
-      handle =
-        wait === undefined
-          ? api.resolveModel(m.model, m.version)
-          : api.resolveModel(m.model, m.version, await wait);
-      if (handle.decoupled) {
-        throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
-      }
+      const resolved = resolveCall(api, m.model, m.version);
+      handle = resolved instanceof Promise ? await resolved : resolved;
+      refuseDecoupled(handle, HTTP_DECOUPLED);
       const trace = api.startTrace?.(m.model, traceCarrier(m.traceparent, m.tracestate));
       trace?.capture('HTTP_RECV_START');
       trace?.capture('HTTP_RECV_END');
       const q = m.request;
+      const request = {
+        modelName: q.modelName,
+        modelVersion: q.modelVersion,
+        id: q.id,
+        inputs: unpackTensors(q.inputs),
+        outputs: q.outputs,
+        parameters: q.parameters,
+      };
+      const call = { signal: controller.signal, trace, timings: undefined, forwarded: undefined };
       let response;
       try {
-        response = await handle.infer({
-          modelName: q.modelName,
-          modelVersion: q.modelVersion,
-          id: q.id,
-          inputs: unpackTensors(q.inputs),
-          outputs: q.outputs,
-          parameters: q.parameters,
-          signal: controller.signal,
-          trace: trace?.inference,
-          parentTrace: undefined,
-          timings: undefined,
-        });
+        response = await runCall(handle, request, call);
       } catch (err) {
         trace?.end(toErrorReply(err, { log, method: 'POST', path: '' }).status);
         throw err;
