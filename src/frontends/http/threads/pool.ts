@@ -61,6 +61,65 @@ interface Running {
   readonly cancels: Map<number, AbortController>;
 }
 
+/** One decoded request from a thread, run through the core's inference call as routes.ts inferOn runs it. */
+async function serveDecoded(
+  api: InferenceServerApi,
+  options: HttpFrontendOptions,
+  r: Running,
+  m: ToMain & { t: 'infer' },
+): Promise<void> {
+  const log = options.log;
+  const { answers, cancels } = r;
+  let handle: ResolvedModel | undefined;
+  const controller = takeController();
+  cancels.set(m.id, controller);
+  let status = 200;
+  try {
+    const resolved = resolveCall(api, m.model, m.version);
+    handle = resolved instanceof Promise ? await resolved : resolved;
+    refuseDecoupled(handle, HTTP_DECOUPLED);
+    const trace = api.startTrace?.(m.model, traceCarrier(m.traceparent, m.tracestate));
+    trace?.capture('HTTP_RECV_START');
+    trace?.capture('HTTP_RECV_END');
+    const q = m.request;
+    const request = {
+      modelName: q.modelName,
+      modelVersion: q.modelVersion,
+      id: q.id,
+      inputs: unpackTensors(q.inputs),
+      outputs: q.outputs,
+      parameters: q.parameters,
+    };
+    const call = { signal: controller.signal, trace, timings: undefined, forwarded: undefined };
+    let response;
+    try {
+      response = await runCall(handle, request, call);
+    } catch (err) {
+      trace?.end(toErrorReply(err, { log, method: 'POST', path: '' }).status);
+      throw err;
+    }
+    trace?.capture('INFER_RESPONSE_COMPLETE');
+    const transfer: ArrayBuffer[] = [];
+    const outputs = packTensors(response.outputs, transfer);
+    trace?.capture('HTTP_SEND_START');
+    const answer: ToThread = { t: 'answer', id: m.id, response: { ...response, outputs } };
+    answers.post(answer, transfer);
+    trace?.capture('HTTP_SEND_END');
+    trace?.end(200);
+  } catch (err) {
+    const path = `/v2/models/${m.model}${m.version === undefined ? '' : `/versions/${m.version}`}/infer`;
+    const reply = toErrorReply(err, { log, requestId: m.request.id, method: 'POST', path });
+    status = reply.status;
+    const failed: ToThread = { t: 'failed', id: m.id, status: reply.status, body: reply.body };
+    answers.post(failed);
+  } finally {
+    handle?.release();
+    cancels.delete(m.id);
+    returnController(controller);
+    options.requestCounts?.http('model_infer', status);
+  }
+}
+
 export function createThreadedHttpFrontend(
   api: InferenceServerApi,
   options: HttpFrontendOptions,
@@ -74,59 +133,6 @@ export function createThreadedHttpFrontend(
     (options.restrictedApis === undefined || Object.keys(options.restrictedApis).length === 0) &&
     options.headerForwardPattern === undefined &&
     options.accessLog === undefined;
-
-  /** One decoded request from a thread, run through the core as routes.ts inferOn runs it. */
-  const serve = async (r: Running, m: ToMain & { t: 'infer' }): Promise<void> => {
-    const { answers, cancels } = r;
-    let handle: ResolvedModel | undefined;
-    const controller = takeController();
-    cancels.set(m.id, controller);
-    let status = 200;
-    try {
-      const resolved = resolveCall(api, m.model, m.version);
-      handle = resolved instanceof Promise ? await resolved : resolved;
-      refuseDecoupled(handle, HTTP_DECOUPLED);
-      const trace = api.startTrace?.(m.model, traceCarrier(m.traceparent, m.tracestate));
-      trace?.capture('HTTP_RECV_START');
-      trace?.capture('HTTP_RECV_END');
-      const q = m.request;
-      const request = {
-        modelName: q.modelName,
-        modelVersion: q.modelVersion,
-        id: q.id,
-        inputs: unpackTensors(q.inputs),
-        outputs: q.outputs,
-        parameters: q.parameters,
-      };
-      const call = { signal: controller.signal, trace, timings: undefined, forwarded: undefined };
-      let response;
-      try {
-        response = await runCall(handle, request, call);
-      } catch (err) {
-        trace?.end(toErrorReply(err, { log, method: 'POST', path: '' }).status);
-        throw err;
-      }
-      trace?.capture('INFER_RESPONSE_COMPLETE');
-      const transfer: ArrayBuffer[] = [];
-      const outputs = packTensors(response.outputs, transfer);
-      trace?.capture('HTTP_SEND_START');
-      const answer: ToThread = { t: 'answer', id: m.id, response: { ...response, outputs } };
-      answers.post(answer, transfer);
-      trace?.capture('HTTP_SEND_END');
-      trace?.end(200);
-    } catch (err) {
-      const path = `/v2/models/${m.model}${m.version === undefined ? '' : `/versions/${m.version}`}/infer`;
-      const reply = toErrorReply(err, { log, requestId: m.request.id, method: 'POST', path });
-      status = reply.status;
-      const failed: ToThread = { t: 'failed', id: m.id, status: reply.status, body: reply.body };
-      answers.post(failed);
-    } finally {
-      handle?.release();
-      cancels.delete(m.id);
-      returnController(controller);
-      options.requestCounts?.http('model_infer', status);
-    }
-  };
 
   const start = (internalPort: number): Promise<{ address: string; port: number }>[] => {
     const serverHeader = productToken(api.serverMetadata().version);
@@ -156,7 +162,7 @@ export function createThreadedHttpFrontend(
               for (const item of m.items) receive(item);
               break;
             case 'infer':
-              void serve(r, m);
+              void serveDecoded(api, options, r, m);
               break;
             case 'cancel':
               r.cancels.get(m.id)?.abort();

@@ -23,7 +23,7 @@ export interface ThreadWorkerData {
 }
 
 /** A request without `signal`, its tensors' Buffers as plain Uint8Arrays (what structured clone delivers). */
-export type WireRequest = Omit<InferenceRequest, 'signal' | 'trace' | 'parentTrace' | 'timings'>;
+export type ThreadRequest = Omit<InferenceRequest, 'signal' | 'trace' | 'parentTrace' | 'timings'>;
 
 export type ToMain =
   | { readonly t: 'listening'; readonly address: string; readonly port: number }
@@ -35,7 +35,7 @@ export type ToMain =
       readonly version: string | undefined;
       readonly traceparent: string | undefined;
       readonly tracestate: string | undefined;
-      readonly request: WireRequest;
+      readonly request: ThreadRequest;
     }
   | { readonly t: 'cancel'; readonly id: number }
   | { readonly t: 'closed' }

@@ -4,31 +4,29 @@
  * `POST /v2/models/<m>[/versions/<v>]/infer` itself — HTTP framing, reading the body, decompression,
  * decoding the JSON and binary tensors, encoding and compressing the answer — with the same functions the
  * main thread's route uses (infer-codec.ts, transport/body.ts). The decoded request goes to the main
- * thread, which resolves the model and runs it through the core exactly as the route does (pool.ts).
+ * thread, which runs it through the core's one inference call (pool.ts).
  *
  * Every other request, and every inference request the thread cannot answer exactly as the main thread
  * would (a decoding error, a raw binary body, a model variant, a JSON header big enough for the JSON pool,
  * settings that need the main thread's view of each request), is forwarded as it came — its body as read —
- * to the main thread's own HTTP server on 127.0.0.1, and its answer relayed byte for byte.
+ * to the main thread's own HTTP server on 127.0.0.1, and its answer relayed byte for byte (forward.ts).
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { parentPort, workerData } from 'node:worker_threads';
-import type { InferenceResponse } from '../../../core/index.js';
-import { encodeInferResponse, inferenceHeaderLength, type DecodedInferRequest } from '../infer-codec.js';
-import { decodeInferRequest } from '../infer-codec.js';
-import { matchRoute } from '../router.js';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { decodeInferRequest, inferenceHeaderLength, type DecodedInferRequest } from '../infer-codec.js';
 import { MODEL_VARIANT_HEADER } from '../../model-variant.js';
-import {
-  chooseResponseCoding,
-  declaredLength,
-  decodeContentEncoding,
-  isBodyTooLarge,
-  encodeResponse,
-  readBody,
-} from '../transport/body.js';
+import { matchRoute } from '../router.js';
+import { declaredLength, decodeContentEncoding, isBodyTooLarge, readBody } from '../transport/body.js';
 import { framingError } from '../transport/request-framing.js';
-import { errorBody } from '../transport/errors.js';
+import { Forwarder } from './forward.js';
+import {
+  answerMalformed,
+  writeError,
+  writeErrorMessage,
+  writeInferAnswer,
+  type ReplyOptions,
+} from './reply.js';
 import {
   Coalescer,
   ownedBuffer,
@@ -39,277 +37,207 @@ import {
   type ToThread,
 } from './wire.js';
 
-const JSON_TYPE = 'application/json';
+type Settled = ToThread & { t: 'answer' | 'failed' };
 
-interface Pending {
-  resolve(m: ToThread & { t: 'answer' | 'failed' }): void;
-}
+class ProtocolThread {
+  private readonly toMain: Coalescer<ToMain>;
+  /** Requests sent to the main thread, by id, waiting for its answer. */
+  private readonly pending = new Map<number, (m: Settled) => void>();
+  private nextId = 1;
+  private closing = false;
+  private readonly forwarder: Forwarder;
+  private readonly server: http.Server;
 
-function run(data: ThreadWorkerData, port: NonNullable<typeof parentPort>): void {
-  const post = (m: ToMain, transfer?: ArrayBuffer[]): void => port.postMessage(m, transfer);
-  const toMain = new Coalescer<ToMain>((m, transfer) => port.postMessage(m, transfer));
-  const pending = new Map<number, Pending>();
-  let nextId = 1;
-  let closing = false;
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  constructor(
+    private readonly data: ThreadWorkerData,
+    private readonly port: MessagePort,
+  ) {
+    this.toMain = new Coalescer<ToMain>((m, transfer) => port.postMessage(m, transfer));
+    this.forwarder = new Forwarder(data.internalPort);
+    this.server = http.createServer({ noDelay: true, keepAliveTimeout: 60_000 }, (req, res) =>
+      this.route(req, res),
+    );
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
+      answerMalformed(err, socket, data.serverHeader),
+    );
+    port.on('message', (m: ToThread) => this.receive(m));
+  }
 
-  const receive = (m: ToThread): void => {
+  listen(): void {
+    const { server, data } = this;
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      this.post({ t: 'error', code: err.code, message: err.message }),
+    );
+    const options = { host: data.address, port: data.port, backlog: data.backlog, reusePort: true };
+    server.listen(options as never, () => {
+      const a = server.address();
+      if (a !== null && typeof a === 'object')
+        this.post({ t: 'listening', address: a.address, port: a.port });
+    });
+  }
+
+  private post(m: ToMain): void {
+    this.port.postMessage(m);
+  }
+
+  private replyOptions(closeConnection = false): ReplyOptions {
+    return { serverHeader: this.data.serverHeader, closeConnection: this.closing || closeConnection };
+  }
+
+  private receive(m: ToThread): void {
     switch (m.t) {
       case 'batch':
-        for (const item of m.items) receive(item);
+        for (const item of m.items) this.receive(item);
         break;
       case 'answer':
       case 'failed': {
-        const p = pending.get(m.id);
-        if (p !== undefined) {
-          pending.delete(m.id);
-          p.resolve(m);
+        const settle = this.pending.get(m.id);
+        if (settle !== undefined) {
+          this.pending.delete(m.id);
+          settle(m);
         }
         break;
       }
       case 'drain':
-        closing = true;
+        this.closing = true;
         break;
       case 'close':
-        closing = true;
-        server.close(() => {
-          agent.destroy();
-          post({ t: 'closed' });
+        this.closing = true;
+        this.server.close(() => {
+          this.forwarder.close();
+          this.post({ t: 'closed' });
         });
-        server.closeIdleConnections();
+        this.server.closeIdleConnections();
         break;
     }
-  };
-  port.on('message', receive);
+  }
 
-  /** Sends `body` to the main thread's server as the request `req` and relays its answer. */
-  const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer | undefined): void => {
-    const headers = { ...req.headers };
-    // The 100-continue exchange already happened here (Node answers it); the main thread gets the body.
-    delete headers.expect;
-    const out = http.request(
-      {
-        agent,
-        host: '127.0.0.1',
-        port: data.internalPort,
-        method: req.method,
-        path: req.url,
-        headers,
-      },
-      (answer) => {
-        if (res.destroyed) {
-          answer.resume();
-          return;
-        }
-        // The main thread's status line and headers as they are (its Date, Connection, Content-Length or
-        // Transfer-Encoding), so the client sees what it would have seen without threads.
-        res.sendDate = false;
-        res.writeHead(answer.statusCode ?? 500, answer.statusMessage, answer.rawHeaders);
-        answer.pipe(res);
-      },
-    );
-    out.on('error', () => res.destroy());
-    res.on('close', () => {
-      if (!res.writableFinished) out.destroy();
-    });
-    if (body !== undefined) out.end(body);
-    else req.pipe(out);
-  };
-
-  const reply = (
-    res: ServerResponse,
-    status: number,
-    headers: readonly (string | number)[],
-    body: string | Buffer | readonly Buffer[],
-    closeConnection = false,
-  ): void => {
-    if (res.headersSent || res.destroyed) return;
-    let length = 0;
-    if (typeof body === 'string') length = Buffer.byteLength(body);
-    else if (Buffer.isBuffer(body)) length = body.length;
-    else for (const b of body) length += b.length;
-    const raw: (string | number)[] = ['Server', data.serverHeader, ...headers, 'Content-Length', length];
-    if (closing || closeConnection) raw.push('Connection', 'close');
-    res.writeHead(status, raw);
-    if (typeof body === 'string' || Buffer.isBuffer(body)) {
-      res.end(body);
-      return;
-    }
-    res.cork();
-    for (const b of body) res.write(b);
-    res.end();
-  };
-
-  /** The main thread's answer for one decoded request, encoded here as routes.ts encodes it. */
-  const answer = async (
-    res: ServerResponse,
-    decoded: DecodedInferRequest,
-    response: InferenceResponse,
-    acceptEncoding: string | undefined,
-  ): Promise<void> => {
-    const coding = acceptEncoding === undefined ? 'identity' : chooseResponseCoding(acceptEncoding);
-    const encoded = encodeInferResponse(response, decoded.format);
-    if (!encoded.hasBinary) {
-      if (coding === 'identity') return reply(res, 200, ['Content-Type', JSON_TYPE], encoded.json);
-      const z = await encodeResponse(Buffer.from(encoded.json, 'utf8'), coding);
-      return reply(res, 200, ['Content-Type', JSON_TYPE, 'Content-Encoding', coding], z);
-    }
-    const headerBytes = Buffer.byteLength(encoded.json, 'utf8');
-    let size = headerBytes;
-    for (const b of encoded.binary) size += b.length;
-    const headers = [
-      'Content-Type',
-      'application/octet-stream',
-      'Inference-Header-Content-Length',
-      headerBytes,
-    ];
-    if (coding === 'identity' && size > BINARY_JOIN_MAX_BYTES) {
-      return reply(res, 200, headers, [Buffer.from(encoded.json, 'utf8'), ...encoded.binary]);
-    }
-    const whole = Buffer.allocUnsafe(size);
-    let at = whole.write(encoded.json, 0, 'utf8');
-    for (const b of encoded.binary) at += b.copy(whole, at);
-    if (coding === 'identity') return reply(res, 200, headers, whole);
-    const z = await encodeResponse(whole, coding);
-    return reply(res, 200, [...headers, 'Content-Encoding', coding], z);
-  };
-
-  /** An inference request: decoded here, run on the main thread; anything unusual is forwarded. */
-  const infer = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    model: string,
-    version: string | undefined,
-  ): Promise<void> => {
-    let raw: Buffer;
-    try {
-      raw = await readBody(req, data.maxInputSize);
-    } catch (err) {
-      // A chunked body past --http-max-input-size: refused and not drained, as the main thread does.
-      if (isBodyTooLarge(err)) {
-        reply(res, 400, ['Content-Type', JSON_TYPE], errorBody((err as Error).message), true);
-      } else if (!res.destroyed) res.destroy(); // the client went away
-      return;
-    }
-    let decoded: DecodedInferRequest;
-    let body: Buffer;
-    try {
-      const contentEncoding = req.headers['content-encoding'];
-      body =
-        contentEncoding === undefined
-          ? raw
-          : await decodeContentEncoding(raw, contentEncoding, data.maxInputSize);
-      const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
-      if (headerLength === 0 || (headerLength ?? body.length) >= data.jsonThreshold) {
-        forward(req, res, raw);
-        return;
-      }
-      decoded = decodeInferRequest(body, headerLength, {
-        modelName: model,
-        modelVersion: version,
-        maxInputSize: data.maxInputSize,
-      });
-    } catch {
-      // The main thread answers it: its errors come in its order (an unknown model before a bad body).
-      forward(req, res, raw);
-      return;
-    }
-    const id = nextId++;
-    const transfer: ArrayBuffer[] = [];
-    const r = decoded.request;
-    const request = { ...r, inputs: packTensors(r.inputs, transfer, ownedBuffer(body)) };
-    const done = new Promise<ToThread & { t: 'answer' | 'failed' }>((resolve) =>
-      pending.set(id, { resolve }),
-    );
-    const onClose = (): void => {
-      if (!res.writableFinished && pending.has(id)) toMain.post({ t: 'cancel', id });
-    };
-    res.on('close', onClose);
-    const tp = req.headers.traceparent;
-    const ts = req.headers.tracestate;
-    toMain.post(
-      {
-        t: 'infer',
-        id,
-        model,
-        version,
-        traceparent: typeof tp === 'string' ? tp : undefined,
-        tracestate: typeof ts === 'string' ? ts : undefined,
-        request,
-      },
-      transfer,
-    );
-    const m = await done;
-    res.removeListener('close', onClose);
-    if (m.t === 'failed') {
-      reply(res, m.status, ['Content-Type', JSON_TYPE], m.body);
-      return;
-    }
-    const response = { ...m.response, outputs: unpackTensors(m.response.outputs) };
-    try {
-      await answer(res, decoded, response, req.headers['accept-encoding']);
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      reply(res, 500, ['Content-Type', JSON_TYPE], errorBody(`internal error: ${message}`));
-    }
-  };
-
-  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+  /** An inference request this thread can serve goes to infer(); everything else to the main thread. */
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    const { data } = this;
     if (data.fastPath && req.method === 'POST' && req.headers[MODEL_VARIANT_HEADER] === undefined) {
-      const url = req.url ?? '/';
-      const q = url.indexOf('?');
-      const path = q === -1 ? url : url.slice(0, q);
-      let match;
-      try {
-        match = matchRoute(path);
-      } catch {
-        match = undefined;
-      }
+      const match = matchInfer(req.url ?? '/');
       if (
-        match?.name === 'modelInfer' &&
+        match !== undefined &&
         req.headers.upgrade === undefined &&
         framingError(req) === undefined &&
         (declaredLength(req) ?? 0) <= data.maxInputSize
       ) {
-        void infer(req, res, match.model!, match.version);
+        void this.infer(req, res, match.model, match.version);
         return;
       }
     }
-    forward(req, res, undefined);
-  };
+    this.forwarder.forward(req, res, undefined);
+  }
 
-  const server = http.createServer({ noDelay: true, keepAliveTimeout: 60_000 }, handle);
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    // As the main thread answers malformed HTTP (server.ts answerBeforeRoutes).
-    if (err.code === 'ECONNRESET' || !socket.writable || socket.destroyed) {
-      socket.destroy();
+  /** An inference request: decoded here, run on the main thread; anything unusual is forwarded. */
+  private async infer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    model: string,
+    version: string | undefined,
+  ): Promise<void> {
+    let raw: Buffer;
+    try {
+      raw = await readBody(req, this.data.maxInputSize);
+    } catch (err) {
+      // A chunked body past --http-max-input-size: refused and not drained, as the main thread does.
+      if (isBodyTooLarge(err)) writeErrorMessage(res, 400, (err as Error).message, this.replyOptions(true));
+      else if (!res.destroyed) res.destroy(); // the client went away
       return;
     }
-    const [status, reason] =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large']
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [408, 'Request Timeout']
-          : [400, 'Bad Request'];
-    const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
-    socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nServer: ${data.serverHeader}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  });
-  server.once('error', (err: NodeJS.ErrnoException) =>
-    post({ t: 'error', code: err.code, message: err.message }),
-  );
-  server.listen(
-    { host: data.address, port: data.port, backlog: data.backlog, reusePort: true } as never,
-    () => {
-      const a = server.address();
-      if (a !== null && typeof a === 'object') post({ t: 'listening', address: a.address, port: a.port });
-    },
-  );
+    const decoded = await this.decode(req, raw, model, version);
+    if (decoded === undefined) {
+      // The main thread answers it: its errors come in its order (an unknown model before a bad body).
+      this.forwarder.forward(req, res, raw);
+      return;
+    }
+    const m = await this.runOnMain(req, res, model, version, decoded);
+    if (m.t === 'failed') {
+      writeError(res, m.status, m.body, this.replyOptions());
+      return;
+    }
+    const response = { ...m.response, outputs: unpackTensors(m.response.outputs) };
+    try {
+      await writeInferAnswer(
+        res,
+        decoded.decoded,
+        response,
+        req.headers['accept-encoding'],
+        this.replyOptions(),
+      );
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      writeErrorMessage(res, 500, `internal error: ${message}`, this.replyOptions());
+    }
+  }
+
+  /** The body decompressed and decoded, or undefined when the main thread must see it (see the top). */
+  private async decode(
+    req: IncomingMessage,
+    raw: Buffer,
+    model: string,
+    version: string | undefined,
+  ): Promise<{ decoded: DecodedInferRequest; body: Buffer } | undefined> {
+    const { maxInputSize, jsonThreshold } = this.data;
+    try {
+      const contentEncoding = req.headers['content-encoding'];
+      const body =
+        contentEncoding === undefined ? raw : await decodeContentEncoding(raw, contentEncoding, maxInputSize);
+      const headerLength = inferenceHeaderLength(req.headers['inference-header-content-length'], body.length);
+      if (headerLength === 0 || (headerLength ?? body.length) >= jsonThreshold) return undefined;
+      const decoded = decodeInferRequest(body, headerLength, {
+        modelName: model,
+        modelVersion: version,
+        maxInputSize,
+      });
+      return { decoded, body };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Sends the decoded request to the main thread (cancelled if the client goes) and waits for its answer. */
+  private async runOnMain(
+    req: IncomingMessage,
+    res: ServerResponse,
+    model: string,
+    version: string | undefined,
+    { decoded, body }: { decoded: DecodedInferRequest; body: Buffer },
+  ): Promise<Settled> {
+    const id = this.nextId++;
+    const transfer: ArrayBuffer[] = [];
+    const r = decoded.request;
+    const request = { ...r, inputs: packTensors(r.inputs, transfer, ownedBuffer(body)) };
+    const settled = new Promise<Settled>((resolve) => this.pending.set(id, resolve));
+    const onClose = (): void => {
+      if (!res.writableFinished && this.pending.has(id)) this.toMain.post({ t: 'cancel', id });
+    };
+    res.on('close', onClose);
+    const tp = req.headers.traceparent;
+    const ts = req.headers.tracestate;
+    const traceparent = typeof tp === 'string' ? tp : undefined;
+    const tracestate = typeof ts === 'string' ? ts : undefined;
+    this.toMain.post({ t: 'infer', id, model, version, traceparent, tracestate, request }, transfer);
+    const m = await settled;
+    res.removeListener('close', onClose);
+    return m;
+  }
 }
 
-/** Largest binary reply built as one Buffer (as routes.ts); larger ones go out as their parts. */
-const BINARY_JOIN_MAX_BYTES = 64 * 1024;
+/** The model and version of an /infer path (its query string aside), or undefined for any other path. */
+function matchInfer(url: string): { model: string; version: string | undefined } | undefined {
+  const q = url.indexOf('?');
+  let match;
+  try {
+    match = matchRoute(q === -1 ? url : url.slice(0, q));
+  } catch {
+    return undefined;
+  }
+  return match?.name === 'modelInfer' && match.model !== undefined
+    ? { model: match.model, version: match.version }
+    : undefined;
+}
 
 const data = workerData as ThreadWorkerData | undefined;
-if (parentPort !== null && data?.nereidHttpThread === true) run(data, parentPort);
+if (parentPort !== null && data?.nereidHttpThread === true) new ProtocolThread(data, parentPort).listen();
