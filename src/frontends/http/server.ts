@@ -28,6 +28,7 @@ import { bodyTooLarge, declaredLength, isBodyTooLarge } from './transport/body.j
 import { Dashboard, type DashboardOptions } from './dashboard.js';
 import { DEFAULT_MAX_CONNECTIONS, limitConnections } from './transport/connection-limits.js';
 import { errorBody, toErrorReply } from './transport/errors.js';
+import { answerMalformed } from './transport/malformed.js';
 import { JsonPool, type JsonLimits } from './json-pool.js';
 import { matchRoute, type RouteMatch, type RouteName } from './router.js';
 import type { AccessLog } from '../access-log.js';
@@ -280,23 +281,10 @@ function answerBeforeRoutes(
     handle(req, res);
   });
 
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // Malformed HTTP (bad framing, oversized headers, too slow): answer if the socket still can, never crash.
-    if (err.code === 'ECONNRESET' || !socket.writable || socket.destroyed) {
-      socket.destroy();
-      return;
-    }
-    const [status, reason] =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large']
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [408, 'Request Timeout']
-          : [400, 'Bad Request'];
-    const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
-    socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nServer: ${serverHeader}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  });
+  // Malformed HTTP (bad framing, oversized headers, too slow): answer if the socket still can, never crash.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
+    answerMalformed(err, socket, serverHeader),
+  );
 }
 
 export function createHttpFrontend(api: InferenceServerApi, options: HttpFrontendOptions): HttpFrontend {

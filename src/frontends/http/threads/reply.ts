@@ -1,9 +1,8 @@
 /**
  * What an HTTP protocol thread writes itself (worker.ts): an inference answer encoded as routes.ts encodes
- * it, an error, and the answer to malformed HTTP (as server.ts answerBeforeRoutes gives it).
+ * it, and an error (malformed HTTP is answered by transport/malformed.ts, as on the main thread).
  */
 import type { ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { InferenceResponse } from '../../../core/index.js';
 import { encodeInferResponse, type DecodedInferRequest } from '../infer-codec.js';
 import { chooseResponseCoding, encodeResponse } from '../transport/body.js';
@@ -94,22 +93,4 @@ export async function writeInferAnswer(
   if (coding === 'identity') return writeReply(res, 200, headers, whole, options);
   const z = await encodeResponse(whole, coding);
   return writeReply(res, 200, [...headers, 'Content-Encoding', coding], z, options);
-}
-
-/** Malformed HTTP (the parser's clientError), answered as the main thread answers it, then closed. */
-export function answerMalformed(err: NodeJS.ErrnoException, socket: Socket, serverHeader: string): void {
-  if (err.code === 'ECONNRESET' || !socket.writable || socket.destroyed) {
-    socket.destroy();
-    return;
-  }
-  const [status, reason] =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'Request Header Fields Too Large']
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'Request Timeout']
-        : [400, 'Bad Request'];
-  const body = errorBody(`malformed HTTP request: ${err.code ?? err.message}`);
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nServer: ${serverHeader}\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
 }

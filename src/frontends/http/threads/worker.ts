@@ -18,15 +18,10 @@ import { decodeInferRequest, inferenceHeaderLength, type DecodedInferRequest } f
 import { MODEL_VARIANT_HEADER } from '../../model-variant.js';
 import { matchRoute } from '../router.js';
 import { declaredLength, decodeContentEncoding, isBodyTooLarge, readBody } from '../transport/body.js';
+import { answerMalformed } from '../transport/malformed.js';
 import { framingError } from '../transport/request-framing.js';
 import { Forwarder } from './forward.js';
-import {
-  answerMalformed,
-  writeError,
-  writeErrorMessage,
-  writeInferAnswer,
-  type ReplyOptions,
-} from './reply.js';
+import { writeError, writeErrorMessage, writeInferAnswer, type ReplyOptions } from './reply.js';
 import {
   Coalescer,
   ownedBuffer,
