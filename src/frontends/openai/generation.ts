@@ -100,106 +100,156 @@ export async function runGeneration(
   echo: boolean,
   toolOptions: ToolOptions = NO_TOOLS,
 ): Promise<JsonReply | undefined> {
-  const { res } = ctx;
-  const { tools, toolChoice } = toolOptions;
-  // tool_choice required / a named function constrain the answer the way response_format does.
-  const toolGuided = toolGrammar(tools, toolChoice, toolOptions.parallelToolCalls);
-  if (toolGuided !== undefined && asked.guided !== undefined) {
-    throw badRequest(
-      "'response_format' cannot be combined with tool_choice 'required' or a named function",
-      'response_format',
+  const generation = new Generation(ctx, kind, facts, prompt, asked, echo, toolOptions);
+  try {
+    return await (generation.options.stream ? generation.streamed() : generation.whole());
+  } finally {
+    generation.cancel.done();
+  }
+}
+
+/** One generation request: its options settled, its model call started, read whole or as a stream. */
+class Generation {
+  readonly options: GenerationOptions;
+  readonly cancel: CancelOnClose;
+  private readonly res: ServerResponse;
+  private readonly maxBufferedBytes: number;
+  private readonly maxTokens: number;
+  private readonly tools: readonly ToolSpec[];
+  private readonly toolChoice: ToolChoice;
+  private readonly id: string;
+  private readonly created = Math.floor(Date.now() / 1000);
+  private readonly decoder = new StringDecoder('utf8');
+  private readonly stop: StopMatcher;
+  private readonly usage = new UsageCounter();
+  /** The prompt, when the frontend echoes it itself (the model has no input for it); else ''. */
+  private readonly lead: string;
+  private readonly responses: AsyncIterable<InferenceResponse>;
+  /** Where the next log-prob token starts in the choice's text (completions' text_offset). */
+  private offset: number;
+
+  constructor(
+    ctx: GenerationContext,
+    private readonly kind: Kind,
+    facts: ModelFacts,
+    prompt: string,
+    asked: GenerationOptions,
+    echo: boolean,
+    toolOptions: ToolOptions,
+  ) {
+    this.res = ctx.res;
+    this.maxBufferedBytes = ctx.maxBufferedBytes;
+    this.tools = toolOptions.tools;
+    this.toolChoice = toolOptions.toolChoice;
+    // tool_choice required / a named function constrain the answer the way response_format does.
+    const toolGuided = toolGrammar(this.tools, this.toolChoice, toolOptions.parallelToolCalls);
+    if (toolGuided !== undefined && asked.guided !== undefined) {
+      throw badRequest(
+        "'response_format' cannot be combined with tool_choice 'required' or a named function",
+        'response_format',
+      );
+    }
+    const options: GenerationOptions = toolGuided === undefined ? asked : { ...asked, guided: toolGuided };
+    this.options = options;
+    checkFeatures(facts, options, toolGuided !== undefined ? 'tool_choice' : 'response_format');
+    this.maxTokens = options.maxTokens ?? ctx.defaultMaxTokens;
+    const modelEchoes = kind === 'completion' && modelHandlesEcho(facts);
+    const inputs = generationInputs(facts, prompt, options, {
+      maxTokens: ctx.defaultMaxTokens,
+      // As Triton's frontend: the prompt is left out of the output unless a completion asks for echo.
+      echo: kind === 'completion' ? echo : false,
+    });
+    this.id = (kind === 'chat' ? 'chatcmpl-' : 'cmpl-') + randomUUID();
+    this.cancel = new CancelOnClose(ctx.res, false);
+    this.stop = new StopMatcher(options.stop);
+    this.lead = kind === 'completion' && echo && !modelEchoes ? prompt : '';
+    this.offset = kind === 'completion' && echo ? prompt.length : 0;
+    this.responses = streamCall(facts.model, openAiRequest(facts, inputs), openAiCall(this.cancel.signal));
+  }
+
+  private finishReason(): 'stop' | 'length' {
+    const { stop, usage } = this;
+    return !stop.done && usage.usage() !== undefined && usage.completionTokens >= this.maxTokens
+      ? 'length'
+      : 'stop';
+  }
+
+  private logprobsOf(entries: readonly ModelLogprob[]): Record<string, unknown> | null {
+    const top = this.options.logprobs;
+    if (top === undefined) return null;
+    if (this.kind === 'chat') return chatLogprobs(entries, top);
+    const out = completionLogprobs(entries, top, this.offset);
+    for (const e of entries) this.offset += e.token.length;
+    return out;
+  }
+
+  private entriesOf(text: string | undefined): ModelLogprob[] {
+    return this.options.logprobs === undefined || text === undefined ? [] : parseModelLogprobs(text);
+  }
+
+  /** Reads the model's text (and log probs, usage) out of one response, through the stop sequences. */
+  private read(r: InferenceResponse): { text: string; entries: ModelLogprob[] } {
+    const piece = readGeneration(r);
+    this.usage.add(piece.inputTokens, piece.outputTokens);
+    return { text: this.stop.push(this.decoder.write(piece.bytes)), entries: this.entriesOf(piece.logprobs) };
+  }
+
+  /** The non-streaming answer: every response read, then one JSON body. */
+  async whole(): Promise<JsonReply> {
+    let text = this.lead;
+    const entries: ModelLogprob[] = [];
+    for await (const r of this.responses) {
+      if (isEmptyFinal(r)) continue;
+      const piece = this.read(r);
+      entries.push(...piece.entries);
+      text += piece.text;
+      if (this.stop.done) {
+        this.cancel.controller.abort(); // the rest is not wanted: stop the model's work
+        break;
+      }
+    }
+    text += this.stop.push(this.decoder.end()) + this.stop.flush();
+    const answer = new ToolStream(this.tools, this.toolChoice);
+    const before = answer.push(text);
+    const parsed = answer.finish();
+    const content = before + (parsed.content ?? '');
+    const calls = parsed.calls;
+    const body = completeBody(this.kind, this.id, this.created, this.options.model, {
+      text: calls.length > 0 && content.trim() === '' ? null : content,
+      calls,
+      finish: calls.length > 0 ? 'tool_calls' : this.finishReason(),
+      logprobs: this.logprobsOf(entries),
+      usage: this.usage.usage(),
+    });
+    return { status: 200, body: JSON.stringify(body) };
+  }
+
+  private chunk(
+    delta: string | undefined,
+    finish: string | null,
+    entries: readonly ModelLogprob[] = [],
+    calls?: readonly ToolCall[],
+  ): string {
+    const { kind, id, created, options } = this;
+    return JSON.stringify(
+      chunkBody(kind, id, created, options.model, delta, finish, options.includeUsage, {
+        logprobs: entries.length > 0 ? this.logprobsOf(entries) : null,
+        ...(calls !== undefined && { calls }),
+      }),
     );
   }
-  const options: GenerationOptions = toolGuided === undefined ? asked : { ...asked, guided: toolGuided };
-  checkFeatures(facts, options, toolGuided !== undefined ? 'tool_choice' : 'response_format');
-  const maxTokens = options.maxTokens ?? ctx.defaultMaxTokens;
-  const modelEchoes = kind === 'completion' && modelHandlesEcho(facts);
-  const topLogprobs = options.logprobs;
-  const inputs = generationInputs(facts, prompt, options, {
-    maxTokens: ctx.defaultMaxTokens,
-    // As Triton's frontend: the prompt is left out of the output unless a completion asks for echo.
-    echo: kind === 'completion' ? echo : false,
-  });
-  const id = (kind === 'chat' ? 'chatcmpl-' : 'cmpl-') + randomUUID();
-  const created = Math.floor(Date.now() / 1000);
 
-  const cancel = new CancelOnClose(res, false);
-  const { controller } = cancel;
-
-  const decoder = new StringDecoder('utf8');
-  const stop = new StopMatcher(options.stop);
-  const usage = new UsageCounter();
-  // The frontend echoes the prompt itself when the model has no input for it.
-  const lead = kind === 'completion' && echo && !modelEchoes ? prompt : '';
-
-  const finishReason = (): 'stop' | 'length' =>
-    !stop.done && usage.usage() !== undefined && usage.completionTokens >= maxTokens ? 'length' : 'stop';
-
-  const responses = streamCall(facts.model, openAiRequest(facts, inputs), openAiCall(cancel.signal));
-  // Where the next log-prob token starts in the choice's text (completions' text_offset).
-  let offset = kind === 'completion' && echo ? prompt.length : 0;
-  const logprobsOf = (entries: readonly ModelLogprob[]): Record<string, unknown> | null => {
-    if (topLogprobs === undefined) return null;
-    if (kind === 'chat') return chatLogprobs(entries, topLogprobs);
-    const out = completionLogprobs(entries, topLogprobs, offset);
-    for (const e of entries) offset += e.token.length;
-    return out;
-  };
-  const entriesOf = (text: string | undefined): ModelLogprob[] =>
-    topLogprobs === undefined || text === undefined ? [] : parseModelLogprobs(text);
-
-  try {
-    if (!options.stream) {
-      let text = lead;
-      const entries: ModelLogprob[] = [];
-      for await (const r of responses) {
-        if (isEmptyFinal(r)) continue;
-        const piece = readGeneration(r);
-        usage.add(piece.inputTokens, piece.outputTokens);
-        entries.push(...entriesOf(piece.logprobs));
-        text += stop.push(decoder.write(piece.bytes));
-        if (stop.done) {
-          controller.abort(); // the rest is not wanted: stop the model's work
-          break;
-        }
-      }
-      text += stop.push(decoder.end()) + stop.flush();
-      const answer = new ToolStream(tools, toolChoice);
-      const before = answer.push(text);
-      const parsed = answer.finish();
-      const content = before + (parsed.content ?? '');
-      const calls = parsed.calls;
-      return {
-        status: 200,
-        body: JSON.stringify(
-          completeBody(kind, id, created, options.model, {
-            text: calls.length > 0 && content.trim() === '' ? null : content,
-            calls,
-            finish: calls.length > 0 ? 'tool_calls' : finishReason(),
-            logprobs: logprobsOf(entries),
-            usage: usage.usage(),
-          }),
-        ),
-      };
-    }
-
-    const sse = new SseWriter(res, ctx.maxBufferedBytes, () => controller.abort());
-    const toolStream = new ToolStream(tools, toolChoice);
-    const chunk = (
-      delta: string | undefined,
-      finish: string | null,
-      entries: readonly ModelLogprob[] = [],
-      calls?: readonly ToolCall[],
-    ): string =>
-      JSON.stringify(
-        chunkBody(kind, id, created, options.model, delta, finish, options.includeUsage, {
-          logprobs: entries.length > 0 ? logprobsOf(entries) : null,
-          ...(calls !== undefined && { calls }),
-        }),
-      );
+  /**
+   * The streaming answer as server-sent events, each response's text as it comes; undefined once the
+   * answer was sent (or the client went), or an error reply when it failed before any event was sent.
+   */
+  async streamed(): Promise<JsonReply | undefined> {
+    const { kind, id, created, options } = this;
+    const sse = new SseWriter(this.res, this.maxBufferedBytes, () => this.cancel.controller.abort());
+    const toolStream = new ToolStream(this.tools, this.toolChoice);
     // A text-only chunk differs from the stream's others in its text alone: built around it.
     const textChunk = deltaTemplate(kind, id, created, options.model, options.includeUsage);
-    const it = responses[Symbol.asyncIterator]();
+    const it = this.responses[Symbol.asyncIterator]();
     let first = true;
     const begin = (): boolean => {
       if (!first) return true;
@@ -207,7 +257,7 @@ export async function runGeneration(
       // The first chat chunk names the role, as OpenAI's does.
       if (kind === 'chat') return sse.send(chatRoleChunk(id, created, options.model, options.includeUsage));
       // An echoed prompt (echo without a model input for it) goes first, untouched by stop sequences.
-      return lead === '' || sse.send(chunk(lead, null));
+      return this.lead === '' || sse.send(this.chunk(this.lead, null));
     };
     try {
       for (;;) {
@@ -215,19 +265,16 @@ export async function runGeneration(
         if (sse.closed) return undefined;
         if (next.done === true) break;
         if (!begin()) return undefined;
-        const r = next.value;
-        if (isEmptyFinal(r)) continue;
-        const piece = readGeneration(r);
-        usage.add(piece.inputTokens, piece.outputTokens);
-        const entries = entriesOf(piece.logprobs);
-        const text = toolStream.push(stop.push(decoder.write(piece.bytes)));
-        if (text !== '' || entries.length > 0) {
-          const json = entries.length > 0 ? chunk(text, null, entries) : textChunk(text);
+        if (isEmptyFinal(next.value)) continue;
+        const piece = this.read(next.value);
+        const text = toolStream.push(piece.text);
+        if (text !== '' || piece.entries.length > 0) {
+          const json = piece.entries.length > 0 ? this.chunk(text, null, piece.entries) : textChunk(text);
           if (!sse.send(json)) return undefined;
         }
         await sse.drained(); // back-pressure: the next response is taken once the client has read this one
-        if (stop.done) {
-          controller.abort();
+        if (this.stop.done) {
+          this.cancel.controller.abort();
           await it.return?.();
           break;
         }
@@ -238,25 +285,28 @@ export async function runGeneration(
       if (sse.send(e.body)) sse.done();
       return undefined;
     }
-    if (!begin()) return undefined;
-    const tail = toolStream.push(stop.push(decoder.end()) + stop.flush());
+    if (begin()) this.streamEnd(sse, toolStream);
+    return undefined;
+  }
+
+  /** The stream's last events: held-back text, tool calls, the finish reason, usage, then [DONE]. */
+  private streamEnd(sse: SseWriter, toolStream: ToolStream): void {
+    const { kind, id, created, options } = this;
+    const tail = toolStream.push(this.stop.push(this.decoder.end()) + this.stop.flush());
     const parsed = toolStream.finish();
     const rest = tail + (parsed.content ?? '');
-    let finish: string = finishReason();
+    let finish: string = this.finishReason();
     if (parsed.calls.length > 0) {
       finish = 'tool_calls';
-      if (rest !== '' && !sse.send(chunk(rest, null))) return undefined;
-      if (!sse.send(chunk(undefined, null, [], parsed.calls))) return undefined;
-      if (!sse.send(chunk(undefined, finish))) return undefined;
-    } else if (!sse.send(chunk(rest === '' ? undefined : rest, finish))) return undefined;
-    const total = usage.usage();
+      if (rest !== '' && !sse.send(this.chunk(rest, null))) return;
+      if (!sse.send(this.chunk(undefined, null, [], parsed.calls))) return;
+      if (!sse.send(this.chunk(undefined, finish))) return;
+    } else if (!sse.send(this.chunk(rest === '' ? undefined : rest, finish))) return;
+    const total = this.usage.usage();
     if (options.includeUsage && total !== undefined) {
-      if (!sse.send(JSON.stringify(usageChunk(kind, id, created, options.model, total)))) return undefined;
+      if (!sse.send(JSON.stringify(usageChunk(kind, id, created, options.model, total)))) return;
     }
     sse.done();
-    return undefined;
-  } finally {
-    cancel.done();
   }
 }
 
