@@ -7,7 +7,7 @@
  * connection's lifecycle (idle, age, keepalive, abuse, budget) is connection.ts's. close() refuses new
  * calls, lets running ones finish and ends idle inference streams.
  */
-import { ConnectionShare, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../connection-share.js';
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../connection-share.js';
 import { MODEL_VARIANT_HEADER } from '../model-variant.js';
 import {
   constants,
@@ -19,6 +19,7 @@ import { productToken } from '../../common/product.js';
 import type { Logger } from '../../common/logger.js';
 import { hostAndPort, type InferenceServerApi, traceCarrier, type TraceEdge } from '../../core/index.js';
 import { ByteBudget } from './transport/budget.js';
+import { GrpcConnections } from './transport/connection-cap.js';
 import { ServerCall, responseHeaders, type CallLimits, type ResponseHeaders } from './transport/call.js';
 import {
   ACCEPT_ENCODING,
@@ -27,14 +28,7 @@ import {
   responseEncoding,
   type CompressionLevel,
 } from './transport/compression.js';
-import {
-  DEFAULT_CONNECTION_SETTINGS,
-  GOAWAY_GRACE_MS,
-  GrpcConnection,
-  tagSocket,
-  type ConnectionSettings,
-} from './transport/connection.js';
-import { leastActive } from '../eviction.js';
+import { DEFAULT_CONNECTION_SETTINGS, tagSocket, type ConnectionSettings } from './transport/connection.js';
 import { frame } from './transport/framing.js';
 import { HeaderForwarder } from '../header-forward.js';
 import { listen } from '../listen.js';
@@ -350,7 +344,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
   const settings = grpcSettings(api, options);
   const { limits, compression, streamIdleTimeoutMs, replyHeaders, restricted, forwardHeaders } = settings;
 
-  const connections = new Map<ServerHttp2Session, GrpcConnection>();
+  const connections = new GrpcConnections(settings, log);
   const streams = new Set<StreamInfer>();
   let closing = false;
 
@@ -461,66 +455,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
-  let open = 0;
-  /** Connections closed at the cap so far (verbose log), and those of them whose sessions still close. */
-  let evictions = 0;
-  let evicting = 0;
-  const evicted = new WeakSet<ServerHttp2Session>();
-  const { maxConnections } = settings;
-  const share = new ConnectionShare(settings.maxConnectionsPerAddress);
-  /**
-   * At the cap, the open connection that has done the least (../eviction.ts) is closed to make room; one
-   * with a call being served or one just active never is (GrpcConnection.evictionRank). O(connections),
-   * only at the cap.
-   */
-  const evictOne = (): boolean => {
-    const now = performance.now();
-    const victim = leastActive(connections.values(), (c) => c.evictionRank(now));
-    if (victim === undefined) return false;
-    evictions++;
-    if (log.isVerbose()) log.verbose(`GRPC connection evicted at the connection limit (${evictions} so far)`);
-    victim.evict(
-      `the server is at its gRPC connection limit (${maxConnections}) and this connection was the least ` +
-        'active; reconnect (--grpc-max-connections)',
-    );
-    // It no longer counts against the cap: it is destroyed on the next tick.
-    connections.delete(victim.session);
-    evicted.add(victim.session);
-    evicting++;
-    return true;
-  };
-  const onSession = (session: ServerHttp2Session): void => {
-    const connection = new GrpcConnection(session, settings.connectionSettings, settings.serverBudget, log);
-    // The address's share first, so a connection refused for it never costs another one its place.
-    const place = share.take(session.socket?.remoteAddress);
-    if (place === null) {
-      connection.refuse(
-        `this client address holds ${share.max} gRPC connections, the most one address may; close some or ` +
-          'retry later (--grpc-max-connections-per-address)',
-      );
-      return;
-    }
-    if (maxConnections > 0 && open - evicting >= maxConnections && !evictOne()) {
-      share.release(place);
-      connection.refuse(
-        `the server is at its gRPC connection limit (${maxConnections}); retry later (--grpc-max-connections)`,
-      );
-      return;
-    }
-    open++;
-    connections.set(session, connection);
-    session.on('close', () => {
-      open--;
-      if (evicted.has(session)) evicting--;
-      share.release(place);
-      connections.delete(session);
-    });
-    if (closing) {
-      connection.beginClose(GOAWAY_GRACE_MS);
-      return;
-    }
-    session.setLocalWindowSize(settings.connectionWindow);
-  };
+  const onSession = (session: ServerHttp2Session): void => connections.admit(session, closing);
   const server = createServer(settings, options.tls, onSession, onStream);
 
   return {
