@@ -354,6 +354,63 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     observed = false,
   ): void => runUnary(call, handle, observed, log, accessLog);
 
+  /** A call that passed the port's checks: ModelInfer, ModelStreamInfer or one of the other rpcs. */
+  const startCall = (
+    call: ServerCall,
+    path: string,
+    headers: IncomingHttpHeaders,
+    raw: readonly string[],
+  ): void => {
+    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH) {
+      const responseCoding = responseEncoding(compression, call.metadata('grpc-accept-encoding'));
+      if (responseCoding !== undefined) call.compress(responseCoding);
+    }
+    if (path === MODEL_INFER_PATH) {
+      const forwarded = forwardHeaders?.parameters(raw);
+      const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
+        grpcTraceEdge('ModelInfer', headers),
+      );
+      const variant = call.metadata(MODEL_VARIANT_HEADER);
+      unary(
+        call,
+        (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded, carrier, variant),
+        true,
+      );
+      return;
+    }
+    if (path === MODEL_STREAM_INFER_PATH) {
+      const forwarded = forwardHeaders?.parameters(raw);
+      const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
+        grpcTraceEdge('ModelStreamInfer', headers),
+      );
+      const s: StreamInfer = new StreamInfer(
+        api,
+        call,
+        log,
+        () => streams.delete(s),
+        streamIdleTimeoutMs,
+        forwarded,
+        {
+          ...(accessLog && { accessLog }),
+          ...(carrier && { carrier }),
+          client: call.stream.session?.socket?.remoteAddress ?? '',
+        },
+      );
+      streams.add(s);
+      return;
+    }
+    const rpc = COLD_RPCS.get(path);
+    if (rpc === undefined) {
+      call.finish({ code: Status.UNIMPLEMENTED, details: `Method not found: ${path}` });
+      return;
+    }
+    const requestCodec = codec(rpc.request);
+    const responseCodec = codec(rpc.response);
+    unary(call, async (message) => [
+      frame(responseCodec.encode(await rpc.handle(api, requestCodec.decode(message)))),
+    ]);
+  };
+
   const onStream = (
     stream: ServerHttp2Stream,
     headers: IncomingHttpHeaders,
@@ -405,54 +462,7 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
       call.finish({ code: Status.UNAVAILABLE, details: restriction.message });
       return;
     }
-    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH) {
-      const responseCoding = responseEncoding(compression, call.metadata('grpc-accept-encoding'));
-      if (responseCoding !== undefined) call.compress(responseCoding);
-    }
-    if (path === MODEL_INFER_PATH) {
-      const forwarded = forwardHeaders?.parameters(raw);
-      const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
-        grpcTraceEdge('ModelInfer', headers),
-      );
-      const variant = call.metadata(MODEL_VARIANT_HEADER);
-      unary(
-        call,
-        (message, ctx) => modelInfer(api, message, call.signal, ctx, forwarded, carrier, variant),
-        true,
-      );
-      return;
-    }
-    if (path === MODEL_STREAM_INFER_PATH) {
-      const forwarded = forwardHeaders?.parameters(raw);
-      const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
-        grpcTraceEdge('ModelStreamInfer', headers),
-      );
-      const s: StreamInfer = new StreamInfer(
-        api,
-        call,
-        log,
-        () => streams.delete(s),
-        streamIdleTimeoutMs,
-        forwarded,
-        {
-          ...(accessLog && { accessLog }),
-          ...(carrier && { carrier }),
-          client: stream.session?.socket?.remoteAddress ?? '',
-        },
-      );
-      streams.add(s);
-      return;
-    }
-    const rpc = COLD_RPCS.get(path);
-    if (rpc === undefined) {
-      call.finish({ code: Status.UNIMPLEMENTED, details: `Method not found: ${path}` });
-      return;
-    }
-    const requestCodec = codec(rpc.request);
-    const responseCodec = codec(rpc.response);
-    unary(call, async (message) => [
-      frame(responseCodec.encode(await rpc.handle(api, requestCodec.decode(message)))),
-    ]);
+    startCall(call, path, headers, raw);
   };
 
   const onSession = (session: ServerHttp2Session): void => connections.admit(session, closing);
