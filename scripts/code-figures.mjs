@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const ts = createRequire(import.meta.url)('typescript');
-const TOP = 10;
+const TOP = Number(process.env.TOP ?? 10);
 const LONG = 80;
 
 const root = path.resolve(process.argv[2] ?? '.');
