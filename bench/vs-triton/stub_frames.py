@@ -9,7 +9,6 @@ Usage: .venv-triton/bin/python bench/vs-triton/stub_frames.py [--rounds 21] [--c
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import timeit
@@ -19,24 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
 from nereid_stub import messages
 
-_HEAD: dict[tuple[object, ...], str] = {}
-
-
-def _tensor_json(name: str, datatype: str, shape: list[int], in_shm: bool, offset: int, size: int) -> str:
-    """messages.tensor_json as EXECUTE_DONE used it (cached descriptor heads)."""
-    key = (name, datatype, *shape)
-    head = _HEAD.get(key)
-    if head is None:
-        dims = ",".join(map(str, shape))
-        head = f'{{"name":{json.dumps(name)},"datatype":"{datatype}","shape":[{dims}],"in_shm":'
-        _HEAD[key] = head
-    return f'{head}{"true" if in_shm else "false"},"offset":{offset},"byte_size":{size}}}'
-
 
 def as_json() -> bytes:
     outs = [
-        _tensor_json("OUTPUT0", "INT32", [16], False, 0, 64),
-        _tensor_json("OUTPUT1", "INT32", [16], False, 64, 64),
+        messages.tensor_json("OUTPUT0", "INT32", [16], False, 0, 64),
+        messages.tensor_json("OUTPUT1", "INT32", [16], False, 64, 64),
     ]
     response = messages.response_json(1000001, True, outs, "{}", [])
     text = f'{{"batch":123456,"started":{time.monotonic_ns()},"finished":{time.monotonic_ns()}'
