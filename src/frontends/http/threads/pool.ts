@@ -18,6 +18,7 @@ import {
   runCall,
   traceCarrier,
   type InferenceServerApi,
+  type RequestTrace,
   type ResolvedModel,
 } from '../../../core/index.js';
 import { listenError } from '../../listen.js';
@@ -71,6 +72,8 @@ async function serveDecoded(
   const log = options.log;
   const { answers, cancels } = r;
   let handle: ResolvedModel | undefined;
+  // Ended once: with 200 once the answer is posted, else with the error reply's status (one reply, one log).
+  let trace: RequestTrace | undefined;
   const controller = takeController();
   cancels.set(m.id, controller);
   let status = 200;
@@ -78,7 +81,7 @@ async function serveDecoded(
     const resolved = resolveCall(api, m.model, m.version);
     handle = resolved instanceof Promise ? await resolved : resolved;
     refuseDecoupled(handle, HTTP_DECOUPLED);
-    const trace = api.startTrace?.(m.model, traceCarrier(m.traceparent, m.tracestate));
+    trace = api.startTrace?.(m.model, traceCarrier(m.traceparent, m.tracestate));
     trace?.capture('HTTP_RECV_START');
     trace?.capture('HTTP_RECV_END');
     const q = m.request;
@@ -91,13 +94,7 @@ async function serveDecoded(
       parameters: q.parameters,
     };
     const call = { signal: controller.signal, trace, timings: undefined, forwarded: undefined };
-    let response;
-    try {
-      response = await runCall(handle, request, call);
-    } catch (err) {
-      trace?.end(toErrorReply(err, { log, method: 'POST', path: '' }).status);
-      throw err;
-    }
+    const response = await runCall(handle, request, call);
     trace?.capture('INFER_RESPONSE_COMPLETE');
     const transfer: ArrayBuffer[] = [];
     const outputs = packTensors(response.outputs, transfer);
@@ -106,10 +103,12 @@ async function serveDecoded(
     answers.post(answer, transfer);
     trace?.capture('HTTP_SEND_END');
     trace?.end(200);
+    trace = undefined;
   } catch (err) {
     const path = `/v2/models/${m.model}${m.version === undefined ? '' : `/versions/${m.version}`}/infer`;
     const reply = toErrorReply(err, { log, requestId: m.request.id, method: 'POST', path });
     status = reply.status;
+    trace?.end(reply.status);
     const failed: ToThread = { t: 'failed', id: m.id, status: reply.status, body: reply.body };
     answers.post(failed);
   } finally {
