@@ -16,12 +16,26 @@ a case whose two measurements of the same server differ by more than --spread-li
 (every target met or not) is printed only when no point is noisy; otherwise the table is printed with
 the reason and "no verdict". The 1-minute load average is recorded before and after every point.
 
+perf_analyzer's memory: perf_analyzer 2.60 copies every request's input tensors and every response's output
+tensors into its request records (InferContext::SendRequest's GetInputs() and the response callback's
+GetOutputs(), kept for --profile-export-file but recorded whether or not it is given; no option turns it
+off) and keeps them until the window they end in is summarized, copying the records once more on the way.
+Measured here that is 1-2x the payload per request of a run: at 1.2 MB per request (the 600 KB identity's
+input and output) and ~1,000 requests/s at c8, three 2 s windows held 7,000+ requests, and perf_analyzer
+grew to 23 GB and took the machine down. So for a case with a large payload (Case.payload_bytes) a short
+probe (--request-count, bounded) estimates the rate and the windows are shortened until the whole run fits
+--pa-memory-mb; and every perf_analyzer runs under a hard cap anyway: RLIMIT_AS (set in the child before
+exec) at that budget plus what perf_analyzer reserves for itself, and its RSS sampled every 20 ms and the
+process killed above the budget. A point that hits the cap fails alone, with the reason in the summary
+(no verdict then), and the run goes on.
+
 Why time windows and not a request count: with --request-count, perf_analyzer 2.60 notices the end of the
 run only on a whole-second tick, so its requests/s is the count divided by a rounded-up number of seconds
 (2,000/s, 1,333/s, 1,000/s, ...), which made a 2,087/s server and a 1,250/s one look alike.
 
 Usage: .venv/bin/python bench/vs-triton/vs_triton.py [--rounds 2] [--window-ms 2000] [--cases a,b]
-           [--servers nereid,triton] [--baseline OTHER_CHECKOUT] [--out DIR]
+           [--servers nereid,triton] [--baseline OTHER_CHECKOUT] [--out DIR] [--pa-memory-mb 3000]
+           [--port-base N (the servers' ports from N up instead of free ephemeral ones)]
 """
 
 from __future__ import annotations
@@ -65,7 +79,13 @@ class Case:
     extra: tuple[str, ...] = ()
     # targets: Nereid/Triton requests/s at least this, p99 at most Triton's
     p99_target: bool = False
+    # bytes of one request's inputs plus its response's outputs, when large: perf_analyzer keeps a copy of
+    # both for every request of a run, so these cases get windows short enough to fit --pa-memory-mb
+    payload_bytes: int = 0
 
+
+# vt_identity_large: 153,600 FP32 in and the same out
+LARGE = 2 * 153_600 * 4
 
 CASES: list[Case] = [
     Case("add_sub http c1", "vt_add_sub", "http", 1, p99_target=True),
@@ -74,10 +94,10 @@ CASES: list[Case] = [
     Case("add_sub grpc c1", "vt_add_sub", "grpc", 1, p99_target=True),
     Case("add_sub grpc c4", "vt_add_sub", "grpc", 4, p99_target=True),
     Case("add_sub grpc c16", "vt_add_sub", "grpc", 16, p99_target=True),
-    Case("identity 600KB http c1", "vt_identity_large", "http", 1),
-    Case("identity 600KB http c8", "vt_identity_large", "http", 8),
-    Case("identity 600KB grpc c1", "vt_identity_large", "grpc", 1),
-    Case("identity 600KB grpc c8", "vt_identity_large", "grpc", 8),
+    Case("identity 600KB http c1", "vt_identity_large", "http", 1, payload_bytes=LARGE),
+    Case("identity 600KB http c8", "vt_identity_large", "http", 8, payload_bytes=LARGE),
+    Case("identity 600KB grpc c1", "vt_identity_large", "grpc", 1, payload_bytes=LARGE),
+    Case("identity 600KB grpc c8", "vt_identity_large", "grpc", 8, payload_bytes=LARGE),
     Case("add_sub dynamic batching grpc c16", "vt_add_sub_batched", "grpc", 16),
     Case("add_sub dynamic batching http c16", "vt_add_sub_batched", "http", 16),
     Case("decoupled 16 responses grpc-stream c4", "vt_stream16", "grpc", 4, ("--streaming",)),
@@ -126,11 +146,23 @@ def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
+# --port-base: the next port to try from (0: ephemeral ports the kernel picks)
+PORTS: list[int] = [0]
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A port nothing listens on: the next free one from --port-base, or one the kernel picks."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", PORTS[0]))
+            except OSError:
+                PORTS[0] += 1
+                continue
+            port: int = s.getsockname()[1]
+            if PORTS[0]:
+                PORTS[0] += 1
+            return port
 
 
 @dataclass
@@ -294,10 +326,88 @@ class Point:
     server_stats_us: dict[str, float]
     # executions per batch size during the point (batch_stats deltas)
     batches: dict[int, int] = field(default_factory=dict)
+    # perf_analyzer's window (ms) and its peak RSS (MB)
+    window_ms: int = 0
+    pa_rss_mb: int = 0
 
 
-def perf_analyzer(server: Server, case: Case, out: Path, window_ms: int) -> tuple[float, float]:
-    command = [
+# What perf_analyzer holds per byte of a request's payload over a run (measured 1.1-2.8x here: its copies of
+# the inputs and outputs, the records copied once more when a window is summarized, malloc's leftovers; the
+# most over HTTP), what it reserves beyond its RSS (thread stacks and malloc arenas: ~1.2 GB of address space
+# at 16 threads), the shortest window.
+PA_COPIES = 3
+PA_RESERVED_BYTES = 2 << 30
+MIN_WINDOW_MS = 100
+# --pa-memory-mb, in bytes
+PA_BUDGET: list[int] = [3000 << 20]
+
+
+class PointFailed(RuntimeError):
+    """One point could not be measured (perf_analyzer outgrew its memory cap); the run goes on."""
+
+
+class OverBudget(PointFailed):
+    """perf_analyzer was stopped at its memory cap (the point is tried again with shorter windows)."""
+
+
+@dataclass
+class PaRun:
+    returncode: int
+    peak_rss: int
+    over_budget: bool
+
+
+def vm_rss(pid: int) -> int:
+    """Resident bytes of a process (0 if it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def run_capped(command: list[str], log: Path, timeout: float) -> PaRun:
+    """Runs perf_analyzer (stdout and stderr to `log`) in bounded memory: RLIMIT_AS at the budget plus
+    PA_RESERVED_BYTES, set in the child before exec (an allocation past it fails, std::bad_alloc), and its
+    RSS sampled every 20 ms, the process killed once above the budget. Its peak RSS comes from wait4."""
+    budget = PA_BUDGET[0]
+    limit = budget + PA_RESERVED_BYTES
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    with log.open("wb") as f:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, preexec_fn=cap
+        )
+    deadline = time.monotonic() + timeout
+    peak, over = 0, False
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            process.returncode = os.waitstatus_to_exitcode(status)
+            return PaRun(process.returncode, max(peak, usage.ru_maxrss * 1024), over)
+        rss = vm_rss(process.pid)
+        peak = max(peak, rss)
+        if rss > budget and not over:
+            over = True
+            process.kill()
+        if time.monotonic() > deadline:
+            process.kill()
+            os.wait4(process.pid, 0)
+            process.returncode = -signal.SIGKILL
+            raise subprocess.TimeoutExpired(command, timeout)
+        time.sleep(0.02)
+
+
+def warmup_requests(case: Case) -> int:
+    return max(50, 4 * case.concurrency)
+
+
+def pa_command(server: Server, case: Case, out: Path) -> list[str]:
+    return [
         str(PERF_ANALYZER),
         "-m",
         case.model,
@@ -307,6 +417,45 @@ def perf_analyzer(server: Server, case: Case, out: Path, window_ms: int) -> tupl
         server.url(case.protocol),
         "--concurrency-range",
         str(case.concurrency),
+        "-f",
+        str(out),
+        *case.extra,
+    ]
+
+
+def fitted_window_ms(server: Server, case: Case, out: Path, window_ms: int) -> int:
+    """The window for this point: --window-ms, or for a large-payload case the longest window whose run
+    (warm-up and three windows, each of which perf_analyzer sleeps 1.2x, and half as much again in case the
+    rate was misjudged) keeps no more requests than fit the memory budget, at the rate a short probe saw
+    (concurrency / its median latency; a count-bounded run, so its own memory is bounded)."""
+    if not case.payload_bytes:
+        return window_ms
+    fit_requests = PA_BUDGET[0] // (PA_COPIES * case.payload_bytes) - warmup_requests(case)
+    probe_count = min(max(40, 10 * case.concurrency), fit_requests // 2)
+    if fit_requests <= 0 or probe_count <= 0:
+        raise PointFailed(
+            f"one request of {case.payload_bytes:,} bytes needs {PA_COPIES}x that in perf_analyzer: "
+            f"raise --pa-memory-mb above {PA_BUDGET[0] >> 20}"
+        )
+    probe = out.with_name(out.stem + "-probe.csv")
+    run = run_capped(
+        [*pa_command(server, case, probe), "--request-count", str(probe_count)],
+        probe.with_suffix(".txt"),
+        timeout=120,
+    )
+    if run.returncode != 0 or run.over_budget:
+        raise PointFailed(f"the rate probe failed (exit {run.returncode}): see {probe.with_suffix('.txt')}")
+    with probe.open(newline="") as f:
+        p50_us = float(next(csv.DictReader(f))["p50 latency"])
+    rate = case.concurrency / max(p50_us, 1.0) * 1e6
+    fit_ms = fit_requests / (rate * 3 * 1.2 * 1.5) * 1000
+    return int(max(MIN_WINDOW_MS, min(window_ms, fit_ms)))
+
+
+def perf_analyzer(server: Server, case: Case, out: Path, window_ms: int) -> tuple[float, float, int]:
+    """One point of windows of `window_ms`: requests/s, p99 (µs) and perf_analyzer's peak RSS (bytes)."""
+    command = [
+        *pa_command(server, case, out),
         # three windows whatever their spread: the noise rule below judges spread across points instead
         "--measurement-interval",
         str(window_ms),
@@ -315,32 +464,48 @@ def perf_analyzer(server: Server, case: Case, out: Path, window_ms: int) -> tupl
         "--max-trials",
         "3",
         "--warmup-request-count",
-        str(max(50, 4 * case.concurrency)),
-        "-f",
-        str(out),
-        *case.extra,
+        str(warmup_requests(case)),
     ]
+    log = out.with_suffix(".txt")
     # perf_analyzer now and then never returns after its last request (seen on a loaded machine, with its
     # connections already answered and closed by the server): give each run a bound and one more try.
     for attempt in range(2):
         try:
-            run = subprocess.run(
-                command, capture_output=True, text=True, timeout=60 + 6 * window_ms / 1000, check=False
-            )
+            run = run_capped(command, log, timeout=60 + 6 * window_ms / 1000)
             break
         except subprocess.TimeoutExpired:
             if attempt == 1:
                 raise RuntimeError(f"perf_analyzer did not finish against {server.name}, twice") from None
             print(f"  perf_analyzer hung against {server.name}; running the point again", file=sys.stderr)
-    out.with_suffix(".txt").write_text(run.stdout + run.stderr)
+    text = log.read_text(errors="replace")
+    if run.over_budget or "bad_alloc" in text:
+        raise OverBudget(
+            f"perf_analyzer outgrew its memory cap ({PA_BUDGET[0] >> 20} MB RSS, peak {run.peak_rss >> 20} "
+            f"MB, windows of {window_ms} ms) and was stopped: it keeps every request's inputs and outputs"
+        )
     if run.returncode != 0:
-        raise RuntimeError(f"perf_analyzer failed against {server.name}:\n{run.stdout}\n{run.stderr}")
+        raise RuntimeError(f"perf_analyzer failed against {server.name} (exit {run.returncode}):\n{text}")
     with out.open(newline="") as f:
         row = next(csv.DictReader(f))
-    return float(row["Inferences/Second"]), float(row["p99 latency"])
+    return float(row["Inferences/Second"]), float(row["p99 latency"]), run.peak_rss
 
 
 def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
+    """One point; a run stopped at the memory cap is measured again with windows a quarter as long, down
+    to MIN_WINDOW_MS, and then the point fails (PointFailed)."""
+    # the probe (large payloads only) before the point: its requests and CPU stay out of the point's
+    window_ms = fitted_window_ms(server, case, out, window_ms)
+    while True:
+        try:
+            return measure_once(server, case, out, window_ms)
+        except OverBudget as e:
+            if window_ms <= MIN_WINDOW_MS:
+                raise
+            window_ms = max(MIN_WINDOW_MS, window_ms // 4)
+            print(f"  {case.name} [{server.name}]: {e}; again, windows of {window_ms} ms", file=sys.stderr)
+
+
+def measure_once(server: Server, case: Case, out: Path, window_ms: int) -> Point:
     stubs = server.stubs()
     load_before = loadavg()
     host0 = proc_cpu_seconds(server.pid)
@@ -350,7 +515,7 @@ def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
     stats0 = server.statistics(case.model)
     batches0 = server.batches(case.model)
     t0 = time.monotonic()
-    rate, p99 = perf_analyzer(server, case, out, window_ms)
+    rate, p99, pa_rss = perf_analyzer(server, case, out, window_ms)
     wall = time.monotonic() - t0
     stats1 = server.statistics(case.model)
     batches1 = server.batches(case.model)
@@ -376,6 +541,8 @@ def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
         # The server's own statistics per request (µs): queue + compute_* must fit in success.
         {k: delta[k] / max(count, 1) / 1000 for k in delta if k != "count"},
         {k: v - batches0.get(k, 0) for k, v in sorted(batches1.items()) if v > batches0.get(k, 0)},
+        window_ms,
+        pa_rss >> 20,
     )
 
 
@@ -491,7 +658,17 @@ def main() -> int:
         default=None,
         help="another built Nereid checkout, measured too as server 'baseline' (Nereid before a change)",
     )
+    parser.add_argument(
+        "--pa-memory-mb",
+        type=int,
+        default=3000,
+        help="the most one perf_analyzer run may hold (RSS): large-payload windows are fitted to it, and a "
+        "run above it is stopped and its point fails",
+    )
+    parser.add_argument("--port-base", type=int, default=0, help="servers' ports from here up (0: ephemeral)")
     args = parser.parse_args()
+    PA_BUDGET[0] = args.pa_memory_mb << 20
+    PORTS[0] = args.port_base
 
     servers = [s for s in args.servers.split(",") if s]
     if args.baseline is not None:
@@ -511,6 +688,7 @@ def main() -> int:
     meta: dict[str, object] = {"commit": commit.stdout.strip(), "cpus": CPUS, "load_start": loadavg()}
     running: dict[str, Server] = {}
     results: list[CaseResult] = []
+    failures: list[str] = []
     try:
         for name in servers:
             running[name], seconds = start(name, repo / "models", out)
@@ -521,12 +699,18 @@ def main() -> int:
                 order = servers if r % 2 == 0 else list(reversed(servers))
                 for name in order:
                     slug = re.sub(r"[^a-z0-9]+", "-", case.name)
-                    p = measure(running[name], case, out / f"{slug}-{name}-{r}.csv", args.window_ms)
+                    try:
+                        p = measure(running[name], case, out / f"{slug}-{name}-{r}.csv", args.window_ms)
+                    except PointFailed as e:
+                        failures.append(f"{case.name} [{name}] round {r + 1}: {e}")
+                        print(f"  {case.name} [{name}] failed: {e}", file=sys.stderr)
+                        continue
                     result.points[name].append(p)
                     print(
                         f"  {case.name} [{name}] {fmt(p.rate)} req/s, p99 {fmt(p.p99_us)} µs, CPU/req host "
                         f"{fmt(p.host_us)} µs + stub {fmt(p.stub_us)} µs, others {p.others_share:.0%}, "
-                        f"load {p.load_before:.1f}"
+                        f"load {p.load_before:.1f}, perf_analyzer {p.pa_rss_mb:,} MB RSS "
+                        f"(windows of {p.window_ms} ms)"
                         + (f", average batch {average_batch(p.batches):.2f}" if p.batches else ""),
                         file=sys.stderr,
                     )
@@ -538,6 +722,7 @@ def main() -> int:
     cold = {} if args.no_cold_start else cold_start(out, args.rounds, servers)
     loads = {} if args.no_explicit_load else explicit_load(out, args.rounds, servers)
     meta["load_end"] = loadavg()
+    meta["failures"] = failures
     report = summarize(results, cold, loads, servers, args.noise_limit, args.spread_limit, meta)
     (out / "summary.md").write_text(report)
     (out / "points.json").write_text(
@@ -724,16 +909,25 @@ def summarize(
                 misses.append(f"{r.case.name} [{name}]: its statistics' phases exceed its success time")
     lines += batch_histograms(results, servers)
     lines.append("")
+    failures = meta.get("failures")
+    if isinstance(failures, list) and failures:
+        lines.append("**Points not measured** (so no verdict):")
+        lines += [f"- {x}" for x in failures]
+        lines.append("")
     if not both:
         lines.append("Only one server measured: no ratios, no verdict.")
-    elif noisy:
-        lines.append(
-            "**No verdict: the machine was too noisy** (a point where other processes used more than "
-            f"{noise_limit:.0%} of all CPUs, or two runs of one server more than {spread_limit:.0%} apart):"
-        )
-        lines += [f"- {x}" for x in noisy]
+    elif noisy or failures:
+        if noisy:
+            lines.append(
+                "**No verdict: the machine was too noisy** (a point where other processes used more than "
+                f"{noise_limit:.0%} of all CPUs, or two runs of one server more than {spread_limit:.0%} "
+                "apart):"
+            )
+            lines += [f"- {x}" for x in noisy]
+        else:
+            lines.append("**No verdict: points are missing** (above).")
         if misses:
-            lines.append("Targets not met in these (noisy) numbers:")
+            lines.append("Targets not met in these numbers:")
             lines += [f"- {x}" for x in misses]
     elif misses:
         lines.append("**Verdict: targets not met**")
