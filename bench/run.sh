@@ -5,7 +5,11 @@
 # kept in summary.md there. See bench/README.md.
 #
 # Env: BENCH_MODEL (densenet_batched), BENCH_BATCHES ("1 8"), BENCH_CONCURRENCY ("1 4 16"),
-#      BENCH_POINT_SECONDS (10: measuring time per point), BENCH_LOADGEN (auto | perf_analyzer | node).
+#      BENCH_POINT_SECONDS (10: measuring time per point), BENCH_LOADGEN (auto | perf_analyzer | node),
+#      NEREID_CHECKOUT (.: the built checkout whose bin/nereid.js is served; the bench code, models and
+#      load generators stay this checkout's, as bench/before-after.sh uses it), BENCH_RESULTS (the results
+#      folder instead of bench/results/<UTC time>), BENCH_SKIP_BUILD=1 (the caller already ran tsc and
+#      scripts/setup-python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +18,7 @@ batches=${BENCH_BATCHES:-"1 8"}
 concurrencies=${BENCH_CONCURRENCY:-"1 4 16"}
 point_seconds=${BENCH_POINT_SECONDS:-10}
 loadgen=${BENCH_LOADGEN:-auto}
+checkout=${NEREID_CHECKOUT:-.}
 repository=examples/model_repository
 onnx=$repository/$model/1/model.onnx
 
@@ -26,12 +31,15 @@ die() {
 source bench/lib.sh
 
 [[ -f $onnx ]] || die "$onnx not found"
-results=bench/results/$(date -u +%Y%m%dT%H%M%SZ)
+[[ -f $checkout/bin/nereid.js ]] || die "$checkout/bin/nereid.js not found (NEREID_CHECKOUT)"
+results=${BENCH_RESULTS:-bench/results/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$results"
 
-say "building"
-npx tsc -p tsconfig.json
-bash scripts/setup-python.sh >&2
+if [[ -z ${BENCH_SKIP_BUILD:-} ]]; then
+  say "building"
+  npx tsc -p tsconfig.json
+  bash scripts/setup-python.sh >&2
+fi
 python=.venv/bin/python
 
 case $loadgen in
@@ -45,7 +53,7 @@ esac
 cat >"$results/meta.json" <<EOF
 {"model": "$model", "loadgen": "$loadgen", "seconds": $point_seconds, "cpus": $(nproc),
  "loadavg": $(cut -d' ' -f1 /proc/loadavg),
- "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)"}
+ "commit": "$(git -C "$checkout" rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)"}
 EOF
 
 # (a) bare onnxruntime-node, in-process
@@ -57,7 +65,7 @@ node dist/bench/bare-onnxruntime.js --model "$onnx" --batches "${batches// /,}" 
 trap stop_server EXIT
 
 say "starting nereid with $model only"
-bin/nereid.js --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
+"$checkout/bin/nereid.js" --model-repository="$repository" --http-port=0 --grpc-port=0 --metrics-port=0 \
   --model-control-mode=explicit --load-model="$model" >"$results/server.log" 2>&1 &
 server_pid=$!
 port=$(wait_port "$results/server.log" 'Started HTTPService at [^ ]*:[0-9]+' "$server_pid")

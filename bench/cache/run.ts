@@ -9,7 +9,9 @@
  * input bytes differ every time, so it is computed and stored. Closed loop: each of N workers keeps one
  * keep-alive connection and sends its next request when the previous answer came back.
  *
- * Usage: node dist/bench/cache/run.js [--seconds 4] [--concurrency 1,8] [--out file.md]
+ * Usage: node dist/bench/cache/run.js [--seconds 4] [--concurrency 1,8] [--out file.md] [--nereid <checkout>]
+ * (--nereid: another built checkout whose bin/nereid.js is measured; the models, the echo and this driver
+ * stay this checkout's, as bench/before-after.sh uses it)
  * (bench/cache/run.sh builds first and keeps the table in bench/results/). Needs redis-server on PATH
  * (scripts/setup-redis.sh); without it the Redis rows are left out.
  */
@@ -31,6 +33,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '4' },
     concurrency: { type: 'string', default: '1,8' },
     out: { type: 'string' },
+    nereid: { type: 'string', default: ROOT },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -259,7 +262,7 @@ async function main(): Promise<void> {
     const m = await start(
       process.execPath,
       [
-        path.join(ROOT, 'bin/nereid.js'),
+        path.join(path.resolve(args.nereid), 'bin/nereid.js'),
         `--model-repository=${repo}`,
         '--http-address=127.0.0.1',
         '--http-port=0',

@@ -10,11 +10,14 @@
 # Env: OVERLOAD_SCENARIOS ("capacity connections soak json"), OVERLOAD_SECONDS (60: capacity, connections,
 #      and the json probing window), OVERLOAD_SOAK_SECONDS (600), OVERLOAD_JSON_MB (66), OVERLOAD_JSON_COUNT
 #      (16), OVERLOAD_SHORT=1 (a smoke run: 15 s per scenario, 30 s soak, 8 x 16 MB JSON),
-#      OVERLOAD_SERVER_FLAGS (extra nereid flags).
+#      OVERLOAD_SERVER_FLAGS (extra nereid flags), NEREID_CHECKOUT (.: the built checkout whose
+#      bin/nereid.js is measured; the drivers and the repository stay this checkout's), OVERLOAD_RESULTS (the
+#      results folder), OVERLOAD_SKIP_BUILD=1 (the caller already ran tsc).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 scenarios=${OVERLOAD_SCENARIOS:-"capacity connections soak json"}
+checkout=${NEREID_CHECKOUT:-.}
 if [[ ${OVERLOAD_SHORT:-0} == 1 ]]; then
   seconds=${OVERLOAD_SECONDS:-15}
   soak_seconds=${OVERLOAD_SOAK_SECONDS:-30}
@@ -35,11 +38,14 @@ die() {
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 
-results=bench/results/overload-$(date -u +%Y%m%dT%H%M%SZ)
+[[ -f $checkout/bin/nereid.js ]] || die "$checkout/bin/nereid.js not found (NEREID_CHECKOUT)"
+results=${OVERLOAD_RESULTS:-bench/results/overload-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$results"
 
-say "building"
-npx tsc -p tsconfig.json
+if [[ -z ${OVERLOAD_SKIP_BUILD:-} ]]; then
+  say "building"
+  npx tsc -p tsconfig.json
+fi
 node dist/bench/overload/repo.js --out "$results/repo"
 
 # The 2,000-connection scenario needs descriptors for both ends on this machine.
@@ -47,7 +53,7 @@ ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 somaxconn=$(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo unknown)
 
 cat >"$results/meta.json" <<JSON
-{"commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)",
+{"commit": "$(git -C "$checkout" rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)",
  "cpus": $(nproc), "loadavg": "$(cut -d' ' -f1-3 /proc/loadavg)", "somaxconn": "$somaxconn",
  "seconds": $seconds, "soakSeconds": $soak_seconds, "jsonMb": $json_mb, "jsonCount": $json_count,
  "serverFlags": "${OVERLOAD_SERVER_FLAGS:-}"}
@@ -56,7 +62,7 @@ JSON
 trap stop_server EXIT
 say "starting nereid (load average $(cut -d' ' -f1-3 /proc/loadavg), somaxconn $somaxconn)"
 # shellcheck disable=SC2086
-bin/nereid.js --model-repository="$results/repo" --http-address=127.0.0.1 --http-port=0 \
+"$checkout/bin/nereid.js" --model-repository="$results/repo" --http-address=127.0.0.1 --http-port=0 \
   --http-health-port=0 --allow-grpc=false --allow-metrics=false ${OVERLOAD_SERVER_FLAGS:-} \
   >"$results/server.log" 2>&1 &
 server_pid=$!

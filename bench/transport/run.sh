@@ -19,7 +19,9 @@
 #      TRANSPORT_BUILTIN (1: also measure Nereid on the built-in identity backend; 0: don't),
 #      TRANSPORT_EVENT_LOOP (1: also measure the model with execution_thread "event_loop"; 0: don't),
 #      TRANSPORT_PA_MEMORY_BYTES (4000000000: what one perf_analyzer run may keep in responses),
-#      TRANSPORT_SKIP_BUILD=1 (the caller already ran tsc and scripts/setup-python.sh).
+#      TRANSPORT_SKIP_BUILD=1 (the caller already ran tsc and scripts/setup-python.sh),
+#      NEREID_CHECKOUT (.: the built checkout whose bin/nereid.js the Nereid targets run; the echo servers,
+#      models and perf_analyzer stay this checkout's), TRANSPORT_RESULTS (the results folder).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -33,6 +35,7 @@ event_loop=${TRANSPORT_EVENT_LOOP:-1}
 model=identity_fp32
 repository=examples/model_repository
 pa=.venv/bin/perf_analyzer
+checkout=${NEREID_CHECKOUT:-.}
 
 say() { echo "transport: $*" >&2; }
 die() {
@@ -41,7 +44,7 @@ die() {
 }
 
 [[ -d $repository/$model ]] || die "$repository/$model not found"
-results=bench/results/transport-$(date -u +%Y%m%dT%H%M%SZ)
+results=${TRANSPORT_RESULTS:-bench/results/transport-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$results"
 
 if [[ -z ${TRANSPORT_SKIP_BUILD:-} ]]; then
@@ -50,7 +53,7 @@ if [[ -z ${TRANSPORT_SKIP_BUILD:-} ]]; then
   bash scripts/setup-python.sh >&2
 fi
 "$pa" --version >/dev/null 2>&1 || die "perf_analyzer is not available (scripts/setup-python.sh provides it)"
-for f in dist/bench/transport/http-echo.js dist/bench/transport/grpc-echo.js bin/nereid.js; do
+for f in dist/bench/transport/http-echo.js dist/bench/transport/grpc-echo.js "$checkout/bin/nereid.js"; do
   [[ -f $f ]] || die "$f missing (build first)"
 done
 
@@ -74,7 +77,7 @@ declare -A port
 start_nereid() {
   local target=$1 repo=$2 pid
   shift 2
-  bin/nereid.js --model-repository="$repo" --http-port=0 --grpc-port=0 --metrics-port=0 "$@" \
+  "$checkout/bin/nereid.js" --model-repository="$repo" --http-port=0 --grpc-port=0 --metrics-port=0 "$@" \
     >"$results/$target.log" 2>&1 &
   pid=$!
   pids+=("$pid")
@@ -127,7 +130,7 @@ say "ports: nereid http ${port[nereid-http]} grpc ${port[nereid-grpc]}, echo htt
 cat >"$results/meta.json" <<EOF
 {"model": "$model", "seconds": $point_seconds, "cpus": $(nproc), "loadavg_before": $(cut -d' ' -f1 /proc/loadavg),
  "grpc_echo_args": "$grpc_echo_args", "builtin": $builtin, "event_loop": $event_loop,
- "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)",
+ "commit": "$(git -C "$checkout" rev-parse --short HEAD 2>/dev/null || echo unknown)", "node": "$(node --version)",
  "perf_analyzer": "$("$pa" --version 2>&1 | head -n1 | tr -d '"')"}
 EOF
 
