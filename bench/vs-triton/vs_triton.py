@@ -19,15 +19,17 @@ the reason and "no verdict". The 1-minute load average is recorded before and af
 perf_analyzer's memory: perf_analyzer 2.60 copies every request's input tensors and every response's output
 tensors into its request records (InferContext::SendRequest's GetInputs() and the response callback's
 GetOutputs(), kept for --profile-export-file but recorded whether or not it is given; no option turns it
-off) and keeps them until the window they end in is summarized, copying the records once more on the way.
-Measured here that is 1-2x the payload per request of a run: at 1.2 MB per request (the 600 KB identity's
-input and output) and ~1,000 requests/s at c8, three 2 s windows held 7,000+ requests, and perf_analyzer
-grew to 23 GB and took the machine down. So for a case with a large payload (Case.payload_bytes) a short
-probe (--request-count, bounded) estimates the rate and the windows are shortened until the whole run fits
---pa-memory-mb; and every perf_analyzer runs under a hard cap anyway: RLIMIT_AS (set in the child before
-exec) at that budget plus what perf_analyzer reserves for itself, and its RSS sampled every 20 ms and the
-process killed above the budget. A point that hits the cap fails alone, with the reason in the summary
-(no verdict then), and the run goes on.
+off) and copies the records again on their way to a window's summary. Measured here at 1.2 MB per request
+(the 600 KB identity's input and output), HTTP c8: runs of 200 / 400 / 800 requests peaked at 276 / 557 /
+1,509 MB, so ~1,000 requests/s over three 2 s windows and their summaries is the 23 GB that took the machine
+down. So for a case with a large payload (Case.payload_bytes) a short probe (--request-count, bounded)
+estimates the rate and the windows are shortened until the run should fit --pa-memory-mb; and every
+perf_analyzer runs under a hard cap anyway: RLIMIT_AS (set in the child before exec) at that budget plus
+what perf_analyzer reserves for itself, and its RSS sampled every 20 ms and the process killed above the
+budget. Short windows do not always fit: on a loaded machine summarizing a window (those copies) took ~2 s
+whatever --measurement-interval said, and requests pile up meanwhile. A stopped point is tried again with
+windows a quarter as long, down to 100 ms; then it fails alone, with the reason in the summary (no verdict
+then), and the run goes on.
 
 Why time windows and not a request count: with --request-count, perf_analyzer 2.60 notices the end of the
 run only on a whole-second tick, so its requests/s is the count divided by a rounded-up number of seconds
@@ -331,11 +333,13 @@ class Point:
     pa_rss_mb: int = 0
 
 
-# What perf_analyzer holds per byte of a request's payload over a run (measured 1.1-2.8x here: its copies of
-# the inputs and outputs, the records copied once more when a window is summarized, malloc's leftovers; the
-# most over HTTP), what it reserves beyond its RSS (thread stacks and malloc arenas: ~1.2 GB of address space
-# at 16 threads), the shortest window.
-PA_COPIES = 3
+# What perf_analyzer holds per byte of a request's payload over a run, with a margin: measured 1.1-2.8x
+# per request in count-bounded runs (its copies of the inputs and outputs, the records copied again when a
+# window is summarized, malloc's leftovers; the most over HTTP), and in windowed runs the requests that
+# pile up while a window is summarized come on top (the probe cannot see those). Then what perf_analyzer
+# reserves beyond its RSS (thread stacks and malloc arenas: ~1.2 GB of address space at 16 threads), and
+# the shortest window.
+PA_COPIES = 6
 PA_RESERVED_BYTES = 2 << 30
 MIN_WINDOW_MS = 100
 # --pa-memory-mb, in bytes
