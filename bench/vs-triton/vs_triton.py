@@ -19,17 +19,20 @@ the reason and "no verdict". The 1-minute load average is recorded before and af
 perf_analyzer's memory: perf_analyzer 2.60 copies every request's input tensors and every response's output
 tensors into its request records (InferContext::SendRequest's GetInputs() and the response callback's
 GetOutputs(), kept for --profile-export-file but recorded whether or not it is given; no option turns it
-off) and copies the records again on their way to a window's summary. Measured here at 1.2 MB per request
-(the 600 KB identity's input and output), HTTP c8: runs of 200 / 400 / 800 requests peaked at 276 / 557 /
-1,509 MB, so ~1,000 requests/s over three 2 s windows and their summaries is the 23 GB that took the machine
-down. So for a case with a large payload (Case.payload_bytes) a short probe (--request-count, bounded)
-estimates the rate and the windows are shortened until the run should fit --pa-memory-mb; and every
-perf_analyzer runs under a hard cap anyway: RLIMIT_AS (set in the child before exec) at that budget plus
-what perf_analyzer reserves for itself, and its RSS sampled every 20 ms and the process killed above the
-budget. Short windows do not always fit: on a loaded machine summarizing a window (those copies) took ~2 s
-whatever --measurement-interval said, and requests pile up meanwhile. A stopped point is tried again with
-windows a quarter as long, down to 100 ms; then it fails alone, with the reason in the summary (no verdict
-then), and the run goes on.
+off), and copies the records twice more on their way to a window's summary (SwapRequestRecords, then into
+all_request_records_). At 1.2 MB per request (the 600 KB identity's input and output) runs of 200 / 400 /
+800 requests over HTTP c8 peaked at 276 / 557 / 1,509 MB. In time windows it runs away: summarizing a
+window costs those copies per request, the load goes on meanwhile, so the next window holds more requests
+and takes longer to summarize; once rate x copy cost nears 1 (~1,000 requests/s here on a quiet machine)
+the windows grow without bound — the 23 GB that took the machine down — and on a loaded machine 100 ms
+windows still ran past 3 GB at 70-100 requests/s. Shorter windows do not help. So a case with a large
+payload (Case.payload_bytes) is measured in one count-bounded run (--request-count) of as many requests
+as fit --pa-memory-mb at PA_COPIES x the payload each, and its requests/s is concurrency / mean latency
+(Little's law for a closed loop; perf_analyzer's own figure for such a run divides the count by whole
+seconds, see below). And every perf_analyzer runs under a hard cap: RLIMIT_AS (set in the child before
+exec) at that budget plus what perf_analyzer reserves for itself, and its RSS sampled every 20 ms and the
+process killed above the budget. A stopped point is tried again with a quarter of the requests; then it
+fails alone, with the reason in the summary (no verdict then), and the run goes on.
 
 Why time windows and not a request count: with --request-count, perf_analyzer 2.60 notices the end of the
 run only on a whole-second tick, so its requests/s is the count divided by a rounded-up number of seconds
@@ -328,20 +331,19 @@ class Point:
     server_stats_us: dict[str, float]
     # executions per batch size during the point (batch_stats deltas)
     batches: dict[int, int] = field(default_factory=dict)
-    # perf_analyzer's window (ms) and its peak RSS (MB)
+    # perf_analyzer's windows (ms), or the requests of its one count-bounded run, and its peak RSS (MB)
     window_ms: int = 0
+    count: int = 0
     pa_rss_mb: int = 0
 
 
-# What perf_analyzer holds per byte of a request's payload over a run, with a margin: measured 1.1-2.8x
-# per request in count-bounded runs (its copies of the inputs and outputs, the records copied again when a
-# window is summarized, malloc's leftovers; the most over HTTP), and in windowed runs the requests that
-# pile up while a window is summarized come on top (the probe cannot see those). Then what perf_analyzer
-# reserves beyond its RSS (thread stacks and malloc arenas: ~1.2 GB of address space at 16 threads), and
-# the shortest window.
-PA_COPIES = 6
+# What perf_analyzer holds per byte of a request's payload in a count-bounded run, with a margin (measured
+# 1.1-2x: its copies of the inputs and outputs, the records copied again for the summary, malloc's
+# leftovers; the most over HTTP at c1), what it reserves beyond its RSS (thread stacks and malloc arenas:
+# ~1.2 GB of address space at 16 threads), and the fewest requests per concurrent request worth a point.
+PA_COPIES = 3
 PA_RESERVED_BYTES = 2 << 30
-MIN_WINDOW_MS = 100
+MIN_COUNT = 20
 # --pa-memory-mb, in bytes
 PA_BUDGET: list[int] = [3000 << 20]
 
@@ -427,55 +429,52 @@ def pa_command(server: Server, case: Case, out: Path) -> list[str]:
     ]
 
 
-def fitted_window_ms(server: Server, case: Case, out: Path, window_ms: int) -> int:
-    """The window for this point: --window-ms, or for a large-payload case the longest window whose run
-    (warm-up and three windows, each of which perf_analyzer sleeps 1.2x, and half as much again in case the
-    rate was misjudged) keeps no more requests than fit the memory budget, at the rate a short probe saw
-    (concurrency / its median latency; a count-bounded run, so its own memory is bounded)."""
+def fitted_count(case: Case) -> int:
+    """Requests of a large-payload case's count-bounded run: as many as fit the memory budget at
+    PA_COPIES x its payload each, warm-up included (0: not a large-payload case, measured in windows)."""
     if not case.payload_bytes:
-        return window_ms
-    fit_requests = PA_BUDGET[0] // (PA_COPIES * case.payload_bytes) - warmup_requests(case)
-    probe_count = min(max(40, 10 * case.concurrency), fit_requests // 2)
-    if fit_requests <= 0 or probe_count <= 0:
+        return 0
+    count = PA_BUDGET[0] // (PA_COPIES * case.payload_bytes) - warmup_requests(case)
+    if count < MIN_COUNT * case.concurrency:
         raise PointFailed(
-            f"one request of {case.payload_bytes:,} bytes needs {PA_COPIES}x that in perf_analyzer: "
-            f"raise --pa-memory-mb above {PA_BUDGET[0] >> 20}"
+            f"{MIN_COUNT * case.concurrency} requests of {case.payload_bytes:,} bytes do not fit "
+            f"--pa-memory-mb {PA_BUDGET[0] >> 20} at {PA_COPIES}x each: raise it"
         )
-    probe = out.with_name(out.stem + "-probe.csv")
-    run = run_capped(
-        [*pa_command(server, case, probe), "--request-count", str(probe_count)],
-        probe.with_suffix(".txt"),
-        timeout=120,
+    return count
+
+
+def perf_analyzer(
+    server: Server, case: Case, out: Path, window_ms: int, count: int
+) -> tuple[float, float, int]:
+    """One point, three windows of `window_ms`, or with `count` one run of that many requests: requests/s,
+    p99 (µs) and perf_analyzer's peak RSS (bytes). A count-bounded run's requests/s is concurrency / mean
+    latency (Little's law for a closed loop), as perf_analyzer divides the count by whole seconds."""
+    measurement = (
+        ["--request-count", str(count)]
+        if count
+        else [
+            # three windows whatever their spread: the noise rule below judges spread across points instead
+            "--measurement-interval",
+            str(window_ms),
+            "--stability-percentage",
+            "999",
+            "--max-trials",
+            "3",
+        ]
     )
-    if run.returncode != 0 or run.over_budget:
-        raise PointFailed(f"the rate probe failed (exit {run.returncode}): see {probe.with_suffix('.txt')}")
-    with probe.open(newline="") as f:
-        p50_us = float(next(csv.DictReader(f))["p50 latency"])
-    rate = case.concurrency / max(p50_us, 1.0) * 1e6
-    fit_ms = fit_requests / (rate * 3 * 1.2 * 1.5) * 1000
-    return int(max(MIN_WINDOW_MS, min(window_ms, fit_ms)))
-
-
-def perf_analyzer(server: Server, case: Case, out: Path, window_ms: int) -> tuple[float, float, int]:
-    """One point of windows of `window_ms`: requests/s, p99 (µs) and perf_analyzer's peak RSS (bytes)."""
     command = [
         *pa_command(server, case, out),
-        # three windows whatever their spread: the noise rule below judges spread across points instead
-        "--measurement-interval",
-        str(window_ms),
-        "--stability-percentage",
-        "999",
-        "--max-trials",
-        "3",
+        *measurement,
         "--warmup-request-count",
         str(warmup_requests(case)),
     ]
     log = out.with_suffix(".txt")
+    timeout = 60 + (count / 5 if count else 6 * window_ms / 1000)
     # perf_analyzer now and then never returns after its last request (seen on a loaded machine, with its
     # connections already answered and closed by the server): give each run a bound and one more try.
     for attempt in range(2):
         try:
-            run = run_capped(command, log, timeout=60 + 6 * window_ms / 1000)
+            run = run_capped(command, log, timeout=timeout)
             break
         except subprocess.TimeoutExpired:
             if attempt == 1:
@@ -483,33 +482,39 @@ def perf_analyzer(server: Server, case: Case, out: Path, window_ms: int) -> tupl
             print(f"  perf_analyzer hung against {server.name}; running the point again", file=sys.stderr)
     text = log.read_text(errors="replace")
     if run.over_budget or "bad_alloc" in text:
+        shape = f"{count} requests" if count else f"windows of {window_ms} ms"
         raise OverBudget(
             f"perf_analyzer outgrew its memory cap ({PA_BUDGET[0] >> 20} MB RSS, peak {run.peak_rss >> 20} "
-            f"MB, windows of {window_ms} ms) and was stopped: it keeps every request's inputs and outputs"
+            f"MB, {shape}) and was stopped: it keeps every request's inputs and outputs"
         )
     if run.returncode != 0:
         raise RuntimeError(f"perf_analyzer failed against {server.name} (exit {run.returncode}):\n{text}")
     with out.open(newline="") as f:
         row = next(csv.DictReader(f))
-    return float(row["Inferences/Second"]), float(row["p99 latency"]), run.peak_rss
+    rate = float(row["Inferences/Second"])
+    if count:
+        mean = re.search(r"Avg latency: (\d+) usec", text)
+        if mean is None or int(mean[1]) == 0:
+            raise RuntimeError(f"no mean latency in perf_analyzer's output against {server.name}:\n{text}")
+        rate = case.concurrency / int(mean[1]) * 1e6
+    return rate, float(row["p99 latency"]), run.peak_rss
 
 
 def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
-    """One point; a run stopped at the memory cap is measured again with windows a quarter as long, down
-    to MIN_WINDOW_MS, and then the point fails (PointFailed)."""
-    # the probe (large payloads only) before the point: its requests and CPU stay out of the point's
-    window_ms = fitted_window_ms(server, case, out, window_ms)
+    """One point; a count-bounded run stopped at the memory cap is measured again with a quarter of the
+    requests, down to MIN_COUNT x concurrency, and then the point fails (PointFailed)."""
+    count = fitted_count(case)
     while True:
         try:
-            return measure_once(server, case, out, window_ms)
+            return measure_once(server, case, out, window_ms, count)
         except OverBudget as e:
-            if window_ms <= MIN_WINDOW_MS:
+            if not count or count // 4 < MIN_COUNT * case.concurrency:
                 raise
-            window_ms = max(MIN_WINDOW_MS, window_ms // 4)
-            print(f"  {case.name} [{server.name}]: {e}; again, windows of {window_ms} ms", file=sys.stderr)
+            count //= 4
+            print(f"  {case.name} [{server.name}]: {e}; again, {count} requests", file=sys.stderr)
 
 
-def measure_once(server: Server, case: Case, out: Path, window_ms: int) -> Point:
+def measure_once(server: Server, case: Case, out: Path, window_ms: int, count: int) -> Point:
     stubs = server.stubs()
     load_before = loadavg()
     host0 = proc_cpu_seconds(server.pid)
@@ -519,7 +524,7 @@ def measure_once(server: Server, case: Case, out: Path, window_ms: int) -> Point
     stats0 = server.statistics(case.model)
     batches0 = server.batches(case.model)
     t0 = time.monotonic()
-    rate, p99, pa_rss = perf_analyzer(server, case, out, window_ms)
+    rate, p99, pa_rss = perf_analyzer(server, case, out, window_ms, count)
     wall = time.monotonic() - t0
     stats1 = server.statistics(case.model)
     batches1 = server.batches(case.model)
@@ -545,7 +550,8 @@ def measure_once(server: Server, case: Case, out: Path, window_ms: int) -> Point
         # The server's own statistics per request (µs): queue + compute_* must fit in success.
         {k: delta[k] / max(count, 1) / 1000 for k in delta if k != "count"},
         {k: v - batches0.get(k, 0) for k, v in sorted(batches1.items()) if v > batches0.get(k, 0)},
-        window_ms,
+        0 if count else window_ms,
+        count,
         pa_rss >> 20,
     )
 
@@ -714,7 +720,7 @@ def main() -> int:
                         f"  {case.name} [{name}] {fmt(p.rate)} req/s, p99 {fmt(p.p99_us)} µs, CPU/req host "
                         f"{fmt(p.host_us)} µs + stub {fmt(p.stub_us)} µs, others {p.others_share:.0%}, "
                         f"load {p.load_before:.1f}, perf_analyzer {p.pa_rss_mb:,} MB RSS "
-                        f"(windows of {p.window_ms} ms)"
+                        f"({f'{p.count} requests' if p.count else f'windows of {p.window_ms} ms'})"
                         + (f", average batch {average_batch(p.batches):.2f}" if p.batches else ""),
                         file=sys.stderr,
                     )
