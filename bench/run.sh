@@ -116,7 +116,7 @@ node dist/bench/bare-onnxruntime.js --model "$onnx" --batches "${batches// /,}" 
 
 # (c) the table
 "$python" bench/summarize.py "$results"
-cp "$results/summary.md" bench/results/latest.md
+mkdir -p bench/results && cp "$results/summary.md" bench/results/latest.md
 say "results in $results"
 
 # (d) dynamic batching: default scheduler vs dynamic batcher, next to bare at the formed batch sizes

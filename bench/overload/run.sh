@@ -82,4 +82,4 @@ done
 
 stop_server
 node dist/bench/overload/summarize.js "$results" | tee "$results/summary.md"
-cp "$results/summary.md" bench/results/overload-latest.md
+mkdir -p bench/results && cp "$results/summary.md" bench/results/overload-latest.md

@@ -229,5 +229,5 @@ meta["loadavg_after"] = float(open("/proc/loadavg").read().split()[0])
 json.dump(meta, open(path, "w"))
 PY
 .venv/bin/python bench/transport/summarize.py "$results"
-cp "$results/summary.md" bench/results/transport-latest.md
+mkdir -p bench/results && cp "$results/summary.md" bench/results/transport-latest.md
 say "results in $results"
