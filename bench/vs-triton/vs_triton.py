@@ -514,7 +514,7 @@ def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
             print(f"  {case.name} [{server.name}]: {e}; again, {count} requests", file=sys.stderr)
 
 
-def measure_once(server: Server, case: Case, out: Path, window_ms: int, count: int) -> Point:
+def measure_once(server: Server, case: Case, out: Path, window_ms: int, pa_count: int) -> Point:
     stubs = server.stubs()
     load_before = loadavg()
     host0 = proc_cpu_seconds(server.pid)
@@ -524,7 +524,7 @@ def measure_once(server: Server, case: Case, out: Path, window_ms: int, count: i
     stats0 = server.statistics(case.model)
     batches0 = server.batches(case.model)
     t0 = time.monotonic()
-    rate, p99, pa_rss = perf_analyzer(server, case, out, window_ms, count)
+    rate, p99, pa_rss = perf_analyzer(server, case, out, window_ms, pa_count)
     wall = time.monotonic() - t0
     stats1 = server.statistics(case.model)
     batches1 = server.batches(case.model)
@@ -550,8 +550,8 @@ def measure_once(server: Server, case: Case, out: Path, window_ms: int, count: i
         # The server's own statistics per request (µs): queue + compute_* must fit in success.
         {k: delta[k] / max(count, 1) / 1000 for k in delta if k != "count"},
         {k: v - batches0.get(k, 0) for k, v in sorted(batches1.items()) if v > batches0.get(k, 0)},
-        0 if count else window_ms,
-        count,
+        0 if pa_count else window_ms,
+        pa_count,
         pa_rss >> 20,
     )
 
