@@ -27,11 +27,12 @@ and takes longer to summarize; once rate x copy cost nears 1 (~1,000 requests/s 
 the windows grow without bound — the 23 GB that took the machine down — and on a loaded machine 100 ms
 windows still ran past 3 GB at 70-100 requests/s. Shorter windows do not help. So a case with a large
 payload (Case.payload_bytes) is measured in one count-bounded run (--request-count) of as many requests
-as fit --pa-memory-mb at PA_COPIES x the payload each, and its requests/s is concurrency / mean latency
-(Little's law for a closed loop; perf_analyzer's own figure for such a run divides the count by whole
-seconds, see below). And every perf_analyzer runs under a hard cap: RLIMIT_AS (set in the child before
-exec) at that budget plus what perf_analyzer reserves for itself, and its RSS sampled every 20 ms and the
-process killed above the budget. A stopped point is tried again with a quarter of the requests; then it
+as fit --pa-memory-mb at PA_COPIES x the payload each, and its requests/s is the slope of the server's own
+inference count (its statistics, sampled every 100 ms) past the warm-up: perf_analyzer's own figure for
+such a run divides the count by a window ended on a whole-second tick (see below). And every
+perf_analyzer runs under a hard cap: RLIMIT_AS (set in the child before exec) at that budget plus what
+perf_analyzer reserves for itself, and its RSS sampled every 20 ms and the process killed above the
+budget. A stopped point is tried again with a quarter of the requests; then it
 fails alone, with the reason in the summary (no verdict then), and the run goes on.
 
 Why time windows and not a request count: with --request-count, perf_analyzer 2.60 notices the end of the
@@ -62,6 +63,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -344,6 +346,8 @@ class Point:
 PA_COPIES = 3
 PA_RESERVED_BYTES = 2 << 30
 MIN_COUNT = 20
+# how often a count-bounded run samples the server's inference count
+SAMPLE_SECONDS = 0.1
 # --pa-memory-mb, in bytes
 PA_BUDGET: list[int] = [3000 << 20]
 
@@ -374,10 +378,13 @@ def vm_rss(pid: int) -> int:
     return 0
 
 
-def run_capped(command: list[str], log: Path, timeout: float) -> PaRun:
+def run_capped(
+    command: list[str], log: Path, timeout: float, sample: Callable[[], None] | None = None
+) -> PaRun:
     """Runs perf_analyzer (stdout and stderr to `log`) in bounded memory: RLIMIT_AS at the budget plus
     PA_RESERVED_BYTES, set in the child before exec (an allocation past it fails, std::bad_alloc), and its
-    RSS sampled every 20 ms, the process killed once above the budget. Its peak RSS comes from wait4."""
+    RSS sampled every 20 ms, the process killed once above the budget. Its peak RSS comes from wait4.
+    `sample` (if any) is called every SAMPLE_SECONDS meanwhile."""
     budget = PA_BUDGET[0]
     limit = budget + PA_RESERVED_BYTES
 
@@ -390,7 +397,11 @@ def run_capped(command: list[str], log: Path, timeout: float) -> PaRun:
         )
     deadline = time.monotonic() + timeout
     peak, over = 0, False
+    next_sample = time.monotonic()
     while True:
+        if sample is not None and time.monotonic() >= next_sample:
+            sample()
+            next_sample = time.monotonic() + SAMPLE_SECONDS
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
         if pid:
             process.returncode = os.waitstatus_to_exitcode(status)
@@ -447,8 +458,11 @@ def perf_analyzer(
     server: Server, case: Case, out: Path, window_ms: int, count: int
 ) -> tuple[float, float, int]:
     """One point, three windows of `window_ms`, or with `count` one run of that many requests: requests/s,
-    p99 (µs) and perf_analyzer's peak RSS (bytes). A count-bounded run's requests/s is concurrency / mean
-    latency (Little's law for a closed loop), as perf_analyzer divides the count by whole seconds."""
+    p99 (µs) and perf_analyzer's peak RSS (bytes). A count-bounded run's requests/s is the slope of the
+    server's own inference count, sampled every SAMPLE_SECONDS, between the end of the warm-up and the last
+    sample before the run's final request (perf_analyzer's figure for such a run divides the count by a
+    window it ends on a whole-second tick); too short a run for that falls back to concurrency / mean
+    latency (Little's law for a closed loop)."""
     measurement = (
         ["--request-count", str(count)]
         if count
@@ -470,11 +484,17 @@ def perf_analyzer(
     ]
     log = out.with_suffix(".txt")
     timeout = 60 + (count / 5 if count else 6 * window_ms / 1000)
+    samples: list[tuple[float, int]] = []
+
+    def sample() -> None:
+        samples.append((time.monotonic(), server.statistics(case.model)["count"]))
+
     # perf_analyzer now and then never returns after its last request (seen on a loaded machine, with its
     # connections already answered and closed by the server): give each run a bound and one more try.
     for attempt in range(2):
         try:
-            run = run_capped(command, log, timeout=timeout)
+            samples.clear()
+            run = run_capped(command, log, timeout=timeout, sample=sample if count else None)
             break
         except subprocess.TimeoutExpired:
             if attempt == 1:
@@ -493,11 +513,31 @@ def perf_analyzer(
         row = next(csv.DictReader(f))
     rate = float(row["Inferences/Second"])
     if count:
-        mean = re.search(r"Avg latency: (\d+) usec", text)
-        if mean is None or int(mean[1]) == 0:
-            raise RuntimeError(f"no mean latency in perf_analyzer's output against {server.name}:\n{text}")
-        rate = case.concurrency / int(mean[1]) * 1e6
+        rate = sampled_rate(samples, warmup_requests(case), count) or littles_rate(case, text, server)
     return rate, float(row["p99 latency"]), run.peak_rss
+
+
+def sampled_rate(samples: list[tuple[float, int]], warmup: int, count: int) -> float:
+    """Requests/s from (time, server inference count) samples of a run of `warmup` then `count` requests:
+    the slope between the first sample past the warm-up and the last one short of the end; 0 if those are
+    under 0.3 s or 10 requests apart."""
+    if not samples:
+        return 0.0
+    start = samples[0][1]
+    steady = [(t, n) for t, n in samples if start + warmup <= n < start + warmup + count]
+    if len(steady) < 2:
+        return 0.0
+    (t0, n0), (t1, n1) = steady[0], steady[-1]
+    if t1 - t0 < 0.3 or n1 - n0 < 10:
+        return 0.0
+    return (n1 - n0) / (t1 - t0)
+
+
+def littles_rate(case: Case, text: str, server: Server) -> float:
+    mean = re.search(r"Avg latency: (\d+) usec", text)
+    if mean is None or int(mean[1]) == 0:
+        raise RuntimeError(f"no mean latency in perf_analyzer's output against {server.name}:\n{text}")
+    return case.concurrency / int(mean[1]) * 1e6
 
 
 def measure(server: Server, case: Case, out: Path, window_ms: int) -> Point:
