@@ -31,6 +31,14 @@ def perf_csv(path: Path) -> dict[str, str]:
         return next(csv.DictReader(f))
 
 
+def unstable(run: Path, out: Metrics) -> None:
+    """How many points of a run did not stabilise even within 50 % and were measured once over a fixed
+    request count (their <point>.mode says "unstable"): those numbers are rough, whichever side they are."""
+    modes = list(run.glob("*.mode"))
+    bad = sum(1 for m in modes if m.read_text().startswith("unstable"))
+    out[f"points measured unstable (of {len(modes)})"] = (float(bad), "lower")
+
+
 def onnx(run: Path) -> Metrics:
     """bench/run.sh: served req/s per batch and concurrency, the best bare run per batch, served/bare."""
     out: Metrics = {}
@@ -55,6 +63,7 @@ def onnx(run: Path) -> Metrics:
         out[f"served b{batch} c{c}, p99 ms"] = (float(row["p99 latency"]) / 1000, "lower")
         if bare.get(batch):
             out[f"served/bare b{batch} c{c}"] = (rate / bare[batch], "higher")
+    unstable(run, out)
     return out
 
 
@@ -79,6 +88,7 @@ def transport(run: Path) -> Metrics:
         echo = rates.get(("echo", protocol, payload, c))
         if echo and echo[0]:
             out[f"{label}, / echo"] = (rate / echo[0], "higher")
+    unstable(run, out)
     return out
 
 
