@@ -117,11 +117,19 @@ def number(cell: str) -> float | None:
 
 
 def cache(run: Path) -> Metrics:
-    """dist/bench/cache/run.js: hit and miss req/s per model, cache and concurrency (its first table)."""
+    """dist/bench/cache/run.js: hit and miss req/s per model, cache and concurrency; Nereid's identity
+    backend's req/s and a local hit of simple over the echo's."""
     out: Metrics = {}
     for line in (run / "cache.md").read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) < 6 or cells[0] in ("model", "") or cells[0].startswith("---"):
+            continue
+        if cells[0].isdigit() and len(cells) >= 5:
+            # the second table: the echo, Nereid's identity backend and a local hit of simple
+            identity, hit_echo = number(cells[2]), number(cells[4])
+            if identity is not None and hit_echo is not None:
+                out[f"identity backend (no cache) c{cells[0]}, req/s"] = (identity, "higher")
+                out[f"simple local hit / echo c{cells[0]}"] = (hit_echo, "higher")
             continue
         model, kind, c = cells[0], cells[1], cells[2]
         hit, miss = number(cells[3]), number(cells[4])
