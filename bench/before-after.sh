@@ -19,8 +19,10 @@
 #
 # Env: BA_BENCHES ("onnx transport javascript cache overload"), BA_ROUNDS (1: runs per side and bench; 2
 #      gives each side's run-to-run spread), BA_OUT (bench/results/before-after-<UTC time>), BA_SKIP_BUILD.
-#      Short settings by default (about 20 min for one round on a quiet 2-core machine); each bench's own
-#      variables override them (BENCH_*, TRANSPORT_*, OVERLOAD_*), and BA_JAVASCRIPT_ARGS, BA_CACHE_ARGS.
+#      Short settings by default (one round took 31 min at load 13-20, two thirds of it in points that
+#      never stabilised and went through every retry; estimated 10-15 min per round on a quiet 2-core
+#      machine, not measured); each bench's own variables override them (BENCH_*, TRANSPORT_*,
+#      OVERLOAD_*), and BA_JAVASCRIPT_ARGS, BA_CACHE_ARGS.
 # Servers listen on ports the kernel picks (port 0); no bench here takes a fixed port.
 set -euo pipefail
 [[ $# -ge 1 && $# -le 2 ]] || {
