@@ -398,25 +398,32 @@ def run_capped(
     deadline = time.monotonic() + timeout
     peak, over = 0, False
     next_sample = time.monotonic()
-    while True:
-        if sample is not None and time.monotonic() >= next_sample:
-            sample()
-            next_sample = time.monotonic() + SAMPLE_SECONDS
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            process.returncode = os.waitstatus_to_exitcode(status)
-            return PaRun(process.returncode, max(peak, usage.ru_maxrss * 1024), over)
-        rss = vm_rss(process.pid)
-        peak = max(peak, rss)
-        if rss > budget and not over:
-            over = True
-            process.kill()
-        if time.monotonic() > deadline:
+    try:
+        while True:
+            if sample is not None and time.monotonic() >= next_sample:
+                sample()
+                next_sample = time.monotonic() + SAMPLE_SECONDS
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                process.returncode = os.waitstatus_to_exitcode(status)
+                return PaRun(process.returncode, max(peak, usage.ru_maxrss * 1024), over)
+            rss = vm_rss(process.pid)
+            peak = max(peak, rss)
+            if rss > budget and not over:
+                over = True
+                process.kill()
+            if time.monotonic() > deadline:
+                process.kill()
+                os.wait4(process.pid, 0)
+                process.returncode = -signal.SIGKILL
+                raise subprocess.TimeoutExpired(command, timeout)
+            time.sleep(0.02)
+    except BaseException:
+        # an interrupted run (Ctrl-C, a failed sample) takes its perf_analyzer with it
+        if process.returncode is None:
             process.kill()
             os.wait4(process.pid, 0)
-            process.returncode = -signal.SIGKILL
-            raise subprocess.TimeoutExpired(command, timeout)
-        time.sleep(0.02)
+        raise
 
 
 def warmup_requests(case: Case) -> int:
