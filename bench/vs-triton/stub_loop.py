@@ -170,7 +170,8 @@ def main() -> int:
                 )
             )
         writer.send(messages.EXECUTE, messages.Execute(batch=batch_id, requests=requests), blobs)
-        reply = (answer_bls_calls() if args.bls else expect(messages.EXECUTE_DONE)).head  # binary: u32 batch, f64, f64, u32 responses, ...
+        # binary: u32 batch, f64, f64, u32 responses, ...
+        reply = (answer_bls_calls() if args.bls else expect(messages.EXECUTE_DONE)).head
         assert struct.unpack_from("<IddI", reply)[3] == args.batch, reply
 
     for i in range(200):  # warm-up
