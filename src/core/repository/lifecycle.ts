@@ -121,7 +121,8 @@ export class ModelRecord<V extends LoadedVersion = LoadedVersion> {
   /** The highest READY version (readyVersions()'s last) without building the list: every request's lookup. */
   latestReady(): number | undefined {
     let latest: number | undefined;
-    for (const [v, s] of this.slots) if (s.state === 'READY' && (latest === undefined || v > latest)) latest = v;
+    for (const [v, s] of this.slots)
+      if (s.state === 'READY' && (latest === undefined || v > latest)) latest = v;
     return latest;
   }
 
