@@ -3,9 +3,11 @@
 (utime + stime from /proc, so other load on the machine inflates it far less than a wall-clock rate) and
 the round trip per request; with --profile, the stub runs under cProfile and the top functions are
 printed. What this isolates: the stub's own per-request cost (decode, request objects, the model, encode,
-the socket), without the Node host or any HTTP/gRPC.
+the socket), without the Node host or any HTTP/gRPC. With --bls it drives vt_bls instead, answering each
+BLS_REQUEST its execute sends with a BLS_RESPONSE of two INT32 [16] outputs, as the host would: the calling
+stub's cost of one BLS call (the request objects, its BLS_REQUEST, the wait, reading the response).
 
-Usage: .venv/bin/python bench/vs-triton/stub_loop.py [--requests 5000] [--batch 1] [--profile]
+Usage: .venv/bin/python bench/vs-triton/stub_loop.py [--requests 5000] [--batch 1] [--profile] [--bls]
            [--python .venv-triton/bin/python]
 """
 
@@ -28,7 +30,7 @@ sys.path.insert(0, str(ROOT / "python"))
 from nereid_stub import frames, messages  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-MODEL = Path(__file__).resolve().parent / "models" / "vt_add_sub"
+MODELS = Path(__file__).resolve().parent / "models"
 PROFILED = """
 import cProfile, os, runpy, sys
 out, script = sys.argv[1], sys.argv[2]
@@ -58,16 +60,20 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--batch", type=int, default=1, help="requests per EXECUTE frame")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--bls", action="store_true", help="drive vt_bls, answering its BLS calls")
     parser.add_argument("--python", default=str(ROOT / ".venv-triton" / "bin" / "python"))
     args = parser.parse_args()
+    name = "vt_bls" if args.bls else "vt_add_sub"
+    model = MODELS / name
+    instance = f"{name}_0"
 
     host, stub_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     profile_out = Path(tempfile.mkdtemp()) / "stub.prof"
     script = str(ROOT / "python" / "nereid_python_stub.py")
-    command = [args.python, script, "vt_add_sub_0"]
+    command = [args.python, script, instance]
     if args.profile:
         # The stub leaves with os._exit (no interpreter teardown), so the profile is written just before.
-        command = [args.python, "-c", PROFILED, str(profile_out), script, "vt_add_sub_0"]
+        command = [args.python, "-c", PROFILED, str(profile_out), script, instance]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     # The stub finds its control socket at fd 3, as the host passes it: move ours out of the way first.
     while host.fileno() <= 3:
@@ -90,12 +96,12 @@ def main() -> int:
                 return frame
 
     expect(messages.HELLO)
-    config = (MODEL / "config.pbtxt").read_text()
+    config = (model / "config.pbtxt").read_text()
     writer.send(
         messages.INIT,
         messages.Init(
-            name="vt_add_sub_0",
-            model_path=str(MODEL / "1" / "vt_add_sub.py"),
+            name=instance,
+            model_path=str(model / "1" / f"{name}.py"),
             decoupled=False,
             shm_threshold=1 << 62,
             shm_initial=0,
@@ -103,11 +109,11 @@ def main() -> int:
             args={
                 "model_config": config,
                 "model_instance_kind": "CPU",
-                "model_instance_name": "vt_add_sub_0",
+                "model_instance_name": instance,
                 "model_instance_device_id": "0",
-                "model_repository": str(MODEL),
+                "model_repository": str(model),
                 "model_version": "1",
-                "model_name": "vt_add_sub",
+                "model_name": name,
             },
         ),
     )
@@ -115,6 +121,24 @@ def main() -> int:
     if done.header.get("error"):
         raise SystemExit(f"initialize failed: {done.header['error']}")
     data = bytes(range(64))
+    outputs = [
+        messages.StubTensor(
+            name=f"OUTPUT{j}", datatype="INT32", shape=[16], in_shm=False, offset=64 * j, byte_size=64
+        )
+        for j in range(2)
+    ]
+
+    def answer_bls_calls() -> frames.Frame:
+        """Answers the BLS calls the model makes until its EXECUTE_DONE comes."""
+        while True:
+            frame = reader.read()
+            if frame is None:
+                raise SystemExit("the stub closed its socket")
+            if frame.type == messages.BLS_REQUEST:
+                reply = messages.BlsResponse(call=frame.header["call"], final=True, outputs=outputs)
+                writer.send(messages.BLS_RESPONSE, reply, [data, data])
+            elif frame.type == messages.EXECUTE_DONE:
+                return frame
 
     def execute(batch_id: int, rid0: int) -> None:
         requests = []
@@ -146,7 +170,8 @@ def main() -> int:
                 )
             )
         writer.send(messages.EXECUTE, messages.Execute(batch=batch_id, requests=requests), blobs)
-        reply = expect(messages.EXECUTE_DONE).head  # binary: u32 batch, f64, f64, u32 responses, ...
+        # binary: u32 batch, f64, f64, u32 responses, ...
+        reply = (answer_bls_calls() if args.bls else expect(messages.EXECUTE_DONE)).head
         assert struct.unpack_from("<IddI", reply)[3] == args.batch, reply
 
     for i in range(200):  # warm-up
@@ -159,7 +184,7 @@ def main() -> int:
     n = rounds * args.batch
     load = Path("/proc/loadavg").read_text().split()[0]
     print(
-        f"stub alone, batch {args.batch}: {n / wall:,.0f} req/s, round trip "
+        f"stub alone ({name}), batch {args.batch}: {n / wall:,.0f} req/s, round trip "
         f"{wall / rounds * 1e6:,.1f} µs per EXECUTE, stub CPU {cpu / n * 1e6:,.1f} µs per request "
         f"(load {load})"
     )

@@ -17,6 +17,7 @@ protocol.test.ts checks that what they write is exactly these shapes.
 from __future__ import annotations
 
 import json
+import json.encoder
 import struct
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -328,6 +329,9 @@ SHAPES: dict[int, type] = {
 }
 
 
+# json.dumps's own C encoder of one string (ensure_ascii), without json.dumps's Python layers.
+_encode_string = json.encoder.encode_basestring_ascii
+
 # --- fast encoders for the hot messages (the shapes above, checked by protocol.test.ts) --------------------
 
 # The start of a tensor descriptor, up to "in_shm", by (name, datatype, *shape): a model's outputs repeat
@@ -482,25 +486,29 @@ def bls_request_json(
     window: int = 0,
 ) -> str:
     """A BlsRequest as JSON text; `inputs` are tensor_json texts; `trace_rid` 0 = not traced; `window`
-    0 = no flow control of the responses."""
-    header: dict[str, Any] = {
-        "call": call,
-        "model_name": model_name,
-        "model_version": model_version,
-        "request_id": request_id,
-        "correlation_id": str(correlation_id),
-        "correlation_is_string": isinstance(correlation_id, str),
-        "flags": flags,
-        "timeout_us": timeout_us,
-        "parameters": parameters,
-        "requested_outputs": requested_outputs,
-    }
+    0 = no flow control of the responses. Written as text, as tensor_json is (every BLS call sends one):
+    json.dumps of a dict cost more than the rest of the call's Python."""
+    text = isinstance(correlation_id, str)
+    outputs = ",".join(map(_json_string, requested_outputs))
+    head = (
+        f'{{"call":{int(call)},"model_name":{_json_string(model_name)},"model_version":{int(model_version)},'
+        f'"request_id":{_json_string(request_id)},"correlation_id":{_json_string(str(correlation_id))},'
+        f'"correlation_is_string":{"true" if text else "false"},"flags":{int(flags)},'
+        f'"timeout_us":{int(timeout_us)},"parameters":{_json_string(parameters)},'
+        f'"requested_outputs":[{outputs}]'
+    )
     if trace_rid:
-        header["trace_rid"] = trace_rid  # the host traces the call as that request's child
+        head += f',"trace_rid":{int(trace_rid)}'  # the host traces the call as that request's child
     if window:
-        header["window"] = window
-    head = json.dumps(header, separators=(",", ":"))[:-1]
+        head += f',"window":{int(window)}'
     return f'{head},"inputs":[{",".join(inputs)}]}}'
+
+
+def _json_string(value: object) -> str:
+    """A str as a JSON string, as json.dumps writes it (ASCII-escaped); anything else as json.dumps has it."""
+    if type(value) is str:
+        return _encode_string(value)
+    return json.dumps(value)
 
 
 # --- builders for the other messages the stub sends ---------------------------------------------------------

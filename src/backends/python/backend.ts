@@ -237,9 +237,8 @@ class PythonModel implements ModelHandle {
       memoryLimitBytes: this.settings.stubMemoryLimitBytes,
       shmThreshold: this.options.shmThreshold,
       log: this.log,
-      serverInfer: this.ctx.serverApi
-        ? (request) => this.ctx.serverApi!.infer({ ...request, callerModel: this.ctx.modelName })
-        : undefined,
+      // BLS calls name this model as their caller themselves (bls.ts blsRequest: one literal, no spread).
+      serverInfer: this.ctx.serverApi ? (request) => this.ctx.serverApi!.infer(request) : undefined,
       serverApi: this.ctx.serverApi,
       failures: { version: this.ctx.version, modelDirs: this.modelDirs, errors: this.errors, log: this.log },
       outputCheck: this.outputCheck,

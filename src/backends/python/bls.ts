@@ -18,6 +18,7 @@ import type {
   ParameterValue,
   ServerApi,
   ServerInferRequest,
+  ServerInferResponse,
 } from '../../backend-api/backend.js';
 import { NereidError, cancelled, internal, unavailable } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -37,7 +38,8 @@ import {
 export type ServerInfer = ServerApi['infer'];
 
 function parseParameters(text: string): Record<string, ParameterValue> {
-  if (text === '') return {};
+  // What a call without parameters sends (request.parameters() is '{}'): no JSON.parse for it.
+  if (text === '' || text === '{}') return {};
   const parsed: unknown = JSON.parse(text);
   if (!isJsonObject(parsed)) {
     throw internal('BLS request parameters must be a JSON object');
@@ -53,11 +55,16 @@ function parseParameters(text: string): Record<string, ParameterValue> {
   return out;
 }
 
-/** The core request for a BLS header: flags, correlation id and timeout become Triton's parameters. */
+/**
+ * The core request for a BLS header: flags, correlation id and timeout become Triton's parameters;
+ * `callerModel` is the model making the call. One literal with every member written out (absent ones
+ * undefined), as core/call.ts builds a frontend's request: one object shape for every BLS call.
+ */
 export function blsRequest(
   h: BlsRequestIn,
   inputs: Tensor[],
   signal: AbortSignal,
+  callerModel: string | undefined,
   parentTrace?: BackendTraceToken,
 ): ServerInferRequest {
   const parameters = parseParameters(h.parameters);
@@ -75,13 +82,16 @@ export function blsRequest(
     outputs: h.requestedOutputs.map((name) => ({ name })),
     parameters,
     signal,
-    ...(parentTrace && { parentTrace }),
+    parentTrace,
+    callerModel,
   };
 }
 
 /** One running BLS call: its cancellation and its credit (responses it may still send). */
 interface Call {
   readonly ac: AbortController;
+  /** The stub gave the call a window: responses sent count as `ahead` until granted back. */
+  readonly windowed: boolean;
   credit: number;
   /** Responses sent and not granted back yet (a call with a window). */
   ahead: number;
@@ -102,6 +112,8 @@ export class BlsService {
     private readonly log: Logger,
     /** The trace of a request this stub is executing (by its rid), for `trace=request.trace()`. */
     private readonly traceOf: (rid: number) => BackendTraceToken | undefined = () => undefined,
+    /** The model whose stub makes the calls (on-demand mode keeps the callee loaded while it is busy). */
+    private readonly callerModel?: string,
   ) {}
 
   /** No call is running (so the host->stub file's space can be reused). */
@@ -156,10 +168,8 @@ export class BlsService {
     }
   }
 
-  /** The call's inputs: in this turn when they are all inline (the small-call path). */
-  private async inputs(h: BlsRequestIn, blob: Buffer): Promise<Tensor[]> {
-    const inline = readInlineTensors(h.inputs, blob);
-    if (inline !== undefined) return inline;
+  /** The call's inputs when one of them is in /dev/shm (the inline ones are read in run()'s turn). */
+  private async sharedInputs(h: BlsRequestIn, blob: Buffer): Promise<Tensor[]> {
     const freed: FreedRanges = [];
     try {
       return await readTensors(h.inputs, blob, this.stub.files?.fromStub, freed);
@@ -173,31 +183,39 @@ export class BlsService {
     const ac = new AbortController();
     const windowed = h.window > 0;
     // No 'abort' listener (one costs more than a small call): whoever aborts the call wakes it (abortCall).
-    const c: Call = { ac, credit: windowed ? h.window : Infinity, ahead: 0, wake: undefined };
+    const c: Call = { ac, windowed, credit: windowed ? h.window : Infinity, ahead: 0, wake: undefined };
     this.calls.set(q, c);
     try {
-      const inputs = await this.inputs(h, blob);
+      // Inline inputs (the small call) are read in this turn: the target's request is dispatched in it too.
+      const inputs = readInlineTensors(h.inputs, blob) ?? (await this.sharedInputs(h, blob));
       if (!this.infer) {
         throw unavailable(
           'BLS is not available: this server did not give the python backend its inference API',
         );
       }
-      let final = false;
       const parent = h.traceRid !== 0 ? this.traceOf(h.traceRid) : undefined;
-      // The next response is taken from the core only once the stub has room for it (credit).
-      for await (const r of this.infer(blsRequest(h, inputs, ac.signal, parent))) {
-        if (c.credit <= 0) await this.waitForCredit(c);
-        c.credit--;
-        const sending = this.reply(q, r.outputs, r.parameters, r.final);
-        if (sending !== undefined) await sending;
-        if (windowed) {
-          c.ahead++;
-          this.ahead++;
-          if (c.ahead > this.peak) this.peak = c.ahead;
+      const request = blsRequest(h, inputs, ac.signal, this.callerModel, parent);
+      // The iterator by hand, not for-await (core/call.ts, performance rules): the final response ends
+      // the call without another next(). The next response is taken from the core only once the stub has
+      // room for it (credit).
+      const responses = this.infer(request)[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await responses.next();
+        if (next.done === true) {
+          await this.reply(q, [], {}, true);
+          break;
         }
-        final ||= r.final;
+        try {
+          let final = this.forward(c, q, next.value);
+          if (final instanceof Promise) final = await final;
+          if (final) break;
+        } catch (err) {
+          // Cancelled while it waited for credit, or its response could not be sent: the target's
+          // stream is closed as for-await would close it (the core's own stream ends by the signal).
+          void responses.return?.();
+          throw err;
+        }
       }
-      if (!final) await this.reply(q, [], {}, true);
     } catch (err) {
       const e = NereidError.from(err);
       if (this.log.isVerbose()) this.log.verbose(`BLS request from '${this.stub.name}' failed: ${e.message}`);
@@ -211,6 +229,28 @@ export class BlsService {
       // The call is over: what the stub did not grant back is no longer ahead.
       this.ahead -= c.ahead;
     }
+  }
+
+  /**
+   * Sends one response of the call once it has credit; true when it was the final one. In this turn (no
+   * promise) when the call has credit and the outputs go inline: the small call's path.
+   */
+  private forward(c: Call, q: number, r: ServerInferResponse): boolean | Promise<boolean> {
+    if (c.credit <= 0) return this.waitForCredit(c).then(() => this.forward(c, q, r));
+    c.credit--;
+    const sending = this.reply(q, r.outputs, r.parameters, r.final);
+    if (sending !== undefined) return sending.then(() => this.sent(c, r.final));
+    return this.sent(c, r.final);
+  }
+
+  /** A response went out: with a window, it counts against the call's credit until granted back. */
+  private sent(c: Call, final: boolean): boolean {
+    if (c.windowed) {
+      c.ahead++;
+      this.ahead++;
+      if (c.ahead > this.peak) this.peak = c.ahead;
+    }
+    return final;
   }
 
   /** Sends one response: in this turn when its outputs all go inline, else once written to /dev/shm. */

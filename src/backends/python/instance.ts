@@ -266,6 +266,7 @@ export class PythonInstance implements InstanceHandle {
       this.opts.shmThreshold,
       this.opts.log,
       (rid) => this.ledger.request(rid)?.request.trace,
+      this.opts.modelName,
     );
     this.control = new ModelControlService(stub, {
       api: this.opts.serverApi,

@@ -321,7 +321,9 @@ describe('pipelined batches on a Python instance', () => {
     const answered = new Promise<void>((resolve) => (answer = resolve));
     let called!: () => void;
     const calling = new Promise<void>((resolve) => (called = resolve));
+    let caller: string | undefined;
     const serverInfer = async function* (r: ServerInferRequest): AsyncIterable<ServerInferResponse> {
+      caller = r.callerModel;
       called();
       await answered;
       const seven = ints(r.inputs[0].data)[0];
@@ -337,16 +339,18 @@ describe('pipelined batches on a Python instance', () => {
     const inst = await instance(MODEL_PY, { serverInfer });
     try {
       const order: string[] = [];
-      const caller = new Recorder(order, 'caller');
+      const callerRecorder = new Recorder(order, 'caller');
       const behind = new Recorder(order, 'behind');
-      const first = inst.execute([request(caller, [1], { bls: '1' })]);
+      const first = inst.execute([request(callerRecorder, [1], { bls: '1' })]);
       await calling; // the model is now blocked in call.exec(), reading frames for its answer
       // Written to the socket before the BLS answer, so the stub reads this EXECUTE while it waits.
       const second = inst.execute([request(behind, [5])]);
       answer();
       await Promise.all([first, second]);
       assert.deepEqual(order, ['caller', 'behind']);
-      assert.deepEqual(caller.out().slice(0, 2), [702, 1]);
+      // The call names its caller (on-demand mode keeps the callee loaded while the caller is busy).
+      assert.equal(caller, 'pipe');
+      assert.deepEqual(callerRecorder.out().slice(0, 2), [702, 1]);
       assert.deepEqual(behind.out().slice(0, 2), [6, 2]);
     } finally {
       await inst.close();

@@ -320,6 +320,8 @@ built = [
     (m.MODEL_CONTROL, m.model_control(3, m.ready_op("x", ""))),
     (m.METRICS, m.metrics_reply(4, [])),
     (m.BLS_CREDIT, m.bls_credit(4, 8)),
+    # Text that needs escaping, through bls_request_json's own string encoder
+    (m.BLS_REQUEST, json.loads(m.bls_request_json(2, 'Ü"\\\n', 3, "a\u2028b", "é", 3, 9, '{"k":"v"}', ["Ω", "B"], []))),
 ]
 out = []
 for type_, header in built:
@@ -342,7 +344,7 @@ void test("every builder in messages.py writes its message's shape, and the host
     execFileSync(PYTHON, ['-c', BUILDERS, path.join(PACKAGE_ROOT, 'python')], { encoding: 'utf8' }),
   ) as { json: [number, boolean, Record<string, unknown>][]; binary: string[] };
   const out = built.json;
-  assert.equal(out.length, 18);
+  assert.equal(out.length, 19);
   for (const [type, ok, header] of out) assert.equal(ok, true, `type ${type}: ${JSON.stringify(header)}`);
   const [outputs, errorOnly, failed] = built.binary.map((hex) => Buffer.from(hex, 'hex'));
   const out0: StubTensor = {
@@ -409,4 +411,21 @@ void test("every builder in messages.py writes its message's shape, and the host
   assert.deepEqual([numeric.correlationId, numeric.correlationIsString, numeric.traceRid], ['5', false, 0]);
   assert.deepEqual(decode[MessageType.ModelControl](out[14][2]).unloadDependents, true);
   assert.deepEqual(decode[MessageType.BlsCredit](out[17][2]), { call: 4, n: 8 });
+  const escaped = decode[MessageType.BlsRequest](out[18][2]);
+  assert.deepEqual(
+    [
+      escaped.call,
+      escaped.modelName,
+      escaped.modelVersion,
+      escaped.requestId,
+      escaped.correlationId,
+      escaped.correlationIsString,
+      escaped.flags,
+      escaped.timeoutUs,
+      escaped.parameters,
+      escaped.requestedOutputs,
+      escaped.window,
+    ],
+    [2, 'Ü"\\\n', '3', 'a\u2028b', 'é', true, 3, 9, '{"k":"v"}', ['Ω', 'B'], 0],
+  );
 });

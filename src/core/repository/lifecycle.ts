@@ -118,6 +118,14 @@ export class ModelRecord<V extends LoadedVersion = LoadedVersion> {
       .sort((a, b) => a - b);
   }
 
+  /** The highest READY version (readyVersions()'s last) without building the list: every request's lookup. */
+  latestReady(): number | undefined {
+    let latest: number | undefined;
+    for (const [v, s] of this.slots)
+      if (s.state === 'READY' && (latest === undefined || v > latest)) latest = v;
+    return latest;
+  }
+
   hasReady(): boolean {
     for (const s of this.slots.values()) if (s.state === 'READY') return true;
     return false;
@@ -147,8 +155,7 @@ export function findServingVersion<V extends LoadedVersion>(
   if (!record || !record.tracked) throw msg.unknownModel(name);
   const v = parseModelVersion(version);
   if (v === -1) {
-    const ready = record.readyVersions();
-    const latest = ready[ready.length - 1];
+    const latest = record.latestReady();
     const slot = latest === undefined ? undefined : record.slots.get(latest);
     if (!slot?.loaded) throw msg.noAvailableVersion(name);
     return slot.loaded;
