@@ -117,16 +117,17 @@ export class ResponseFlows {
   }
 
   /**
-   * Sends each owed request its credit, unless it ended meanwhile (nothing to grant) or its queue filled
-   * (unpark() grants it all once the queue has room). A request whose stream ended without its final
-   * response (the client left, the stream was failed) is cancelled on the stub instead, which ends a
-   * wait for credit there.
+   * Sends each owed request its credit, unless it ended meanwhile (nothing to grant). Credit is only ever
+   * owed for responses that went into the queue, so what the stub may send unasked stays within the
+   * window also when the queue filled since. A request whose stream ended without its final response
+   * (the client left, the stream was failed) is cancelled on the stub instead, which ends a wait for
+   * credit there.
    */
   private readonly flush = (): void => {
     this.flushing = undefined;
     for (const [rid, f] of this.owing) {
       const flow = f.flow;
-      if (this.ledger.request(rid) !== f || flow === undefined || flow.parked !== undefined) continue;
+      if (this.ledger.request(rid) !== f || flow === undefined) continue;
       if (f.request.sender.done) {
         this.ledger.cancel(rid, f);
         continue;
