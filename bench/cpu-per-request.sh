@@ -14,9 +14,9 @@
 #
 # Env: PORT (18100; PORT+1 is gRPC, PORT+2 Triton's metrics), WINDOW_MS (4000), SERVER_FLAGS (extra server
 # flags), PYTHON (the stubs' interpreter), EXTRA_MODELS (a directory whose models join the copy:
-# bench/cpu-per-request-models holds vt_identity_large_onnx, the 600 KB identity without a stub), NODE_FLAGS (e.g. --perf-basic-prof),
-# PERF=<file> (records `perf record -g` of the server and its stubs during the run), STAT=1 (counts
-# system calls and context switches per request with `perf stat`).
+# bench/cpu-per-request-models holds vt_identity_large_onnx, the 600 KB identity without a stub),
+# NODE_FLAGS (e.g. --perf-basic-prof), PERF=<file> (records `perf record -g` of the server and its stubs
+# during the run), STAT=1 (counts system calls and context switches per request with `perf stat`).
 #
 # A decoupled model (model_transaction_policy { decoupled: true }, e.g. vt_stream16) is run over gRPC with
 # perf_analyzer --streaming, as bench/vs-triton/vs_triton.py runs its decoupled case; a request is one
