@@ -13,10 +13,14 @@
 # thread's voluntary and involuntary context switches per request.
 #
 # Env: PORT (18100; PORT+1 is gRPC, PORT+2 Triton's metrics), WINDOW_MS (4000), SERVER_FLAGS (extra server
-# flags), EXTRA_MODELS (a directory whose models join the copy: bench/cpu-per-request-models holds
-# vt_identity_large_onnx, the 600 KB identity without a stub), NODE_FLAGS (e.g. --perf-basic-prof),
-# PERF=<file> (records `perf record -g` of the server and its stubs during the run), STAT=1 (counts
-# system calls and context switches per request with `perf stat`).
+# flags), PYTHON (the stubs' interpreter), EXTRA_MODELS (a directory whose models join the copy:
+# bench/cpu-per-request-models holds vt_identity_large_onnx, the 600 KB identity without a stub),
+# NODE_FLAGS (e.g. --perf-basic-prof), PERF=<file> (records `perf record -g` of the server and its stubs
+# during the run), STAT=1 (counts system calls and context switches per request with `perf stat`).
+#
+# A decoupled model (model_transaction_policy { decoupled: true }, e.g. vt_stream16) is run over gRPC with
+# perf_analyzer --streaming, as bench/vs-triton/vs_triton.py runs its decoupled case; a request is one
+# stream call (all its responses), counted once by the server's statistics.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=${1:?usage: cpu-per-request.sh <checkout|triton> <http|grpc> <concurrency> [model]}
@@ -26,6 +30,9 @@ model=${4:-vt_add_sub}
 port=${PORT:-18100}
 window=${WINDOW_MS:-4000}
 perf_analyzer=$root/.venv/bin/perf_analyzer
+# The stubs' Python: PYTHON, else .venv-triton's (the one Triton's stubs use), else .venv's.
+python=${PYTHON:-$root/.venv-triton/bin/python}
+[[ -x $python ]] || python=$root/.venv/bin/python
 
 repo=$(mktemp -d /tmp/cpu-per-request.XXXXXX)
 cp -r "$root"/bench/vs-triton/models/* "$repo/"
@@ -39,7 +46,7 @@ else
   # shellcheck disable=SC2086
   node ${NODE_FLAGS:-} --initial-heap-size=128 "$target/bin/nereid.js" --model-repository="$repo" \
     --http-port="$port" --grpc-port=$((port + 1)) --allow-metrics=false --log-info=false \
-    --backend-config=python,python-executable="$root/.venv-triton/bin/python" ${SERVER_FLAGS:-} >"$log" 2>&1 &
+    --backend-config=python,python-executable="$python" ${SERVER_FLAGS:-} >"$log" 2>&1 &
 fi
 pid=$!
 cleanup() {
@@ -55,6 +62,11 @@ done
 stubs=$(pgrep -P "$pid" -f "nereid_python_stub.py ${model}_[0-9]|triton_python_backend_stub .*/${model}/" || true)
 url=localhost:$port
 [[ $protocol == grpc ]] && url=localhost:$((port + 1))
+extra=()
+if grep -Eq 'decoupled: *true' "$repo/$model/config.pbtxt"; then
+  [[ $protocol == grpc ]] || { echo "$model is decoupled: only grpc (streaming) serves it" >&2; exit 2; }
+  extra=(--streaming)
+fi
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 main_ticks() { sed 's/.*) //' "/proc/$pid/task/$pid/stat" | awk '{print $12 + $13}'; }
@@ -70,7 +82,7 @@ served() {
 }
 
 "$perf_analyzer" -m "$model" -i "$protocol" -u "$url" --concurrency-range "$concurrency" \
-  --request-count 300 >/dev/null 2>&1 || true
+  --request-count 300 "${extra[@]}" >/dev/null 2>&1 || true
 n0=$(served)
 h0=$(ticks "$pid")
 m0=$(main_ticks)
@@ -90,7 +102,7 @@ if [[ -n ${PERF:-} ]]; then
   watchers+=($!)
 fi
 "$perf_analyzer" -m "$model" -i "$protocol" -u "$url" --concurrency-range "$concurrency" \
-  --measurement-interval "$window" --stability-percentage 999 --max-trials 3 >"$repo/pa.txt" 2>&1 || true
+  --measurement-interval "$window" --stability-percentage 999 --max-trials 3 "${extra[@]}" >"$repo/pa.txt" 2>&1 || true
 for w in "${watchers[@]}"; do kill -INT "$w" 2>/dev/null || true; done
 for w in "${watchers[@]}"; do wait "$w" 2>/dev/null || true; done
 n=$(($(served) - n0))
