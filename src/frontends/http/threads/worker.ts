@@ -27,12 +27,16 @@ import {
   ownedBuffer,
   packTensors,
   unpackTensors,
+  type Batch,
+  type ThreadControl,
+  type ThreadStatus,
   type ThreadWorkerData,
   type ToMain,
   type ToThread,
 } from './wire.js';
 
-type Settled = ToThread & { t: 'answer' | 'failed' };
+type Settled = ToThread;
+type FromMain = ToThread | ThreadControl | Batch<ToThread | ThreadControl>;
 
 class ProtocolThread {
   private readonly toMain: Coalescer<ToMain>;
@@ -55,7 +59,7 @@ class ProtocolThread {
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
       answerMalformed(err, socket, data.serverHeader),
     );
-    port.on('message', (m: ToThread) => this.receive(m));
+    port.on('message', (m: FromMain) => this.receive(m));
   }
 
   listen(): void {
@@ -71,7 +75,7 @@ class ProtocolThread {
     });
   }
 
-  private post(m: ToMain): void {
+  private post(m: ThreadStatus): void {
     this.port.postMessage(m);
   }
 
@@ -79,7 +83,7 @@ class ProtocolThread {
     return { serverHeader: this.data.serverHeader, closeConnection: this.closing || closeConnection };
   }
 
-  private receive(m: ToThread): void {
+  private receive(m: FromMain): void {
     switch (m.t) {
       case 'batch':
         for (const item of m.items) this.receive(item);
