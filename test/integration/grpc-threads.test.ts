@@ -4,6 +4,7 @@
 // what the threads served, and the main thread's gRPC server never seeing a ModelInfer. On a Node without
 // net.Server.listen's `reusePort` (Node 20) the flag is refused with a warning and gRPC is served as before.
 import assert from 'node:assert/strict';
+import http2 from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import type { ServiceError } from '@grpc/grpc-js';
 import { threadsSupported } from '../../src/frontends/threads/pool.js';
@@ -208,6 +209,41 @@ describe('--grpc-infer-thread-count', { skip: !supported && 'needs reusePort (No
     assert.ok(Number(line.split(' ').pop()) >= 15, line);
   });
 });
+
+describe(
+  '--grpc-infer-thread-count and --grpc-max-connections',
+  { skip: !supported && 'needs reusePort (Node 22.12+)' },
+  () => {
+    it('holds the cap for the whole port: each thread takes its share', async () => {
+      const repo = makeRepository({ ident: { config: IDENTITY } });
+      const s = await startServer([
+        `--model-repository=${repo}`,
+        '--grpc-infer-thread-count=2',
+        '--grpc-max-connections=2',
+      ]);
+      const sessions: http2.ClientHttp2Session[] = [];
+      try {
+        // Each newcomer at a thread's share (1) closes that thread's least active connection, or is refused.
+        for (let i = 0; i < 8; i++) {
+          const c = http2.connect(`http://127.0.0.1:${s.running.grpc!.port}`);
+          c.on('error', () => {});
+          await new Promise<void>((resolve) => {
+            c.once('remoteSettings', () => resolve());
+            c.once('close', () => resolve());
+          });
+          sessions.push(c);
+        }
+        await new Promise((r) => setTimeout(r, 500));
+        const open = sessions.filter((c) => !c.closed && !c.destroyed);
+        assert.ok(open.length >= 1 && open.length <= 2, `${open.length} connections open past a cap of 2`);
+      } finally {
+        for (const c of sessions) c.destroy();
+        await s.stop();
+        removeRepository(repo);
+      }
+    });
+  },
+);
 
 describe('--grpc-infer-thread-count without reusePort', { skip: supported && 'this Node has reusePort' }, () => {
   it('warns and serves gRPC on the main thread', async () => {
