@@ -18,13 +18,21 @@ import {
   type ResolvedModel,
 } from '../../../core/index.js';
 import {
+  capShare,
   ProtocolThreads,
   threadsRefusal as sharedRefusal,
   type ProtocolThread,
 } from '../../threads/pool.js';
 import { returnController, takeController } from '../../signal-pool.js';
 import { DEFAULT_JSON_LIMITS } from '../json-pool.js';
-import { createHttpFrontend, DEFAULT_BACKLOG, DEFAULT_MAX_INPUT_SIZE } from '../server.js';
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../../connection-share.js';
+import {
+  connectionRefusals,
+  createHttpFrontend,
+  DEFAULT_BACKLOG,
+  DEFAULT_MAX_INPUT_SIZE,
+} from '../server.js';
+import { DEFAULT_MAX_CONNECTIONS } from '../transport/connection-limits.js';
 import type { HttpFrontend, HttpFrontendOptions } from '../server.js';
 import { HTTP_DECOUPLED } from '../routes.js';
 import { toErrorReply } from '../transport/errors.js';
@@ -112,7 +120,16 @@ export function createThreadedHttpFrontend(
   options: HttpFrontendOptions,
   threads: number,
 ): HttpFrontend {
-  const main = createHttpFrontend(api, { ...options, address: '127.0.0.1', port: 0 });
+  // Reached only by the threads: the connection caps are theirs, each a share (capShare).
+  const main = createHttpFrontend(api, {
+    ...options,
+    address: '127.0.0.1',
+    port: 0,
+    maxConnections: 0,
+    maxConnectionsPerAddress: 0,
+  });
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const maxPerAddress = options.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
   const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   const fastPath =
     (options.restrictedApis === undefined || Object.keys(options.restrictedApis).length === 0) &&
@@ -142,6 +159,9 @@ export function createThreadedHttpFrontend(
           jsonThreshold: options.json?.workerThreshold ?? DEFAULT_JSON_LIMITS.workerThreshold,
           serverHeader,
           fastPath,
+          maxConnections: capShare(maxConnections, threads),
+          maxConnectionsPerAddress: capShare(maxPerAddress, threads),
+          ...connectionRefusals(maxConnections, maxPerAddress),
         }),
         receive: (thread, m) => {
           let mine = cancels.get(thread);

@@ -29,6 +29,12 @@ export interface ThreadWorkerData {
   readonly serverHeader: string;
   /** False when a setting needs the main thread's per-request view (restrictions, header forwarding, access log). */
   readonly fastPath: boolean;
+  /** This thread's share of --http-max-connections and --http-max-connections-per-address (0: none). */
+  readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
+  /** The main thread's 503 bodies for them, quoting the whole server's caps. */
+  readonly overCapBody: string;
+  readonly overShareBody: string;
 }
 
 /** A request without `signal`, its tensors' Buffers as plain Uint8Arrays (what structured clone delivers). */
