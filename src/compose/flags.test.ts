@@ -129,7 +129,10 @@ describe('parseFlags', () => {
   });
 
   it('checks the values of flags that change nothing, as Triton does', () => {
-    assert.throws(() => parseFlags(['--model-repository=/r', '--grpc-max-response-pool-size=two']), /integer/);
+    assert.throws(
+      () => parseFlags(['--model-repository=/r', '--grpc-max-response-pool-size=two']),
+      /integer/,
+    );
     assert.throws(() => parseFlags(['--model-repository=/r', '--allow-sagemaker=maybe']), /boolean/);
     assert.throws(
       () => parseFlags(['--model-repository=/r', '--min-supported-compute-capability=six']),

@@ -10,14 +10,7 @@ import type { ServiceError } from '@grpc/grpc-js';
 import { threadsSupported } from '../../src/frontends/threads/pool.js';
 import type { Plain } from '../../src/frontends/grpc/messages.js';
 import { TestClient, encodeMessage } from '../../src/frontends/grpc/test-client.testkit.js';
-import {
-  makeRepository,
-  post,
-  removeRepository,
-  request,
-  startServer,
-  type TestServer,
-} from './harness.js';
+import { makeRepository, post, removeRepository, request, startServer, type TestServer } from './harness.js';
 
 const IDENTITY = `name: "ident"
 backend: "identity"
@@ -108,7 +101,9 @@ describe('--grpc-infer-thread-count', { skip: !supported && 'needs reusePort (No
       "a ModelInfer went through the main thread's gRPC server",
     );
     assert.ok(
-      threaded.logs.some((l) => /GRPC request on protocol thread \d: \/inference.GRPCInferenceService\/ModelInfer/.test(l)),
+      threaded.logs.some((l) =>
+        /GRPC request on protocol thread \d: \/inference.GRPCInferenceService\/ModelInfer/.test(l),
+      ),
       threaded.logs.join('\n'),
     );
   });
@@ -204,7 +199,9 @@ describe('--grpc-infer-thread-count', { skip: !supported && 'needs reusePort (No
     const line = metrics.body
       .toString()
       .split('\n')
-      .find((l) => l.startsWith('nereid_grpc_requests_total') && l.includes('ModelInfer"') && l.includes('OK'));
+      .find(
+        (l) => l.startsWith('nereid_grpc_requests_total') && l.includes('ModelInfer"') && l.includes('OK'),
+      );
     assert.ok(line !== undefined, metrics.body.toString());
     assert.ok(Number(line.split(' ').pop()) >= 15, line);
   });
@@ -245,22 +242,26 @@ describe(
   },
 );
 
-describe('--grpc-infer-thread-count without reusePort', { skip: supported && 'this Node has reusePort' }, () => {
-  it('warns and serves gRPC on the main thread', async () => {
-    const repo = makeRepository({ ident: { config: IDENTITY } });
-    const s = await startServer([`--model-repository=${repo}`, '--grpc-infer-thread-count=2']);
-    const c = new TestClient(`127.0.0.1:${s.running.grpc!.port}`);
-    try {
-      assert.ok(
-        s.logs.some((l) => l.includes('--grpc-infer-thread-count needs Node 22.12+')),
-        s.logs.join('\n'),
-      );
-      const r = await c.call('ModelInfer', RAW_REQUEST);
-      assert.deepEqual((r.raw_output_contents as Buffer[])[0], fp32([1, 2, 3.5, -4]));
-    } finally {
-      c.close();
-      await s.stop();
-      removeRepository(repo);
-    }
-  });
-});
+describe(
+  '--grpc-infer-thread-count without reusePort',
+  { skip: supported && 'this Node has reusePort' },
+  () => {
+    it('warns and serves gRPC on the main thread', async () => {
+      const repo = makeRepository({ ident: { config: IDENTITY } });
+      const s = await startServer([`--model-repository=${repo}`, '--grpc-infer-thread-count=2']);
+      const c = new TestClient(`127.0.0.1:${s.running.grpc!.port}`);
+      try {
+        assert.ok(
+          s.logs.some((l) => l.includes('--grpc-infer-thread-count needs Node 22.12+')),
+          s.logs.join('\n'),
+        );
+        const r = await c.call('ModelInfer', RAW_REQUEST);
+        assert.deepEqual((r.raw_output_contents as Buffer[])[0], fp32([1, 2, 3.5, -4]));
+      } finally {
+        c.close();
+        await s.stop();
+        removeRepository(repo);
+      }
+    });
+  },
+);

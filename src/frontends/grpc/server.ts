@@ -358,7 +358,11 @@ export interface GrpcPortHandlers {
    * Asked first for each stream within the connection's stream limit, before any other check: true when it
    * took the stream as it is (a protocol thread forwards it to the main thread, whose port checks it).
    */
-  readonly take?: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: readonly string[]) => boolean;
+  readonly take?: (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    raw: readonly string[],
+  ) => boolean;
   /** Told when the port starts closing (after it refuses new calls, before connections close). */
   readonly onClose?: () => void;
   /** Where the verbose log says a call arrived: "" (the main thread) or " on protocol thread <n>". */
@@ -498,7 +502,8 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     headers: IncomingHttpHeaders,
     raw: readonly string[],
   ): void => {
-    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH) compressInferResponses(call, compression);
+    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH)
+      compressInferResponses(call, compression);
     if (path === MODEL_INFER_PATH) {
       const forwarded = forwardHeaders?.parameters(raw);
       const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>

@@ -35,7 +35,8 @@ export function threadsRefusal(
   if (!threadsSupported(version)) {
     return `${flag} needs Node 22.12+ (or 23.1+) on Linux for SO_REUSEPORT; this is Node ${version ?? process.versions.node} on ${process.platform}: ${service} is served on the main thread`;
   }
-  if (tls) return `${flag} is not supported with ${service} over TLS: ${service} is served on the main thread`;
+  if (tls)
+    return `${flag} is not supported with ${service} over TLS: ${service} is served on the main thread`;
   return undefined;
 }
 

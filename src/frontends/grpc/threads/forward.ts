@@ -72,7 +72,9 @@ export class StreamForwarder {
       stream.respond(reply, { waitForTrailers: true });
       out.pipe(stream);
     });
-    out.on('trailers', (t) => (trailers = t));
+    out.on('trailers', (t: IncomingHttpHeaders) => {
+      trailers = t;
+    });
     stream.on('wantTrailers', () => stream.sendTrailers(plain(trailers ?? {})));
     out.on('close', () => {
       if (stream.closed || stream.destroyed) return;

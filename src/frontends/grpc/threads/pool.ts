@@ -174,7 +174,7 @@ export function createThreadedGrpcFrontend(
     switch (m.t) {
       case 'infer': {
         let mine = cancels.get(thread);
-        if (mine === undefined) cancels.set(thread, (mine = new Map()));
+        if (mine === undefined) cancels.set(thread, (mine = new Map<number, AbortController>()));
         void serveDecoded(api, options, { answers: thread.post, cancels: mine }, m);
         break;
       }

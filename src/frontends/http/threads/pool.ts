@@ -165,7 +165,7 @@ export function createThreadedHttpFrontend(
         }),
         receive: (thread, m) => {
           let mine = cancels.get(thread);
-          if (mine === undefined) cancels.set(thread, (mine = new Map()));
+          if (mine === undefined) cancels.set(thread, (mine = new Map<number, AbortController>()));
           if (m.t === 'infer') void serveDecoded(api, options, { answers: thread.post, cancels: mine }, m);
           else mine.get(m.id)?.abort();
         },
