@@ -195,6 +195,8 @@ describe('--grpc-infer-thread-count', { skip: !supported && 'needs reusePort (No
     const before = await count();
     await Promise.all(Array.from({ length: 12 }, () => b.call('ModelInfer', RAW_REQUEST)));
     assert.equal((await count()) - before, 12);
+    // The threads send their counts every 100 ms.
+    await new Promise((r) => setTimeout(r, 300));
     const metrics = await request(`http://127.0.0.1:${threaded.running.metrics!.port}/metrics`);
     const line = metrics.body
       .toString()

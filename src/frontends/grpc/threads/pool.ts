@@ -181,8 +181,13 @@ export function createThreadedGrpcFrontend(
       case 'cancel':
         cancels.get(thread)?.get(m.id)?.abort();
         break;
-      case 'count':
-        requestCounts?.grpc(m.rpc, m.code);
+      case 'counts':
+        for (const [key, n] of m.entries) {
+          const space = key.indexOf(' ');
+          const code = Number(key.slice(0, space));
+          const rpc = key.slice(space + 1);
+          for (let i = 0; i < n; i++) requestCounts?.grpc(rpc, code);
+        }
         break;
       case 'log':
         log.relay(m.line);

@@ -52,8 +52,8 @@ export type ToMain =
       readonly invalid: { readonly code: ErrorCode; readonly message: string } | undefined;
     }
   | { readonly t: 'cancel'; readonly id: number }
-  /** A call the thread finished, for nereid_grpc_requests_total. */
-  | { readonly t: 'count'; readonly rpc: string; readonly code: number }
+  /** Calls the thread finished, for nereid_grpc_requests_total: [`<code> <rpc>`, how many]. */
+  | { readonly t: 'counts'; readonly entries: readonly (readonly [string, number])[] }
   /** A log line the thread's Logger formatted. */
   | { readonly t: 'log'; readonly line: string };
 

@@ -48,6 +48,9 @@ import type { GrpcThreadData, ToMain, ToThread } from './wire.js';
 type FromMain = ToThread | ThreadControl | Batch<ToThread | ThreadControl>;
 type Settled = ToThread & { t: 'answer' | 'failed' };
 
+/** How long a thread's request counts wait to be sent to the main thread's metrics. */
+const COUNT_FLUSH_MS = 100;
+
 const header = (v: string | string[] | undefined): string | undefined =>
   typeof v === 'string' ? v : undefined;
 
@@ -56,6 +59,9 @@ class GrpcProtocolThread {
   /** ModelInfer calls sent to the main thread, by id, waiting for its answer. */
   private readonly pending = new Map<number, (m: Settled) => void>();
   private nextId = 1;
+  /** Finished calls by `<code> <rpc>` since the last flush. */
+  private readonly counts = new Map<string, number>();
+  private countTimer: NodeJS.Timeout | undefined;
   private readonly log: Logger;
   private readonly settings: GrpcSettings;
   private readonly forwarder: StreamForwarder;
@@ -68,10 +74,7 @@ class GrpcProtocolThread {
     this.toMain = new Coalescer<ToMain>((m, transfer) => port.postMessage(m, transfer));
     // Lines go out through the main thread's logger (its sink, the dashboard's recent lines aside).
     this.log = new Logger(data.logSettings, (line) => this.toMain.post({ t: 'log', line }));
-    const counts: RequestCounter = {
-      http: () => {},
-      grpc: (rpc, code) => this.toMain.post({ t: 'count', rpc, code }),
-    };
+    const counts: RequestCounter = { http: () => {}, grpc: (rpc, code) => this.count(rpc, code) };
     this.settings = grpcSettings(data.serverToken, data.options);
     this.forwarder = new StreamForwarder(data.internalPort, {
       stream: this.settings.streamWindow,
@@ -98,6 +101,24 @@ class GrpcProtocolThread {
       (bound) => this.post({ t: 'listening', address: bound.address, port: bound.port }),
       (err: Error & { code?: string }) => this.post({ t: 'error', code: err.code, message: err.message }),
     );
+  }
+
+  /**
+   * A finished call, for nereid_grpc_requests_total: counted here and sent every COUNT_FLUSH_MS, not as a
+   * message of its own per call (a call ends in a later turn than its answer: one more wake-up each).
+   */
+  private count(rpc: string, code: number): void {
+    const key = `${code} ${rpc}`;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    if (this.countTimer === undefined) {
+      this.countTimer = setTimeout(() => {
+        this.countTimer = undefined;
+        const entries = [...this.counts];
+        this.counts.clear();
+        this.toMain.post({ t: 'counts', entries });
+      }, COUNT_FLUSH_MS);
+      this.countTimer.unref();
+    }
   }
 
   private post(m: ThreadStatus): void {
