@@ -92,6 +92,8 @@ export interface GrpcFrontendOptions {
   readonly tls?: TlsCredentials;
   /** Counts each finished call by rpc and status (the metrics' nereid_grpc_requests_total). */
   readonly requestCounts?: RequestCounter;
+  /** A protocol thread's port: the caps above are its shares, refusals quote these (the whole port's). */
+  readonly quotedCaps?: { readonly maxConnections: number; readonly maxConnectionsPerAddress: number };
 }
 
 /** A call's rpc label: `service/method` for an rpc this server has, `unknown` for any other path. */
@@ -266,6 +268,7 @@ export interface GrpcSettings {
   readonly replyHeaders: ResponseHeaders;
   readonly restricted: ReadonlyMap<string, RestrictionCheck>;
   readonly forwardHeaders: HeaderForwarder | undefined;
+  readonly quotedCaps?: { readonly maxConnections: number; readonly maxConnectionsPerAddress: number };
 }
 
 /**
@@ -307,6 +310,7 @@ export function grpcSettings(
       options.headerForwardPattern === undefined
         ? undefined
         : new HeaderForwarder(options.headerForwardPattern, 'grpc'),
+    ...(options.quotedCaps && { quotedCaps: options.quotedCaps }),
   };
 }
 

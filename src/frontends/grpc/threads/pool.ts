@@ -125,16 +125,16 @@ async function serveDecoded(
 
 /** What each thread's port is built from: the frontend's options with its share of the connection caps. */
 function threadPortOptions(options: GrpcFrontendOptions, threads: number): ThreadPortOptions {
+  const maxConnections = options.maxConnections ?? DEFAULT_GRPC_MAX_CONNECTIONS;
+  const maxConnectionsPerAddress = options.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
   return {
+    quotedCaps: { maxConnections, maxConnectionsPerAddress },
     maxMessageSize: options.maxMessageSize,
     streamWindowSize: options.streamWindowSize,
     connectionWindowSize: options.connectionWindowSize,
     maxDecompressedSize: options.maxDecompressedSize,
-    maxConnections: capShare(options.maxConnections ?? DEFAULT_GRPC_MAX_CONNECTIONS, threads),
-    maxConnectionsPerAddress: capShare(
-      options.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
-      threads,
-    ),
+    maxConnections: capShare(maxConnections, threads),
+    maxConnectionsPerAddress: capShare(maxConnectionsPerAddress, threads),
     requestReadTimeoutMs: options.requestReadTimeoutMs,
     maxConcurrentStreams: options.maxConcurrentStreams,
     maxBufferedBytes: options.maxBufferedBytes,
