@@ -138,11 +138,11 @@ run_node_tests "node:test (unit, integration, deployment)" "node:test" "$logs/no
 
 # The other supported Node lines: every unit test, and the integration tests that exercise what differs
 # between Node versions (native addons: onnxruntime-node and node-llama-cpp; worker threads; child
-# processes; HTTP/2; SO_REUSEPORT for --http-thread-count), under Node 22 and 24 in turn. The machine's
-# own node ran everything above.
+# processes; HTTP/2; SO_REUSEPORT for --http-thread-count and --grpc-infer-thread-count), under Node 22
+# and 24 in turn. The machine's own node ran everything above.
 line_files=()
 mapfile -t line_files < <(find dist/src -name '*.test.js' | sort)
-for t in grpc python-backend javascript-backend in-process llamacpp command-line http-threads; do
+for t in grpc python-backend javascript-backend in-process llamacpp command-line http-threads grpc-threads; do
   line_files+=("dist/test/integration/$t.test.js")
 done
 for entry in "${node_lines[@]}"; do

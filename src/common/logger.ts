@@ -120,6 +120,13 @@ export class Logger {
   isVerbose(level = 1): boolean {
     return this.settings.logVerbose >= level;
   }
+  /**
+   * A line another thread's Logger formatted and let through its switches (a gRPC protocol thread's,
+   * frontends/grpc/threads/), written to this logger's sink as it is.
+   */
+  relay(line: string): void {
+    this.sink(line);
+  }
   /** Writes a line with no prefix (startup tables). */
   raw(msg: string): void {
     if (this.settings.logInfo) this.sink(msg);

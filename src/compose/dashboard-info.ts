@@ -92,6 +92,7 @@ const OPTION_RULES: Readonly<Record<keyof ServerOptions, Rule>> = {
   responseIdleTimeoutMs: 'show',
   grpcRestrictedProtocols: 'header-names',
   grpcHeaderForwardPattern: 'show',
+  grpcInferThreadCount: 'show',
   httpUseSsl: 'show',
   httpUseSslMutual: 'show',
   httpServerCert: 'presence',

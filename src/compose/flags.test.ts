@@ -103,13 +103,13 @@ describe('parseFlags', () => {
     const r = parseFlags([
       '--model-repository=/a',
       '--pinned-memory-pool-byte-size=0',
-      '--grpc-infer-thread-count=4',
-      '--grpc-infer-thread-count=8',
+      '--grpc-infer-allocation-pool-size=4',
+      '--grpc-infer-allocation-pool-size=8',
     ]);
-    assert.deepEqual(r.ignored, ['--pinned-memory-pool-byte-size', '--grpc-infer-thread-count']);
+    assert.deepEqual(r.ignored, ['--pinned-memory-pool-byte-size', '--grpc-infer-allocation-pool-size']);
     assert.equal(r.warnings.length, 2, 'one warning per flag, however often it is given');
     assert.match(r.warnings[0], /--pinned-memory-pool-byte-size .*no GPU support/);
-    assert.match(r.warnings[1], /--grpc-infer-thread-count .*event loop/);
+    assert.match(r.warnings[1], /--grpc-infer-allocation-pool-size .*no per-rpc state/);
     assert.match(helpText(), /--model-repository=<string>, --model-store=<string>/);
   });
 
@@ -129,7 +129,10 @@ describe('parseFlags', () => {
   });
 
   it('checks the values of flags that change nothing, as Triton does', () => {
-    assert.throws(() => parseFlags(['--model-repository=/r', '--grpc-infer-thread-count=two']), /integer/);
+    assert.throws(
+      () => parseFlags(['--model-repository=/r', '--grpc-max-response-pool-size=two']),
+      /integer/,
+    );
     assert.throws(() => parseFlags(['--model-repository=/r', '--allow-sagemaker=maybe']), /boolean/);
     assert.throws(
       () => parseFlags(['--model-repository=/r', '--min-supported-compute-capability=six']),
@@ -188,16 +191,24 @@ describe('parseFlags', () => {
     refused('--grpc-keepalive-time=-1', /between 0 and/);
     refused('--grpc-max-concurrent-streams=0', /between 1 and/);
     // Triton's own range checks on flags that change nothing here.
-    refused('--grpc-infer-thread-count=1', /between 2 and 128/);
-    refused('--grpc-infer-thread-count=129', /between 2 and 128/);
     refused('--grpc-max-response-pool-size=0', /between 1 and/);
     const inert = parseFlags([
       '--model-repository=/r',
-      '--grpc-infer-thread-count=4',
       '--grpc-infer-allocation-pool-size=16',
       '--grpc-max-response-pool-size=100',
     ]);
-    assert.equal(inert.warnings.length, 3);
+    assert.equal(inert.warnings.length, 2);
+  });
+
+  it('reads --grpc-infer-thread-count as the gRPC protocol threads: off unless given, 1 to 128', () => {
+    const threads = (...flags: string[]) => parseFlags(['--model-repository=/r', ...flags]).options;
+    assert.equal(threads().grpcInferThreadCount, 0);
+    assert.equal(threads('--grpc-infer-thread-count=1').grpcInferThreadCount, 1);
+    assert.equal(threads('--grpc-infer-thread-count=128').grpcInferThreadCount, 128);
+    assert.deepEqual(parseFlags(['--model-repository=/r', '--grpc-infer-thread-count=4']).ignored, []);
+    for (const bad of ['0', '129', 'two']) {
+      assert.throws(() => threads(`--grpc-infer-thread-count=${bad}`), /grpc-infer-thread-count/, bad);
+    }
   });
 
   it('reads --log-verbose as an integer or true/false, as Model Analyzer passes it', () => {

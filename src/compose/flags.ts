@@ -804,10 +804,9 @@ export const FLAGS: readonly Flag[] = [
   {
     name: 'grpc-infer-thread-count',
     kind: 'int',
-    help: "Triton's gRPC inference handler thread count (2 to 128, as Triton checks).",
-    inert:
-      'Nereid serves gRPC on its event loop and runs models off it (worker threads, stub processes); there are no gRPC handler threads to size',
-    check: (v) => void parseInt10('grpc-infer-thread-count', v, 2, 128),
+    defaultText: 'off',
+    help: 'Threads doing the gRPC protocol work of ModelInfer (HTTP/2, gRPC framing, decoding and checking the request, encoding and compressing the answer), each with a listener of its own on the gRPC port (SO_REUSEPORT); the models still run on the one core, and every other rpc and ModelStreamInfer is passed on to the main thread. 1 to 128 (Triton sizes its inference handler threads with it and accepts 2 to 128, default 2). Needs Node 22.12+ (or 23.1+) on Linux and clear-text gRPC; elsewhere it is ignored with a warning. Not given (the default): gRPC is served on the main thread.',
+    apply: (d, v) => (d.grpcInferThreadCount = parseInt10('grpc-infer-thread-count', v, 1, 128)),
   },
   {
     name: 'grpc-infer-allocation-pool-size',
@@ -1271,6 +1270,7 @@ export function defaultDraft(): Draft {
     responseIdleTimeoutMs: 300_000,
     grpcRestrictedProtocols: {},
     grpcHeaderForwardPattern: undefined,
+    grpcInferThreadCount: 0,
     httpUseSsl: false,
     httpUseSslMutual: false,
     httpServerCert: '',

@@ -8,7 +8,13 @@ import { unavailable } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { InferenceServer, ResponseCache, StatsRegistry } from '../core/assembly.js';
 import type { AccessLog } from '../frontends/access-log.js';
-import { createGrpcFrontend, type GrpcFrontend, type GrpcFrontendOptions } from '../frontends/grpc/index.js';
+import {
+  createGrpcFrontend,
+  createThreadedGrpcFrontend,
+  grpcThreadsRefusal,
+  type GrpcFrontend,
+  type GrpcFrontendOptions,
+} from '../frontends/grpc/index.js';
 import {
   createHealthListener,
   createHttpFrontend,
@@ -186,6 +192,27 @@ function httpFrontendOptions(
   };
 }
 
+/** The gRPC frontend, its protocol on --grpc-infer-thread-count threads when this Node and the port allow. */
+async function startGrpc(
+  ctx: FrontendContext,
+  started: StartedFrontends,
+  requestCounts: RequestCounts | undefined,
+): Promise<void> {
+  const { options, log, server } = ctx;
+  const grpcOptions = grpcFrontendOptions(ctx, requestCounts);
+  const threads = options.grpcInferThreadCount;
+  const refusal = threads > 0 ? grpcThreadsRefusal(grpcOptions) : undefined;
+  if (refusal !== undefined) log.warn(refusal);
+  const threaded = threads > 0 && refusal === undefined;
+  started.grpcFrontend = threaded
+    ? createThreadedGrpcFrontend(server, grpcOptions, threads)
+    : createGrpcFrontend(server, grpcOptions);
+  const grpc = await started.grpcFrontend.listen();
+  started.grpc = grpc;
+  log.info(`Started GRPCInferenceService at ${grpc.address}:${grpc.port}`);
+  if (threaded) log.info(`gRPC protocol work on ${threads} threads (--grpc-infer-thread-count)`);
+}
+
 /** The HTTP frontend and, with --http-health-port, the health listener beside it. */
 async function startHttp(
   ctx: FrontendContext,
@@ -230,12 +257,7 @@ export async function startFrontends(ctx: FrontendContext, started: StartedFront
   const { options, log, server } = ctx;
   // Requests by endpoint and status, counted by the HTTP and gRPC frontends for the metrics frontend.
   const requestCounts = options.allowMetrics ? new RequestCounts() : undefined;
-  if (options.allowGrpc) {
-    started.grpcFrontend = createGrpcFrontend(server, grpcFrontendOptions(ctx, requestCounts));
-    const grpc = await started.grpcFrontend.listen();
-    started.grpc = grpc;
-    log.info(`Started GRPCInferenceService at ${grpc.address}:${grpc.port}`);
-  }
+  if (options.allowGrpc) await startGrpc(ctx, started, requestCounts);
   if (options.allowHttp) await startHttp(ctx, started, requestCounts);
   if (options.allowOpenai && options.openaiPort >= 0) {
     started.openaiServer = createOpenAiServer(server, {

@@ -177,6 +177,8 @@ export interface ServerOptions {
   readonly grpcRestrictedProtocols: Restrictions;
   /** `--grpc-header-forward-pattern` as given; undefined = none. */
   readonly grpcHeaderForwardPattern: string | undefined;
+  /** --grpc-infer-thread-count: gRPC protocol threads (frontends/grpc/threads); 0 = none (not given). */
+  readonly grpcInferThreadCount: number;
   /** `--http-use-ssl` (Nereid only): serve HTTPS with httpServerCert / httpServerKey. */
   readonly httpUseSsl: boolean;
   /** `--http-use-ssl-mutual` (Nereid only): also require client certificates signed by httpRootCert. */

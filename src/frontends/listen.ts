@@ -5,7 +5,7 @@
  * '<address>:<port>' already in use", or "failed to start the <service> service at ...". The address is
  * printed as given (no brackets around an IPv6 literal), as Triton prints it.
  */
-import type { AddressInfo, Server } from 'node:net';
+import type { AddressInfo, ListenOptions, Server } from 'node:net';
 import { unavailable, type NereidError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 
@@ -15,6 +15,8 @@ export interface ListenTarget {
   readonly port: number;
   /** The listen queue length; absent: Node's default. */
   readonly backlog?: number;
+  /** SO_REUSEPORT (Node 22.12+, Linux): protocol threads each bind a listener to the one port. */
+  readonly reusePort?: boolean;
 }
 
 export interface BoundAddress {
@@ -64,6 +66,7 @@ export function listen(
       port: target.port,
       host: target.address,
       ...(target.backlog !== undefined && { backlog: target.backlog }),
-    });
+      ...(target.reusePort === true && { reusePort: true }),
+    } as ListenOptions);
   });
 }

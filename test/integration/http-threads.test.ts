@@ -3,8 +3,9 @@
 // the other endpoints — and the statistics counting what the threads served. On a Node without
 // net.Server.listen's `reusePort` (Node 20) the flag is refused with a warning and HTTP is served as before.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { threadsSupported } from '../../src/frontends/http/threads/pool.js';
+import { threadsSupported } from '../../src/frontends/threads/pool.js';
 import {
   binaryBody,
   makeRepository,
@@ -206,6 +207,40 @@ describe(
         const a = await post(`${plain.url}/v2/models/ident/infer`, JSON_REQUEST, headers);
         const b = await post(`${threaded.url}/v2/models/ident/infer`, JSON_REQUEST, headers);
         assert.deepEqual(answer(b), answer(a), JSON.stringify(headers));
+      }
+    });
+  },
+);
+
+describe(
+  '--http-thread-count and --http-max-connections',
+  { skip: !supported && 'needs reusePort (Node 22.12+)' },
+  () => {
+    it('holds the cap for the whole port: each thread takes its share', async () => {
+      const repo = makeRepository({ ident: { config: IDENTITY } });
+      const s = await startServer([
+        `--model-repository=${repo}`,
+        '--http-thread-count=2',
+        '--http-max-connections=2',
+      ]);
+      const port = Number(new URL(s.url).port);
+      const sockets: net.Socket[] = [];
+      try {
+        // Each newcomer at a thread's share (1) closes that thread's least active connection, or is refused.
+        for (let i = 0; i < 8; i++) {
+          const c = net.connect(port, '127.0.0.1');
+          c.on('error', () => {});
+          await new Promise<void>((resolve) => c.once('connect', () => resolve()));
+          sockets.push(c);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        await new Promise((r) => setTimeout(r, 500));
+        const open = sockets.filter((c) => !c.destroyed && !c.readableEnded);
+        assert.ok(open.length >= 1 && open.length <= 2, `${open.length} connections open past a cap of 2`);
+      } finally {
+        for (const c of sockets) c.destroy();
+        await s.stop();
+        removeRepository(repo);
       }
     });
   },

@@ -92,6 +92,8 @@ export interface GrpcFrontendOptions {
   readonly tls?: TlsCredentials;
   /** Counts each finished call by rpc and status (the metrics' nereid_grpc_requests_total). */
   readonly requestCounts?: RequestCounter;
+  /** A protocol thread's port: the caps above are its shares, refusals quote these (the whole port's). */
+  readonly quotedCaps?: { readonly maxConnections: number; readonly maxConnectionsPerAddress: number };
 }
 
 /** A call's rpc label: `service/method` for an rpc this server has, `unknown` for any other path. */
@@ -151,7 +153,7 @@ function flatten(headers: IncomingHttpHeaders): string[] {
 }
 
 /** Where a traced call arrived (its SERVER span's attributes): the rpc and the :authority's host and port. */
-function grpcTraceEdge(method: string, headers: IncomingHttpHeaders): TraceEdge {
+export function grpcTraceEdge(method: string, headers: IncomingHttpHeaders): TraceEdge {
   const { address, port } = hostAndPort(headers[':authority']);
   return {
     protocol: 'grpc',
@@ -172,7 +174,7 @@ function traceSendStart(ctx: InferContext, readStart: bigint, readEnd: bigint, r
 }
 
 /** Runs a unary rpc: exactly one request message, one response message. */
-function runUnary(
+export function runUnary(
   call: ServerCall,
   handle: (message: Buffer, ctx: InferContext) => Promise<Buffer[]>,
   observed: boolean,
@@ -249,7 +251,7 @@ function runUnary(
 }
 
 /** What every call and connection of one frontend shares, worked out once from its options. */
-interface GrpcSettings {
+export interface GrpcSettings {
   readonly limits: CallLimits;
   readonly streamWindow: number;
   readonly connectionWindow: number;
@@ -266,10 +268,17 @@ interface GrpcSettings {
   readonly replyHeaders: ResponseHeaders;
   readonly restricted: ReadonlyMap<string, RestrictionCheck>;
   readonly forwardHeaders: HeaderForwarder | undefined;
+  readonly quotedCaps?: { readonly maxConnections: number; readonly maxConnectionsPerAddress: number };
 }
 
-/** Options → settings: defaults, upper bounds, the restriction table; fails at startup on a bad option. */
-function grpcSettings(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcSettings {
+/**
+ * Options → settings: defaults, upper bounds, the restriction table; fails at startup on a bad option.
+ * `serverToken` is the Server metadata's product token (common/product.ts).
+ */
+export function grpcSettings(
+  serverToken: string,
+  options: Omit<GrpcFrontendOptions, 'log' | 'address' | 'port'>,
+): GrpcSettings {
   const maxMessageSize = Math.min(options.maxMessageSize ?? MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE);
   const requestReadTimeoutMs = options.requestReadTimeoutMs ?? DEFAULT_REQUEST_READ_TIMEOUT_MS;
   const limits: CallLimits = {
@@ -295,12 +304,13 @@ function grpcSettings(api: InferenceServerApi, options: GrpcFrontendOptions): Gr
     serverBudget,
     compression: options.responseCompression ?? 'none',
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS,
-    replyHeaders: responseHeaders(productToken(api.serverMetadata().version)),
+    replyHeaders: responseHeaders(serverToken),
     restricted: restrictionTable(GRPC_METHOD_CATEGORY, options.restrictedProtocols, 'grpc'),
     forwardHeaders:
       options.headerForwardPattern === undefined
         ? undefined
         : new HeaderForwarder(options.headerForwardPattern, 'grpc'),
+    ...(options.quotedCaps && { quotedCaps: options.quotedCaps }),
   };
 }
 
@@ -339,14 +349,149 @@ function createServer(
   return server;
 }
 
-export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
-  const { log, accessLog, requestCounts } = options;
-  const settings = grpcSettings(api, options);
-  const { limits, compression, streamIdleTimeoutMs, replyHeaders, restricted, forwardHeaders } = settings;
+/** How a port (the main thread's frontend, or a protocol thread's, threads/worker.ts) serves what it admits. */
+export interface GrpcPortHandlers {
+  /** A call that passed the port's checks. */
+  readonly startCall: (
+    call: ServerCall,
+    path: string,
+    headers: IncomingHttpHeaders,
+    raw: readonly string[],
+  ) => void;
+  /**
+   * Asked first for each stream within the connection's stream limit, before any other check: true when it
+   * took the stream as it is (a protocol thread forwards it to the main thread, whose port checks it).
+   */
+  readonly take?: (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    raw: readonly string[],
+  ) => boolean;
+  /** Told when the port starts closing (after it refuses new calls, before connections close). */
+  readonly onClose?: () => void;
+  /** Where the verbose log says a call arrived: "" (the main thread) or " on protocol thread <n>". */
+  readonly where?: string;
+}
 
+export interface GrpcPortOptions {
+  readonly log: Logger;
+  readonly tls?: TlsCredentials;
+  readonly requestCounts?: RequestCounter;
+  readonly address: string;
+  readonly port: number;
+  /** Bind with SO_REUSEPORT (protocol threads, Node 22.12+). */
+  readonly reusePort?: boolean;
+}
+
+/**
+ * A gRPC port: the HTTP/2 server, its connections and caps, and the checks every stream passes before it
+ * becomes a call (the stream limit, :method, content-type, grpc-encoding, shutdown, --grpc-restricted-protocol);
+ * what an admitted call does is `handlers`'.
+ */
+export function createGrpcPort(
+  settings: GrpcSettings,
+  options: GrpcPortOptions,
+  handlers: GrpcPortHandlers,
+): GrpcFrontend {
+  const { log, requestCounts } = options;
+  const { limits, replyHeaders, restricted } = settings;
+  const { startCall, take } = handlers;
+  const where = handlers.where ?? '';
   const connections = new GrpcConnections(settings, log);
-  const streams = new Set<StreamInfer>();
   let closing = false;
+
+  const onStream = (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    _flags: number,
+    rawHeaders?: readonly string[],
+  ): void => {
+    stream.on('error', ignoreStreamError);
+    // Every stream counts (activity, idle time, resets), whether or not it becomes a call.
+    const connection = connections.get(stream.session as ServerHttp2Session);
+    const over = connection !== undefined && connection.openStreams >= settings.maxConcurrentStreams;
+    connection?.streamStarted(stream);
+    if (over) {
+      // Past the limit: this stream alone is refused (it counts as a reset for the reset-flood guard).
+      stream.close(constants.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
+    if (take !== undefined && take(stream, headers, rawHeaders ?? flatten(headers))) return;
+    const path = headers[':path'] ?? '';
+    if (headers[':method'] !== 'POST') {
+      stream.respond({ ':status': 405 }, { endStream: true });
+      return;
+    }
+    const contentType = headers['content-type'] ?? '';
+    if (!contentType.startsWith('application/grpc')) {
+      stream.respond({ ':status': 415 }, { endStream: true });
+      return;
+    }
+    if (log.isVerbose()) log.verbose(`GRPC request${where}: ${path}`);
+    const call = new ServerCall(stream, path, headers, limits, connection, replyHeaders);
+    if (requestCounts) {
+      const rpc = rpcLabel(path);
+      stream.once('close', () => requestCounts.grpc(rpc, call.outcome ?? Status.CANCELLED));
+    }
+    const encoding = call.metadata('grpc-encoding');
+    if (encoding !== undefined && !isSupportedEncoding(encoding)) {
+      call.finish({
+        code: Status.UNIMPLEMENTED,
+        details: `Compression algorithm '${encoding}' is not supported (accepted: ${ACCEPT_ENCODING})`,
+      });
+      return;
+    }
+    if (closing) {
+      call.finish({ code: Status.UNAVAILABLE, details: SHUTTING_DOWN_MESSAGE });
+      return;
+    }
+    const raw = rawHeaders ?? flatten(headers);
+    // Most servers restrict nothing: skip hashing the path then.
+    const restriction = restricted.size === 0 ? undefined : restricted.get(path);
+    if (restriction !== undefined && !isAllowed(restriction, headers, raw)) {
+      call.finish({ code: Status.UNAVAILABLE, details: restriction.message });
+      return;
+    }
+    startCall(call, path, headers, raw);
+  };
+
+  const onSession = (session: ServerHttp2Session): void => connections.admit(session, closing);
+  const server = createServer(settings, options.tls, onSession, onStream);
+
+  return {
+    listen: async () => {
+      const target = options.reusePort ? { ...options, reusePort: true } : options;
+      const bound = await listen(server, 'GRPC', target);
+      server.on('error', (err: Error) => log.error(`GRPC server error: ${err.message}`));
+      return bound;
+    },
+
+    close: () =>
+      new Promise<void>((resolve) => {
+        closing = true;
+        handlers.onClose?.();
+        // Running calls finish (SIGTERM's --exit-timeout-secs bounds them); idle connections close now.
+        for (const connection of connections.values()) connection.beginClose(undefined);
+        if (!server.listening) {
+          resolve();
+          return;
+        }
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** ModelInfer and ModelStreamInfer answers compressed as --grpc-infer-response-compression-level and the client allow. */
+export function compressInferResponses(call: ServerCall, compression: CompressionLevel): void {
+  const responseCoding = responseEncoding(compression, call.metadata('grpc-accept-encoding'));
+  if (responseCoding !== undefined) call.compress(responseCoding);
+}
+
+export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFrontendOptions): GrpcFrontend {
+  const { log, accessLog } = options;
+  const settings = grpcSettings(productToken(api.serverMetadata().version), options);
+  const { compression, streamIdleTimeoutMs, forwardHeaders } = settings;
+  const streams = new Set<StreamInfer>();
 
   const unary = (
     call: ServerCall,
@@ -361,10 +506,8 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     headers: IncomingHttpHeaders,
     raw: readonly string[],
   ): void => {
-    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH) {
-      const responseCoding = responseEncoding(compression, call.metadata('grpc-accept-encoding'));
-      if (responseCoding !== undefined) call.compress(responseCoding);
-    }
+    if (path === MODEL_INFER_PATH || path === MODEL_STREAM_INFER_PATH)
+      compressInferResponses(call, compression);
     if (path === MODEL_INFER_PATH) {
       const forwarded = forwardHeaders?.parameters(raw);
       const carrier = traceCarrier(headers.traceparent, headers.tracestate, () =>
@@ -411,81 +554,10 @@ export function createGrpcFrontend(api: InferenceServerApi, options: GrpcFronten
     ]);
   };
 
-  const onStream = (
-    stream: ServerHttp2Stream,
-    headers: IncomingHttpHeaders,
-    _flags: number,
-    rawHeaders?: readonly string[],
-  ): void => {
-    stream.on('error', ignoreStreamError);
-    // Every stream counts (activity, idle time, resets), whether or not it becomes a call.
-    const connection = connections.get(stream.session as ServerHttp2Session);
-    const over = connection !== undefined && connection.openStreams >= settings.maxConcurrentStreams;
-    connection?.streamStarted(stream);
-    if (over) {
-      // Past the limit: this stream alone is refused (it counts as a reset for the reset-flood guard).
-      stream.close(constants.NGHTTP2_REFUSED_STREAM);
-      return;
-    }
-    const path = headers[':path'] ?? '';
-    if (headers[':method'] !== 'POST') {
-      stream.respond({ ':status': 405 }, { endStream: true });
-      return;
-    }
-    const contentType = headers['content-type'] ?? '';
-    if (!contentType.startsWith('application/grpc')) {
-      stream.respond({ ':status': 415 }, { endStream: true });
-      return;
-    }
-    if (log.isVerbose()) log.verbose(`GRPC request: ${path}`);
-    const call = new ServerCall(stream, path, headers, limits, connection, replyHeaders);
-    if (requestCounts) {
-      const rpc = rpcLabel(path);
-      stream.once('close', () => requestCounts.grpc(rpc, call.outcome ?? Status.CANCELLED));
-    }
-    const encoding = call.metadata('grpc-encoding');
-    if (encoding !== undefined && !isSupportedEncoding(encoding)) {
-      call.finish({
-        code: Status.UNIMPLEMENTED,
-        details: `Compression algorithm '${encoding}' is not supported (accepted: ${ACCEPT_ENCODING})`,
-      });
-      return;
-    }
-    if (closing) {
-      call.finish({ code: Status.UNAVAILABLE, details: SHUTTING_DOWN_MESSAGE });
-      return;
-    }
-    const raw = rawHeaders ?? flatten(headers);
-    // Most servers restrict nothing: skip hashing the path then.
-    const restriction = restricted.size === 0 ? undefined : restricted.get(path);
-    if (restriction !== undefined && !isAllowed(restriction, headers, raw)) {
-      call.finish({ code: Status.UNAVAILABLE, details: restriction.message });
-      return;
-    }
-    startCall(call, path, headers, raw);
-  };
-
-  const onSession = (session: ServerHttp2Session): void => connections.admit(session, closing);
-  const server = createServer(settings, options.tls, onSession, onStream);
-
-  return {
-    listen: async () => {
-      const bound = await listen(server, 'GRPC', options);
-      server.on('error', (err: Error) => log.error(`GRPC server error: ${err.message}`));
-      return bound;
+  return createGrpcPort(settings, options, {
+    startCall,
+    onClose: () => {
+      for (const s of streams) s.shutdown();
     },
-
-    close: () =>
-      new Promise<void>((resolve) => {
-        closing = true;
-        for (const s of streams) s.shutdown();
-        // Running calls finish (SIGTERM's --exit-timeout-secs bounds them); idle connections close now.
-        for (const connection of connections.values()) connection.beginClose(undefined);
-        if (!server.listening) {
-          resolve();
-          return;
-        }
-        server.close(() => resolve());
-      }),
-  };
+  });
 }

@@ -183,10 +183,20 @@ function httpSettings(api: InferenceServerApi, options: HttpFrontendOptions): Ht
         ? undefined
         : new HeaderForwarder(options.headerForwardPattern, 'http'),
     maxConnections,
+    maxConnectionsPerAddress,
+    ...connectionRefusals(maxConnections, maxConnectionsPerAddress),
+  };
+}
+
+/** The 503 bodies for a connection over the server's cap or over its address's share (also the HTTP threads'). */
+export function connectionRefusals(
+  maxConnections: number,
+  maxConnectionsPerAddress: number,
+): { readonly overCapBody: string; readonly overShareBody: string } {
+  return {
     overCapBody: errorBody(
       `the server is at its connection limit (${maxConnections}); retry later. Use --http-max-connections to raise it.`,
     ),
-    maxConnectionsPerAddress,
     overShareBody: errorBody(
       `this client address holds ${maxConnectionsPerAddress} connections, the most one address may; close some or retry later (--http-max-connections-per-address)`,
     ),

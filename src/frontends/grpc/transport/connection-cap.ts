@@ -20,6 +20,11 @@ export interface ConnectionCapSettings {
   readonly serverBudget: ByteBudget;
   /** The HTTP/2 connection window each admitted session gets. */
   readonly connectionWindow: number;
+  /**
+   * The caps the refusals quote, when these are one protocol thread's shares of them
+   * (--grpc-infer-thread-count): the whole port's. Default: the caps above.
+   */
+  readonly quotedCaps?: { readonly maxConnections: number; readonly maxConnectionsPerAddress: number };
 }
 
 export class GrpcConnections {
@@ -60,7 +65,7 @@ export class GrpcConnections {
     const place = this.share.take(session.socket?.remoteAddress);
     if (place === null) {
       connection.refuse(
-        `this client address holds ${this.share.max} gRPC connections, the most one address may; close some or ` +
+        `this client address holds ${this.settings.quotedCaps?.maxConnectionsPerAddress ?? this.share.max} gRPC connections, the most one address may; close some or ` +
           'retry later (--grpc-max-connections-per-address)',
       );
       return;
@@ -69,7 +74,7 @@ export class GrpcConnections {
     if (max > 0 && this.count - this.evicting >= max && !this.evictOne()) {
       this.share.release(place);
       connection.refuse(
-        `the server is at its gRPC connection limit (${max}); retry later (--grpc-max-connections)`,
+        `the server is at its gRPC connection limit (${settings.quotedCaps?.maxConnections ?? max}); retry later (--grpc-max-connections)`,
       );
       return;
     }
@@ -97,7 +102,7 @@ export class GrpcConnections {
       this.log.verbose(`GRPC connection evicted at the connection limit (${this.evictions} so far)`);
     }
     victim.evict(
-      `the server is at its gRPC connection limit (${this.settings.maxConnections}) and this connection was ` +
+      `the server is at its gRPC connection limit (${this.settings.quotedCaps?.maxConnections ?? this.settings.maxConnections}) and this connection was ` +
         'the least active; reconnect (--grpc-max-connections)',
     );
     // It no longer counts against the cap: it is destroyed on the next tick.

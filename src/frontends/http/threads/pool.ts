@@ -5,12 +5,8 @@
  * each request the threads decoded through the core's one inference call (core/call.ts) as the infer route
  * does: resolved (after an on-demand load), decoupled models refused, traced, cancelled when the client
  * goes, counted.
- *
- * SO_REUSEPORT needs net.Server.listen's `reusePort` (Node 22.12+ and 23.1+, on Linux): on an older Node
- * the flag is ignored with a warning (threadsSupported).
+ * The threads themselves are started and closed by ../../threads/pool.ts, as the gRPC port's are.
  */
-import { Worker } from 'node:worker_threads';
-import type { Logger } from '../../../common/logger.js';
 import { productToken } from '../../../common/product.js';
 import {
   refuseDecoupled,
@@ -21,44 +17,44 @@ import {
   type RequestTrace,
   type ResolvedModel,
 } from '../../../core/index.js';
-import { listenError } from '../../listen.js';
+import {
+  capShare,
+  ProtocolThreads,
+  threadsRefusal as sharedRefusal,
+  type ProtocolThread,
+} from '../../threads/pool.js';
 import { returnController, takeController } from '../../signal-pool.js';
 import { DEFAULT_JSON_LIMITS } from '../json-pool.js';
-import { createHttpFrontend, DEFAULT_BACKLOG, DEFAULT_MAX_INPUT_SIZE } from '../server.js';
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../../connection-share.js';
+import {
+  connectionRefusals,
+  createHttpFrontend,
+  DEFAULT_BACKLOG,
+  DEFAULT_MAX_INPUT_SIZE,
+} from '../server.js';
+import { DEFAULT_MAX_CONNECTIONS } from '../transport/connection-limits.js';
 import type { HttpFrontend, HttpFrontendOptions } from '../server.js';
 import { HTTP_DECOUPLED } from '../routes.js';
 import { toErrorReply } from '../transport/errors.js';
 import {
-  Coalescer,
   packTensors,
   unpackTensors,
+  type Coalescer,
+  type ThreadControl,
   type ThreadWorkerData,
   type ToMain,
   type ToThread,
 } from './wire.js';
 
-/** Whether this Node can bind several listeners to one port (net.Server.listen `reusePort`). */
-export function threadsSupported(version: string = process.versions.node): boolean {
-  const [major = 0, minor = 0] = version.split('.').map(Number);
-  return (
-    process.platform === 'linux' &&
-    (major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12))
-  );
-}
+export { threadsSupported } from '../../threads/pool.js';
 
 /** Why --http-thread-count cannot be honoured here, or undefined when it can. */
 export function threadsRefusal(options: HttpFrontendOptions, version?: string): string | undefined {
-  if (!threadsSupported(version)) {
-    return `--http-thread-count needs Node 22.12+ (or 23.1+) on Linux for SO_REUSEPORT; this is Node ${version ?? process.versions.node} on ${process.platform}: HTTP is served on the main thread`;
-  }
-  if (options.tls !== undefined)
-    return '--http-thread-count is not supported with HTTPS: HTTP is served on the main thread';
-  return undefined;
+  return sharedRefusal('--http-thread-count', 'HTTP', options.tls !== undefined, version);
 }
 
 interface Running {
-  readonly worker: Worker;
-  readonly answers: Coalescer<ToThread>;
+  readonly answers: Coalescer<ToThread | ThreadControl>;
   readonly cancels: Map<number, AbortController>;
 }
 
@@ -124,97 +120,64 @@ export function createThreadedHttpFrontend(
   options: HttpFrontendOptions,
   threads: number,
 ): HttpFrontend {
-  const log: Logger = options.log;
-  const main = createHttpFrontend(api, { ...options, address: '127.0.0.1', port: 0 });
-  const running: Running[] = [];
+  // Reached only by the threads: the connection caps are theirs, each a share (capShare).
+  const main = createHttpFrontend(api, {
+    ...options,
+    address: '127.0.0.1',
+    port: 0,
+    maxConnections: 0,
+    maxConnectionsPerAddress: 0,
+  });
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const maxPerAddress = options.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
   const maxInputSize = options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   const fastPath =
     (options.restrictedApis === undefined || Object.keys(options.restrictedApis).length === 0) &&
     options.headerForwardPattern === undefined &&
     options.accessLog === undefined;
-
-  const start = (internalPort: number): Promise<{ address: string; port: number }>[] => {
-    const serverHeader = productToken(api.serverMetadata().version);
-    const data = (port: number): ThreadWorkerData => ({
-      nereidHttpThread: true,
-      address: options.address,
-      port,
-      backlog: options.backlog ?? DEFAULT_BACKLOG,
-      internalPort,
-      maxInputSize,
-      jsonThreshold: options.json?.workerThreshold ?? DEFAULT_JSON_LIMITS.workerThreshold,
-      serverHeader,
-      fastPath,
-    });
-    const one = (port: number): Promise<{ address: string; port: number }> =>
-      new Promise((resolve, reject) => {
-        const worker = new Worker(new URL('./worker.js', import.meta.url), {
-          workerData: data(port),
-          name: 'nereid-http',
-        });
-        const answers = new Coalescer<ToThread>((m, transfer) => worker.postMessage(m, transfer));
-        const r: Running = { worker, answers, cancels: new Map() };
-        running.push(r);
-        const receive = (m: ToMain): void => {
-          switch (m.t) {
-            case 'batch':
-              for (const item of m.items) receive(item);
-              break;
-            case 'infer':
-              void serveDecoded(api, options, r, m);
-              break;
-            case 'cancel':
-              r.cancels.get(m.id)?.abort();
-              break;
-            case 'listening':
-              resolve({ address: m.address, port: m.port });
-              break;
-            case 'error':
-              reject(listenError('HTTP', { address: options.address, port }, m));
-              break;
-            case 'closed':
-              break;
-          }
-        };
-        worker.on('message', receive);
-        worker.on('error', (err) => {
-          log.error(`HTTP thread failed: ${err.message}`);
-          reject(err);
-        });
-      });
-    // The first thread binds (port 0 picks one), the others join it on the port it got.
-    const first = one(options.port);
-    const rest = first.then((bound) =>
-      Promise.all(Array.from({ length: threads - 1 }, () => one(bound.port))),
-    );
-    return [first, rest.then(() => first)];
-  };
+  const cancels = new Map<ProtocolThread<ToThread>, Map<number, AbortController>>();
+  let pool: ProtocolThreads<ToMain, ToThread> | undefined;
 
   return {
     listen: async () => {
       const internal = await main.listen();
-      const [first, all] = start(internal.port);
-      await first;
-      return all;
+      const serverHeader = productToken(api.serverMetadata().version);
+      pool = new ProtocolThreads<ToMain, ToThread>({
+        url: new URL('./worker.js', import.meta.url),
+        name: 'nereid-http',
+        count: threads,
+        service: 'HTTP',
+        target: options,
+        log: options.log,
+        workerData: (port): ThreadWorkerData => ({
+          nereidHttpThread: true,
+          address: options.address,
+          port,
+          backlog: options.backlog ?? DEFAULT_BACKLOG,
+          internalPort: internal.port,
+          maxInputSize,
+          jsonThreshold: options.json?.workerThreshold ?? DEFAULT_JSON_LIMITS.workerThreshold,
+          serverHeader,
+          fastPath,
+          maxConnections: capShare(maxConnections, threads),
+          maxConnectionsPerAddress: capShare(maxPerAddress, threads),
+          ...connectionRefusals(maxConnections, maxPerAddress),
+        }),
+        receive: (thread, m) => {
+          let mine = cancels.get(thread);
+          if (mine === undefined) cancels.set(thread, (mine = new Map<number, AbortController>()));
+          if (m.t === 'infer') void serveDecoded(api, options, { answers: thread.post, cancels: mine }, m);
+          else mine.get(m.id)?.abort();
+        },
+      });
+      return pool.start();
     },
     drain: () => {
       main.drain();
-      for (const r of running) r.worker.postMessage({ t: 'drain' } satisfies ToThread);
+      pool?.drain();
     },
     close: async () => {
-      await Promise.all(
-        running.map(
-          (r) =>
-            new Promise<void>((resolve) => {
-              const done = (): void => resolve();
-              r.worker.once('exit', done);
-              r.worker.on('message', (m: ToMain) => {
-                if (m.t === 'closed') void r.worker.terminate().then(done, done);
-              });
-              r.worker.postMessage({ t: 'close' } satisfies ToThread);
-            }),
-        ),
-      );
+      await pool?.close();
       await main.close();
     },
   };

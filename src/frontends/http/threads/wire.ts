@@ -1,10 +1,19 @@
 /**
  * What the HTTP protocol threads (--http-thread-count, worker.ts) and the main thread (pool.ts) send each
- * other over the worker's MessagePort, and the tensor packing both sides use: tensor bytes travel as
- * transferred ArrayBuffers (moved, not copied) when a tensor owns its whole buffer, else as one exact-size
- * copy (a view into Node's shared 8 KiB pool or into a larger socket read cannot be moved).
+ * other over the worker's MessagePort; the control messages, tensor packing and batching are shared with
+ * the gRPC threads (../../threads/wire.ts).
  */
 import type { InferenceRequest, InferenceResponse } from '../../../core/index.js';
+
+export {
+  Coalescer,
+  ownedBuffer,
+  packTensors,
+  unpackTensors,
+  type Batch,
+  type ThreadControl,
+  type ThreadStatus,
+} from '../../threads/wire.js';
 
 export interface ThreadWorkerData {
   /** Marks this module's worker data (an embedding that loads Nereid in a worker never starts it). */
@@ -20,14 +29,19 @@ export interface ThreadWorkerData {
   readonly serverHeader: string;
   /** False when a setting needs the main thread's per-request view (restrictions, header forwarding, access log). */
   readonly fastPath: boolean;
+  /** This thread's share of --http-max-connections and --http-max-connections-per-address (0: none). */
+  readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
+  /** The main thread's 503 bodies for them, quoting the whole server's caps. */
+  readonly overCapBody: string;
+  readonly overShareBody: string;
 }
 
 /** A request without `signal`, its tensors' Buffers as plain Uint8Arrays (what structured clone delivers). */
 export type ThreadRequest = Omit<InferenceRequest, 'signal' | 'trace' | 'parentTrace' | 'timings'>;
 
+/** What a thread asks of the main thread (its listener's news are ThreadStatus). */
 export type ToMain =
-  | { readonly t: 'listening'; readonly address: string; readonly port: number }
-  | { readonly t: 'error'; readonly code: string | undefined; readonly message: string }
   | {
       readonly t: 'infer';
       readonly id: number;
@@ -37,97 +51,9 @@ export type ToMain =
       readonly tracestate: string | undefined;
       readonly request: ThreadRequest;
     }
-  | { readonly t: 'cancel'; readonly id: number }
-  | { readonly t: 'closed' }
-  | { readonly t: 'batch'; readonly items: readonly ToMain[] };
+  | { readonly t: 'cancel'; readonly id: number };
 
+/** The main thread's answers (besides ThreadControl). */
 export type ToThread =
   | { readonly t: 'answer'; readonly id: number; readonly response: InferenceResponse }
-  | { readonly t: 'failed'; readonly id: number; readonly status: number; readonly body: string }
-  | { readonly t: 'drain' }
-  | { readonly t: 'close' }
-  | { readonly t: 'batch'; readonly items: readonly ToThread[] };
-
-/**
- * `tensors` with their data in a form postMessage delivers: views into `owned` (a request body that owns its
- * whole ArrayBuffer, and nothing else uses afterwards) go as they are, the buffer moved once; any other data
- * is copied into an exact-size buffer of its own that is moved (moving a buffer that others may hold, such
- * as a model's output or a cached tensor, would empty theirs).
- */
-export function packTensors<T extends { readonly data: Buffer }>(
-  tensors: readonly T[],
-  transfer: ArrayBuffer[],
-  owned?: ArrayBuffer,
-): T[] {
-  const out: T[] = new Array<T>(tensors.length);
-  for (let i = 0; i < tensors.length; i++) {
-    const t = tensors[i];
-    const data = t.data;
-    let view: Uint8Array;
-    if (owned !== undefined && data.buffer === owned) {
-      if (!transfer.includes(owned)) transfer.push(owned);
-      view = data;
-    } else if (data.byteLength === 0) {
-      view = new Uint8Array(0);
-    } else {
-      view = new Uint8Array(data.byteLength);
-      view.set(data);
-      transfer.push(view.buffer as ArrayBuffer);
-    }
-    out[i] = { ...t, data: view as Buffer };
-  }
-  return out;
-}
-
-/** The body's ArrayBuffer when the body is all of it (then it can be moved), else undefined. */
-export function ownedBuffer(body: Buffer): ArrayBuffer | undefined {
-  const ab = body.buffer;
-  return ab instanceof ArrayBuffer && body.byteOffset === 0 && body.byteLength === ab.byteLength
-    ? ab
-    : undefined;
-}
-
-/** Turns the Uint8Arrays structured clone delivered back into Buffers (no copy). */
-export function unpackTensors<T extends { readonly data: Buffer }>(tensors: readonly T[]): T[] {
-  const out: T[] = new Array<T>(tensors.length);
-  for (let i = 0; i < tensors.length; i++) {
-    const t = tensors[i];
-    const d = t.data as Uint8Array;
-    out[i] = { ...t, data: Buffer.from(d.buffer, d.byteOffset, d.byteLength) };
-  }
-  return out;
-}
-
-/**
- * Messages posted in one event-loop turn go as one: each postMessage costs a serialisation, a wake-up of the
- * other thread and a 'message' event there, and under load many requests are decoded (or answered) in the
- * same turn. Flushed from setImmediate, so after every socket the turn read from: no added wait.
- */
-export class Coalescer<M extends { readonly t: string }> {
-  private items: M[] = [];
-  private transfer: ArrayBuffer[] = [];
-  private scheduled = false;
-
-  constructor(
-    private readonly send: (m: M | { t: 'batch'; items: readonly M[] }, transfer: ArrayBuffer[]) => void,
-  ) {}
-
-  post(m: M, transfer?: readonly ArrayBuffer[]): void {
-    this.items.push(m);
-    if (transfer !== undefined) for (const ab of transfer) this.transfer.push(ab);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(this.flush);
-    }
-  }
-
-  private readonly flush = (): void => {
-    this.scheduled = false;
-    const items = this.items;
-    const transfer = this.transfer;
-    this.items = [];
-    this.transfer = [];
-    if (items.length === 1) this.send(items[0], transfer);
-    else if (items.length > 1) this.send({ t: 'batch', items }, transfer);
-  };
-}
+  | { readonly t: 'failed'; readonly id: number; readonly status: number; readonly body: string };

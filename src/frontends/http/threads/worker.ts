@@ -20,6 +20,7 @@ import { matchRoute } from '../router.js';
 import { declaredLength, decodeContentEncoding, isBodyTooLarge, readBody } from '../transport/body.js';
 import { answerMalformed } from '../transport/malformed.js';
 import { framingError } from '../transport/request-framing.js';
+import { limitConnections, type ConnectionLimit } from '../transport/connection-limits.js';
 import { Forwarder } from './forward.js';
 import { writeError, writeErrorMessage, writeInferAnswer, type ReplyOptions } from './reply.js';
 import {
@@ -27,12 +28,16 @@ import {
   ownedBuffer,
   packTensors,
   unpackTensors,
+  type Batch,
+  type ThreadControl,
+  type ThreadStatus,
   type ThreadWorkerData,
   type ToMain,
   type ToThread,
 } from './wire.js';
 
-type Settled = ToThread & { t: 'answer' | 'failed' };
+type Settled = ToThread;
+type FromMain = ToThread | ThreadControl | Batch<ToThread | ThreadControl>;
 
 class ProtocolThread {
   private readonly toMain: Coalescer<ToMain>;
@@ -42,6 +47,8 @@ class ProtocolThread {
   private closing = false;
   private readonly forwarder: Forwarder;
   private readonly server: http.Server;
+  /** This thread's share of the connection caps (the whole server's: pool.ts). */
+  private readonly connections: ConnectionLimit;
 
   constructor(
     private readonly data: ThreadWorkerData,
@@ -55,7 +62,13 @@ class ProtocolThread {
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
       answerMalformed(err, socket, data.serverHeader),
     );
-    port.on('message', (m: ToThread) => this.receive(m));
+    this.connections = limitConnections(this.server, {
+      max: data.maxConnections,
+      maxPerAddress: data.maxConnectionsPerAddress,
+      overCapBody: data.overCapBody,
+      overShareBody: data.overShareBody,
+    });
+    port.on('message', (m: FromMain) => this.receive(m));
   }
 
   listen(): void {
@@ -71,7 +84,7 @@ class ProtocolThread {
     });
   }
 
-  private post(m: ToMain): void {
+  private post(m: ThreadStatus): void {
     this.port.postMessage(m);
   }
 
@@ -79,7 +92,7 @@ class ProtocolThread {
     return { serverHeader: this.data.serverHeader, closeConnection: this.closing || closeConnection };
   }
 
-  private receive(m: ToThread): void {
+  private receive(m: FromMain): void {
     switch (m.t) {
       case 'batch':
         for (const item of m.items) this.receive(item);
@@ -110,6 +123,15 @@ class ProtocolThread {
   /** An inference request this thread can serve goes to infer(); everything else to the main thread. */
   private route(req: IncomingMessage, res: ServerResponse): void {
     const { data } = this;
+    // Over the cap: refused as the main thread refuses (health checks excepted, then the connection closes).
+    const refusal = this.connections.refusal(req.socket);
+    if (refusal !== undefined) {
+      if (!isHealthCheck(req.url ?? '/')) {
+        writeError(res, 503, refusal, this.replyOptions(true));
+        return;
+      }
+      res.shouldKeepAlive = false;
+    }
     if (data.fastPath && req.method === 'POST' && req.headers[MODEL_VARIANT_HEADER] === undefined) {
       const match = matchInfer(req.url ?? '/');
       if (
@@ -217,6 +239,17 @@ class ProtocolThread {
     const m = await settled;
     res.removeListener('close', onClose);
     return m;
+  }
+}
+
+/** A liveness or readiness probe, which the connection cap never refuses (server.ts). */
+function isHealthCheck(url: string): boolean {
+  const q = url.indexOf('?');
+  try {
+    const name = matchRoute(q === -1 ? url : url.slice(0, q))?.name;
+    return name === 'serverLive' || name === 'serverReady' || name === 'modelReady';
+  } catch {
+    return false;
   }
 }
 
