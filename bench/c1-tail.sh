@@ -9,7 +9,8 @@
 #
 #   bash bench/c1-tail.sh <checkout> <http | grpc> [model]
 #
-# Env: PORT (24380; PORT+1 is gRPC), WINDOW_MS (4000: two windows), NODE_FLAGS, SERVER_FLAGS,
+# Env: PORT (24380; PORT+1 is gRPC), WINDOW_MS (4000: two windows), WARMUP_SECONDS (10: served first
+# and left out, 0 = none, then the first tenth is left out), NODE_FLAGS, SERVER_FLAGS,
 # STUB_PYTHON (the stubs' interpreter; default .venv-triton's, as bench/cpu-per-request.sh), KEEP=<dir>
 # (copies the trace, the GC log and the server's log there).
 set -euo pipefail
@@ -19,6 +20,7 @@ protocol=${2:?protocol}
 model=${3:-vt_add_sub}
 port=${PORT:-24380}
 window=${WINDOW_MS:-4000}
+warmup=${WARMUP_SECONDS:-10}
 python=${STUB_PYTHON:-$root/.venv-triton/bin/python}
 [[ -f $root/dist/bench/c1-tail.js ]] || {
   echo "c1-tail: build first (npx tsc -p tsconfig.json)" >&2
@@ -52,9 +54,21 @@ for _ in $(seq 150); do
 done
 url=localhost:$port
 [[ $protocol == grpc ]] && url=localhost:$((port + 1))
+served() {
+  curl -s "localhost:$port/v2/models/$model/stats" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["model_stats"][0]["inference_stats"]["success"]["count"])'
+}
+# Warm-up, left out of the analysis: V8 compiles the request path over the first several thousand
+# requests (bench/README.md, "What sets the concurrency-1 tail").
+if ((warmup > 0)); then
+  "$root"/.venv/bin/perf_analyzer -m "$model" -i "$protocol" -u "$url" --concurrency-range 1 \
+    --measurement-interval $((warmup * 1000)) --stability-percentage 999 --max-trials 1 >/dev/null 2>&1 || true
+fi
+skip=
+((warmup > 0)) && skip=$(served)
 "$root"/.venv/bin/perf_analyzer -m "$model" -i "$protocol" -u "$url" --concurrency-range 1 \
   --measurement-interval "$window" --stability-percentage 999 --max-trials 2 >"$work/pa.txt" 2>&1 || true
 kill -INT "$pid"
 wait "$pid" 2>/dev/null || true
-echo "$(basename "$target") $protocol c1 $model, load $(cut -d' ' -f1 /proc/loadavg)"
-node "$root/dist/bench/c1-tail.js" "$work/trace.json" "$work/gc.log"
+echo "$(basename "$target") $protocol c1 $model, ${skip:-no} warm-up requests left out, load $(cut -d' ' -f1 /proc/loadavg)"
+node "$root/dist/bench/c1-tail.js" "$work/trace.json" "$work/gc.log" $skip

@@ -12,9 +12,10 @@
  *   gap        → the next request's arrival: the response on the wire, the client's turn, its next request
  *
  * and prints each part's percentiles, the parts of the slowest 1 % of cycles, which part grew most in
- * each of those, and how many of them ran a garbage collection. Usage:
+ * each of those, and how many of them ran a garbage collection. The first `skip` cycles (default: a tenth)
+ * are left out as warm-up. Usage:
  *
- *   node dist/bench/c1-tail.js <trace.json> [gc.log]
+ *   node dist/bench/c1-tail.js <trace.json> [gc.log] [skip]
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -193,7 +194,7 @@ export function tailReport(all: readonly Cycle[], gcs?: readonly Collection[]): 
 
 function print(r: TailReport): void {
   const f = (x: number): string => x.toFixed(0).padStart(7);
-  console.log(`${r.count} cycles (the first 10 % dropped as warm-up)`);
+  console.log(`${r.count} cycles measured`);
   console.log(`${'part'.padEnd(10)}    p50     p90     p99    mean  (µs)`);
   for (const [k, p] of Object.entries(r.percentiles)) {
     console.log(`${k.padEnd(10)}${f(p.p50)} ${f(p.p90)} ${f(p.p99)} ${f(p.mean)}`);
@@ -214,13 +215,14 @@ function print(r: TailReport): void {
 }
 
 function main(): void {
-  const [tracePath, gcPath] = process.argv.slice(2);
-  if (tracePath === undefined) {
-    console.error('usage: node dist/bench/c1-tail.js <trace.json> [gc.log]');
+  const [tracePath, gcPath, skipArg] = process.argv.slice(2);
+  const skip = skipArg === undefined ? undefined : Number(skipArg);
+  if (tracePath === undefined || (skip !== undefined && !(Number.isInteger(skip) && skip >= 0))) {
+    console.error('usage: node dist/bench/c1-tail.js <trace.json> [gc.log] [skip: a whole number]');
     process.exit(2);
   }
   const all = cycles(requestTimestamps(JSON.parse(readFileSync(tracePath, 'utf8')) as TraceEvent[]));
-  const measured = all.slice(Math.floor(all.length / 10));
+  const measured = all.slice(skip ?? Math.floor(all.length / 10));
   const gcs =
     gcPath !== undefined && existsSync(gcPath) ? parseGcLog(readFileSync(gcPath, 'utf8')) : undefined;
   print(tailReport(measured, gcs));
