@@ -42,6 +42,11 @@ run only on a whole-second tick, so its requests/s is the count divided by a rou
 Usage: .venv/bin/python bench/vs-triton/vs_triton.py [--rounds 2] [--window-ms 2000] [--cases a,b]
            [--servers nereid,triton] [--baseline OTHER_CHECKOUT] [--out DIR] [--pa-memory-mb 3000]
            [--port-base N (the servers' ports from N up instead of free ephemeral ones)]
+           [--warmup-seconds 10]
+
+Before the first point each server serves every model and protocol of the run (but the large-payload
+ones) for --warmup-seconds (0: none): Nereid's JavaScript reaches V8's optimised code only after several
+thousand requests, and the first point of each protocol would otherwise measure that, not the server.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -447,6 +452,37 @@ def pa_command(server: Server, case: Case, out: Path) -> list[str]:
     ]
 
 
+def warm_up(server: Server, cases: list[Case], seconds: float, out: Path) -> None:
+    """Serves each model and protocol of `cases` for `seconds` before anything is measured. Nereid's
+    JavaScript is compiled by V8 as it runs: after a start its first ~8,000 vt_add_sub requests over one
+    protocol run partly unoptimised, with V8's compiler threads busy beside them (bench/README.md, "What
+    sets the concurrency-1 tail"), so the first case measured (HTTP c1) and the first of each other protocol
+    would measure that warm-up, not the server. Both servers get the same. At 4 or more in flight (more
+    requests in the time; the same code runs at concurrency 1). Large-payload cases are left out: their
+    perf_analyzer is bounded by request count (its memory), not by time."""
+    if seconds <= 0:
+        return
+    seen: set[tuple[str, str, tuple[str, ...]]] = set()
+    for case in cases:
+        key = (case.model, case.protocol, case.extra)
+        if case.payload_bytes or key in seen:
+            continue
+        seen.add(key)
+        warm = replace(case, concurrency=max(4, case.concurrency))
+        slug = re.sub(r"[^a-z0-9]+", "-", case.name)
+        csv_out = out / f"warmup-{slug}-{server.name}.csv"
+        window = ["--measurement-interval", str(int(seconds * 1000)), "--stability-percentage", "999"]
+        command = [*pa_command(server, warm, csv_out), *window, "--max-trials", "1"]
+        try:
+            run = run_capped(command, csv_out.with_suffix(".txt"), timeout=60 + 2 * seconds)
+        except subprocess.TimeoutExpired:
+            print(f"  warm-up of {case.name} [{server.name}] did not finish", file=sys.stderr)
+            continue
+        # (perf_analyzer exits 2 when one window is not "stable": the requests were served all the same)
+        if run.over_budget:
+            print(f"  warm-up of {case.name} [{server.name}] stopped at the memory cap", file=sys.stderr)
+
+
 def fitted_count(case: Case) -> int:
     """Requests of a large-payload case's count-bounded run: as many as fit the memory budget at
     PA_COPIES x its payload each, warm-up included (0: not a large-payload case, measured in windows)."""
@@ -706,6 +742,12 @@ def main() -> int:
     parser.add_argument("--servers", default="nereid,triton")
     parser.add_argument("--noise-limit", type=float, default=0.25)
     parser.add_argument("--spread-limit", type=float, default=0.25)
+    parser.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=10,
+        help="each server serves every model and protocol this long before the first point (0: none)",
+    )
     parser.add_argument("--no-cold-start", action="store_true")
     parser.add_argument("--no-explicit-load", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
@@ -750,6 +792,8 @@ def main() -> int:
         for name in servers:
             running[name], seconds = start(name, repo / "models", out)
             print(f"vs-triton: {name} ready in {seconds:.1f} s", file=sys.stderr)
+        for name in servers:
+            warm_up(running[name], cases, args.warmup_seconds, out)
         for case in cases:
             result = CaseResult(case, {s: [] for s in servers})
             for r in range(args.rounds):
