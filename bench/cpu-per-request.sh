@@ -12,8 +12,8 @@
 # JavaScript, node:http2 and system calls, without onnxruntime's or the compiler's threads), and the main
 # thread's voluntary and involuntary context switches per request.
 #
-# Env: PORT (18100; PORT+1 is gRPC, PORT+2 Triton's metrics), WINDOW_MS (4000), SERVER_FLAGS (extra server
-# flags), PYTHON (the stubs' interpreter), EXTRA_MODELS (a directory whose models join the copy:
+# Env: PORT (18100; PORT+1 is gRPC, PORT+2 Triton's metrics), WINDOW_MS (4000), WARMUP_REQUESTS (10000),
+# SERVER_FLAGS (extra server flags), PYTHON (the stubs' interpreter), EXTRA_MODELS (a directory whose models join the copy:
 # bench/cpu-per-request-models holds vt_identity_large_onnx, the 600 KB identity without a stub),
 # NODE_FLAGS (e.g. --perf-basic-prof), PERF=<file> (records `perf record -g` of the server and its stubs
 # during the run), STAT=1 (counts system calls and context switches per request with `perf stat`).
@@ -29,6 +29,9 @@ concurrency=${3:?concurrency}
 model=${4:-vt_add_sub}
 port=${PORT:-18100}
 window=${WINDOW_MS:-4000}
+# V8 compiles the request path over the first ~8,000 requests (bench/README.md, "What sets the
+# concurrency-1 tail"): a shorter warm-up measures the compiler at c1.
+warmup=${WARMUP_REQUESTS:-10000}
 perf_analyzer=$root/.venv/bin/perf_analyzer
 # The stubs' Python: PYTHON, else .venv-triton's (the one Triton's stubs use), else .venv's.
 python=${PYTHON:-$root/.venv-triton/bin/python}
@@ -82,7 +85,7 @@ served() {
 }
 
 "$perf_analyzer" -m "$model" -i "$protocol" -u "$url" --concurrency-range "$concurrency" \
-  --request-count 300 "${extra[@]}" >/dev/null 2>&1 || true
+  --request-count "$warmup" "${extra[@]}" >/dev/null 2>&1 || true
 n0=$(served)
 h0=$(ticks "$pid")
 m0=$(main_ticks)
