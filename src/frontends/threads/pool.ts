@@ -11,7 +11,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../common/logger.js';
 import { listenError, type BoundAddress, type ListenTarget } from '../listen.js';
-import { Coalescer, type Batch, type ThreadControl, type ThreadStatus } from './wire.js';
+import { Coalescer, type TurnBatch, type ThreadControl, type ThreadStatus } from './wire.js';
 
 /** Whether this Node can bind several listeners to one port (net.Server.listen `reusePort`). */
 export function threadsSupported(version: string = process.versions.node): boolean {
@@ -70,7 +70,7 @@ export interface ThreadSpec<ToMain, ToThread extends { readonly t: string }> {
   readonly log: Logger;
 }
 
-type FromThread<ToMain> = ToMain | ThreadStatus | Batch<ToMain | ThreadStatus>;
+type FromThread<ToMain> = ToMain | ThreadStatus | TurnBatch<ToMain | ThreadStatus>;
 
 export class ProtocolThreads<ToMain extends { readonly t: string }, ToThread extends { readonly t: string }> {
   readonly threads: ProtocolThread<ToThread>[] = [];
@@ -115,7 +115,7 @@ export class ProtocolThreads<ToMain extends { readonly t: string }, ToThread ext
       const receive = (m: FromThread<ToMain>): void => {
         switch (m.t) {
           case 'batch':
-            for (const item of (m as Batch<ToMain | ThreadStatus>).items) receive(item);
+            for (const item of (m as TurnBatch<ToMain | ThreadStatus>).items) receive(item);
             break;
           case 'listening': {
             const s = m as ThreadStatus & { t: 'listening' };

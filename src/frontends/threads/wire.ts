@@ -16,7 +16,7 @@ export type ThreadStatus =
 export type ThreadControl = { readonly t: 'drain' } | { readonly t: 'close' };
 
 /** One turn's messages, sent as one (Coalescer). */
-export interface Batch<M> {
+export interface TurnBatch<M> {
   readonly t: 'batch';
   readonly items: readonly M[];
 }
@@ -81,7 +81,7 @@ export class Coalescer<M extends { readonly t: string }> {
   private transfer: ArrayBuffer[] = [];
   private scheduled = false;
 
-  constructor(private readonly send: (m: M | Batch<M>, transfer: ArrayBuffer[]) => void) {}
+  constructor(private readonly send: (m: M | TurnBatch<M>, transfer: ArrayBuffer[]) => void) {}
 
   post(m: M, transfer?: readonly ArrayBuffer[]): void {
     this.items.push(m);

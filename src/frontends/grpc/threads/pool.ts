@@ -42,7 +42,7 @@ import {
   type GrpcFrontendOptions,
 } from '../server.js';
 import { Status, toGrpcError } from '../transport/status.js';
-import type { GrpcThreadData, ThreadPortOptions, ToMain, ToThread } from './wire.js';
+import type { GrpcThreadData, ThreadPortOptions, GrpcToMain, GrpcToThread } from './wire.js';
 
 /** Why --grpc-infer-thread-count cannot be honoured here, or undefined when it can. */
 export function grpcThreadsRefusal(options: GrpcFrontendOptions, version?: string): string | undefined {
@@ -50,7 +50,7 @@ export function grpcThreadsRefusal(options: GrpcFrontendOptions, version?: strin
 }
 
 interface Running {
-  readonly answers: Coalescer<ToThread | ThreadControl>;
+  readonly answers: Coalescer<GrpcToThread | ThreadControl>;
   readonly cancels: Map<number, AbortController>;
 }
 
@@ -69,7 +69,7 @@ async function serveDecoded(
   api: InferenceServerApi,
   options: GrpcFrontendOptions,
   r: Running,
-  m: ToMain & { t: 'infer' },
+  m: GrpcToMain & { t: 'infer' },
 ): Promise<void> {
   const { answers, cancels } = r;
   let handle: ResolvedModel | undefined;
@@ -160,8 +160,8 @@ export function createThreadedGrpcFrontend(
     maxConnections: 0,
     maxConnectionsPerAddress: 0,
   });
-  const cancels = new Map<ProtocolThread<ToThread>, Map<number, AbortController>>();
-  let pool: ProtocolThreads<ToMain, ToThread> | undefined;
+  const cancels = new Map<ProtocolThread<GrpcToThread>, Map<number, AbortController>>();
+  let pool: ProtocolThreads<GrpcToMain, GrpcToThread> | undefined;
   let sentSettings: LogSettings = { ...log.settings };
   const logSettingsCheck = setInterval(() => {
     if (pool === undefined || sameSettings(sentSettings, log.settings)) return;
@@ -170,7 +170,7 @@ export function createThreadedGrpcFrontend(
   }, LOG_SETTINGS_CHECK_MS);
   logSettingsCheck.unref();
 
-  const receive = (thread: ProtocolThread<ToThread>, m: ToMain): void => {
+  const receive = (thread: ProtocolThread<GrpcToThread>, m: GrpcToMain): void => {
     switch (m.t) {
       case 'infer': {
         let mine = cancels.get(thread);
@@ -200,7 +200,7 @@ export function createThreadedGrpcFrontend(
       const internal = await main.listen();
       const serverToken = productToken(api.serverMetadata().version);
       const portOptions = threadPortOptions(options, threads);
-      pool = new ProtocolThreads<ToMain, ToThread>({
+      pool = new ProtocolThreads<GrpcToMain, GrpcToThread>({
         url: new URL('./worker.js', import.meta.url),
         name: 'nereid-grpc',
         count: threads,

@@ -31,7 +31,7 @@ export interface GrpcThreadData {
   readonly fastPath: boolean;
 }
 
-export type ToMain =
+export type GrpcToMain =
   | {
       readonly t: 'infer';
       readonly id: number;
@@ -57,7 +57,7 @@ export type ToMain =
   /** A log line the thread's Logger formatted. */
   | { readonly t: 'log'; readonly line: string };
 
-export type ToThread =
+export type GrpcToThread =
   | { readonly t: 'answer'; readonly id: number; readonly response: InferenceResponse }
   | { readonly t: 'failed'; readonly id: number; readonly code: number; readonly details: string }
   /** The main thread's log settings changed (the logging API): the thread's logger follows. */

@@ -24,7 +24,7 @@ import {
   ownedBuffer,
   packTensors,
   unpackTensors,
-  type Batch,
+  type TurnBatch,
   type ThreadControl,
   type ThreadStatus,
 } from '../../threads/wire.js';
@@ -43,10 +43,10 @@ import {
 import type { ServerCall } from '../transport/call.js';
 import { GrpcStatusError, Status, type StatusCode } from '../transport/status.js';
 import { StreamForwarder } from './forward.js';
-import type { GrpcThreadData, ToMain, ToThread } from './wire.js';
+import type { GrpcThreadData, GrpcToMain, GrpcToThread } from './wire.js';
 
-type FromMain = ToThread | ThreadControl | Batch<ToThread | ThreadControl>;
-type Settled = ToThread & { t: 'answer' | 'failed' };
+type FromMain = GrpcToThread | ThreadControl | TurnBatch<GrpcToThread | ThreadControl>;
+type Settled = GrpcToThread & { t: 'answer' | 'failed' };
 
 /** How long a thread's request counts wait to be sent to the main thread's metrics. */
 const COUNT_FLUSH_MS = 100;
@@ -55,7 +55,7 @@ const header = (v: string | string[] | undefined): string | undefined =>
   typeof v === 'string' ? v : undefined;
 
 class GrpcProtocolThread {
-  private readonly toMain: Coalescer<ToMain>;
+  private readonly toMain: Coalescer<GrpcToMain>;
   /** ModelInfer calls sent to the main thread, by id, waiting for its answer. */
   private readonly pending = new Map<number, (m: Settled) => void>();
   private nextId = 1;
@@ -71,7 +71,7 @@ class GrpcProtocolThread {
     private readonly data: GrpcThreadData,
     private readonly port: MessagePort,
   ) {
-    this.toMain = new Coalescer<ToMain>((m, transfer) => port.postMessage(m, transfer));
+    this.toMain = new Coalescer<GrpcToMain>((m, transfer) => port.postMessage(m, transfer));
     // Lines go out through the main thread's logger (its sink, the dashboard's recent lines aside).
     this.log = new Logger(data.logSettings, (line) => this.toMain.post({ t: 'log', line }));
     const counts: RequestCounter = { http: () => {}, grpc: (rpc, code) => this.count(rpc, code) };

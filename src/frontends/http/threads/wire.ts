@@ -10,7 +10,7 @@ export {
   ownedBuffer,
   packTensors,
   unpackTensors,
-  type Batch,
+  type TurnBatch,
   type ThreadControl,
   type ThreadStatus,
 } from '../../threads/wire.js';

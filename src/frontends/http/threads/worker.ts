@@ -28,7 +28,7 @@ import {
   ownedBuffer,
   packTensors,
   unpackTensors,
-  type Batch,
+  type TurnBatch,
   type ThreadControl,
   type ThreadStatus,
   type ThreadWorkerData,
@@ -37,7 +37,7 @@ import {
 } from './wire.js';
 
 type Settled = ToThread;
-type FromMain = ToThread | ThreadControl | Batch<ToThread | ThreadControl>;
+type FromMain = ToThread | ThreadControl | TurnBatch<ToThread | ThreadControl>;
 
 class ProtocolThread {
   private readonly toMain: Coalescer<ToMain>;
